@@ -1,0 +1,19 @@
+// Files compiled into the binary: templates/ and runtime/include/.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+namespace bekc {
+
+struct EmbeddedFile {
+    std::string_view path;  // relative to the source root, e.g. "templates/handler.cpp.in"
+    std::string_view data;
+};
+
+const std::vector<EmbeddedFile>& embedded_files();
+
+// The contents of an embedded file; throws FatalError when there is none.
+std::string_view embedded(std::string_view path);
+
+}  // namespace bekc
