@@ -1,0 +1,82 @@
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "commands.hpp"
+#include "plan/inputs.hpp"
+#include "util/error.hpp"
+
+namespace bekc::cli {
+
+namespace {
+
+struct InspectOptions {
+    std::vector<std::string> inputs;
+    std::vector<std::string> functions;
+    std::string functions_json;
+    bool json = false;
+};
+
+std::string join(const std::vector<std::string>& v, const char* sep) {
+    std::string out;
+    for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
+    return out;
+}
+
+int inspect(const InspectOptions& o) {
+    std::vector<ExplicitSpec> specs;
+    for (const auto& f : o.functions) {
+        std::string err;
+        auto spec = parse_function_option(f, err);
+        if (!spec) throw FatalError("bekc: error: " + err, kExitUsage);
+        specs.push_back(std::move(*spec));
+    }
+    if (!o.functions_json.empty()) {
+        auto more = read_functions_json(o.functions_json);
+        specs.insert(specs.end(), more.begin(), more.end());
+    }
+    ScannedInputs scanned = scan_inputs(expand_inputs(o.inputs), specs);
+    if (has_errors(scanned.diagnostics)) {
+        std::fputs(render_all(scanned.diagnostics).c_str(), stderr);
+        return kExitSourceError;
+    }
+    if (o.json) {
+        nlohmann::ordered_json files = nlohmann::ordered_json::array();
+        for (const auto& f : scanned.files) {
+            nlohmann::ordered_json fns = nlohmann::ordered_json::array();
+            for (const auto& fn : f.functions)
+                fns.push_back({{"name", fn.name},
+                               {"arg_spec", fn.canonical_tokens()},
+                               {"line", fn.annotation.line}});
+            files.push_back({{"path", f.path.string()}, {"functions", fns}});
+        }
+        std::puts(nlohmann::ordered_json{{"files", files}}.dump(2).c_str());
+        return kExitOk;
+    }
+    for (const auto& f : scanned.files)
+        for (const auto& fn : f.functions)
+            std::printf("%s(%s)  %s:%d\n", fn.name.c_str(),
+                        join(fn.canonical_tokens(), ", ").c_str(), f.path.c_str(),
+                        fn.annotation.line);
+    return kExitOk;
+}
+
+}  // namespace
+
+Action add_inspect_command(CLI::App& app) {
+    auto o = std::make_shared<InspectOptions>();
+    CLI::App* cmd = app.add_subcommand("inspect", "List the exported functions and their "
+                                                  "arg_specs, without compiling");
+    cmd->add_option("inputs", o->inputs, "Kernel sources (.cu, .cpp, .cc, .cxx) or directories")
+        ->required();
+    cmd->add_option("--function", o->functions,
+                    "Export NAME with this spec instead of the annotations: 'NAME=arg,ret,...' "
+                    "(tokens may be omitted to infer them: 'NAME')");
+    cmd->add_option("--functions", o->functions_json,
+                    "JSON file {\"NAME\": [\"arg\", \"ret\", ...]} naming the exports");
+    cmd->add_flag("--json", o->json, "Print {\"files\": [{\"path\", \"functions\": [...]}]}");
+    return [o] { return inspect(*o); };
+}
+
+}  // namespace bekc::cli

@@ -1,0 +1,39 @@
+// Running independent commands side by side, the way `make -j` does.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <vector>
+
+#include "run/process.hpp"
+
+namespace bekc {
+
+struct ProgressEvent {
+    enum class Kind { Started, Finished };
+    Kind kind;
+    size_t index;                   // position in the input vector
+    const Command& command;
+    const ProcessResult* result;    // Finished only
+};
+
+// Called once when each command starts and once when it finishes. Calls are
+// serialized, so the callback needs no locking of its own, but they come
+// from worker threads and must not block for long.
+using ProgressCallback = std::function<void(const ProgressEvent&)>;
+
+struct ParallelOptions {
+    // Start the remaining commands even after one failed (make -k).
+    bool keep_going = false;
+    RunOptions run;
+};
+
+// Runs at most `jobs` commands at once (jobs < 1 counts as 1). Results come
+// back in input order whatever order the commands finish in. After a failure
+// no new command starts unless keep_going; those are NotRun, and commands
+// already running are allowed to finish.
+std::vector<ProcessResult> run_parallel(const std::vector<Command>& commands, int jobs,
+                                        const ProgressCallback& on_event = {},
+                                        const ParallelOptions& options = {});
+
+}  // namespace bekc

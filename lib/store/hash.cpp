@@ -1,0 +1,115 @@
+#include "store/hash.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include <fmt/format.h>
+#include <openssl/evp.h>
+#include <xxhash.h>
+
+#include "util/error.hpp"
+
+namespace bekc {
+
+namespace {
+
+std::string to_hex(const unsigned char* bytes, size_t n) {
+    static constexpr char kDigits[] = "0123456789abcdef";
+    std::string out(n * 2, '0');
+    for (size_t i = 0; i < n; ++i) {
+        out[2 * i] = kDigits[bytes[i] >> 4];
+        out[2 * i + 1] = kDigits[bytes[i] & 0xf];
+    }
+    return out;
+}
+
+std::string xxh_to_hex(XXH128_hash_t h) {
+    XXH128_canonical_t canonical;
+    XXH128_canonicalFromHash(&canonical, h);
+    return to_hex(canonical.digest, sizeof canonical.digest);
+}
+
+// Feeds the file to `sink` in 1 MiB pieces.
+std::expected<void, std::string> stream_file(const std::filesystem::path& path,
+                                             const std::function<void(std::string_view)>& sink) {
+    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return std::unexpected(fmt::format("cannot read {}: {}", path.string(), std::strerror(errno)));
+    std::vector<char> buf(1 << 20);
+    for (;;) {
+        ssize_t n = read(fd, buf.data(), buf.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            int err = errno;
+            close(fd);
+            return std::unexpected(fmt::format("cannot read {}: {}", path.string(), std::strerror(err)));
+        }
+        if (n == 0) break;
+        sink(std::string_view(buf.data(), static_cast<size_t>(n)));
+    }
+    close(fd);
+    return {};
+}
+
+}  // namespace
+
+struct Sha256::State {
+    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+};
+
+Sha256::Sha256() : state_(new State) {
+    if (!state_->ctx || EVP_DigestInit_ex(state_->ctx, EVP_sha256(), nullptr) != 1) {
+        throw FatalError("OpenSSL could not initialise SHA-256", kExitInternal);
+    }
+}
+
+Sha256::~Sha256() {
+    EVP_MD_CTX_free(state_->ctx);
+    delete state_;
+}
+
+void Sha256::update(std::string_view bytes) {
+    EVP_DigestUpdate(state_->ctx, bytes.data(), bytes.size());
+}
+
+std::string Sha256::final_hex() {
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    EVP_DigestFinal_ex(state_->ctx, md, &len);
+    return to_hex(md, len);
+}
+
+std::string sha256_hex(std::string_view bytes) {
+    Sha256 h;
+    h.update(bytes);
+    return h.final_hex();
+}
+
+std::expected<std::string, std::string> sha256_file(const std::filesystem::path& path) {
+    Sha256 h;
+    auto done = stream_file(path, [&](std::string_view piece) { h.update(piece); });
+    if (!done) return std::unexpected(done.error());
+    return h.final_hex();
+}
+
+std::string xxh128_hex(std::string_view bytes) {
+    return xxh_to_hex(XXH3_128bits(bytes.data(), bytes.size()));
+}
+
+std::expected<std::string, std::string> xxh128_file(const std::filesystem::path& path) {
+    std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(),
+                                                                   &XXH3_freeState);
+    XXH3_128bits_reset(state.get());
+    auto done = stream_file(path, [&](std::string_view piece) {
+        XXH3_128bits_update(state.get(), piece.data(), piece.size());
+    });
+    if (!done) return std::unexpected(done.error());
+    return xxh_to_hex(XXH3_128bits_digest(state.get()));
+}
+
+}  // namespace bekc

@@ -1,0 +1,40 @@
+// Content hashes. SHA-256 is the cryptographic one: cache keys and the
+// manifest's library_sha256. XXH3-128 is the fast one (tens of GB/s): it only
+// answers "did this file change since we last looked", where speed matters
+// and nobody is trying to forge a collision.
+#pragma once
+
+#include <expected>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace bekc {
+
+// Lowercase hex, 64 digits.
+std::string sha256_hex(std::string_view bytes);
+// The file is streamed, never loaded whole. The error names the file and why.
+std::expected<std::string, std::string> sha256_file(const std::filesystem::path& path);
+
+// XXH3-128, lowercase hex, 32 digits.
+std::string xxh128_hex(std::string_view bytes);
+std::expected<std::string, std::string> xxh128_file(const std::filesystem::path& path);
+
+// Incremental SHA-256 for data that arrives in pieces.
+class Sha256 {
+public:
+    Sha256();
+    ~Sha256();
+    Sha256(const Sha256&) = delete;
+    Sha256& operator=(const Sha256&) = delete;
+
+    void update(std::string_view bytes);
+    // Hex digest of everything given so far; the object is spent afterwards.
+    std::string final_hex();
+
+private:
+    struct State;
+    State* state_;
+};
+
+}  // namespace bekc

@@ -1,0 +1,149 @@
+#include "store/lock.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <thread>
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include "store/file_ops.hpp"
+
+namespace bekc {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// flock(2) cannot wait with a timeout, so waiters poll with a short backoff.
+// 50 ms at most keeps the hand-over quick next to a compile that takes seconds.
+constexpr milliseconds kFirstPoll{1};
+constexpr milliseconds kLongestPoll{50};
+
+struct Attempt {
+    int fd = -1;
+    bool busy = false;
+    std::string error;
+};
+
+bool same_file(int fd, const fs::path& path) {
+    struct stat held, current;
+    return fstat(fd, &held) == 0 && ::stat(path.c_str(), &current) == 0 &&
+           held.st_dev == current.st_dev && held.st_ino == current.st_ino;
+}
+
+Attempt try_once(const fs::path& path) {
+    for (;;) {
+        int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+        if (fd < 0 && errno == ENOENT) {
+            std::error_code ec;
+            fs::create_directories(path.parent_path(), ec);
+            fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+        }
+        if (fd < 0) {
+            return {-1, false, fmt::format("cannot open the lock file {}: {}", path.string(),
+                                           std::strerror(errno))};
+        }
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            int err = errno;
+            close(fd);
+            if (err == EINTR) continue;
+            if (err == EWOULDBLOCK) return {-1, true, {}};
+            return {-1, false,
+                    fmt::format("cannot lock {}: {}", path.string(), std::strerror(err))};
+        }
+        // The file may have been removed (remove_and_release) between our
+        // open and our lock; a lock on an unlinked file excludes nobody.
+        if (same_file(fd, path)) return {fd, false, {}};
+        close(fd);
+    }
+}
+
+// Written into the lock file so that a waiter can say who it waits for.
+void record_holder(int fd) {
+    std::time_t now = std::time(nullptr);
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    std::string line =
+        fmt::format("pid {} on host {} since {:%Y-%m-%d %H:%M:%S} UTC\n", getpid(), host,
+                    fmt::gmtime(now));
+    if (ftruncate(fd, 0) == 0) {
+        [[maybe_unused]] ssize_t n = pwrite(fd, line.data(), line.size(), 0);
+    }
+}
+
+std::string holder_of(const fs::path& path) {
+    auto text = read_text(path);
+    if (!text || text->empty()) return "another process";
+    std::string line = text->substr(0, text->find('\n'));
+    return line.empty() ? "another process" : line;
+}
+
+}  // namespace
+
+std::expected<FileLock, std::string> FileLock::acquire(const fs::path& path,
+                                                       milliseconds timeout) {
+    auto deadline = Clock::now() + timeout;
+    milliseconds delay = kFirstPoll;
+    for (;;) {
+        Attempt attempt = try_once(path);
+        if (attempt.fd >= 0) {
+            record_holder(attempt.fd);
+            return FileLock(path, attempt.fd);
+        }
+        if (!attempt.busy) return std::unexpected(attempt.error);
+        auto now = Clock::now();
+        if (now >= deadline) {
+            return std::unexpected(fmt::format(
+                "gave up after {:.1f} s waiting for the cache lock {}, held by {}. Another bekc "
+                "process is building the same cache entry: let it finish or stop it, then run "
+                "again. (A lock whose holder died is released by the kernel, so a lock that "
+                "stays held means its holder is still running.)",
+                std::chrono::duration<double>(timeout).count(), path.string(), holder_of(path)));
+        }
+        std::this_thread::sleep_for(
+            std::min<Clock::duration>(delay, deadline - now));
+        delay = std::min(delay * 2, kLongestPoll);
+    }
+}
+
+std::optional<FileLock> FileLock::try_acquire(const fs::path& path) {
+    Attempt attempt = try_once(path);
+    if (attempt.fd < 0) return std::nullopt;
+    record_holder(attempt.fd);
+    return FileLock(path, attempt.fd);
+}
+
+FileLock::FileLock(FileLock&& other) noexcept
+    : path_(std::move(other.path_)), fd_(std::exchange(other.fd_, -1)) {}
+
+FileLock& FileLock::operator=(FileLock&& other) noexcept {
+    if (this != &other) {
+        release();
+        path_ = std::move(other.path_);
+        fd_ = std::exchange(other.fd_, -1);
+    }
+    return *this;
+}
+
+FileLock::~FileLock() { release(); }
+
+void FileLock::release() {
+    if (fd_ >= 0) close(fd_);  // closing the last descriptor drops the flock
+    fd_ = -1;
+}
+
+void FileLock::remove_and_release() {
+    if (fd_ >= 0) unlink(path_.c_str());
+    release();
+}
+
+}  // namespace bekc

@@ -1,0 +1,53 @@
+// An exclusive lock on a file, held with flock(2).
+//
+// The lock is the kernel's, not the file's existence: when the holder exits
+// or is killed, even with SIGKILL, the kernel drops it, so a crashed build
+// never leaves a lock that blocks anyone. The descriptor is close-on-exec, so
+// compilers started while the lock is held do not keep it alive after bekc
+// dies. On NFS, Linux implements flock with the server's byte-range locks
+// (NLM for v3, native for v4), so it excludes across machines; a lock held
+// by a machine that crashed is released when the server's lease runs out.
+// On a mount without working locks (`nolock`) it only excludes within one
+// machine: the cache stays correct, because publishing is a rename, but two
+// machines may build the same entry at once.
+#pragma once
+
+#include <chrono>
+#include <expected>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace bekc {
+
+class FileLock {
+public:
+    // Waits up to `timeout` for the lock, creating the file (and its parent
+    // directories) when missing. The error names the lock file, the holder
+    // (pid and host, which the holder writes into the file) and the timeout.
+    static std::expected<FileLock, std::string> acquire(const std::filesystem::path& path,
+                                                        std::chrono::milliseconds timeout);
+    // Takes the lock only if it is free right now.
+    static std::optional<FileLock> try_acquire(const std::filesystem::path& path);
+
+    FileLock(FileLock&& other) noexcept;
+    FileLock& operator=(FileLock&& other) noexcept;
+    FileLock(const FileLock&) = delete;
+    FileLock& operator=(const FileLock&) = delete;
+    ~FileLock();
+
+    const std::filesystem::path& path() const { return path_; }
+    // Deletes the lock file while still holding the lock, then releases it.
+    // Safe against waiters: acquire() checks that the file it locked is still
+    // the one at the path, and starts over when it is not.
+    void remove_and_release();
+    void release();
+
+private:
+    FileLock(std::filesystem::path path, int fd) : path_(std::move(path)), fd_(fd) {}
+
+    std::filesystem::path path_;
+    int fd_ = -1;
+};
+
+}  // namespace bekc

@@ -1,0 +1,115 @@
+"""Finding and running the ``bekc`` executable.
+
+Lookup order: ``$BEKC`` (a path, or a command name looked up on ``PATH``),
+then ``bekc`` on ``PATH``, then ``bin/bekc`` inside this package. The process
+is always spawned with an argument vector, never through a shell.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import threading
+from typing import List, Optional, Sequence
+
+from ._errors import BekcError, BinaryNotFoundError, CompileError
+
+__all__ = ["find_binary", "run_bekc", "bundled_binary_path"]
+
+
+def bundled_binary_path() -> str:
+    """Where a copy of ``bekc`` shipped inside the package would live."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", "bekc")
+
+
+def _is_exe(path: str) -> bool:
+    return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def find_binary() -> str:
+    """Absolute path of the ``bekc`` executable, or :class:`BinaryNotFoundError`."""
+    env = os.environ.get("BEKC", "")
+    if env:
+        cand = os.path.expanduser(env)
+        if os.sep in cand or (os.altsep and os.altsep in cand):
+            if _is_exe(cand):
+                return os.path.abspath(cand)
+        else:
+            found = shutil.which(cand)
+            if found:
+                return os.path.abspath(found)
+        raise BinaryNotFoundError(
+            f"$BEKC is set to {env!r}, which is not an executable file. Point it at the "
+            f"bekc binary (export BEKC=/path/to/bekc) or unset it to search PATH.")
+    found = shutil.which("bekc")
+    if found:
+        return os.path.abspath(found)
+    bundled = bundled_binary_path()
+    if _is_exe(bundled):
+        return bundled
+    raise BinaryNotFoundError(
+        "cannot find the bekc executable. Looked at: $BEKC (not set); 'bekc' on PATH "
+        f"({os.environ.get('PATH', '')!r}); the package copy {bundled} (absent). "
+        "Build it (cmake --build build) and set BEKC=/path/to/bekc, or put its "
+        "directory on PATH.")
+
+
+def run_bekc(argv: Sequence[str], *, verbose: bool = False, parse_json: bool = True):
+    """Run ``argv`` (argv[0] is the binary). Returns parsed JSON stdout, or stdout.
+
+    A non-zero exit raises :class:`CompileError` carrying bekc's stderr. With
+    ``verbose`` bekc's stderr is echoed to ``sys.stderr`` as it arrives.
+    """
+    argv = [os.fspath(a) for a in argv]
+    try:
+        if verbose:
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    stdin=subprocess.DEVNULL)
+            out_chunks: List[bytes] = []
+            reader = threading.Thread(target=lambda: out_chunks.append(proc.stdout.read()),
+                                      daemon=True)
+            reader.start()
+            err_lines: List[str] = []
+            for raw in iter(proc.stderr.readline, b""):
+                line = raw.decode("utf-8", "replace")
+                err_lines.append(line)
+                sys.stderr.write(line)
+                sys.stderr.flush()
+            proc.wait()
+            reader.join()
+            stdout = b"".join(out_chunks).decode("utf-8", "replace")
+            stderr = "".join(err_lines)
+            rc = proc.returncode
+        else:
+            res = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 stdin=subprocess.DEVNULL)
+            stdout = res.stdout.decode("utf-8", "replace")
+            stderr = res.stderr.decode("utf-8", "replace")
+            rc = res.returncode
+    except FileNotFoundError:
+        raise BinaryNotFoundError(f"cannot execute {argv[0]}: file not found") from None
+    except PermissionError:
+        raise BinaryNotFoundError(f"cannot execute {argv[0]}: permission denied") from None
+    if rc != 0:
+        raise CompileError(rc, stderr, argv, stdout)
+    if not parse_json:
+        return stdout
+    text = stdout.strip()
+    try:
+        return json.loads(text)
+    except ValueError:
+        # Tolerate stray lines before the object: take the last line that parses.
+        for line in reversed(text.splitlines()):
+            line = line.strip()
+            if line.startswith("{"):
+                try:
+                    return json.loads(line)
+                except ValueError:
+                    continue
+    raise BekcError(
+        f"bekc printed no JSON object on stdout (command: {shlex.join(argv)})\n"
+        f"stdout: {stdout[-2000:]!r}\nstderr: {stderr[-2000:]}")

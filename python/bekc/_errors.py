@@ -1,0 +1,84 @@
+"""Exception types raised by the bekc loader and compatibility layer."""
+
+from __future__ import annotations
+
+import shlex
+
+__all__ = [
+    "BekcError",
+    "ManifestError",
+    "LibraryHashMismatchError",
+    "LibraryLoadError",
+    "RegistrationError",
+    "TargetConflictError",
+    "BinaryNotFoundError",
+    "CompileError",
+]
+
+
+class BekcError(Exception):
+    """Base class of every error raised by the ``bekc`` package."""
+
+
+class ManifestError(BekcError, ValueError):
+    """The manifest is unreadable, has the wrong schema, or is inconsistent."""
+
+
+class LibraryHashMismatchError(ManifestError):
+    """The library's SHA-256 differs from the one recorded in the manifest."""
+
+    def __init__(self, message: str, *, library: str = "", expected: str = "",
+                 actual: str = "") -> None:
+        super().__init__(message)
+        self.library = library
+        self.expected = expected
+        self.actual = actual
+
+
+class LibraryLoadError(BekcError, OSError):
+    """``ctypes`` could not load the shared library, or a symbol is missing."""
+
+
+class RegistrationError(BekcError, RuntimeError):
+    """Registering an FFI target with JAX failed."""
+
+
+class TargetConflictError(RegistrationError):
+    """A target name is already registered from a different library."""
+
+
+class BinaryNotFoundError(BekcError, FileNotFoundError):
+    """The ``bekc`` executable could not be found."""
+
+
+# Exit codes documented by ``bekc build --help``.
+_EXIT_MEANING = {
+    1: "the source failed to compile or an arg_spec is wrong",
+    2: "usage error",
+    3: "toolchain missing",
+    4: "cache error",
+}
+
+
+class CompileError(BekcError, RuntimeError):
+    """``bekc build`` exited with a non-zero status.
+
+    Attributes: ``returncode``, ``stderr`` (bekc's diagnostics), ``stdout``,
+    ``argv`` (the command that was run).
+    """
+
+    def __init__(self, returncode: int, stderr: str, argv=(), stdout: str = "") -> None:
+        self.returncode = returncode
+        self.stderr = stderr or ""
+        self.stdout = stdout or ""
+        self.argv = list(argv)
+        meaning = _EXIT_MEANING.get(returncode, "unexpected failure")
+        if returncode < 0:
+            meaning = f"killed by signal {-returncode}"
+        diag = self.stderr.strip() or "(bekc printed no diagnostics)"
+        cmd = shlex.join(str(a) for a in self.argv)
+        super().__init__(
+            f"bekc build failed (exit {returncode}: {meaning})\n"
+            f"{diag}\n"
+            f"command: {cmd}"
+        )
