@@ -30,6 +30,7 @@ int run(int argc, char** argv) {
         Action a = adder(app);
         actions.emplace_back(app.get_subcommands({})[before], std::move(a));
     };
+    add(add_build_command);
     add(add_inspect_command);
 
     try {
@@ -43,8 +44,11 @@ int run(int argc, char** argv) {
         for (auto& [sub, action] : actions)
             if (sub->parsed()) return action();
     } catch (const FatalError& e) {
-        std::fputs(e.what(), stderr);
-        std::fputc('\n', stderr);
+        // An empty message means the diagnostics were printed already.
+        if (*e.what()) {
+            std::fputs(e.what(), stderr);
+            std::fputc('\n', stderr);
+        }
         return e.exit_code();
     } catch (const std::exception& e) {
         std::fprintf(stderr, "bekc: internal error: %s\n", e.what());

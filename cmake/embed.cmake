@@ -1,5 +1,6 @@
 # Writes OUT: a C++ file defining bekc::embedded_files(), one entry per file
 # in FILES (paths relative to ROOT), each as a byte array.
+string(REPLACE "|" ";" FILES "${FILES}")
 set(body "")
 set(table "")
 set(i 0)

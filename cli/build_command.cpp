@@ -1,0 +1,87 @@
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "driver/build.hpp"
+
+namespace bekc::cli {
+
+namespace {
+
+int build(const BuildOptions& o) {
+    BuildResult r = run_build(o);
+    if (o.dry_run) return r.exit_code;
+    if (o.json) {
+        nlohmann::ordered_json j = {
+            {"manifest", r.manifest.string()},
+            {"library", r.library.string()},
+            {"cache_hit", r.cache_hit},
+            {"targets", r.targets},
+            {"timings", {{"total_s", r.seconds_total}, {"compile_s", r.seconds_compile}}},
+        };
+        if (!r.cache_hit) j["miss_reason"] = r.miss_reason;
+        std::puts(j.dump().c_str());
+    } else {
+        std::puts(r.manifest.c_str());
+    }
+    return r.exit_code;
+}
+
+}  // namespace
+
+Action add_build_command(CLI::App& app) {
+    auto o = std::make_shared<BuildOptions>();
+    CLI::App* cmd = app.add_subcommand(
+        "build", "Compile kernel sources into one library of XLA FFI handlers plus a manifest; "
+                 "print the manifest's path");
+    cmd->add_option("inputs", o->inputs, "Kernel sources (.cu, .cpp, .cc, .cxx) or directories")
+        ->required();
+    cmd->add_option("--name", o->name, "Module name (default: the first input's stem)");
+    cmd->add_option("--target-prefix", o->target_prefix,
+                    "Prefix of the FFI target names, '<prefix>.<function>' (default: --name)");
+    cmd->add_option("-O", o->opt_level, "Optimisation level, -O0 to -O3 (default -O3)")
+        ->check(CLI::Range(0, 3));
+    cmd->add_flag("--fast-math", o->fast_math, "--use_fast_math for nvcc, -ffast-math for C++");
+    cmd->add_option("--arch", o->arch,
+                    "GPU architectures: a list (sm_90,80,9.0,sm_90a), 'native', or 'auto' (the "
+                    "GPUs present; none found: sm_80 plus PTX, with a warning). Default: auto")
+        ->capture_default_str();
+    cmd->add_option("--std", o->cxx_std, "C++ standard for nvcc and the host compiler")
+        ->capture_default_str();
+    cmd->add_option("-I", o->include_dirs, "Add an include directory")->allow_extra_args(false);
+    cmd->add_option("-D", o->defines, "Define a macro, NAME or NAME=VALUE")->allow_extra_args(false);
+    cmd->add_option("--cuda-flag", o->cuda_flags, "Extra nvcc flag (write --cuda-flag=-lineinfo)")
+        ->allow_extra_args(false);
+    cmd->add_option("--cxx-flag", o->cxx_flags, "Extra host-compiler flag for .cpp inputs")
+        ->allow_extra_args(false);
+    cmd->add_option("--ldflag", o->ldflags, "Extra linker flag (write --ldflag=-lcublas)")
+        ->allow_extra_args(false);
+    cmd->add_option("--function", o->functions,
+                    "Export NAME with this spec instead of the annotations: 'NAME=arg,ret,...'")
+        ->allow_extra_args(false);
+    cmd->add_option("--functions", o->functions_json,
+                    "JSON file {\"NAME\": [\"arg\", \"ret\", ...]} naming the exports");
+    cmd->add_flag("--no-cuda-graph", o->no_cuda_graph,
+                  "Do not report the command-buffer trait (not part of the cache key)");
+    cmd->add_flag("--force", o->force, "Rebuild even when the cache has the result");
+    cmd->add_option("--cache-dir", o->cache_dir,
+                    "Cache directory (default: $BEKC_CACHE_DIR, $XDG_CACHE_HOME/bekc or "
+                    "~/.cache/bekc)");
+    cmd->add_option("-o,--output-dir", o->output_dir,
+                    "Also place the library and manifest in DIR");
+    cmd->add_option("--depfile", o->depfile,
+                    "Write a Make rule listing every input and user header");
+    cmd->add_option("--nvcc", o->nvcc, "nvcc to use (default: $CUDA_HOME, $CUDA_PATH, PATH, "
+                                       "/usr/local/cuda)");
+    cmd->add_option("--cxx", o->cxx, "Host C++ compiler (default: $CXX, c++, g++, clang++)");
+    cmd->add_option("-j,--jobs", o->jobs, "Parallel compiles (default: one per core)");
+    cmd->add_flag("--json", o->json, "Print one JSON object instead of the manifest path");
+    cmd->add_flag("--dry-run", o->dry_run, "Print the commands a build would run, run nothing");
+    cmd->add_flag("--explain-key", o->explain_key, "Print the records the cache keys hash");
+    cmd->add_flag("-v,--verbose", o->verbose, "Print every command and full compiler output");
+    cmd->add_flag("-q,--quiet", o->quiet, "Print no warnings");
+    return [o] { return build(*o); };
+}
+
+}  // namespace bekc::cli

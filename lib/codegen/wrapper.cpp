@@ -1,0 +1,133 @@
+#include "codegen/wrapper.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "codegen/render.hpp"
+#include "util/embedded.hpp"
+#include "util/error.hpp"
+#include "util/version.hpp"
+
+namespace bekc {
+
+namespace {
+
+// The C++ parameter type the spec implies for each token: the pointer the
+// user's function must convert to.
+std::string param_type(const Token& t) {
+    switch (t.kind) {
+        case TokenKind::Arg: return t.by_reference ? "const BE::Tensor&" : "const BE::Tensor";
+        case TokenKind::Ret: return "BE::Tensor";
+        case TokenKind::Stream: return "int64_t";
+        case TokenKind::Attr: return std::string(attr_type_info(t.attr_type).cxx_type);
+    }
+    return {};
+}
+
+// XLA hands attributes over sorted by name; the handler looks them up by that index.
+std::vector<const Token*> attrs_by_name(const FunctionSpec& fn) {
+    std::vector<const Token*> attrs;
+    for (const auto& t : fn.tokens)
+        if (t.kind == TokenKind::Attr) attrs.push_back(&t);
+    std::sort(attrs.begin(), attrs.end(),
+              [](const Token* a, const Token* b) { return a->attr_name < b->attr_name; });
+    return attrs;
+}
+
+std::string join(const std::vector<std::string>& parts) {
+    std::string out;
+    for (const auto& p : parts) out += (out.empty() ? "" : ", ") + p;
+    return out;
+}
+
+std::string render_function(const WrapperRequest& req, const FunctionSpec& fn) {
+    auto sorted = attrs_by_name(fn);
+    std::string attr_specs;
+    for (const Token* t : sorted)
+        attr_specs += "{\"" + t->attr_name + "\", " +
+                      std::to_string(attr_type_info(t->attr_type).xla_dtype) + "}, ";
+    std::vector<std::string> params, call;
+    int arg = 0, ret = 0;
+    for (const auto& t : fn.tokens) {
+        params.push_back(param_type(t));
+        switch (t.kind) {
+            case TokenKind::Arg: call.push_back("f.arg(" + std::to_string(arg++) + ")"); break;
+            case TokenKind::Ret: call.push_back("f.ret(" + std::to_string(ret++) + ")"); break;
+            case TokenKind::Stream: call.push_back("f.stream()"); break;
+            case TokenKind::Attr: {
+                size_t index = static_cast<size_t>(
+                    std::find(sorted.begin(), sorted.end(), &t) - sorted.begin());
+                call.push_back("f.attr<" + std::string(attr_type_info(t.attr_type).cxx_type) +
+                               ">(" + std::to_string(index) + ")");
+                break;
+            }
+        }
+    }
+    // Names reach generated code only after the scanner validated them as
+    // identifiers; check again here, where they are emitted.
+    if (!is_cxx_identifier(fn.name))
+        throw FatalError("internal error: invalid function name reached codegen", kExitInternal);
+    for (const Token* t : sorted)
+        if (!is_cxx_identifier(t->attr_name))
+            throw FatalError("internal error: invalid attribute name reached codegen",
+                             kExitInternal);
+    return render_template(
+        embedded("templates/function.cpp.in"),
+        {{"FUNCTION", fn.name},
+         {"TARGET", c_string_escape(req.target_prefix + "." + fn.name)},
+         {"SOURCE_DISPLAY", req.display_path},
+         {"SOURCE_LINE_FILE", c_string_escape(req.display_path)},
+         {"WRAPPER_FILE", c_string_escape(req.wrapper_name)},
+         {"LINE", std::to_string(fn.annotation.line)},
+         {"RESET_LINE", "@@RESET_LINE@@"},
+         {"PARAM_TYPES", params.empty() ? "void" : join(params)},
+         {"CALL_ARGS", join(call)},
+         {"ATTR_SPECS", attr_specs},
+         {"NUM_ARGS", std::to_string(fn.num_args())},
+         {"NUM_RETS", std::to_string(fn.num_rets())},
+         {"NUM_ATTRS", std::to_string(sorted.size())},
+         {"NEEDS_STREAM", fn.has_stream() ? "true" : "false"},
+         {"SYMBOL", handler_symbol(fn.name)}});
+}
+
+// `#line N "wrapper"` after the signature check must name the wrapper's real
+// next line, which is known only once the whole file is laid out.
+std::string fix_line_resets(std::string text) {
+    std::string out;
+    size_t line = 1, pos = 0;
+    const std::string marker = "@@RESET_LINE@@";
+    while (pos < text.size()) {
+        size_t eol = text.find('\n', pos);
+        if (eol == std::string::npos) eol = text.size();
+        std::string l = text.substr(pos, eol - pos);
+        if (size_t m = l.find(marker); m != std::string::npos)
+            l.replace(m, marker.size(), std::to_string(line + 1));
+        out += l;
+        if (eol < text.size()) out += '\n';
+        pos = eol + 1;
+        ++line;
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string handler_symbol(const std::string& function) { return "bekc_ffi_" + function; }
+std::string handler_symbol_nograph(const std::string& function) {
+    return handler_symbol(function) + "_nograph";
+}
+
+std::string render_wrapper(const WrapperRequest& req) {
+    if (req.source_path.find_first_of("\"\\\n\r") != std::string::npos)
+        throw FatalError(req.display_path + ": error: bekc cannot #include a path that contains "
+                         "'\"', '\\' or a line break; rename the file or its directory",
+                         kExitUsage);
+    std::string out = render_template(embedded("templates/wrapper_prelude.cpp.in"),
+                                      {{"VERSION", kVersion},
+                                       {"SOURCE_DISPLAY", req.display_path},
+                                       {"SOURCE_INCLUDE", req.source_path}});
+    for (const auto& fn : req.functions) out += render_function(req, fn);
+    return fix_line_resets(std::move(out));
+}
+
+}  // namespace bekc

@@ -1,0 +1,326 @@
+#include "driver/build.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+#include "codegen/wrapper.hpp"
+#include "driver/compile_log.hpp"
+#include "driver/gpu_detect.hpp"
+#include "driver/keys.hpp"
+#include "driver/manifest.hpp"
+#include "driver/runtime_headers.hpp"
+#include "plan/compile_plan.hpp"
+#include "plan/inputs.hpp"
+#include "run/parallel.hpp"
+#include "store/cache.hpp"
+#include "store/file_ops.hpp"
+#include "store/hash.hpp"
+#include "store/lock.hpp"
+#include "util/error.hpp"
+
+namespace bekc {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Says what the build is doing on stderr, unless -q.
+class Reporter {
+public:
+    explicit Reporter(const BuildOptions& o) : quiet_(o.quiet), verbose_(o.verbose) {}
+    void warn(const std::string& msg) const {
+        if (!quiet_) std::fprintf(stderr, "bekc: warning: %s\n", msg.c_str());
+    }
+    void info(const std::string& msg) const {
+        if (verbose_) std::fprintf(stderr, "bekc: %s\n", msg.c_str());
+    }
+
+private:
+    bool quiet_, verbose_;
+};
+
+std::vector<ExplicitSpec> explicit_specs(const BuildOptions& o) {
+    std::vector<ExplicitSpec> specs;
+    for (const auto& f : o.functions) {
+        std::string err;
+        auto spec = parse_function_option(f, err);
+        if (!spec) throw FatalError("bekc: error: " + err, kExitUsage);
+        specs.push_back(std::move(*spec));
+    }
+    if (!o.functions_json.empty()) {
+        auto more = read_functions_json(o.functions_json);
+        specs.insert(specs.end(), more.begin(), more.end());
+    }
+    return specs;
+}
+
+std::vector<Arch> resolve_archs(const BuildOptions& o, const fs::path& cache_root,
+                                const Reporter& report) {
+    if (o.arch != "auto" && o.arch != "native") {
+        std::string err;
+        auto archs = parse_arch_list(o.arch, err);
+        if (!archs) throw FatalError("bekc: error: " + err, kExitUsage);
+        return *archs;
+    }
+    GpuDetection d = detect_gpus(cache_root);
+    if (!d.archs.empty()) {
+        report.info("--arch " + o.arch + ": " + arch_list_string(d.archs) + " (" + d.how + ")");
+        return d.archs;
+    }
+    if (o.arch == "native")
+        throw FatalError("bekc: error: --arch native found no GPU (" + d.how +
+                             "); name the architectures instead, e.g. --arch sm_80,sm_90",
+                         kExitUsage);
+    report.warn("--arch auto found no GPU (" + d.how + "); compiling for sm_" +
+                std::to_string(kDefaultArch) + " plus PTX, which newer GPUs compile at load "
+                "time. Pass --arch to choose.");
+    return {Arch{kDefaultArch, ""}};
+}
+
+PlanFlags plan_flags(const BuildOptions& o) {
+    PlanFlags f;
+    f.opt_level = o.opt_level;
+    f.fast_math = o.fast_math;
+    f.cxx_std = o.cxx_std;
+    for (const auto& d : o.include_dirs) f.include_dirs.push_back(fs::absolute(d).string());
+    f.defines = o.defines;
+    f.cuda_flags = o.cuda_flags;
+    f.cxx_flags = o.cxx_flags;
+    f.ldflags = o.ldflags;
+    return f;
+}
+
+// Everything decided before anything is compiled.
+struct Prepared {
+    BuildOptions options;
+    ScannedInputs scanned;
+    fs::path cache_root;
+    std::optional<Tool> nvcc;
+    Tool cxx;
+    std::vector<Arch> archs;
+    PlanFlags flags;
+    std::string library_file;
+    KeyInputs key_inputs;
+};
+
+Prepared prepare(const BuildOptions& in, const Reporter& report) {
+    Prepared p;
+    p.options = in;
+    BuildOptions& o = p.options;
+    if (o.opt_level < 0 || o.opt_level > 3)
+        throw FatalError("bekc: error: -O" + std::to_string(o.opt_level) + ": use -O0 to -O3",
+                         kExitUsage);
+    auto paths = expand_inputs(o.inputs);
+    if (o.name.empty()) o.name = paths.front().stem().string();
+    if (!is_cxx_identifier(o.name))
+        throw FatalError("bekc: error: module name '" + o.name +
+                             "' must be an ASCII C++ identifier (it names the library and the "
+                             "targets); choose one with --name",
+                         kExitUsage);
+    if (o.target_prefix.empty()) o.target_prefix = o.name;
+    for (char c : o.target_prefix)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'))
+            throw FatalError("bekc: error: --target-prefix '" + o.target_prefix +
+                                 "' may contain only ASCII letters, digits, '_' and '.'",
+                             kExitUsage);
+    std::vector<ExplicitSpec> specs = explicit_specs(o);
+    p.scanned = scan_inputs(paths, specs);
+    if (has_errors(p.scanned.diagnostics)) {
+        std::fputs(render_all(p.scanned.diagnostics).c_str(), stderr);
+        throw FatalError("", kExitSourceError);
+    }
+    bool any_cuda = false;
+    for (const auto& f : p.scanned.files) any_cuda |= f.cuda;
+    p.cache_root = resolve_cache_root(o.cache_dir);
+    ToolLookup lookup = ToolLookup::system();
+    p.cxx = find_cxx(o.cxx, lookup);
+    if (any_cuda) {
+        p.nvcc = find_nvcc(o.nvcc, lookup);
+        p.archs = resolve_archs(o, p.cache_root, report);
+    }
+    p.flags = plan_flags(o);
+    p.library_file = "lib" + o.name + ".so";
+    p.key_inputs = {o.name, o.target_prefix, &p.scanned.files, p.nvcc, p.cxx, p.archs, p.flags,
+                    std::move(specs)};
+    return p;
+}
+
+struct Compiled {
+    fs::path dir;  // private build directory holding the library
+    std::vector<std::string> dependencies;
+};
+
+// Generates wrappers, runs the plan in `dir`, and returns the dependencies
+// the compilers reported.
+Compiled compile(const Prepared& p, const fs::path& dir, const fs::path& runtime_include,
+                 bool dry_run) {
+    PlanRequest req;
+    req.nvcc = p.nvcc;
+    req.cxx = p.cxx;
+    req.archs = p.archs;
+    req.flags = p.flags;
+    req.runtime_include = runtime_include;
+    req.library = dir / p.library_file;
+    for (size_t i = 0; i < p.scanned.files.size(); ++i) {
+        const SourceFile& f = p.scanned.files[i];
+        std::string wrapper_name = std::to_string(i) + "_" + f.path.stem().string() + ".bekc" +
+                                   (f.cuda ? ".cu" : ".cpp");
+        fs::path wrapper = dir / wrapper_name;
+        WrapperRequest w{fs::absolute(f.path).lexically_normal().string(), f.path.string(),
+                         wrapper.string(), p.options.target_prefix, f.functions};
+        if (!dry_run) write_file_atomic(wrapper, render_wrapper(w));
+        req.units.push_back({wrapper, f.cuda});
+    }
+    BuildPlan plan = make_build_plan(req);
+    if (dry_run) {
+        for (const auto& s : plan.compiles) std::printf("%s\n", display_command(s.command).c_str());
+        if (plan.link) std::printf("%s\n", display_command(*plan.link).c_str());
+        return {dir, {}};
+    }
+    std::vector<Command> commands;
+    for (const auto& s : plan.compiles) commands.push_back(s.command);
+    bool verbose = p.options.verbose;
+    int jobs = p.options.jobs > 0 ? p.options.jobs
+                                  : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    auto results = run_parallel(commands, jobs, [&](const ProgressEvent& e) {
+        if (verbose && e.kind == ProgressEvent::Kind::Started)
+            std::fprintf(stderr, "%s\n", display_command(e.command).c_str());
+    });
+    auto fail = [&](const ProcessResult& r) {
+        std::string log = verbose ? r.output : trim_compile_log(r.output);
+        std::fputs(log.c_str(), stderr);
+        if (r.status == ProcessStatus::SpawnFailed)
+            throw FatalError("bekc: error: cannot run the compiler: " + r.error, kExitToolchain);
+        throw FatalError("bekc: error: compilation failed (" + r.describe() + ")", kExitSourceError);
+    };
+    for (const auto& r : results)
+        if (!r.ok() && r.status != ProcessStatus::NotRun) fail(r);
+    if (plan.link) {
+        if (verbose) std::fprintf(stderr, "%s\n", display_command(*plan.link).c_str());
+        ProcessResult r = run_process(*plan.link);
+        if (!r.ok()) fail(r);
+    }
+    Compiled c{dir, {}};
+    for (const auto& s : plan.compiles) {
+        auto text = read_file(s.depfile);
+        if (!text)
+            throw FatalError("bekc: error: the compiler wrote no dependency file " +
+                                 s.depfile.string(),
+                             kExitToolchain);
+        for (auto& d : parse_depfile(*text)) c.dependencies.push_back(std::move(d));
+    }
+    return c;
+}
+
+}  // namespace
+
+fs::path resolve_cache_root(const std::optional<std::string>& flag) {
+    if (flag) return fs::absolute(*flag);
+    if (const char* v = std::getenv("BEKC_CACHE_DIR"); v && *v) return fs::absolute(v);
+    if (const char* v = std::getenv("XDG_CACHE_HOME"); v && *v) return fs::path(v) / "bekc";
+    if (const char* v = std::getenv("HOME"); v && *v) return fs::path(v) / ".cache" / "bekc";
+    throw FatalError("bekc: error: no cache directory: set --cache-dir, $BEKC_CACHE_DIR or $HOME",
+                     kExitUsage);
+}
+
+BuildResult run_build(const BuildOptions& options) {
+    auto start = Clock::now();
+    Reporter report(options);
+    Prepared p = prepare(options, report);
+    p.key_inputs.files = &p.scanned.files;  // prepare() returned by value
+    const BuildOptions& o = p.options;
+    BuildResult result;
+    for (const auto& f : p.scanned.files)
+        for (const auto& fn : f.functions) result.targets.push_back(o.target_prefix + "." + fn.name);
+
+    std::string direct_key = direct_key_builder(p.key_inputs).digest();
+    if (o.explain_key) std::fputs(direct_key_builder(p.key_inputs).explain().c_str(), stdout);
+    if (o.dry_run) {
+        compile(p, p.cache_root / "tmp" / "build.<unique>", runtime_include_dir(p.cache_root),
+                true);
+        return result;
+    }
+    Cache cache(p.cache_root);
+    auto finish = [&](const Entry& e, bool hit) {
+        result.cache_hit = hit;
+        result.manifest = e.manifest(!o.no_cuda_graph);
+        result.library = e.library;
+        result.seconds_total = seconds_since(start);
+        return result;
+    };
+    auto try_hit = [&]() -> std::optional<Entry> {
+        if (o.force) return std::nullopt;
+        DirectLookup d = cache.lookup_direct(direct_key);
+        if (!d.key) {
+            result.miss_reason = d.why_not;
+            return std::nullopt;
+        }
+        auto e = cache.lookup(*d.key);
+        if (!e) {
+            result.miss_reason = e.error().reason.empty() ? "entry missing" : e.error().reason;
+            if (e.error().kind == Miss::Kind::Corrupt)
+                report.warn("cache entry " + *d.key + " is corrupt (" + e.error().reason +
+                            "); rebuilding");
+            return std::nullopt;
+        }
+        return *e;
+    };
+    if (auto e = try_hit()) return finish(*e, true);
+    report.info("cache miss: " + result.miss_reason);
+
+    // One compile per direct key: others building the same inputs wait here
+    // and then find the entry.
+    auto lock = FileLock::acquire(cache.layout().lock_file(direct_key), std::chrono::minutes(10));
+    if (!lock) throw FatalError("bekc: error: " + lock.error().message, kExitCache);
+    if (auto e = try_hit()) return finish(*e, true);
+
+    fs::path include = materialize_runtime_headers(p.cache_root);
+    fs::path dir = p.cache_root / "tmp" / ("build." + unique_suffix());
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) throw FatalError("bekc: error: cannot create " + dir.string() + ": " + ec.message(), kExitCache);
+    struct Cleanup {
+        fs::path dir;
+        ~Cleanup() { std::error_code e; fs::remove_all(dir, e); }
+    } cleanup{dir};
+
+    auto compile_start = Clock::now();
+    Compiled c = compile(p, dir, include, false);
+    result.seconds_compile = seconds_since(compile_start);
+    DependencySet deps = classify_dependencies(c.dependencies, p.key_inputs, include, dir);
+    KeyBuilder full = full_key_builder(direct_key, deps);
+    if (o.explain_key) std::fputs(full.explain().c_str(), stdout);
+    std::string key = full.digest();
+    deps.direct.key = key;
+
+    fs::path built = dir / p.library_file;
+    auto outcome = cache.get_or_build(key, [&](const fs::path& staging) -> std::expected<void, std::string> {
+        auto sha = sha256_file(built);
+        if (!sha) return std::unexpected(sha.error());
+        if (::rename(built.c_str(), (staging / p.library_file).c_str()) != 0)
+            return std::unexpected("cannot move the library into the cache: " + std::string(std::strerror(errno)));
+        ManifestInput m{o.name, o.target_prefix, key, p.library_file, *sha, p.nvcc,
+                        p.nvcc ? tool_version(*p.nvcc) : "", p.cxx, tool_version(p.cxx),
+                        p.archs, p.flags, &p.scanned.files};
+        if (auto w = write_atomic(staging / std::string(kManifestNoGraphFile), render_manifest(m, false)); !w)
+            return w;
+        return write_atomic(staging / std::string(kManifestFile), render_manifest(m, true));
+    });
+    if (!outcome) throw FatalError("bekc: error: " + outcome.error().message, kExitCache);
+    if (!outcome->repaired.empty()) report.warn("replaced a corrupt cache entry: " + outcome->repaired);
+    if (auto r = cache.record_direct(direct_key, deps.direct); !r)
+        report.warn("could not record dependencies for fast hits: " + r.error());
+    return finish(outcome->entry, false);
+}
+
+}  // namespace bekc

@@ -1,0 +1,29 @@
+// Everything `bekc build` accepts (SPEC §4), as plain data. The CLI fills it;
+// the Python compatibility layer reaches it through the same flags.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace bekc {
+
+struct BuildOptions {
+    std::vector<std::string> inputs;
+    std::string name;           // default: the first input's stem
+    std::string target_prefix;  // default: name
+    int opt_level = 3;
+    bool fast_math = false;
+    std::string arch = "auto";  // list, "native" or "auto"
+    std::string cxx_std = "c++17";
+    std::vector<std::string> include_dirs, defines, cuda_flags, cxx_flags, ldflags;
+    std::vector<std::string> functions;  // --function values
+    std::string functions_json;          // --functions
+    bool no_cuda_graph = false;
+    bool force = false;
+    std::optional<std::string> cache_dir, output_dir, depfile, nvcc, cxx;
+    int jobs = 0;  // 0: one per core
+    bool json = false, verbose = false, quiet = false, dry_run = false, explain_key = false;
+};
+
+}  // namespace bekc

@@ -1,0 +1,65 @@
+#include "driver/gpu_detect.hpp"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "plan/toolchain.hpp"
+#include "run/process.hpp"
+#include "store/hash.hpp"
+
+namespace bekc {
+
+namespace {
+
+constexpr const char* kProcDriver = "/proc/driver/nvidia";
+
+// Changes when the driver or the set of GPUs changes.
+std::optional<std::string> driver_fingerprint() {
+    std::error_code ec;
+    auto version = read_file(fs::path(kProcDriver) / "version");
+    if (!version) return std::nullopt;
+    std::vector<std::string> gpus;
+    for (const auto& e : fs::directory_iterator(fs::path(kProcDriver) / "gpus", ec))
+        gpus.push_back(e.path().filename().string());
+    std::sort(gpus.begin(), gpus.end());
+    std::string all = *version;
+    for (const auto& g : gpus) all += "\n" + g;
+    return sha256_hex(all);
+}
+
+}  // namespace
+
+GpuDetection detect_gpus(const fs::path& cache_root) {
+    auto fingerprint = driver_fingerprint();
+    if (!fingerprint) return {{}, "no NVIDIA driver (" + std::string(kProcDriver) + " is missing)"};
+    fs::path memo = cache_root / "gpus.json";
+    if (auto text = read_file(memo)) {
+        auto j = nlohmann::json::parse(*text, nullptr, false);
+        if (j.is_object() && j.value("fingerprint", "") == *fingerprint && j["archs"].is_array()) {
+            std::string list;
+            for (const auto& a : j["archs"]) list += a.get<std::string>() + "\n";
+            return {parse_compute_caps(list), "remembered from nvidia-smi"};
+        }
+    }
+    auto smi = ToolLookup::system().find("nvidia-smi");
+    if (!smi) return {{}, "nvidia-smi not found on PATH"};
+    Command c;
+    c.argv = {smi->string(), "--query-gpu=compute_cap", "--format=csv,noheader"};
+    ProcessResult r = run_process(c, RunOptions{std::chrono::seconds(20)});
+    if (!r.ok()) return {{}, "nvidia-smi failed: " + r.describe()};
+    GpuDetection d{parse_compute_caps(r.output), "nvidia-smi"};
+    nlohmann::json archs = nlohmann::json::array();
+    for (const auto& a : d.archs)
+        archs.push_back(std::to_string(a.number / 10) + "." + std::to_string(a.number % 10) +
+                        a.suffix);
+    std::error_code ec;
+    fs::create_directories(cache_root, ec);
+    try {
+        write_file_atomic(memo, nlohmann::json{{"fingerprint", *fingerprint}, {"archs", archs}}.dump());
+    } catch (...) {
+        // A read-only cache still builds; it only asks nvidia-smi again next time.
+    }
+    return d;
+}
+
+}  // namespace bekc

@@ -1,0 +1,134 @@
+#include "plan/compile_plan.hpp"
+
+namespace bekc {
+
+namespace {
+
+void append(std::vector<std::string>& to, const std::vector<std::string>& from) {
+    to.insert(to.end(), from.begin(), from.end());
+}
+
+// Include paths and defines, the same for both compilers.
+std::vector<std::string> preprocessor_flags(const PlanRequest& r) {
+    std::vector<std::string> out = {"-I" + r.runtime_include.string()};
+    for (const auto& d : r.flags.include_dirs) out.push_back("-I" + d);
+    for (const auto& d : r.flags.defines) out.push_back("-D" + d);
+    return out;
+}
+
+// nvcc flags that do not depend on the unit: language, optimisation, host
+// compiler, archs. The handlers are the only symbols the library exports.
+std::vector<std::string> nvcc_common(const PlanRequest& r) {
+    std::vector<std::string> a = {r.nvcc->path.string(),
+                                  "-std=" + r.flags.cxx_std,
+                                  "-O" + std::to_string(r.flags.opt_level),
+                                  "-ccbin",
+                                  r.cxx.path.string(),
+                                  "-Xcompiler",
+                                  "-fPIC,-fvisibility=hidden"};
+    if (r.flags.fast_math) a.push_back("--use_fast_math");
+    append(a, gencode_flags(r.archs));
+    return a;
+}
+
+std::vector<std::string> cxx_common(const PlanRequest& r) {
+    std::vector<std::string> a = {r.cxx.path.string(), "-std=" + r.flags.cxx_std,
+                                  "-O" + std::to_string(r.flags.opt_level), "-fPIC",
+                                  "-fvisibility=hidden"};
+    if (r.flags.fast_math) a.push_back("-ffast-math");
+    return a;
+}
+
+CompileStep compile_step(const PlanRequest& r, const PlanUnit& u, bool link_too) {
+    CompileStep s;
+    s.depfile = u.wrapper;
+    s.depfile += ".d";
+    fs::path out = link_too ? r.library : fs::path(u.wrapper.string() + ".o");
+    std::vector<std::string>& a = s.command.argv;
+    a = u.cuda ? nvcc_common(r) : cxx_common(r);
+    append(a, preprocessor_flags(r));
+    append(a, u.cuda ? r.flags.cuda_flags : r.flags.cxx_flags);
+    append(a, {"-MD", "-MF", s.depfile.string()});
+    if (link_too) a.push_back("-shared");
+    else a.push_back("-c");
+    append(a, {u.wrapper.string(), "-o", out.string()});
+    if (link_too) append(a, r.flags.ldflags);
+    s.command.description = (u.cuda ? "nvcc " : "c++ ") + u.wrapper.filename().string();
+    s.command.inputs = {u.wrapper.string()};
+    s.command.outputs = {out.string(), s.depfile.string()};
+    return s;
+}
+
+}  // namespace
+
+BuildPlan make_build_plan(const PlanRequest& r) {
+    BuildPlan plan;
+    bool any_cuda = false;
+    for (const auto& u : r.units) any_cuda |= u.cuda;
+    // One input: compile and link in one compiler run, as `nvcc -shared` would.
+    if (r.units.size() == 1) {
+        plan.compiles.push_back(compile_step(r, r.units[0], /*link_too=*/true));
+        return plan;
+    }
+    Command link;
+    std::vector<std::string>& a = link.argv;
+    if (any_cuda) {
+        a = {r.nvcc->path.string(), "-shared", "-ccbin", r.cxx.path.string()};
+    } else {
+        a = {r.cxx.path.string(), "-shared", "-fPIC"};
+    }
+    for (const auto& u : r.units) {
+        plan.compiles.push_back(compile_step(r, u, /*link_too=*/false));
+        a.push_back(u.wrapper.string() + ".o");
+        link.inputs.push_back(u.wrapper.string() + ".o");
+    }
+    append(a, {"-o", r.library.string()});
+    append(a, r.flags.ldflags);
+    link.outputs = {r.library.string()};
+    link.description = "link " + r.library.filename().string();
+    plan.link = std::move(link);
+    return plan;
+}
+
+std::vector<std::string> parse_depfile(const std::string& text) {
+    // "target: a.h b\ c.h \\\n  d.h": skip the target, split on unescaped
+    // white space, join continuation lines, unescape `\ ` and `$$`.
+    std::vector<std::string> out;
+    size_t colon = std::string::npos;
+    for (size_t i = 0; i < text.size(); ++i) {
+        if (text[i] == ':' && (i + 1 >= text.size() || text[i + 1] == ' ' || text[i + 1] == '\n' ||
+                               text[i + 1] == '\r' || text[i + 1] == '\\')) {
+            colon = i;
+            break;
+        }
+    }
+    if (colon == std::string::npos) return out;
+    std::string cur;
+    auto flush = [&] {
+        if (!cur.empty()) out.push_back(cur);
+        cur.clear();
+    };
+    for (size_t i = colon + 1; i < text.size(); ++i) {
+        char c = text[i];
+        if (c == '\\' && i + 1 < text.size()) {
+            char n = text[i + 1];
+            if (n == '\n') { flush(); ++i; continue; }
+            if (n == '\r' && i + 2 < text.size() && text[i + 2] == '\n') { flush(); i += 2; continue; }
+            if (n == ' ' || n == '#' || n == '\\') { cur += n; ++i; continue; }
+            cur += c;
+        } else if (c == '$' && i + 1 < text.size() && text[i + 1] == '$') {
+            cur += '$';
+            ++i;
+        } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+            flush();
+            // A second rule (phony targets from -MP) ends the first one's list.
+            if (c == '\n' && i + 1 < text.size() && text[i + 1] != ' ' && text[i + 1] != '\t') break;
+        } else {
+            cur += c;
+        }
+    }
+    flush();
+    return out;
+}
+
+}  // namespace bekc

@@ -1,0 +1,54 @@
+// Plan: from scanned inputs, a toolchain and options to the commands that
+// build the library. Pure: nothing here runs or writes anything, so
+// `bekc build --dry-run` and the plan tests see exactly what a build runs.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "plan/arch.hpp"
+#include "plan/toolchain.hpp"
+#include "run/command.hpp"
+#include "util/fs.hpp"
+
+namespace bekc {
+
+struct PlanFlags {
+    int opt_level = 3;
+    bool fast_math = false;
+    std::string cxx_std = "c++17";
+    std::vector<std::string> include_dirs, defines, cuda_flags, cxx_flags, ldflags;
+};
+
+struct PlanUnit {
+    fs::path wrapper;  // generated translation unit (.cu or .cpp) in the staging dir
+    bool cuda = false;
+};
+
+struct PlanRequest {
+    std::vector<PlanUnit> units;
+    std::optional<Tool> nvcc;  // required when any unit is CUDA
+    Tool cxx;
+    std::vector<Arch> archs;
+    PlanFlags flags;
+    fs::path runtime_include;  // where brainevent/common.h and bekc/handler.h are
+    fs::path library;          // output .so
+};
+
+struct CompileStep {
+    Command command;
+    fs::path depfile;  // Make-syntax dependencies the compiler writes
+};
+
+struct BuildPlan {
+    std::vector<CompileStep> compiles;  // independent, may run in parallel
+    std::optional<Command> link;        // absent when one command compiles and links
+};
+
+BuildPlan make_build_plan(const PlanRequest& request);
+
+// Parses a compiler-written Make depfile into its prerequisite paths.
+std::vector<std::string> parse_depfile(const std::string& text);
+
+}  // namespace bekc

@@ -1,0 +1,137 @@
+#include "plan/toolchain.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <regex>
+#include <sstream>
+#include <vector>
+
+#include "run/process.hpp"
+#include "util/error.hpp"
+
+namespace bekc {
+
+ToolLookup ToolLookup::system() {
+    ToolLookup l;
+    l.env = system_env();
+    l.executable = [](const fs::path& p) {
+        struct stat st;
+        return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+               ::access(p.c_str(), X_OK) == 0;
+    };
+    l.find = [env = l.env, exe = l.executable](const std::string& name) -> std::optional<fs::path> {
+        auto path = env("PATH");
+        if (!path) return std::nullopt;
+        std::stringstream ss(*path);
+        std::string dir;
+        while (std::getline(ss, dir, ':')) {
+            if (dir.empty()) continue;
+            fs::path candidate = fs::path(dir) / name;
+            if (exe(candidate)) return candidate;
+        }
+        return std::nullopt;
+    };
+    return l;
+}
+
+std::string Tool::identity() const {
+    return path.string() + "|" + std::to_string(size) + "|" + std::to_string(mtime_ns);
+}
+
+Tool identify_tool(const fs::path& path) {
+    std::error_code ec;
+    fs::path real = fs::canonical(path, ec);
+    if (ec) real = path;
+    struct stat st;
+    if (::stat(real.c_str(), &st) != 0)
+        throw FatalError("bekc: error: cannot stat " + real.string(), kExitToolchain);
+    Tool t;
+    t.path = real;
+    t.size = static_cast<uint64_t>(st.st_size);
+    t.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+    return t;
+}
+
+namespace {
+
+// Resolves a --nvcc/--cxx value: a path, or a name on PATH.
+std::optional<fs::path> resolve_named(const std::string& value, const ToolLookup& lookup) {
+    if (value.find('/') != std::string::npos)
+        return lookup.executable(value) ? std::optional<fs::path>(fs::absolute(value))
+                                        : std::nullopt;
+    return lookup.find(value);
+}
+
+}  // namespace
+
+Tool find_nvcc(const std::optional<std::string>& flag, const ToolLookup& lookup) {
+    if (flag) {
+        if (auto p = resolve_named(*flag, lookup)) return identify_tool(*p);
+        throw FatalError("bekc: error: --nvcc " + *flag + ": no such executable", kExitToolchain);
+    }
+    std::vector<std::string> searched;
+    for (const char* var : {"CUDA_HOME", "CUDA_PATH"}) {
+        if (auto root = lookup.env(var)) {
+            fs::path p = fs::path(*root) / "bin" / "nvcc";
+            if (lookup.executable(p)) return identify_tool(p);
+            searched.push_back("$" + std::string(var) + "/bin/nvcc (" + p.string() + ")");
+        }
+    }
+    if (auto p = lookup.find("nvcc")) return identify_tool(*p);
+    searched.push_back("nvcc on PATH");
+    fs::path fallback = "/usr/local/cuda/bin/nvcc";
+    if (lookup.executable(fallback)) return identify_tool(fallback);
+    searched.push_back(fallback.string());
+    std::string where;
+    for (const auto& s : searched) where += (where.empty() ? "" : ", ") + s;
+    throw FatalError("bekc: error: nvcc not found, and a .cu input needs it. Searched: " + where +
+                         ". Install the CUDA toolkit, or point bekc at it with --nvcc PATH or "
+                         "CUDA_HOME=/path/to/cuda.",
+                     kExitToolchain);
+}
+
+Tool find_cxx(const std::optional<std::string>& flag, const ToolLookup& lookup) {
+    std::optional<std::string> chosen = flag;
+    std::string origin = "--cxx";
+    if (!chosen) {
+        chosen = lookup.env("CXX");
+        origin = "$CXX";
+    }
+    if (chosen) {
+        if (auto p = resolve_named(*chosen, lookup)) return identify_tool(*p);
+        throw FatalError("bekc: error: " + origin + " names '" + *chosen +
+                             "', which is not an executable. Give a compiler path or a name on "
+                             "PATH.",
+                         kExitToolchain);
+    }
+    for (const char* name : {"c++", "g++", "clang++"})
+        if (auto p = lookup.find(name)) return identify_tool(*p);
+    throw FatalError("bekc: error: no host C++ compiler found. Searched: $CXX, then c++, g++ and "
+                     "clang++ on PATH. Install g++ (apt-get install g++) or name one with --cxx "
+                     "PATH or CXX=PATH.",
+                     kExitToolchain);
+}
+
+std::string tool_version(const Tool& tool) {
+    Command c;
+    c.argv = {tool.path.string(), "--version"};
+    ProcessResult r = run_process(c);
+    if (!r.ok()) return "unknown";
+    // nvcc: "Cuda compilation tools, release 13.0, V13.0.48"; gcc: "g++ (Debian 12.2.0-14) 12.2.0";
+    // clang: "clang version 14.0.6".
+    static const std::regex nvcc_re(R"(release [0-9.]+, V([0-9.]+))");
+    static const std::regex generic_re(R"(([0-9]+\.[0-9]+(\.[0-9]+)?))");
+    std::smatch m;
+    if (std::regex_search(r.output, m, nvcc_re)) return m[1];
+    std::string first_line = r.output.substr(0, r.output.find('\n'));
+    // The last version-looking number of the first line is the compiler's own.
+    std::string found = "unknown";
+    for (auto it = std::sregex_iterator(first_line.begin(), first_line.end(), generic_re);
+         it != std::sregex_iterator(); ++it)
+        found = (*it)[1];
+    return found;
+}
+
+}  // namespace bekc

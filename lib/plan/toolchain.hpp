@@ -1,0 +1,52 @@
+// Finding nvcc and the host C++ compiler (SPEC §4) and naming them for the
+// cache key without running them: path, size and mtime identify a binary.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "util/env.hpp"
+#include "util/fs.hpp"
+
+namespace bekc {
+
+// Resolves a program name through PATH; tests pass a stub.
+using FindExecutable = std::function<std::optional<fs::path>(const std::string& name)>;
+// Whether a path is an executable file; tests pass a stub.
+using IsExecutable = std::function<bool(const fs::path&)>;
+
+struct ToolLookup {
+    EnvLookup env;
+    FindExecutable find;
+    IsExecutable executable;
+
+    // The real environment, PATH and filesystem.
+    static ToolLookup system();
+};
+
+struct Tool {
+    fs::path path;           // absolute, symlinks resolved
+    uint64_t size = 0;
+    int64_t mtime_ns = 0;
+
+    // "path|size|mtime": what the cache key hashes for this tool.
+    std::string identity() const;
+};
+
+// nvcc from --nvcc, $CUDA_HOME/bin, $CUDA_PATH/bin, PATH, /usr/local/cuda/bin.
+// Throws FatalError (exit 3) with what was searched and how to point bekc at it.
+Tool find_nvcc(const std::optional<std::string>& flag, const ToolLookup& lookup);
+
+// The host compiler from --cxx, $CXX, then c++, g++, clang++ on PATH.
+Tool find_cxx(const std::optional<std::string>& flag, const ToolLookup& lookup);
+
+// Fills size and mtime; throws FatalError when the file vanished.
+Tool identify_tool(const fs::path& path);
+
+// The version line of `TOOL --version` ("13.0.48", "12.2.0"); runs the tool,
+// so only on a cache miss and in `bekc doctor`.
+std::string tool_version(const Tool& tool);
+
+}  // namespace bekc

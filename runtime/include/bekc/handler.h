@@ -1,0 +1,228 @@
+// Support code for the XLA FFI handlers bekc generates: one copy per wrapper
+// translation unit, included after the user's source. The generated code per
+// function is only a table (FunctionInfo) and a call; everything that checks
+// a call frame lives here, once, where it can be read and tested.
+//
+// Each check XLA's own handlers make is made here too, with an
+// INVALID_ARGUMENT error that names the target and says what was expected and
+// what came. An exception thrown by the user's function (BE_CHECK,
+// BE_CUDA_CHECK, or any std::exception) becomes an INTERNAL error carrying the
+// target name and the message, so the Python caller gets an exception and the
+// process lives.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "bekc/xla_ffi_abi.h"
+#include "brainevent/common.h"
+
+#define BEKC_EXPORT __attribute__((visibility("default")))
+
+namespace bekc_rt {
+
+// One expected scalar attribute; arrays of these are sorted by name, as XLA
+// sorts the attributes it passes.
+struct AttrSpec {
+    const char* name;
+    int32_t dtype;  // BekcXla_DataType
+};
+
+struct FunctionInfo {
+    const char* target;
+    int64_t num_args;
+    int64_t num_rets;
+    int64_t num_attrs;
+    const AttrSpec* attrs;
+    bool needs_stream;
+};
+
+inline BE::DType to_be_dtype(int32_t xla) {
+    switch (xla) {
+        case BEKC_XLA_DTYPE_PRED: return BE::DType::Bool;
+        case BEKC_XLA_DTYPE_S8: return BE::DType::Int8;
+        case BEKC_XLA_DTYPE_S16: return BE::DType::Int16;
+        case BEKC_XLA_DTYPE_S32: return BE::DType::Int32;
+        case BEKC_XLA_DTYPE_S64: return BE::DType::Int64;
+        case BEKC_XLA_DTYPE_U8: return BE::DType::UInt8;
+        case BEKC_XLA_DTYPE_U16: return BE::DType::UInt16;
+        case BEKC_XLA_DTYPE_U32: return BE::DType::UInt32;
+        case BEKC_XLA_DTYPE_U64: return BE::DType::UInt64;
+        case BEKC_XLA_DTYPE_F16: return BE::DType::Float16;
+        case BEKC_XLA_DTYPE_F32: return BE::DType::Float32;
+        case BEKC_XLA_DTYPE_F64: return BE::DType::Float64;
+        case BEKC_XLA_DTYPE_BF16: return BE::DType::BFloat16;
+        case BEKC_XLA_DTYPE_C64: return BE::DType::Complex64;
+        case BEKC_XLA_DTYPE_C128: return BE::DType::Complex128;
+        default: return BE::DType::Invalid;
+    }
+}
+
+// The names users know from NumPy and JAX.
+inline const char* xla_dtype_name(int32_t xla) {
+    static const char* const kNames[] = {
+        "invalid", "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+        "uint64", "float16", "float32", "float64", "type 13", "type 14", "complex64",
+        "bfloat16", "token", "complex128", "float8_e5m2", "float8_e4m3fn", "int4", "uint4",
+        "float8_e4m3b11fnuz", "float8_e5m2fnuz", "float8_e4m3fnuz", "int2", "uint2",
+        "float8_e4m3", "float8_e3m4", "int1", "uint1", "float4_e2m1fn", "float8_e8m0fnu"};
+    if (xla >= 0 && xla < static_cast<int32_t>(sizeof kNames / sizeof kNames[0])) return kNames[xla];
+    return "an unknown type";
+}
+
+// A validated call frame, as the generated call function sees it.
+class Frame {
+public:
+    Frame(const BekcXla_CallFrame* frame, int64_t stream) : frame_(frame), stream_(stream) {}
+
+    BE::Tensor arg(int i) const { return tensor(frame_->args.args[i]); }
+    BE::Tensor ret(int i) const { return tensor(frame_->rets.rets[i]); }
+    int64_t stream() const { return stream_; }
+    // The i-th attribute in name order; its dtype was checked against T's.
+    template <class T>
+    T attr(int i) const {
+        T value;
+        const auto* scalar = static_cast<const BekcXla_Scalar*>(frame_->attrs.attrs[i]);
+        std::memcpy(&value, scalar->value, sizeof(T));
+        return value;
+    }
+
+private:
+    static BE::Tensor tensor(void* p) {
+        const auto* b = static_cast<const BekcXla_Buffer*>(p);
+        return BE::Tensor(b->data, to_be_dtype(b->dtype), static_cast<int>(b->rank), b->dims);
+    }
+
+    const BekcXla_CallFrame* frame_;
+    int64_t stream_;
+};
+
+inline BekcXla_Error* make_error(const BekcXla_Api* api, int32_t code, const std::string& message) {
+    BekcXla_ErrorCreateArgs args;
+    args.struct_size = BEKC_XLA_ERROR_CREATE_ARGS_STRUCT_SIZE;
+    args.extension_start = nullptr;
+    args.message = message.c_str();
+    args.errc = code;
+    return api->error_create(&args);
+}
+
+inline BekcXla_Error* invalid(const BekcXla_CallFrame* f, const FunctionInfo& info,
+                              const std::string& what) {
+    return make_error(f->api, BEKC_XLA_ERROR_INVALID_ARGUMENT, std::string(info.target) + ": " + what);
+}
+
+// When XLA registers a handler it calls it once with a metadata extension in
+// the chain: fill in the version and traits, and do nothing else. Returns
+// true when this call was that query.
+inline bool is_metadata_query(BekcXla_CallFrame* f, bool command_buffer, BekcXla_Error** error) {
+    for (BekcXla_InternalExtension* e = f->extension_start; e; e = e->next) {
+        if (e->type != BEKC_XLA_EXTENSION_METADATA) continue;
+        BekcXla_Metadata* m = reinterpret_cast<BekcXla_MetadataExtension*>(e)->metadata;
+        if (m->struct_size < BEKC_XLA_METADATA_STRUCT_SIZE) {
+            *error = make_error(f->api, BEKC_XLA_ERROR_INVALID_ARGUMENT,
+                                "bekc handler: XLA's metadata struct is " +
+                                    std::to_string(m->struct_size) + " bytes, expected at least " +
+                                    std::to_string(BEKC_XLA_METADATA_STRUCT_SIZE));
+            return true;
+        }
+        m->api_version.struct_size = BEKC_XLA_API_VERSION_STRUCT_SIZE;
+        m->api_version.extension_start = nullptr;
+        m->api_version.major_version = BEKC_XLA_HANDLER_API_MAJOR;
+        m->api_version.minor_version = BEKC_XLA_HANDLER_API_MINOR;
+        m->traits = command_buffer ? BEKC_XLA_TRAIT_COMMAND_BUFFER_COMPATIBLE : 0u;
+        return true;
+    }
+    return false;
+}
+
+inline std::string expected_got(const char* what, int64_t expected, int64_t got) {
+    return "expected " + std::to_string(expected) + " " + what + ", got " + std::to_string(got);
+}
+
+// Checks buffer kinds, dtypes and ranks of args or rets.
+inline BekcXla_Error* check_buffers(const BekcXla_CallFrame* f, const FunctionInfo& info,
+                                    const char* kind, int64_t n, const int32_t* types,
+                                    void* const* buffers) {
+    for (int64_t i = 0; i < n; ++i) {
+        std::string which = std::string(kind) + " " + std::to_string(i);
+        if (types[i] != BEKC_XLA_ARG_BUFFER) return invalid(f, info, which + " is not a buffer");
+        const auto* b = static_cast<const BekcXla_Buffer*>(buffers[i]);
+        if (to_be_dtype(b->dtype) == BE::DType::Invalid)
+            return invalid(f, info, which + " has dtype " + xla_dtype_name(b->dtype) +
+                                        ", which BE::Tensor cannot represent");
+        if (b->rank < 0 || b->rank > BE::Tensor::kMaxDims)
+            return invalid(f, info, which + " has rank " + std::to_string(b->rank) +
+                                        "; BE::Tensor supports 0 to " +
+                                        std::to_string(BE::Tensor::kMaxDims) + " dimensions");
+    }
+    return nullptr;
+}
+
+inline BekcXla_Error* check_attrs(const BekcXla_CallFrame* f, const FunctionInfo& info) {
+    const BekcXla_Attrs& a = f->attrs;
+    for (int64_t i = 0; i < a.size; ++i) {
+        const AttrSpec& want = info.attrs[i];
+        const BekcXla_ByteSpan* name = a.names[i];
+        std::string got(name->ptr, name->len);
+        if (got != want.name)
+            return invalid(f, info, "unexpected attribute '" + got + "' (expected '" + want.name +
+                                        "'; attributes are matched by name)");
+        if (a.types[i] != BEKC_XLA_ATTR_SCALAR)
+            return invalid(f, info, "attribute '" + got + "' must be a scalar");
+        const auto* s = static_cast<const BekcXla_Scalar*>(a.attrs[i]);
+        if (s->dtype != want.dtype)
+            return invalid(f, info, "attribute '" + got + "' must be " + xla_dtype_name(want.dtype) +
+                                        ", got " + xla_dtype_name(s->dtype) +
+                                        " (pass e.g. np." + xla_dtype_name(want.dtype) +
+                                        "(value), or call through bekc.load, which casts)");
+    }
+    return nullptr;
+}
+
+// The whole handler: metadata query, checks, stream, call, exceptions.
+inline BekcXla_Error* handle(BekcXla_CallFrame* f, const FunctionInfo& info,
+                             void (*call)(const Frame&), bool command_buffer) {
+    BekcXla_Error* error = nullptr;
+    if (is_metadata_query(f, command_buffer, &error)) return error;
+    if (f->struct_size < BEKC_XLA_CALL_FRAME_STRUCT_SIZE)
+        return invalid(f, info, "call frame is " + std::to_string(f->struct_size) +
+                                    " bytes, expected at least " +
+                                    std::to_string(BEKC_XLA_CALL_FRAME_STRUCT_SIZE));
+    if (f->stage != BEKC_XLA_STAGE_EXECUTE)
+        return invalid(f, info, "wrong execution stage: expected 3 (execute), got " +
+                                    std::to_string(f->stage));
+    if (f->args.size != info.num_args)
+        return invalid(f, info, expected_got("arguments", info.num_args, f->args.size));
+    if (f->rets.size != info.num_rets)
+        return invalid(f, info, expected_got("results", info.num_rets, f->rets.size));
+    if (f->attrs.size != info.num_attrs)
+        return invalid(f, info, expected_got("attributes", info.num_attrs, f->attrs.size));
+    if ((error = check_buffers(f, info, "argument", f->args.size, f->args.types, f->args.args)))
+        return error;
+    if ((error = check_buffers(f, info, "result", f->rets.size, f->rets.types, f->rets.rets)))
+        return error;
+    if ((error = check_attrs(f, info))) return error;
+    int64_t stream = 0;
+    if (info.needs_stream) {
+        BekcXla_StreamGetArgs args;
+        args.struct_size = BEKC_XLA_STREAM_GET_ARGS_STRUCT_SIZE;
+        args.extension_start = nullptr;
+        args.ctx = f->ctx;
+        args.stream = nullptr;
+        if ((error = f->api->stream_get(&args))) return error;
+        stream = reinterpret_cast<int64_t>(args.stream);
+    }
+    try {
+        call(Frame(f, stream));
+    } catch (const std::exception& e) {
+        return make_error(f->api, BEKC_XLA_ERROR_INTERNAL, std::string(info.target) + ": " + e.what());
+    } catch (...) {
+        return make_error(f->api, BEKC_XLA_ERROR_INTERNAL,
+                          std::string(info.target) + ": unknown C++ exception");
+    }
+    return nullptr;
+}
+
+}  // namespace bekc_rt
