@@ -10,6 +10,7 @@
 #include <cstring>
 #include <ctime>
 #include <thread>
+#include <utility>
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
@@ -89,7 +90,7 @@ std::string holder_of(const fs::path& path) {
 
 }  // namespace
 
-std::expected<FileLock, std::string> FileLock::acquire(const fs::path& path,
+std::expected<FileLock, LockError> FileLock::acquire(const fs::path& path,
                                                        milliseconds timeout) {
     auto deadline = Clock::now() + timeout;
     milliseconds delay = kFirstPoll;
@@ -99,15 +100,15 @@ std::expected<FileLock, std::string> FileLock::acquire(const fs::path& path,
             record_holder(attempt.fd);
             return FileLock(path, attempt.fd);
         }
-        if (!attempt.busy) return std::unexpected(attempt.error);
+        if (!attempt.busy) return std::unexpected(LockError{false, attempt.error});
         auto now = Clock::now();
         if (now >= deadline) {
-            return std::unexpected(fmt::format(
+            return std::unexpected(LockError{true, fmt::format(
                 "gave up after {:.1f} s waiting for the cache lock {}, held by {}. Another bekc "
                 "process is building the same cache entry: let it finish or stop it, then run "
                 "again. (A lock whose holder died is released by the kernel, so a lock that "
                 "stays held means its holder is still running.)",
-                std::chrono::duration<double>(timeout).count(), path.string(), holder_of(path)));
+                std::chrono::duration<double>(timeout).count(), path.string(), holder_of(path))});
         }
         std::this_thread::sleep_for(
             std::min<Clock::duration>(delay, deadline - now));

@@ -20,12 +20,17 @@
 
 namespace bekc {
 
+struct LockError {
+    bool timed_out = false;  // false: the lock file could not be opened or locked
+    std::string message;
+};
+
 class FileLock {
 public:
     // Waits up to `timeout` for the lock, creating the file (and its parent
     // directories) when missing. The error names the lock file, the holder
     // (pid and host, which the holder writes into the file) and the timeout.
-    static std::expected<FileLock, std::string> acquire(const std::filesystem::path& path,
+    static std::expected<FileLock, LockError> acquire(const std::filesystem::path& path,
                                                         std::chrono::milliseconds timeout);
     // Takes the lock only if it is free right now.
     static std::optional<FileLock> try_acquire(const std::filesystem::path& path);

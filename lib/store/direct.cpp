@@ -1,0 +1,144 @@
+#include "store/direct.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "store/direct_record.hpp"
+#include "store/hash.hpp"
+
+namespace bekc {
+
+namespace {
+
+bool path_exists(const std::string& path) {
+    struct stat st;
+    return lstat(path.c_str(), &st) == 0;  // a dangling symlink shadows too
+}
+
+// Content hashes taken during one lookup, reused across records only while
+// the file's stat is unchanged, so a stored stat never pairs with older bytes.
+class HashMemo {
+public:
+    std::optional<std::string> xxh128(const std::string& path, const FileStat& stat,
+                                      size_t& rehashed) {
+        auto it = seen_.find(path);
+        if (it != seen_.end() && it->second.first == stat) return it->second.second;
+        auto hash = xxh128_file(path);
+        if (!hash) return std::nullopt;
+        ++rehashed;
+        seen_[path] = {stat, *hash};
+        return *hash;
+    }
+
+private:
+    std::map<std::string, std::pair<FileStat, std::string>> seen_;
+};
+
+// Checks one record; on success updates stale stats in place and says
+// whether rewriting the record would spare the next lookup some hashing.
+std::expected<bool, std::string> check_record(DirectRecord& record, HashMemo& memo,
+                                              int64_t check_ns, std::chrono::nanoseconds window,
+                                              size_t& rehashed) {
+    for (const auto& path : record.absent) {
+        if (path_exists(path)) return std::unexpected(path + " now exists and shadows a header");
+    }
+    bool worth_refreshing = false;
+    for (auto& file : record.files) {
+        auto now = stat_file(file.path);
+        if (!now) return std::unexpected(file.path + " no longer exists");
+        if (!must_rehash(file.stat, *now, record.written_ns, window)) continue;
+        auto hash = memo.xxh128(file.path, *now, rehashed);
+        if (!hash || *hash != file.xxh128) return std::unexpected(file.path + " changed");
+        file.stat = *now;
+        worth_refreshing |= !must_rehash(*now, *now, check_ns, window);
+    }
+    return worth_refreshing;
+}
+
+std::expected<RecordedFile, std::string> fingerprint(const DirectDependency& dep) {
+    auto stat = stat_file(dep.path);  // before reading: a later write moves it
+    if (!stat || !stat->is_regular) {
+        return std::unexpected(fmt::format("{} is not a readable file", dep.path.string()));
+    }
+    auto bytes = read_text(dep.path);
+    if (!bytes) return std::unexpected(bytes.error());
+    if (!dep.sha256.empty() && sha256_hex(*bytes) != dep.sha256) {
+        return std::unexpected(fmt::format("{} changed during the build", dep.path.string()));
+    }
+    return RecordedFile{dep.path.string(), *stat, xxh128_hex(*bytes)};
+}
+
+}  // namespace
+
+bool must_rehash(const FileStat& recorded, const FileStat& now, int64_t record_ns,
+                 std::chrono::nanoseconds racy_window) {
+    if (recorded != now) return true;
+    return std::max(now.mtime_ns, now.ctime_ns) >= record_ns - racy_window.count();
+}
+
+std::vector<fs::path> shadowing_paths(const std::vector<fs::path>& search_dirs,
+                                      const fs::path& dependency) {
+    fs::path dep = dependency.lexically_normal();
+    for (size_t i = 0; i < search_dirs.size(); ++i) {
+        fs::path rel = dep.lexically_relative(search_dirs[i].lexically_normal());
+        if (rel.empty() || *rel.begin() == "..") continue;
+        std::vector<fs::path> earlier;
+        for (size_t j = 0; j < i; ++j) earlier.push_back((search_dirs[j] / rel).lexically_normal());
+        return earlier;
+    }
+    return {};
+}
+
+DirectLookup check_direct_file(const fs::path& file, std::chrono::nanoseconds racy_window) {
+    DirectLookup result;
+    int64_t check_ns = now_ns();  // before any stat, like a record's written_ns
+    std::vector<DirectRecord> records = read_direct_records(file);
+    if (records.empty()) {
+        result.why_not = "no direct-mode record";
+        return result;
+    }
+    HashMemo memo;
+    for (auto& record : records) {
+        auto checked = check_record(record, memo, check_ns, racy_window, result.rehashed);
+        if (!checked) {
+            if (result.why_not.empty()) result.why_not = checked.error();
+            continue;
+        }
+        if (*checked) {
+            record.written_ns = check_ns;
+            (void)write_direct_records(file, records);
+        } else {
+            touch(file);  // for prune's least-recently-used order
+        }
+        result.key = record.key;
+        result.why_not.clear();
+        return result;
+    }
+    return result;
+}
+
+std::expected<void, std::string> add_direct_record(const fs::path& file, const DirectInputs& inputs) {
+    DirectRecord record{inputs.key, now_ns(), {}, {}};
+    for (const auto& dep : inputs.dependencies) {
+        auto recorded = fingerprint(dep);
+        if (!recorded) return std::unexpected(recorded.error());
+        record.files.push_back(std::move(*recorded));
+    }
+    for (const auto& path : inputs.must_not_exist) {
+        if (path_exists(path.string())) {
+            return std::unexpected(path.string() + " exists, so it cannot be recorded as absent");
+        }
+        record.absent.push_back(path.string());
+    }
+    std::vector<DirectRecord> records = read_direct_records(file);
+    std::erase_if(records, [&](const DirectRecord& r) { return r.key == inputs.key; });
+    records.insert(records.begin(), std::move(record));
+    if (records.size() > kMaxDirectRecords) records.resize(kMaxDirectRecords);
+    return write_direct_records(file, records);
+}
+
+}  // namespace bekc

@@ -1,0 +1,76 @@
+// Direct mode, after ccache's: answering "which cache key would these inputs
+// produce?" without running the compiler to list the headers.
+//
+// The caller computes a direct key from what it knows before compiling (the
+// input bytes, flags, toolchain identity). After a build it records, under
+// that direct key, the full key plus every file the compile read. A later
+// lookup rechecks those files and returns the full key when all match.
+//
+// Rechecking a file is a stat first: same size, mtime and ctime as recorded
+// means unchanged, and only otherwise is the content hashed (XXH3-128). Two
+// cases defeat the stat, and both force a content hash:
+//  - the "racy" file: on filesystems that keep timestamps in whole seconds,
+//    a file rewritten in the same second as the record was made keeps its
+//    mtime. A file whose mtime or ctime is within `racy_window` (default 2 s:
+//    one second of granularity plus clock skew) of the record's time is
+//    therefore always hashed. The record's time is taken before its files
+//    are examined, and clocks are assumed synchronised (as make assumes).
+//  - a changed file whose mtime was put back (utimensat): ctime still moved,
+//    and user space cannot set ctime.
+// A header can also change by appearing: `#include "x.h"` found in the third
+// -I directory is shadowed if x.h later appears in the first. The caller
+// lists such paths (see shadowing_paths) and the record fails if any exists.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <expected>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "store/file_ops.hpp"
+
+namespace bekc {
+
+// Records kept per direct key (one per distinct set of header contents).
+inline constexpr size_t kMaxDirectRecords = 8;
+
+struct DirectDependency {
+    fs::path path;  // absolute, so the record holds from any working directory
+    // SHA-256 of the bytes that went into the full key. When given, recording
+    // fails if the file no longer has them, so a header edited during the
+    // build cannot be recorded under the old key. Empty: not checked.
+    std::string sha256;
+};
+
+struct DirectInputs {
+    std::string key;  // the full cache key this build produced
+    std::vector<DirectDependency> dependencies;
+    std::vector<fs::path> must_not_exist;
+};
+
+struct DirectLookup {
+    std::optional<std::string> key;  // set on a hit
+    std::string why_not;             // on a miss, for -v: "no record", "/inc/a.h changed", ...
+    size_t rehashed = 0;             // files whose content had to be hashed
+};
+
+// Pure: whether `now` proves the file unchanged since it was recorded with
+// `recorded` in a record made at `record_ns`, or its content must be hashed.
+bool must_rehash(const FileStat& recorded, const FileStat& now, int64_t record_ns,
+                 std::chrono::nanoseconds racy_window);
+
+// Pure: for a dependency found under one of the ordered `search_dirs`, the
+// same relative name under every earlier directory: the paths where a new
+// file would shadow it. Empty when it is under none of them. Quoted includes
+// also search the including file's directory first; callers add that.
+std::vector<fs::path> shadowing_paths(const std::vector<fs::path>& search_dirs,
+                                      const fs::path& dependency);
+
+// The record file operations behind Cache::lookup_direct / record_direct.
+DirectLookup check_direct_file(const fs::path& file, std::chrono::nanoseconds racy_window);
+std::expected<void, std::string> add_direct_record(const fs::path& file, const DirectInputs& inputs);
+
+}  // namespace bekc

@@ -1,0 +1,42 @@
+// Internal to store/: the direct-mode record file, one JSON document per
+// direct key holding up to kMaxDirectRecords records, newest first.
+//
+//   {"format": 1, "records": [{"key": "…", "written_ns": …,
+//     "files": [{"path": "…", "size": …, "mtime_ns": …, "ctime_ns": …,
+//                "xxh128": "…"}, …],
+//     "absent": ["/inc/first/x.h", …]}, …]}
+//
+// The file is replaced whole by rename. Two builds adding records at the same
+// moment can lose one of the two; that costs a later direct miss, never a
+// wrong answer, so no lock is taken.
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <string>
+#include <vector>
+
+#include "store/file_ops.hpp"
+
+namespace bekc {
+
+struct RecordedFile {
+    std::string path;
+    FileStat stat;
+    std::string xxh128;
+};
+
+struct DirectRecord {
+    std::string key;
+    int64_t written_ns = 0;  // taken before any of `files` was examined
+    std::vector<RecordedFile> files;
+    std::vector<std::string> absent;
+};
+
+// Empty when the file is missing or unreadable: a broken record file is only
+// a miss, and the next record_direct replaces it.
+std::vector<DirectRecord> read_direct_records(const fs::path& file);
+std::expected<void, std::string> write_direct_records(const fs::path& file,
+                                                      const std::vector<DirectRecord>& records);
+
+}  // namespace bekc

@@ -1,0 +1,154 @@
+// Dtype dispatch: run a block once per supported dtype with `scalar_t` naming
+// the element type.
+//
+//   BE_DISPATCH_FLOATING(x.dtype(), scalar_t, {
+//       scale_kernel<scalar_t><<<grid, block, 0, stream>>>(
+//           x.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), x.numel());
+//   });
+//
+// Each macro is an immediately invoked lambda around a switch, as in
+// brainevent: `return` inside the block leaves the block, not the enclosing
+// function. An unsupported dtype fails like BE_CHECK (throws on the host),
+// naming the macro, the dtype and the dtypes it accepts.
+//
+//   macro                          dtypes
+//   BE_DISPATCH_FLOATING           float32 float64
+//   BE_DISPATCH_FLOATING_AND_HALF  float16 bfloat16 float32 float64
+//   BE_DISPATCH_INTEGRAL           int8..int64 uint8..uint64
+//   BE_DISPATCH_ALL_TYPES          FLOATING + INTEGRAL
+//   BE_DISPATCH_COMPLEX            complex64 complex128
+//   BE_DISPATCH_ALL                every dtype, bool, halves and complex included
+//
+// float16 and bfloat16 are kept out of BE_DISPATCH_FLOATING on purpose: on the
+// CPU there is no arithmetic half type, so a block written for float/double
+// would not compile for them; FLOATING_AND_HALF is the explicit opt-in.
+#pragma once
+
+#include "brainevent/check.h"
+#include "brainevent/config.h"
+#include "brainevent/dtype.h"
+
+#if BE_CUDA_COMPILER
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#endif
+
+namespace BE {
+
+#if BE_CUDA_COMPILER
+using float16_t = __half;
+using bfloat16_t = __nv_bfloat16;
+#else
+// Storage only: a CPU build has no half arithmetic type, so these carry the bits
+// and the kernel converts explicitly.
+struct float16_t {
+    uint16_t bits;
+};
+struct bfloat16_t {
+    uint16_t bits;
+};
+#endif
+
+// Layout-compatible with std::complex and with CUDA's cuComplex/cuDoubleComplex.
+struct alignas(8) complex64_t {
+    float real;
+    float imag;
+};
+struct alignas(16) complex128_t {
+    double real;
+    double imag;
+};
+
+namespace detail {
+
+[[noreturn]] BE_HOST_DEVICE inline void dispatch_fail(const char* file, int line,
+                                                      const char* macro, DType dtype,
+                                                      const char* supported) {
+#if BE_DEVICE_CODE
+    DeviceRaise{} & DeviceErrorBuilder(file, line, macro)
+                        << "unsupported dtype " << dtype << " (supported: " << supported << ")";
+#else
+    Raise{} & ErrorBuilder(file, line, macro)
+                  << "unsupported dtype " << dtype << " (supported: " << supported << ")";
+#endif
+}
+
+}  // namespace detail
+}  // namespace BE
+
+// clang-format off
+#define BE_DETAIL_DISPATCH_CASE_(enumerator, type, scalar_t, ...) \
+    case ::BE::DType::enumerator: {                               \
+        using scalar_t = type;                                    \
+        __VA_ARGS__                                               \
+    } break;
+
+#define BE_DETAIL_FLOATING_CASES_(scalar_t, ...)                     \
+    BE_DETAIL_DISPATCH_CASE_(Float32, float, scalar_t, __VA_ARGS__)  \
+    BE_DETAIL_DISPATCH_CASE_(Float64, double, scalar_t, __VA_ARGS__)
+
+#define BE_DETAIL_HALF_CASES_(scalar_t, ...)                                   \
+    BE_DETAIL_DISPATCH_CASE_(Float16, ::BE::float16_t, scalar_t, __VA_ARGS__)  \
+    BE_DETAIL_DISPATCH_CASE_(BFloat16, ::BE::bfloat16_t, scalar_t, __VA_ARGS__)
+
+#define BE_DETAIL_INTEGRAL_CASES_(scalar_t, ...)                       \
+    BE_DETAIL_DISPATCH_CASE_(Int8, int8_t, scalar_t, __VA_ARGS__)      \
+    BE_DETAIL_DISPATCH_CASE_(Int16, int16_t, scalar_t, __VA_ARGS__)    \
+    BE_DETAIL_DISPATCH_CASE_(Int32, int32_t, scalar_t, __VA_ARGS__)    \
+    BE_DETAIL_DISPATCH_CASE_(Int64, int64_t, scalar_t, __VA_ARGS__)    \
+    BE_DETAIL_DISPATCH_CASE_(UInt8, uint8_t, scalar_t, __VA_ARGS__)    \
+    BE_DETAIL_DISPATCH_CASE_(UInt16, uint16_t, scalar_t, __VA_ARGS__)  \
+    BE_DETAIL_DISPATCH_CASE_(UInt32, uint32_t, scalar_t, __VA_ARGS__)  \
+    BE_DETAIL_DISPATCH_CASE_(UInt64, uint64_t, scalar_t, __VA_ARGS__)
+
+#define BE_DETAIL_COMPLEX_CASES_(scalar_t, ...)                                     \
+    BE_DETAIL_DISPATCH_CASE_(Complex64, ::BE::complex64_t, scalar_t, __VA_ARGS__)   \
+    BE_DETAIL_DISPATCH_CASE_(Complex128, ::BE::complex128_t, scalar_t, __VA_ARGS__)
+
+// The dtype is the lambda's argument so the expression is evaluated once and
+// is still at hand for the error message.
+#define BE_DETAIL_DISPATCH_(name, supported, dtype, cases)                          \
+    [&](::BE::DType be_dispatch_dtype_) {                                           \
+        switch (be_dispatch_dtype_) {                                               \
+            cases                                                                   \
+            default:                                                                \
+                ::BE::detail::dispatch_fail(__FILE__, __LINE__, name,               \
+                                            be_dispatch_dtype_, supported);         \
+        }                                                                           \
+    }(dtype)
+
+#define BE_DISPATCH_FLOATING(dtype, scalar_t, ...)                                  \
+    BE_DETAIL_DISPATCH_("BE_DISPATCH_FLOATING(" #dtype ")", "float32, float64",     \
+        dtype, BE_DETAIL_FLOATING_CASES_(scalar_t, __VA_ARGS__))
+
+#define BE_DISPATCH_FLOATING_AND_HALF(dtype, scalar_t, ...)                         \
+    BE_DETAIL_DISPATCH_("BE_DISPATCH_FLOATING_AND_HALF(" #dtype ")",                \
+        "float16, bfloat16, float32, float64", dtype,                               \
+        BE_DETAIL_HALF_CASES_(scalar_t, __VA_ARGS__)                                \
+        BE_DETAIL_FLOATING_CASES_(scalar_t, __VA_ARGS__))
+
+#define BE_DISPATCH_INTEGRAL(dtype, scalar_t, ...)                                  \
+    BE_DETAIL_DISPATCH_("BE_DISPATCH_INTEGRAL(" #dtype ")",                         \
+        "int8, int16, int32, int64, uint8, uint16, uint32, uint64", dtype,          \
+        BE_DETAIL_INTEGRAL_CASES_(scalar_t, __VA_ARGS__))
+
+#define BE_DISPATCH_ALL_TYPES(dtype, scalar_t, ...)                                 \
+    BE_DETAIL_DISPATCH_("BE_DISPATCH_ALL_TYPES(" #dtype ")",                        \
+        "float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64", \
+        dtype,                                                                      \
+        BE_DETAIL_FLOATING_CASES_(scalar_t, __VA_ARGS__)                            \
+        BE_DETAIL_INTEGRAL_CASES_(scalar_t, __VA_ARGS__))
+
+#define BE_DISPATCH_COMPLEX(dtype, scalar_t, ...)                                   \
+    BE_DETAIL_DISPATCH_("BE_DISPATCH_COMPLEX(" #dtype ")", "complex64, complex128", \
+        dtype, BE_DETAIL_COMPLEX_CASES_(scalar_t, __VA_ARGS__))
+
+#define BE_DISPATCH_ALL(dtype, scalar_t, ...)                                       \
+    BE_DETAIL_DISPATCH_("BE_DISPATCH_ALL(" #dtype ")", "any dtype but invalid",     \
+        dtype,                                                                      \
+        BE_DETAIL_FLOATING_CASES_(scalar_t, __VA_ARGS__)                            \
+        BE_DETAIL_HALF_CASES_(scalar_t, __VA_ARGS__)                                \
+        BE_DETAIL_INTEGRAL_CASES_(scalar_t, __VA_ARGS__)                            \
+        BE_DETAIL_DISPATCH_CASE_(Bool, bool, scalar_t, __VA_ARGS__)                 \
+        BE_DETAIL_COMPLEX_CASES_(scalar_t, __VA_ARGS__))
+// clang-format on

@@ -1,0 +1,93 @@
+// BE::Tensor: a non-owning view of one XLA buffer.
+//
+// The generated handler builds one per `arg`/`ret` from XLA's buffer descriptor
+// and passes it by value to the user function; the user may pass it on, by
+// value, into a __global__ kernel. So it is trivially copyable, holds its shape
+// and strides inline (no pointer back into XLA's call frame, which the device
+// cannot read), and every accessor works in host and device code.
+#pragma once
+
+#include "brainevent/check.h"
+#include "brainevent/config.h"
+#include "brainevent/dtype.h"
+
+namespace BE {
+
+class Tensor {
+public:
+    // XLA buffers have at most this many dimensions for a BE kernel; the
+    // handler reports higher ranks as an error before calling the user.
+    static constexpr int kMaxDims = 8;
+
+    Tensor() = default;
+
+    // A dense, row-major (C-contiguous) view of `ndim` dimensions `dims`, the
+    // layout XLA gives FFI buffers. Strides are in elements.
+    BE_HOST_DEVICE Tensor(void* data, DType dtype, int ndim, const int64_t* dims)
+        : data_(data), ndim_(ndim), dtype_(dtype) {
+        // int{} copies the constant: streaming the member itself would bind a
+        // reference to it, which device code cannot do.
+        BE_CHECK(ndim >= 0 && ndim <= kMaxDims)
+            << "BE::Tensor supports 0 to " << int{kMaxDims} << " dimensions, got " << ndim;
+        int64_t stride = 1;
+        for (int i = ndim - 1; i >= 0; --i) {
+            BE_CHECK(dims[i] >= 0) << "dimension " << i << " is negative: " << dims[i];
+            shape_[i] = dims[i];
+            strides_[i] = stride;
+            stride *= dims[i];
+        }
+        numel_ = stride;
+    }
+
+    BE_HOST_DEVICE void* data_ptr() const { return data_; }
+    // Unchecked: kernels legitimately view a buffer as another type of the
+    // same width (float16 bits as uint16_t, bool as uint8_t).
+    template <class T>
+    BE_HOST_DEVICE T* data_ptr() const {
+        return static_cast<T*>(data_);
+    }
+    BE_HOST_DEVICE void* data() const { return data_; }
+
+    BE_HOST_DEVICE int ndim() const { return ndim_; }
+    BE_HOST_DEVICE DType dtype() const { return dtype_; }
+
+    // Dimension `i`; negative `i` counts from the end, as in NumPy.
+    BE_HOST_DEVICE int64_t size(int i) const { return shape_[wrap_dim(i)]; }
+    BE_HOST_DEVICE int64_t shape(int i) const { return shape_[wrap_dim(i)]; }
+    BE_HOST_DEVICE int64_t stride(int i) const { return strides_[wrap_dim(i)]; }
+    BE_HOST_DEVICE const int64_t* shape_ptr() const { return shape_; }
+    BE_HOST_DEVICE const int64_t* strides_ptr() const { return strides_; }
+
+    BE_HOST_DEVICE size_t element_size() const { return dtype_size(dtype_); }
+    // Product of the dimensions: 1 for a rank-0 (scalar) tensor.
+    BE_HOST_DEVICE int64_t numel() const { return numel_; }
+    BE_HOST_DEVICE size_t nbytes() const { return static_cast<size_t>(numel_) * element_size(); }
+
+    // True when the strides are the row-major ones for the shape; size-1
+    // dimensions may have any stride, as in NumPy and PyTorch.
+    BE_HOST_DEVICE bool is_contiguous() const {
+        int64_t expected = 1;
+        for (int i = ndim_ - 1; i >= 0; --i) {
+            if (shape_[i] != 1 && strides_[i] != expected) return false;
+            expected *= shape_[i];
+        }
+        return true;
+    }
+
+private:
+    BE_HOST_DEVICE int wrap_dim(int i) const {
+        int d = i < 0 ? i + ndim_ : i;
+        BE_CHECK(d >= 0 && d < ndim_)
+            << "dimension index " << i << " out of range for a tensor of rank " << ndim_;
+        return d;
+    }
+
+    void* data_ = nullptr;
+    int64_t shape_[kMaxDims] = {};
+    int64_t strides_[kMaxDims] = {};
+    int64_t numel_ = 1;
+    int ndim_ = 0;
+    DType dtype_ = DType::Invalid;
+};
+
+}  // namespace BE
