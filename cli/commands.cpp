@@ -32,6 +32,8 @@ int run(int argc, char** argv) {
     };
     add(add_build_command);
     add(add_inspect_command);
+    add(add_cache_command);
+    add(add_doctor_command);
 
     try {
         app.parse(argc, argv);

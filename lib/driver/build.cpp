@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "codegen/wrapper.hpp"
 #include "driver/compile_log.hpp"
 #include "driver/gpu_detect.hpp"
@@ -21,6 +23,7 @@
 #include "store/cache.hpp"
 #include "store/file_ops.hpp"
 #include "store/hash.hpp"
+#include "store/layout.hpp"
 #include "store/lock.hpp"
 #include "util/error.hpp"
 
@@ -222,6 +225,62 @@ Compiled compile(const Prepared& p, const fs::path& dir, const fs::path& runtime
     return c;
 }
 
+constexpr const char* kDependenciesFile = "dependencies.json";
+
+// `-o DIR`: the library and the chosen manifest at a stable path. A hard link
+// when the cache is on the same filesystem, else a copy; both appear by rename,
+// manifest last, so a reader of DIR never sees a manifest without its library.
+void place_outputs(const fs::path& dir, BuildResult& result) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) throw FatalError("bekc: error: -o " + dir.string() + ": " + ec.message(), kExitUsage);
+    fs::path lib = dir / result.library.filename();
+    fs::path tmp = dir / (".bekc." + unique_suffix());
+    fs::create_hard_link(result.library, tmp, ec);
+    if (ec) {
+        ec.clear();
+        fs::copy_file(result.library, tmp, ec);
+    }
+    if (ec || ::rename(tmp.c_str(), lib.c_str()) != 0) {
+        fs::remove(tmp, ec);
+        throw FatalError("bekc: error: cannot place " + lib.string(), kExitCache);
+    }
+    auto manifest = read_file(result.manifest);
+    if (!manifest) throw FatalError("bekc: error: cannot read " + result.manifest.string(), kExitCache);
+    write_file_atomic(dir / "manifest.json", *manifest);
+    result.manifest = dir / "manifest.json";
+    result.library = lib;
+}
+
+// Make syntax; spaces and '$' escaped as Make wants them.
+std::string make_escape(const std::string& path) {
+    std::string out;
+    for (char c : path) {
+        if (c == ' ' || c == '#') out += '\\';
+        if (c == '$') out += '$';
+        out += c;
+    }
+    return out;
+}
+
+void write_depfile(const fs::path& file, const Entry& entry, const std::vector<SourceFile>& inputs,
+                   const fs::path& target) {
+    std::vector<std::string> prereqs;
+    for (const auto& f : inputs) prereqs.push_back(fs::absolute(f.path).lexically_normal().string());
+    if (auto text = read_file(entry.dir / kDependenciesFile)) {
+        auto j = nlohmann::json::parse(*text, nullptr, false);
+        if (j.is_array())
+            for (const auto& h : j)
+                if (h.is_string()) prereqs.push_back(h.get<std::string>());
+    }
+    std::string out = make_escape(target.string()) + ":";
+    for (const auto& p : prereqs) out += " \\\n  " + make_escape(p);
+    out += "\n";
+    // Every header also gets an empty rule, so deleting one does not break make.
+    for (size_t i = inputs.size(); i < prereqs.size(); ++i) out += "\n" + make_escape(prereqs[i]) + ":\n";
+    write_file_atomic(file, out);
+}
+
 }  // namespace
 
 fs::path resolve_cache_root(const std::optional<std::string>& flag) {
@@ -255,6 +314,8 @@ BuildResult run_build(const BuildOptions& options) {
         result.cache_hit = hit;
         result.manifest = e.manifest(!o.no_cuda_graph);
         result.library = e.library;
+        if (o.output_dir) place_outputs(fs::path(*o.output_dir), result);
+        if (o.depfile) write_depfile(fs::path(*o.depfile), e, p.scanned.files, result.manifest);
         result.seconds_total = seconds_since(start);
         return result;
     };
@@ -314,6 +375,8 @@ BuildResult run_build(const BuildOptions& options) {
                         p.archs, p.flags, &p.scanned.files};
         if (auto w = write_atomic(staging / std::string(kManifestNoGraphFile), render_manifest(m, false)); !w)
             return w;
+        nlohmann::json headers = deps.user_headers;
+        if (auto w = write_atomic(staging / kDependenciesFile, headers.dump()); !w) return w;
         return write_atomic(staging / std::string(kManifestFile), render_manifest(m, true));
     });
     if (!outcome) throw FatalError("bekc: error: " + outcome.error().message, kExitCache);

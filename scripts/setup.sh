@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs what bekc needs on Debian 12 (as root), creates the Python venv from
+# requirements-test.txt, and builds bekc into build/. Safe to run again: each
+# step is skipped when its result is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DEB_PACKAGES=(cmake make g++ python3 python3-venv
+              libcli11-dev libfmt-dev libspdlog-dev libxxhash-dev libssl-dev
+              nlohmann-json3-dev catch2 clang-14 libclang-rt-14-dev clang-format)
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+missing=()
+for p in "${DEB_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  log "installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The Python venv, rebuilt only when the pinned requirements change.
+PY=${PYTHON:-python3}
+stamp=.venv/.requirements.sha256
+want=$(sha256sum requirements-test.txt | cut -d' ' -f1)
+if [[ ! -x .venv/bin/python || "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
+  log "creating .venv from requirements-test.txt"
+  rm -rf .venv
+  "$PY" -m venv .venv
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  .venv/bin/python -m pip install -q -r requirements-test.txt
+  echo "$want" > "$stamp"
+fi
+
+XLA_INCLUDE=$(.venv/bin/python -c 'import jax.ffi; print(jax.ffi.include_dir())')
+BUILD_DIR=${BUILD_DIR:-build}
+log "building bekc in $BUILD_DIR"
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} \
+      -DBEKC_XLA_INCLUDE_DIR="$XLA_INCLUDE" ${CMAKE_EXTRA:-} >/dev/null
+cmake --build "$BUILD_DIR" -j"$(nproc)" >/dev/null
+log "bekc is at $BUILD_DIR/bekc"

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Sets up (scripts/setup.sh), then runs every test: unit tests (ctest), the
+# Python and integration suites (pytest, JAX on the CPU), the unit tests again
+# under ASan+UBSan, the scanner fuzzer for a bounded time, and clang-format.
+# Ends with one line "N passed, N failed". Exit status 0 only when all pass.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+RESULTS=$ROOT/build/test-results
+FUZZ_SECONDS=${FUZZ_SECONDS:-60}
+
+bash scripts/setup.sh || { echo "0 passed, 1 failed"; exit 1; }
+rm -rf "$RESULTS"; mkdir -p "$RESULTS"
+status=0
+step() { printf '\n=== %s\n' "$*"; }
+
+step "unit tests (ctest)"
+(cd build && ctest --output-on-failure -j"$(nproc)" --output-junit "$RESULTS/ctest.xml") || status=1
+
+step "Python and integration tests (pytest, JAX CPU)"
+export BEKC_BINARY=$ROOT/build/bekc
+export BEKC_TEST_CACHE=$(mktemp -d)
+.venv/bin/python -m pytest -q -p no:cacheprovider --junitxml="$RESULTS/pytest.xml" \
+    tests/python tests/integration || status=1
+
+step "unit tests under ASan+UBSan"
+if BUILD_DIR=build-asan BUILD_TYPE=Debug CMAKE_EXTRA="-DBEKC_SANITIZE=ON" bash scripts/setup.sh; then
+  (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+     ctest --output-on-failure -j"$(nproc)" --output-junit "$RESULTS/ctest-asan.xml") || status=1
+else
+  echo '<testsuite><testcase name="asan-build"><failure message="build failed"/></testcase></testsuite>' \
+    > "$RESULTS/asan-build.xml"; status=1
+fi
+
+step "scanner fuzzing (${FUZZ_SECONDS}s)"
+if [[ -x tests/fuzz/run_fuzz.sh ]]; then
+  if bash tests/fuzz/run_fuzz.sh "$FUZZ_SECONDS" > "$RESULTS/fuzz.log" 2>&1; then
+    echo '<testsuite><testcase name="fuzz_scanner"/></testsuite>' > "$RESULTS/fuzz.xml"
+  else
+    tail -30 "$RESULTS/fuzz.log"
+    echo '<testsuite><testcase name="fuzz_scanner"><failure message="fuzzer found a problem"/></testcase></testsuite>' > "$RESULTS/fuzz.xml"
+    status=1
+  fi
+fi
+
+step "clang-format"
+mapfile -t sources < <(git ls-files 'lib/*.cpp' 'lib/*.hpp' 'cli/*.cpp' 'cli/*.hpp' 'tests/unit/*.cpp')
+if clang-format --dry-run --Werror "${sources[@]}" > "$RESULTS/format.log" 2>&1; then
+  echo '<testsuite><testcase name="clang-format"/></testsuite>' > "$RESULTS/format.xml"
+else
+  head -40 "$RESULTS/format.log"
+  echo '<testsuite><testcase name="clang-format"><failure message="run clang-format -i"/></testcase></testsuite>' > "$RESULTS/format.xml"
+  status=1
+fi
+
+step "summary"
+.venv/bin/python scripts/summarize_junit.py "$RESULTS"/*.xml || status=1
+exit $status
