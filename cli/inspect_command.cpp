@@ -36,7 +36,7 @@ int inspect(const InspectOptions& o) {
         auto more = read_functions_json(o.functions_json);
         specs.insert(specs.end(), more.begin(), more.end());
     }
-    ScannedInputs scanned = scan_inputs(expand_inputs(o.inputs), specs);
+    ScannedInputs scanned = scan_inputs(expand_inputs(o.inputs), specs, InputsAre::Independent);
     if (has_errors(scanned.diagnostics)) {
         std::fputs(render_all(scanned.diagnostics).c_str(), stderr);
         return kExitSourceError;

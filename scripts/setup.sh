@@ -39,6 +39,6 @@ XLA_INCLUDE=$(.venv/bin/python -c 'import jax.ffi; print(jax.ffi.include_dir())'
 BUILD_DIR=${BUILD_DIR:-build}
 log "building bekc in $BUILD_DIR"
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} \
-      -DBEKC_XLA_INCLUDE_DIR="$XLA_INCLUDE" ${CMAKE_EXTRA:-} >/dev/null
+      -DBEKC_BUILD_TESTS=ON -DBEKC_XLA_INCLUDE_DIR="$XLA_INCLUDE" ${CMAKE_EXTRA:-} >/dev/null
 cmake --build "$BUILD_DIR" -j"$(nproc)" >/dev/null
 log "bekc is at $BUILD_DIR/bekc"

@@ -39,7 +39,7 @@ std::vector<fs::path> expand_inputs(const std::vector<std::string>& inputs) {
 }
 
 ScannedInputs scan_inputs(const std::vector<fs::path>& paths,
-                          const std::vector<ExplicitSpec>& explicit_specs) {
+                          const std::vector<ExplicitSpec>& explicit_specs, InputsAre kind) {
     ScannedInputs out;
     std::map<std::string, Location> defined;  // function -> first definition
     std::vector<std::string> found_explicit;
@@ -55,7 +55,7 @@ ScannedInputs scan_inputs(const std::vector<fs::path>& paths,
                               r.explicit_found.end());
         for (auto& fn : r.functions) {
             auto [it, fresh] = defined.emplace(fn.name, fn.annotation);
-            if (!fresh) {
+            if (!fresh && kind == InputsAre::OneModule) {
                 Location where = fn.annotation;
                 out.diagnostics.push_back(make_error(
                     f.text, where,

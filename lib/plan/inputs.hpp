@@ -28,10 +28,16 @@ struct ScannedInputs {
 // (usage errors).
 std::vector<fs::path> expand_inputs(const std::vector<std::string>& inputs);
 
-// Reads and scans every file. Cross-file rules live here: a function defined in
-// two inputs, and explicit specs that no input defines.
+enum class InputsAre {
+    OneModule,   // `bekc build`: the files link into one library
+    Independent  // `bekc inspect`: each file reported on its own
+};
+
+// Reads and scans every file. Cross-file rules live here: explicit specs that
+// no input defines and, for one module, a function defined in two inputs.
 ScannedInputs scan_inputs(const std::vector<fs::path>& paths,
-                          const std::vector<ExplicitSpec>& explicit_specs);
+                          const std::vector<ExplicitSpec>& explicit_specs,
+                          InputsAre kind = InputsAre::OneModule);
 
 // Reads `--functions FILE.json`: {"name": ["arg", "ret", ...]}.
 std::vector<ExplicitSpec> read_functions_json(const fs::path& path);
