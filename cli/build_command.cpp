@@ -72,6 +72,9 @@ Action add_build_command(CLI::App& app) {
                     "Also place the library and manifest in DIR");
     cmd->add_option("--depfile", o->depfile,
                     "Write a Make rule listing every input and user header");
+    cmd->add_option("--compile-commands", o->compile_commands,
+                    "Write (merge) compile_commands.json entries for the sources, with the "
+                    "include paths bekc adds, for clangd");
     cmd->add_option("--nvcc", o->nvcc, "nvcc to use (default: $CUDA_HOME, $CUDA_PATH, PATH, "
                                        "/usr/local/cuda)");
     cmd->add_option("--cxx", o->cxx, "Host C++ compiler (default: $CXX, c++, g++, clang++)");

@@ -12,11 +12,13 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/wrapper.hpp"
+#include "driver/compile_commands.hpp"
 #include "driver/compile_log.hpp"
 #include "driver/gpu_detect.hpp"
 #include "driver/keys.hpp"
 #include "driver/manifest.hpp"
 #include "driver/runtime_headers.hpp"
+#include "driver/tool_versions.hpp"
 #include "plan/compile_plan.hpp"
 #include "plan/inputs.hpp"
 #include "run/parallel.hpp"
@@ -153,7 +155,9 @@ Prepared prepare(const BuildOptions& in, const Reporter& report) {
     }
     p.flags = plan_flags(o);
     p.library_file = "lib" + o.name + ".so";
-    p.key_inputs = {o.name, o.target_prefix, &p.scanned.files, p.nvcc, p.cxx, p.archs, p.flags,
+    p.key_inputs = {o.name, o.target_prefix, &p.scanned.files, p.nvcc, p.cxx,
+                    p.nvcc ? remembered_tool_version(*p.nvcc, p.cache_root) : "",
+                    remembered_tool_version(p.cxx, p.cache_root), p.archs, p.flags,
                     std::move(specs)};
     return p;
 }
@@ -182,7 +186,7 @@ Compiled compile(const Prepared& p, const fs::path& dir, const fs::path& runtime
         WrapperRequest w{fs::absolute(f.path).lexically_normal().string(), f.path.string(),
                          wrapper.string(), p.options.target_prefix, f.functions};
         if (!dry_run) write_file_atomic(wrapper, render_wrapper(w));
-        req.units.push_back({wrapper, f.cuda});
+        req.units.push_back({wrapper, f.cuda, f.path.string()});
     }
     BuildPlan plan = make_build_plan(req);
     if (dry_run) {
@@ -195,9 +199,18 @@ Compiled compile(const Prepared& p, const fs::path& dir, const fs::path& runtime
     bool verbose = p.options.verbose;
     int jobs = p.options.jobs > 0 ? p.options.jobs
                                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    // Progress for several inputs ("[2/5] nvcc kernels/csr.cu") on a terminal;
+    // with -v every command in full instead.
+    bool progress = !p.options.quiet && commands.size() > 1 && ::isatty(STDERR_FILENO);
+    size_t started = 0;
     auto results = run_parallel(commands, jobs, [&](const ProgressEvent& e) {
-        if (verbose && e.kind == ProgressEvent::Kind::Started)
+        if (e.kind != ProgressEvent::Kind::Started) return;
+        ++started;
+        if (verbose)
             std::fprintf(stderr, "%s\n", display_command(e.command).c_str());
+        else if (progress)
+            std::fprintf(stderr, "[%zu/%zu] %s\n", started, commands.size(),
+                         e.command.description.c_str());
     });
     auto fail = [&](const ProcessResult& r) {
         std::string log = verbose ? r.output : trim_compile_log(r.output);
@@ -304,6 +317,10 @@ BuildResult run_build(const BuildOptions& options) {
 
     std::string direct_key = direct_key_builder(p.key_inputs).digest();
     if (o.explain_key) std::fputs(direct_key_builder(p.key_inputs).explain().c_str(), stdout);
+    if (o.compile_commands && !o.dry_run)
+        write_compile_commands(fs::path(*o.compile_commands),
+                               {&p.scanned.files, p.nvcc, p.archs, p.flags,
+                                materialize_runtime_headers(p.cache_root)});
     if (o.dry_run) {
         compile(p, p.cache_root / "tmp" / "build.<unique>", runtime_include_dir(p.cache_root),
                 true);
@@ -371,7 +388,7 @@ BuildResult run_build(const BuildOptions& options) {
         if (::rename(built.c_str(), (staging / p.library_file).c_str()) != 0)
             return std::unexpected("cannot move the library into the cache: " + std::string(std::strerror(errno)));
         ManifestInput m{o.name, o.target_prefix, key, p.library_file, *sha, p.nvcc,
-                        p.nvcc ? tool_version(*p.nvcc) : "", p.cxx, tool_version(p.cxx),
+                        p.key_inputs.nvcc_version, p.cxx, p.key_inputs.cxx_version,
                         p.archs, p.flags, &p.scanned.files};
         if (auto w = write_atomic(staging / std::string(kManifestNoGraphFile), render_manifest(m, false)); !w)
             return w;

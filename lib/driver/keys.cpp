@@ -49,8 +49,8 @@ KeyBuilder direct_key_builder(const KeyInputs& in) {
         for (const auto& t : s.tokens) toks.push_back(t.text);
         k.add("function", s.name).add_list("function.tokens", toks);
     }
-    k.add("nvcc", in.nvcc ? in.nvcc->identity() : "");
-    k.add("cxx", in.cxx.identity());
+    k.add("nvcc", in.nvcc ? in.nvcc->identity() : "").add("nvcc_version", in.nvcc_version);
+    k.add("cxx", in.cxx.identity()).add("cxx_version", in.cxx_version);
     k.add("archs", arch_list_string(in.archs));
     k.add("opt_level", in.flags.opt_level).add("fast_math", in.flags.fast_math ? 1 : 0);
     k.add("std", in.flags.cxx_std);

@@ -25,6 +25,7 @@ struct KeyInputs {
     const std::vector<SourceFile>* files = nullptr;
     std::optional<Tool> nvcc;
     Tool cxx;
+    std::string nvcc_version, cxx_version;
     std::vector<Arch> archs;
     PlanFlags flags;
     std::vector<ExplicitSpec> explicit_specs;

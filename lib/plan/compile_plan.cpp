@@ -53,7 +53,8 @@ CompileStep compile_step(const PlanRequest& r, const PlanUnit& u, bool link_too)
     else a.push_back("-c");
     append(a, {u.wrapper.string(), "-o", out.string()});
     if (link_too) append(a, r.flags.ldflags);
-    s.command.description = (u.cuda ? "nvcc " : "c++ ") + u.wrapper.filename().string();
+    s.command.description =
+        (u.cuda ? "nvcc " : "c++ ") + (u.display.empty() ? u.wrapper.filename().string() : u.display);
     s.command.inputs = {u.wrapper.string()};
     s.command.outputs = {out.string(), s.depfile.string()};
     return s;

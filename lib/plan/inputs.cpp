@@ -38,9 +38,35 @@ std::vector<fs::path> expand_inputs(const std::vector<std::string>& inputs) {
     return out;
 }
 
+namespace {
+
+// Explicit specs name each function once; a second spec for the same name
+// (from --function and --functions, say) is an error, and only the first is used.
+std::vector<ExplicitSpec> unique_specs(const std::vector<ExplicitSpec>& specs,
+                                       std::vector<Diagnostic>& diagnostics) {
+    std::vector<ExplicitSpec> out;
+    std::map<std::string, std::string> origin;  // function -> where its first spec is
+    for (const auto& spec : specs) {
+        auto [it, fresh] = origin.emplace(spec.name, spec.origin);
+        if (fresh) {
+            out.push_back(spec);
+            continue;
+        }
+        Diagnostic d;
+        d.where.file = spec.origin;
+        d.message = "function '" + spec.name + "' is given two explicit specs";
+        d.fix = "the other one is from " + it->second + "; keep one of them";
+        diagnostics.push_back(d);
+    }
+    return out;
+}
+
+}  // namespace
+
 ScannedInputs scan_inputs(const std::vector<fs::path>& paths,
-                          const std::vector<ExplicitSpec>& explicit_specs, InputsAre kind) {
+                          const std::vector<ExplicitSpec>& all_specs, InputsAre kind) {
     ScannedInputs out;
+    const std::vector<ExplicitSpec> explicit_specs = unique_specs(all_specs, out.diagnostics);
     std::map<std::string, Location> defined;  // function -> first definition
     std::vector<std::string> found_explicit;
     for (const auto& path : paths) {
@@ -84,33 +110,39 @@ ScannedInputs scan_inputs(const std::vector<fs::path>& paths,
 }
 
 std::vector<ExplicitSpec> read_functions_json(const fs::path& path) {
+    const std::string where = path.string() + ": error: ";
+    const std::string shape = "; expected {\"name\": [\"arg\", \"ret\", ...], ...}";
     std::string err;
     auto text = read_file(path, &err);
-    if (!text) throw FatalError(path.string() + ": error: cannot read: " + err, kExitUsage);
-    nlohmann::json j;
+    if (!text) throw FatalError(where + "cannot read --functions file: " + err, kExitUsage);
+    // Ordered, so that the exports keep the order the file gives them.
+    nlohmann::ordered_json j;
     try {
-        j = nlohmann::json::parse(*text);
+        j = nlohmann::ordered_json::parse(*text);
     } catch (const nlohmann::json::parse_error& e) {
-        throw FatalError(path.string() + ": error: not valid JSON: " + e.what(), kExitUsage);
+        // Drop the "[json.exception.parse_error.101] " prefix: it helps no user.
+        std::string what = e.what();
+        if (size_t close = what.find("] "); what.rfind("[json.exception", 0) == 0 && close != what.npos)
+            what.erase(0, close + 2);
+        throw FatalError(where + "not valid JSON: " + what, kExitUsage);
     }
-    if (!j.is_object())
-        throw FatalError(path.string() + ": error: expected an object {\"name\": [\"arg\", ...]}",
-                         kExitUsage);
+    if (!j.is_object()) throw FatalError(where + "not a JSON object" + shape, kExitUsage);
+    if (j.empty()) throw FatalError(where + "names no function" + shape, kExitUsage);
     std::vector<ExplicitSpec> out;
     for (auto& [name, tokens] : j.items()) {
-        if (!is_cxx_identifier(name))
-            throw FatalError(path.string() + ": error: '" + name +
-                                 "' is not an ASCII C++ identifier",
+        if (std::string why = identifier_problem(name); !why.empty())
+            throw FatalError(where + "function name '" + name + "' " + why +
+                                 " (names are emitted into generated code)",
                              kExitUsage);
         if (!tokens.is_array())
-            throw FatalError(path.string() + ": error: the spec of '" + name +
-                                 "' must be a list of tokens",
+            throw FatalError(where + "the spec of '" + name + "' is not a list of tokens" + shape +
+                                 " ([] infers the spec from the signature)",
                              kExitUsage);
         ExplicitSpec spec{name, {}, path.string()};
         for (auto& t : tokens) {
             if (!t.is_string())
-                throw FatalError(path.string() + ": error: the spec of '" + name +
-                                     "' has a token that is not a string",
+                throw FatalError(where + "the spec of '" + name + "' has a token that is not a "
+                                         "string: " + t.dump() + shape,
                                  kExitUsage);
             spec.tokens.push_back({t.get<std::string>(), 0});
         }

@@ -20,8 +20,10 @@ const std::vector<AttrTypeInfo>& attr_types() {
         {AttrType::UInt64, "uint64", "uint64_t", 9},
         {AttrType::Float32, "float32", "float", 11},
         {AttrType::Float64, "float64", "double", 12},
-        {AttrType::Float16, "float16", "uint16_t", 10},
-        {AttrType::BFloat16, "bfloat16", "uint16_t", 16},
+        // XLA converts only 32- and 64-bit float scalars, so half-precision
+        // attributes travel as their raw bits, a U16 scalar (SPEC §1.2).
+        {AttrType::Float16, "float16", "uint16_t", 7},
+        {AttrType::BFloat16, "bfloat16", "uint16_t", 7},
     };
     return table;
 }
@@ -63,7 +65,12 @@ constexpr CxxSpelling kCxxSpellings[] = {
     {"unsigned long long", AttrType::UInt64},
     {"float", AttrType::Float32},
     {"double", AttrType::Float64},
-    {"long long int", AttrType::Int64},
+    // The same types spelled out in full, as some code bases do.
+    {"short int", AttrType::Int16},            {"signed short", AttrType::Int16},
+    {"signed short int", AttrType::Int16},     {"unsigned short int", AttrType::UInt16},
+    {"signed", AttrType::Int32},               {"signed int", AttrType::Int32},
+    {"long long int", AttrType::Int64},        {"signed long long", AttrType::Int64},
+    {"signed long long int", AttrType::Int64}, {"unsigned long long int", AttrType::UInt64},
 };
 
 std::string fold_spaces(std::string_view s) {
@@ -137,6 +144,11 @@ bool is_cxx_identifier(std::string_view s) {
     return !is_cxx_keyword(s);
 }
 
+std::string identifier_problem(std::string_view s) {
+    if (is_cxx_identifier(s)) return {};
+    return is_cxx_keyword(s) ? "is a C++ keyword" : "is not an ASCII C++ identifier";
+}
+
 bool is_cxx_keyword(std::string_view s) {
     static constexpr std::string_view kKeywords[] = {
         "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool",
@@ -152,7 +164,13 @@ bool is_cxx_keyword(std::string_view s) {
         "typename", "union", "unsigned", "using", "virtual", "void", "volatile", "wchar_t",
         "while", "xor", "xor_eq",
     };
-    return std::find(std::begin(kKeywords), std::end(kKeywords), s) != std::end(kKeywords);
+    // Sorted once, then searched: every name in a spec is checked here.
+    static const std::vector<std::string_view> sorted = [] {
+        std::vector<std::string_view> v(std::begin(kKeywords), std::end(kKeywords));
+        std::sort(v.begin(), v.end());
+        return v;
+    }();
+    return std::binary_search(sorted.begin(), sorted.end(), s);
 }
 
 }  // namespace bekc

@@ -7,10 +7,13 @@ and refuses values the type cannot hold (``ValueError``) or values that are
 not scalars at all (``TypeError``).
 
 ``float16`` and ``bfloat16`` attributes reach the C++ function as ``uint16_t``
-raw bits, so they are sent as ``np.uint16``: a Python or NumPy float is
-rounded to the half type (round to nearest even) and its bits are sent. A
-value that is already an ``np.uint16`` is taken to be raw bits and sent
-unchanged.
+raw bits and travel as XLA U16 scalars (``np.uint16``): XLA's FFI attribute
+conversion accepts only 32- and 64-bit float scalars, so an F16/BF16 scalar
+attribute cannot get through ``jax.ffi.ffi_call``. A Python or NumPy number is
+rounded to the half type (round to nearest even; bfloat16 rounds via float32)
+and its bits are sent. ``np.float16`` / ``ml_dtypes.bfloat16`` scalars send
+their bits; a value that is already an ``np.uint16`` is taken to be the raw
+bits and sent unchanged.
 """
 
 from __future__ import annotations
@@ -34,6 +37,9 @@ _INT_TYPES = {
     "uint64": np.uint64,
 }
 _INT_RANGES = {k: (int(np.iinfo(t).min), int(np.iinfo(t).max)) for k, t in _INT_TYPES.items()}
+# jax.ffi.ffi_call lowers an integer attribute through MLIR's IntegerAttr.get,
+# whose Python binding takes an int64: uint64 values above this cannot be sent.
+_JAX_UINT64_MAX = 2**63 - 1
 _FLOAT_TYPES = {"float32": np.float32, "float64": np.float64}
 _HALF_TYPES = ("float16", "bfloat16")
 
@@ -98,6 +104,11 @@ def _cast_int(v, type_name: str, function: str, attr: str):
     if not lo <= x <= hi:
         raise ValueError(
             f"{_where(function, attr)} ({type_name}) got {x}, outside the range [{lo}, {hi}]")
+    if x > _JAX_UINT64_MAX:
+        raise ValueError(
+            f"{_where(function, attr)} (uint64) got {x}: jax.ffi.ffi_call cannot lower uint64 "
+            f"attributes above 2**63-1 (JAX builds the MLIR attribute from an int64); declare "
+            f"the attribute int64 and pass the same bits as {x - 2**64}")
     return _INT_TYPES[type_name](x)
 
 
@@ -165,20 +176,22 @@ def float_to_bfloat16_bits(x: float) -> int:
 
 
 def _cast_half(v, type_name: str, function: str, attr: str):
-    if isinstance(v, np.uint16):
-        return v  # already raw bits
-    if _ml_dtypes is not None and isinstance(v, _ml_dtypes.bfloat16) and type_name == "bfloat16":
-        return np.array(v).view(np.uint16)[()]
-    if isinstance(v, np.float16) and type_name == "float16":
+    if isinstance(v, np.uint16):  # already raw bits
+        return v
+    if type_name == "float16" and isinstance(v, np.float16):
         return v.view(np.uint16)
+    if (type_name == "bfloat16" and _ml_dtypes is not None
+            and isinstance(v, _ml_dtypes.bfloat16)):
+        return np.array(v).view(np.uint16)[()]
     x = _to_float(v, type_name, function, attr)
     if type_name == "float16":
         bits = float_to_float16_bits(x)
+        is_inf = (bits & 0x7FFF) == 0x7C00
         finite_max = 65504.0
     else:
         bits = float_to_bfloat16_bits(x)
+        is_inf = (bits & 0x7FFF) == 0x7F80
         finite_max = 3.3895313892515355e38
-    is_inf = (bits & 0x7FFF) == 0x7C00 if type_name == "float16" else (bits & 0x7FFF) == 0x7F80
     if math.isfinite(x) and is_inf:
         raise ValueError(
             f"{_where(function, attr)} ({type_name}) got {x!r}, outside the range of "

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import warnings
 from typing import List, Optional, Sequence
 
 from ._errors import BekcError, BinaryNotFoundError, CompileError
@@ -96,6 +97,11 @@ def run_bekc(argv: Sequence[str], *, verbose: bool = False, parse_json: bool = T
         raise BinaryNotFoundError(f"cannot execute {argv[0]}: permission denied") from None
     if rc != 0:
         raise CompileError(rc, stderr, argv, stdout)
+    if not verbose:
+        # Progress stays quiet; bekc's warnings (e.g. a default --arch) still reach the user.
+        for line in stderr.splitlines():
+            if "warning" in line.lower():
+                warnings.warn(f"bekc: {line.strip()}", RuntimeWarning, stacklevel=4)
     if not parse_json:
         return stdout
     text = stdout.strip()

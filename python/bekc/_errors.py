@@ -77,8 +77,10 @@ class CompileError(BekcError, RuntimeError):
             meaning = f"killed by signal {-returncode}"
         diag = self.stderr.strip() or "(bekc printed no diagnostics)"
         cmd = shlex.join(str(a) for a in self.argv)
+        words = [str(a) for a in self.argv[1:3] if not str(a).startswith("-")]
+        what = "bekc " + (" ".join(words) if words[:1] == ["cache"] else (words[:1] or [""])[0])
         super().__init__(
-            f"bekc build failed (exit {returncode}: {meaning})\n"
+            f"{what.strip()} failed (exit {returncode}: {meaning})\n"
             f"{diag}\n"
             f"command: {cmd}"
         )

@@ -218,9 +218,50 @@ def _dlopen(lib_path: str, sha: str, manifest: dict) -> ctypes.CDLL:
     return lib
 
 
-def _capsule_factory():
-    import jax  # noqa: F401  (lazy: only a registration needs JAX)
-    return jax.ffi.pycapsule
+_SYMBOL_API = None
+
+
+def _symbol_api():
+    """(dlsym, PyCapsule_New) as private ctypes prototypes, or None off POSIX."""
+    global _SYMBOL_API
+    if _SYMBOL_API is None:
+        try:
+            dlsym = ctypes.CDLL(None).dlsym
+            dlsym.restype = ctypes.c_void_p
+            dlsym.argtypes = (ctypes.c_void_p, ctypes.c_char_p)
+            capsule_new = ctypes.PYFUNCTYPE(
+                ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)(
+                    ("PyCapsule_New", ctypes.pythonapi))
+            _SYMBOL_API = (dlsym, capsule_new)
+        except (AttributeError, OSError, TypeError):
+            _SYMBOL_API = False
+    return _SYMBOL_API or None
+
+
+def _capsules(library: ctypes.CDLL, library_path: str, targets) -> list:
+    """One PyCapsule per target handler, like ``jax.ffi.pycapsule(getattr(lib, sym))``.
+
+    The capsule is the same (unnamed, no destructor, the symbol's address);
+    going through dlsym directly avoids building a ctypes function object per
+    symbol, which dominates loading a library of hundreds of targets.
+    """
+    api = _symbol_api()
+    out = []
+    for t in targets:
+        sym = t["symbol"]
+        if api is not None:
+            addr = api[0](library._handle, sym.encode())
+            cap = api[1](addr, None, None) if addr else None
+        else:  # pragma: no cover - non-POSIX
+            import jax
+            fn = getattr(library, sym, None)
+            cap = jax.ffi.pycapsule(fn) if fn is not None else None
+        if cap is None:
+            raise LibraryLoadError(
+                f"bekc library {library_path} has no symbol {sym!r} (target {t['name']!r}); "
+                f"the manifest and library do not belong together")
+        out.append(cap)
+    return out
 
 
 def load(manifest_or_dir, *, register: bool = True) -> "Module":
@@ -324,6 +365,15 @@ def _check_conflicts(claims: Dict[str, _Claim]) -> None:
         f"load_cuda_inline), or restart the process to pick up the new library.")
 
 
+def _suggest(name: str, candidates) -> List[str]:
+    """The closest candidate (difflib), else one that contains or is contained in ``name``."""
+    close = difflib.get_close_matches(name, candidates, n=1)
+    if close:
+        return close
+    low = name.lower()
+    return [c for c in candidates if low and (low in c.lower() or c.lower() in low)][:1]
+
+
 class KernelFunction:
     """A typed callable for one FFI target of a :class:`Module`.
 
@@ -334,8 +384,9 @@ class KernelFunction:
     left out, a one-output function returns an array shaped like its first input.
     """
 
+    # __weakref__: jax.jit(mod.fn) keeps a weak reference to the callable.
     __slots__ = ("target", "name", "function", "platform", "num_args", "num_rets",
-                 "attr_types", "_attr_names", "info")
+                 "attr_types", "_attr_names", "info", "__weakref__")
 
     def __init__(self, target: dict) -> None:
         self.info = target
@@ -359,7 +410,7 @@ class KernelFunction:
         unknown = [k for k in attrs if k not in types]
         if unknown:
             k = unknown[0]
-            close = difflib.get_close_matches(k, self._attr_names, n=1)
+            close = _suggest(k, self._attr_names)
             hint = f"; did you mean '{close[0]}'?" if close else ""
             known = ", ".join(self._attr_names) or "none"
             raise TypeError(
@@ -458,19 +509,9 @@ class Module:
             _check_conflicts(claims)
             todo = [t for t in self.manifest["targets"] if t["name"] not in _REGISTRY]
             if todo:
-                pycapsule = _capsule_factory()
-                import jax
-                capsules = []
-                for t in todo:
-                    try:
-                        fn = getattr(self.library, t["symbol"])
-                    except AttributeError:
-                        raise LibraryLoadError(
-                            f"bekc library {self.library_path} has no symbol {t['symbol']!r} "
-                            f"(target {t['name']!r}); the manifest and library do not belong "
-                            f"together") from None
-                    capsules.append((t, pycapsule(fn)))
-                for t, cap in capsules:
+                import jax  # lazy: only registering and calling need JAX
+                capsules = _capsules(self.library, self.library_path, todo)
+                for t, cap in zip(todo, capsules):
                     try:
                         jax.ffi.register_ffi_target(t["name"], cap, platform=t["platform"])
                     except Exception as e:
@@ -499,7 +540,7 @@ class Module:
         return fn
 
     def _unknown(self, name: str) -> str:
-        close = difflib.get_close_matches(name, list(self.functions), n=1)
+        close = _suggest(name, list(self.functions))
         hint = f"; did you mean '{close[0]}'?" if close else ""
         return (f"bekc module {self.name!r} has no function {name!r}{hint} "
                 f"(functions: {', '.join(sorted(self.functions)) or 'none'})")

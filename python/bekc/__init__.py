@@ -1,0 +1,58 @@
+"""bekc: load ``bekc build`` outputs into JAX.
+
+``bekc.load("build/manifest.json")`` checks the manifest and its library,
+registers every FFI target with JAX and returns a :class:`Module`::
+
+    mod = bekc.load(path)
+    y = mod.scale_by(x, scale_factor=3.0)          # typed call
+    y = jax.ffi.ffi_call("scale_ops.scale_by",     # or the plain JAX way
+                         jax.ShapeDtypeStruct(x.shape, x.dtype))(
+                             x, scale_factor=np.float32(3.0))
+
+brainevent's loaders (``load_cuda_inline``, ``load_cuda_file``,
+``load_cuda_dir``, ``load_cpp_inline``, ``load_cpp_file``, ``clear_cache``,
+``set_cache_dir``, ``get_cache_dir``) keep their parameters and drive the
+``bekc`` binary (found through ``$BEKC``, ``PATH``, then ``bekc/bin/bekc``).
+
+Importing this package does not import JAX; JAX is needed to register and call.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from ._errors import (
+    BekcError,
+    BinaryNotFoundError,
+    CompileError,
+    LibraryHashMismatchError,
+    LibraryLoadError,
+    ManifestError,
+    RegistrationError,
+    TargetConflictError,
+)
+from ._attrs import ATTR_TYPES, cast_attr
+from ._loader import KernelFunction, Module, load, registered_targets
+from ._binary import find_binary
+from ._compat import (
+    build_argv,
+    clear_cache,
+    get_cache_dir,
+    load_cpp_file,
+    load_cpp_inline,
+    load_cuda_dir,
+    load_cuda_file,
+    load_cuda_inline,
+    set_cache_dir,
+)
+
+__all__ = [
+    "__version__",
+    "load", "Module", "KernelFunction", "registered_targets",
+    "load_cuda_inline", "load_cuda_file", "load_cuda_dir",
+    "load_cpp_inline", "load_cpp_file",
+    "clear_cache", "set_cache_dir", "get_cache_dir",
+    "find_binary", "build_argv", "cast_attr", "ATTR_TYPES",
+    "BekcError", "ManifestError", "LibraryHashMismatchError", "LibraryLoadError",
+    "RegistrationError", "TargetConflictError", "BinaryNotFoundError", "CompileError",
+]

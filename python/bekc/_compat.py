@@ -1,0 +1,508 @@
+"""brainevent-compatible loaders built on the ``bekc`` binary.
+
+``load_cuda_inline``, ``load_cuda_file``, ``load_cuda_dir``, ``load_cpp_inline``
+and ``load_cpp_file`` take brainevent's parameters, turn them into one
+``bekc build ... --json`` command (see :func:`build_argv`), run it and
+:func:`bekc.load` the manifest it prints.
+
+Inline sources are written once to a content-addressed file,
+``<cache dir>/src/<sha256 of the source>/<name>.cu`` (``.cpp`` for C++), so an
+unchanged source keeps its path and bekc answers from its cache. Within one
+process, a repeated inline call with identical source and arguments returns
+the already loaded module after two ``stat`` calls (manifest and library still
+in place), without starting bekc. That shortcut is skipped when the build can
+depend on files other than the source (``extra_include_paths``, ``-I`` flags,
+or a quoted ``#include`` other than ``brainevent/...``): bekc itself, which
+fingerprints every included header, then decides.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+from typing import Dict, Iterable, List, Optional, Sequence, Union
+
+from ._binary import find_binary, run_bekc
+from ._errors import BekcError
+from ._loader import Module, load
+
+__all__ = [
+    "load_cuda_inline", "load_cuda_file", "load_cuda_dir",
+    "load_cpp_inline", "load_cpp_file",
+    "clear_cache", "set_cache_dir", "get_cache_dir", "build_argv",
+]
+
+_CACHE_DIR_OVERRIDE: Optional[str] = None
+# memo key -> (manifest path, manifest stat sig, library path, library stat sig, Module)
+_INLINE_MEMO: Dict[tuple, tuple] = {}
+
+Functions = Union[Dict[str, Union[Sequence[str], str]], Sequence[str], None]
+
+
+# --------------------------------------------------------------------------- cache dir
+def get_cache_dir() -> str:
+    """The bekc cache directory: ``set_cache_dir``'s value, else ``$BEKC_CACHE_DIR``,
+    else ``$XDG_CACHE_HOME/bekc``, else ``~/.cache/bekc`` (bekc's own rule)."""
+    if _CACHE_DIR_OVERRIDE:
+        return _CACHE_DIR_OVERRIDE
+    env = os.environ.get("BEKC_CACHE_DIR")
+    if env:
+        return os.path.abspath(os.path.expanduser(env))
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg and os.path.isabs(xdg):
+        return os.path.join(xdg, "bekc")
+    return os.path.join(os.path.expanduser("~"), ".cache", "bekc")
+
+
+def set_cache_dir(path) -> None:
+    """Use ``path`` as the cache for subsequent builds (passed as ``--cache-dir``).
+
+    Created if missing; existing entries elsewhere are not moved. ``None``
+    restores the default (``$BEKC_CACHE_DIR`` / XDG / ``~/.cache/bekc``).
+    """
+    global _CACHE_DIR_OVERRIDE
+    if path is None:
+        _CACHE_DIR_OVERRIDE = None
+        return
+    p = os.path.abspath(os.path.expanduser(os.fspath(path)))
+    os.makedirs(p, exist_ok=True)
+    _CACHE_DIR_OVERRIDE = p
+
+
+def _cache_dir_args() -> List[str]:
+    return [f"--cache-dir={_CACHE_DIR_OVERRIDE}"] if _CACHE_DIR_OVERRIDE else []
+
+
+def clear_cache(name: Optional[str] = None) -> int:
+    """Run ``bekc cache clear [NAME]``; also drops the inline sources this package
+    wrote and its in-process shortcuts. Returns the number bekc reports removed
+    (0 when it prints none). Targets already registered stay registered."""
+    argv = [find_binary(), "cache", "clear"] + ([name] if name else []) + _cache_dir_args()
+    out = run_bekc(argv, parse_json=False)
+    _INLINE_MEMO.clear()
+    _remove_inline_sources(name)
+    m = re.search(r"\d+", out or "")
+    return int(m.group(0)) if m else 0
+
+
+def _remove_inline_sources(name: Optional[str]) -> None:
+    import shutil
+    root = os.path.join(get_cache_dir(), "src")
+    if not os.path.isdir(root):
+        return
+    if name is None:
+        shutil.rmtree(root, ignore_errors=True)
+        return
+    safe = _safe_file_stem(name)
+    for sub in os.listdir(root):
+        for ext in (".cu", ".cpp"):
+            try:
+                os.unlink(os.path.join(root, sub, safe + ext))
+            except OSError:
+                pass
+
+
+# --------------------------------------------------------------------------- argv
+_ARCH_WORDS = {"native", "auto", "all", "all-major"}
+
+
+def _normalize_arch(cc) -> Optional[str]:
+    """``"sm_86"``, ``"86"``, ``86``, ``"8.6"``, ``"9.0a"``, lists -> bekc's ``--arch`` LIST."""
+    if cc is None:
+        return None
+    if isinstance(cc, (list, tuple)):
+        parts = [_normalize_arch(c) for c in cc]
+        return ",".join(p for p in parts if p)
+    if isinstance(cc, bool):
+        raise TypeError(f"compute_capability must be a string like 'sm_86', got {cc!r}")
+    if isinstance(cc, int):
+        return f"sm_{cc}"
+    s = str(cc).strip()
+    if "," in s:
+        return _normalize_arch([p for p in s.split(",") if p.strip()])
+    if s.lower() in _ARCH_WORDS:
+        return s.lower()
+    m = re.fullmatch(r"(\d+)\.(\d)([a-z]?)", s)
+    if m:
+        return f"sm_{m.group(1)}{m.group(2)}{m.group(3)}"
+    if re.fullmatch(r"\d+[a-z]?", s):
+        return f"sm_{s}"
+    if re.fullmatch(r"(sm|compute)_\d+[a-z]?", s):
+        return s
+    raise ValueError(
+        f"compute_capability {cc!r} not understood; use e.g. 'sm_86', '8.6', 86, "
+        f"a list of those, or 'native'/'auto'")
+
+
+def _check_token(text: str, what: str) -> str:
+    if not text or any(c in text for c in ",= \t\n\r\0"):
+        raise ValueError(f"invalid {what} {text!r}: must be non-empty, without ',', '=' or spaces")
+    return text
+
+
+def _function_args(functions: Functions) -> List[str]:
+    if functions is None:
+        return []
+    if isinstance(functions, dict):
+        if not functions:
+            raise ValueError("functions={} names no function; pass None to use // @BE annotations")
+        args = []
+        for fn, spec in functions.items():
+            _check_token(str(fn), "function name")
+            toks = spec.split(",") if isinstance(spec, str) else list(spec)
+            toks = [_check_token(str(t).strip(), f"arg_spec token of {fn}") for t in toks]
+            args.append(f"--function={fn}={','.join(toks)}")
+        return args
+    if isinstance(functions, str):
+        functions = [functions]
+    names = [_check_token(str(f), "function name") for f in functions]
+    if not names:
+        raise ValueError("functions=[] names no function; pass None to use // @BE annotations")
+    # Bare names: bekc infers each arg_spec from the C++ signature.
+    return [f"--function={n}" for n in names]
+
+
+def build_argv(
+    inputs: Iterable[str],
+    *,
+    name: str,
+    functions: Functions = None,
+    flag_kind: str = "cuda",
+    extra_flags: Optional[Sequence[str]] = None,
+    extra_ldflags: Optional[Sequence[str]] = None,
+    extra_include_paths: Optional[Sequence[str]] = None,
+    build_directory: Optional[str] = None,
+    verbose: bool = False,
+    compute_capability=None,
+    force_rebuild: bool = False,
+    target_prefix: Optional[str] = None,
+    ninja_workers: Optional[int] = None,
+    optimization_level: int = 3,
+    use_fast_math: bool = False,
+    allow_cuda_graph: bool = True,
+    cache_dir: Optional[str] = None,
+    binary: str = "bekc",
+) -> List[str]:
+    """The ``bekc build`` argument vector for a brainevent-style call.
+
+    ``flag_kind`` is ``"cuda"`` (``extra_flags`` become ``--cuda-flag=F``) or
+    ``"cxx"`` (``--cxx-flag=F``). Options with values use the ``--opt=value``
+    form so values starting with ``-`` are never mistaken for options; paths
+    are made absolute.
+    """
+    if not isinstance(name, str) or not name or "\0" in name:
+        raise ValueError(f"name must be a non-empty string, got {name!r}")
+    if isinstance(optimization_level, bool) or optimization_level not in (0, 1, 2, 3):
+        raise ValueError(f"optimization_level must be 0, 1, 2 or 3, got {optimization_level!r}")
+    if flag_kind not in ("cuda", "cxx"):
+        raise ValueError(f"flag_kind must be 'cuda' or 'cxx', got {flag_kind!r}")
+    argv = [binary, "build"]
+    argv += [os.path.abspath(os.fspath(p)) for p in inputs]
+    argv += [f"--name={name}", "--json", f"-O{optimization_level}"]
+    if verbose:
+        argv.append("-v")
+    if target_prefix is not None:
+        argv.append(f"--target-prefix={target_prefix}")
+    if use_fast_math:
+        argv.append("--fast-math")
+    arch = _normalize_arch(compute_capability)
+    if arch:
+        argv.append(f"--arch={arch}")
+    for inc in extra_include_paths or ():
+        argv += ["-I", os.path.abspath(os.fspath(inc))]
+    opt = "--cuda-flag" if flag_kind == "cuda" else "--cxx-flag"
+    for f in _as_list(extra_flags, "extra flags"):
+        argv.append(f"{opt}={f}")
+    for f in _as_list(extra_ldflags, "extra_ldflags"):
+        argv.append(f"--ldflag={f}")
+    if not allow_cuda_graph:
+        argv.append("--no-cuda-graph")
+    if force_rebuild:
+        argv.append("--force")
+    if ninja_workers is not None:
+        if isinstance(ninja_workers, bool) or int(ninja_workers) < 1:
+            raise ValueError(f"ninja_workers must be a positive integer, got {ninja_workers!r}")
+        argv += ["-j", str(int(ninja_workers))]
+    if cache_dir:
+        argv.append(f"--cache-dir={cache_dir}")
+    if build_directory is not None:
+        argv += ["-o", os.path.abspath(os.fspath(build_directory))]
+    argv += _function_args(functions)
+    return argv
+
+
+def _as_list(flags, what: str) -> List[str]:
+    if flags is None:
+        return []
+    if isinstance(flags, str):
+        return [flags]  # one flag; a list is expected, but be forgiving
+    out = []
+    for f in flags:
+        if not isinstance(f, str):
+            raise TypeError(f"{what} must be strings, got {f!r}")
+        out.append(f)
+    return out
+
+
+# --------------------------------------------------------------------------- inline sources
+def _safe_file_stem(name: str) -> str:
+    stem = re.sub(r"[^A-Za-z0-9_.+-]", "_", name).lstrip(".-")
+    return stem or "module"
+
+
+def _join_sources(sources) -> str:
+    if isinstance(sources, (list, tuple)):
+        return "\n\n".join(sources)
+    if not isinstance(sources, str):
+        raise TypeError(f"sources must be a string or a list of strings, got {type(sources).__name__}")
+    return sources
+
+
+def _inline_source_path(text: str, name: str, ext: str) -> str:
+    sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return os.path.join(get_cache_dir(), "src", sha, _safe_file_stem(name) + ext)
+
+
+def _ensure_source_file(path: str, text: str) -> None:
+    data = text.encode("utf-8")
+    try:
+        with open(path, "rb") as f:
+            if f.read() == data:
+                return
+    except OSError:
+        pass
+    d = os.path.dirname(path)
+    os.makedirs(d, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=os.path.splitext(path)[1])
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+_USER_INCLUDE = re.compile(r'^\s*#\s*include\s*"(?!brainevent/)', re.M)
+
+
+def _memo_safe(text: str, extra_include_paths, extra_flags) -> bool:
+    """Whether the build depends on nothing but ``text`` and the argv."""
+    if extra_include_paths:
+        return False
+    for f in extra_flags or ():
+        if isinstance(f, str) and (f.startswith("-I") or f.startswith("-isystem")
+                                   or f.startswith("-include") or f.startswith("--include")):
+            return False
+    return _USER_INCLUDE.search(text) is None
+
+
+def _stat_sig(path: str):
+    st = os.stat(path)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _memo_get(key: tuple, auto_register: bool) -> Optional[Module]:
+    hit = _INLINE_MEMO.get(key)
+    if hit is None:
+        return None
+    mpath, msig, lpath, lsig, module = hit
+    try:
+        if _stat_sig(mpath) != msig or (lpath and _stat_sig(lpath) != lsig):
+            raise OSError
+    except OSError:
+        _INLINE_MEMO.pop(key, None)
+        return None
+    if auto_register and not module.registered:
+        module.register()
+    return module
+
+
+def _build_and_load(argv_tail: List[str], *, verbose: bool, auto_register: bool,
+                    memo_key: Optional[tuple] = None) -> Module:
+    argv = [find_binary()] + argv_tail
+    result = run_bekc(argv, verbose=verbose)
+    manifest = result.get("manifest") if isinstance(result, dict) else None
+    if not manifest:
+        raise BekcError(f"bekc --json output has no 'manifest': {result!r}")
+    module = load(manifest, register=auto_register)
+    if memo_key is not None:
+        try:
+            lpath = result.get("library") or module.library_path
+            _INLINE_MEMO[memo_key] = (manifest, _stat_sig(manifest), lpath, _stat_sig(lpath), module)
+        except OSError:
+            pass
+    return module
+
+
+def _load_inline(name, sources, ext, flag_kind, functions, extra_flags, *, extra_ldflags,
+                 extra_include_paths, build_directory, verbose, compute_capability,
+                 force_rebuild, auto_register, target_prefix, ninja_workers,
+                 optimization_level, use_fast_math, allow_cuda_graph) -> Module:
+    text = _join_sources(sources)
+    src = _inline_source_path(text, name, ext)
+    argv = build_argv(
+        [src], name=name, functions=functions, flag_kind=flag_kind, extra_flags=extra_flags,
+        extra_ldflags=extra_ldflags, extra_include_paths=extra_include_paths,
+        build_directory=build_directory, verbose=verbose, compute_capability=compute_capability,
+        force_rebuild=force_rebuild, target_prefix=target_prefix, ninja_workers=ninja_workers,
+        optimization_level=optimization_level, use_fast_math=use_fast_math,
+        allow_cuda_graph=allow_cuda_graph, cache_dir=_CACHE_DIR_OVERRIDE)
+    tail = argv[1:]
+    memo_key = None
+    if _memo_safe(text, extra_include_paths, extra_flags):
+        memo_key = (tuple(a for a in tail if a not in ("--force", "-v")),
+                    os.environ.get("BEKC", ""))
+        if not force_rebuild:
+            module = _memo_get(memo_key, auto_register)
+            if module is not None:
+                return module
+    _ensure_source_file(src, text)
+    return _build_and_load(tail, verbose=verbose, auto_register=auto_register, memo_key=memo_key)
+
+
+# --------------------------------------------------------------------------- public loaders
+def load_cuda_inline(
+    name: str,
+    cuda_sources,
+    functions: Functions = None,
+    *,
+    extra_cuda_cflags: Optional[List[str]] = None,
+    extra_ldflags: Optional[List[str]] = None,
+    extra_include_paths: Optional[List[str]] = None,
+    build_directory: Optional[str] = None,
+    verbose: bool = False,
+    compute_capability=None,
+    force_rebuild: bool = False,
+    auto_register: bool = True,
+    target_prefix: Optional[str] = None,
+    ninja_workers: Optional[int] = None,
+    optimization_level: int = 3,
+    use_fast_math: bool = False,
+    allow_cuda_graph: bool = True,
+) -> Module:
+    """Compile inline CUDA source with ``bekc build`` and load it (brainevent API).
+
+    ``cuda_sources`` is a string or a list of strings (joined). ``functions``
+    maps names to arg_spec tokens (``{"vector_add": ["arg", "arg", "ret",
+    "stream"]}``), lists bare names (spec inferred), or is ``None`` (``// @BE``
+    annotations). Targets are registered as ``<target_prefix or name>.<fn>``
+    unless ``auto_register=False``. ``extra_cuda_cflags`` -> ``--cuda-flag``,
+    ``extra_ldflags`` -> ``--ldflag``, ``extra_include_paths`` -> ``-I``,
+    ``build_directory`` -> ``-o``, ``compute_capability`` -> ``--arch``,
+    ``force_rebuild`` -> ``--force``, ``ninja_workers`` -> ``-j``,
+    ``optimization_level`` -> ``-O<n>``, ``use_fast_math`` -> ``--fast-math``,
+    ``allow_cuda_graph=False`` -> ``--no-cuda-graph``, ``verbose`` -> ``-v``.
+    Raises :class:`bekc.CompileError` with bekc's diagnostics on failure.
+    """
+    return _load_inline(
+        name, cuda_sources, ".cu", "cuda", functions, extra_cuda_cflags,
+        extra_ldflags=extra_ldflags, extra_include_paths=extra_include_paths,
+        build_directory=build_directory, verbose=verbose, compute_capability=compute_capability,
+        force_rebuild=force_rebuild, auto_register=auto_register, target_prefix=target_prefix,
+        ninja_workers=ninja_workers, optimization_level=optimization_level,
+        use_fast_math=use_fast_math, allow_cuda_graph=allow_cuda_graph)
+
+
+def load_cpp_inline(
+    name: str,
+    cpp_sources,
+    functions: Functions = None,
+    *,
+    extra_cflags: Optional[List[str]] = None,
+    extra_ldflags: Optional[List[str]] = None,
+    extra_include_paths: Optional[List[str]] = None,
+    build_directory: Optional[str] = None,
+    verbose: bool = False,
+    force_rebuild: bool = False,
+    auto_register: bool = True,
+    target_prefix: Optional[str] = None,
+    ninja_workers: Optional[int] = None,
+    optimization_level: int = 3,
+    use_fast_math: bool = False,
+) -> Module:
+    """Compile inline C++ (CPU) source with ``bekc build`` and load it.
+
+    Same parameters as :func:`load_cuda_inline`, with ``extra_cflags``
+    (-> ``--cxx-flag``) in place of ``extra_cuda_cflags`` and no CUDA options.
+    Targets are registered for platform ``"cpu"``.
+    """
+    return _load_inline(
+        name, cpp_sources, ".cpp", "cxx", functions, extra_cflags,
+        extra_ldflags=extra_ldflags, extra_include_paths=extra_include_paths,
+        build_directory=build_directory, verbose=verbose, compute_capability=None,
+        force_rebuild=force_rebuild, auto_register=auto_register, target_prefix=target_prefix,
+        ninja_workers=ninja_workers, optimization_level=optimization_level,
+        use_fast_math=use_fast_math, allow_cuda_graph=True)
+
+
+def _load_files(files: List[str], name: str, flag_kind: str, functions, extra_flags, *,
+                extra_ldflags=None, extra_include_paths=None, build_directory=None,
+                verbose=False, compute_capability=None, force_rebuild=False,
+                auto_register=True, target_prefix=None, ninja_workers=None,
+                optimization_level=3, use_fast_math=False, allow_cuda_graph=True) -> Module:
+    argv = build_argv(
+        files, name=name, functions=functions, flag_kind=flag_kind, extra_flags=extra_flags,
+        extra_ldflags=extra_ldflags, extra_include_paths=extra_include_paths,
+        build_directory=build_directory, verbose=verbose, compute_capability=compute_capability,
+        force_rebuild=force_rebuild, target_prefix=target_prefix, ninja_workers=ninja_workers,
+        optimization_level=optimization_level, use_fast_math=use_fast_math,
+        allow_cuda_graph=allow_cuda_graph, cache_dir=_CACHE_DIR_OVERRIDE)
+    # Files on disk may include headers bekc alone tracks: always ask bekc (a hit costs ms).
+    return _build_and_load(argv[1:], verbose=verbose, auto_register=auto_register)
+
+
+def _stem(path) -> str:
+    return os.path.splitext(os.path.basename(os.fspath(path)))[0]
+
+
+def _existing_file(path) -> str:
+    p = os.path.abspath(os.fspath(path))
+    if not os.path.isfile(p):
+        raise FileNotFoundError(f"source file not found: {p}")
+    return p
+
+
+def load_cuda_file(filepath, functions: Functions = None, *, name: Optional[str] = None,
+                   extra_cuda_cflags=None, **kwargs) -> Module:
+    """Compile one ``.cu`` file (passed to bekc as is, so diagnostics name it) and
+    load it. ``name`` defaults to the file stem; other keywords as in
+    :func:`load_cuda_inline`."""
+    p = _existing_file(filepath)
+    return _load_files([p], name or _stem(p), "cuda", functions, extra_cuda_cflags, **kwargs)
+
+
+def load_cuda_dir(directory, functions: Functions = None, *, name: Optional[str] = None,
+                  file_patterns: Optional[List[str]] = None, extra_cuda_cflags=None,
+                  **kwargs) -> Module:
+    """Compile every file of ``directory`` matching ``file_patterns`` (default
+    ``["*.cu"]``; ``.cpp`` files matched too become CPU targets) into one module.
+    ``name`` defaults to the directory name; other keywords as in
+    :func:`load_cuda_inline`."""
+    import glob
+    d = os.path.abspath(os.fspath(directory))
+    if not os.path.isdir(d):
+        raise FileNotFoundError(f"not a directory: {d}")
+    patterns = list(file_patterns or ["*.cu"])
+    files: List[str] = []
+    for pat in patterns:
+        for p in sorted(glob.glob(os.path.join(glob.escape(d), pat))):
+            if os.path.isfile(p) and p not in files:
+                files.append(p)
+    if not files:
+        raise FileNotFoundError(f"no source files matching {patterns} in {d}")
+    return _load_files(files, name or os.path.basename(d.rstrip(os.sep)), "cuda", functions,
+                       extra_cuda_cflags, **kwargs)
+
+
+def load_cpp_file(filepath, functions: Functions = None, *, name: Optional[str] = None,
+                  extra_cflags=None, **kwargs) -> Module:
+    """Compile one C++ file for the CPU and load it. ``name`` defaults to the file
+    stem; other keywords as in :func:`load_cpp_inline`."""
+    p = _existing_file(filepath)
+    return _load_files([p], name or _stem(p), "cxx", functions, extra_cflags, **kwargs)
