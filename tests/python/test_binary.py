@@ -1,0 +1,129 @@
+"""Finding the bekc executable and running it."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+
+import pytest
+
+import bekc
+from bekc import _binary
+
+
+def _exe(path, body="#!/bin/sh\necho '{}'\n"):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(body)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return str(path)
+
+
+@pytest.fixture
+def clean_env(monkeypatch, tmp_path):
+    monkeypatch.delenv("BEKC", raising=False)
+    empty = tmp_path / "emptybin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    monkeypatch.setattr(_binary, "bundled_binary_path", lambda: str(tmp_path / "nope" / "bekc"))
+    return tmp_path
+
+
+def test_env_var_wins(clean_env, monkeypatch):
+    on_path = _exe(clean_env / "pathdir" / "bekc")
+    monkeypatch.setenv("PATH", os.path.dirname(on_path))
+    explicit = _exe(clean_env / "explicit" / "bekc")
+    monkeypatch.setenv("BEKC", explicit)
+    assert bekc.find_binary() == explicit
+
+
+def test_env_var_bare_name_uses_path(clean_env, monkeypatch):
+    p = _exe(clean_env / "pathdir" / "bekc-dev")
+    monkeypatch.setenv("PATH", os.path.dirname(p))
+    monkeypatch.setenv("BEKC", "bekc-dev")
+    assert bekc.find_binary() == p
+
+
+def test_env_var_not_executable(clean_env, monkeypatch):
+    f = clean_env / "notexe"
+    f.write_text("x")
+    monkeypatch.setenv("BEKC", str(f))
+    with pytest.raises(bekc.BinaryNotFoundError) as e:
+        bekc.find_binary()
+    assert "$BEKC" in str(e.value) and str(f) in str(e.value)
+
+
+def test_path_lookup(clean_env, monkeypatch):
+    p = _exe(clean_env / "pathdir" / "bekc")
+    monkeypatch.setenv("PATH", os.pathsep.join([str(clean_env / "emptybin"), os.path.dirname(p)]))
+    assert bekc.find_binary() == p
+
+
+def test_bundled_copy(clean_env, monkeypatch):
+    p = _exe(clean_env / "pkg" / "bin" / "bekc")
+    monkeypatch.setattr(_binary, "bundled_binary_path", lambda: p)
+    assert bekc.find_binary() == p
+
+
+def test_missing_everywhere(clean_env):
+    with pytest.raises(bekc.BinaryNotFoundError) as e:
+        bekc.find_binary()
+    msg = str(e.value)
+    assert "$BEKC" in msg and "PATH" in msg and str(clean_env / "nope" / "bekc") in msg
+    assert "BEKC=" in msg  # says how to set it
+    assert isinstance(e.value, FileNotFoundError)
+
+
+def test_loader_reports_missing_binary(clean_env, monkeypatch):
+    from bekc import _compat
+    monkeypatch.setattr(_compat, "_CACHE_DIR_OVERRIDE", str(clean_env / "cache"))
+    with pytest.raises(bekc.BinaryNotFoundError):
+        bekc.load_cpp_inline("nobin", "// @BE f\nvoid f(BE::Tensor o) {}\n")
+
+
+def test_run_nonzero_exit_is_compile_error(tmp_path):
+    script = _exe(tmp_path / "fail", "#!/bin/sh\necho 'k.cu:3:5: error: expected ;' >&2\nexit 1\n")
+    with pytest.raises(bekc.CompileError) as e:
+        _binary.run_bekc([script, "build", "k.cu"])
+    assert e.value.returncode == 1
+    assert "k.cu:3:5: error: expected ;" in str(e.value)
+    assert "k.cu:3:5" in e.value.stderr
+    assert "exit 1" in str(e.value) and script in str(e.value)
+    assert str(e.value).startswith("bekc build failed")
+
+
+def test_run_exit_codes_are_explained(tmp_path):
+    script = _exe(tmp_path / "fail3", "#!/bin/sh\necho 'nvcc not found' >&2\nexit 3\n")
+    with pytest.raises(bekc.CompileError, match="toolchain missing"):
+        _binary.run_bekc([script])
+    with pytest.raises(bekc.CompileError, match="^bekc cache clear failed"):
+        _binary.run_bekc([script, "cache", "clear", "--cache-dir=/x"])
+
+
+def test_run_parses_json_and_warns(tmp_path):
+    script = _exe(tmp_path / "ok",
+                  "#!/bin/sh\necho 'bekc: warning: no GPU, using sm_80' >&2\n"
+                  "echo '{\"manifest\": \"/x/manifest.json\"}'\n")
+    with pytest.warns(RuntimeWarning, match="no GPU"):
+        assert _binary.run_bekc([script]) == {"manifest": "/x/manifest.json"}
+
+
+def test_run_bad_json(tmp_path):
+    script = _exe(tmp_path / "junk", "#!/bin/sh\necho hello\n")
+    with pytest.raises(bekc.BekcError, match="no JSON"):
+        _binary.run_bekc([script])
+
+
+def test_run_verbose_echoes_stderr(tmp_path, capfd):
+    script = _exe(tmp_path / "v", "#!/bin/sh\necho 'compiling k.cu' >&2\necho '{\"a\": 1}'\n")
+    assert _binary.run_bekc([script], verbose=True) == {"a": 1}
+    assert "compiling k.cu" in capfd.readouterr().err
+
+
+def test_never_uses_a_shell(tmp_path):
+    # an argument full of shell syntax arrives verbatim
+    script = _exe(tmp_path / "echo",
+                  f"#!{sys.executable}\nimport json, sys\nprint(json.dumps({{'argv': sys.argv[1:]}}))\n")
+    weird = "$(touch pwned); `x` | > ; '\""
+    assert _binary.run_bekc([script, weird]) == {"argv": [weird]}
+    assert not os.path.exists("pwned")

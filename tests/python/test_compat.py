@@ -1,0 +1,300 @@
+"""The brainevent-compatible layer: argv construction and the load flow.
+
+The flow tests drive a stand-in ``bekc`` (a small Python script) that logs its
+argv and "builds" by copying a prepared manifest + reference library, so they
+check what the layer runs, when it runs it, and what it loads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+import time
+
+import pytest
+
+import bekc
+from bekc import _compat
+from conftest import make_manifest, unique_prefix
+
+
+# --------------------------------------------------------------------------- argv builder
+def test_argv_defaults(tmp_path):
+    src = str(tmp_path / "k.cu")
+    assert bekc.build_argv([src], name="m") == [
+        "bekc", "build", src, "--name=m", "--json", "-O3"]
+
+
+def test_argv_relative_inputs_become_absolute(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    argv = bekc.build_argv(["k.cu"], name="m")
+    assert argv[2] == str(tmp_path / "k.cu")
+
+
+def test_argv_every_option(tmp_path):
+    argv = bekc.build_argv(
+        ["/src/k.cu"], name="my_kernels", binary="/opt/bekc",
+        functions={"vector_add": ["arg", "arg", "ret", "stream"],
+                   "scale_by": "arg,ret,attr.scale_factor:float32,stream"},
+        extra_flags=["-lineinfo", "--expt-relaxed-constexpr"],
+        extra_ldflags=["-lcublas", "-L/opt/lib"],
+        extra_include_paths=["/inc/a", "rel/inc"],
+        build_directory="out", verbose=True, compute_capability="8.6",
+        force_rebuild=True, target_prefix="pfx", ninja_workers=4,
+        optimization_level=2, use_fast_math=True, allow_cuda_graph=False,
+        cache_dir="/c")
+    assert argv[:3] == ["/opt/bekc", "build", "/src/k.cu"]
+    rest = argv[3:]
+    for want in ["--name=my_kernels", "--json", "-O2", "-v", "--target-prefix=pfx",
+                 "--fast-math", "--arch=sm_86", "--cuda-flag=-lineinfo",
+                 "--cuda-flag=--expt-relaxed-constexpr", "--ldflag=-lcublas",
+                 "--ldflag=-L/opt/lib", "--no-cuda-graph", "--force", "--cache-dir=/c",
+                 "--function=vector_add=arg,arg,ret,stream",
+                 "--function=scale_by=arg,ret,attr.scale_factor:float32,stream"]:
+        assert want in rest, want
+    i = rest.index("-I")
+    assert rest[i + 1] == "/inc/a"
+    assert rest[rest.index("-I", i + 1) + 1] == os.path.abspath("rel/inc")
+    assert rest[rest.index("-o") + 1] == os.path.abspath("out")
+    assert rest[rest.index("-j") + 1] == "4"
+    # nothing that takes a value is ever a bare '-'-leading separate argument
+    for a, b in zip(rest, rest[1:]):
+        if a in ("-I", "-o", "-j"):
+            assert not b.startswith("-")
+
+
+def test_argv_cxx_flags():
+    argv = bekc.build_argv(["/k.cpp"], name="m", flag_kind="cxx", extra_flags=["-march=native"])
+    assert "--cxx-flag=-march=native" in argv and not any("cuda-flag" in a for a in argv)
+
+
+def test_argv_function_list_form():
+    argv = bekc.build_argv(["/k.cpp"], name="m", functions=["a", "b"])
+    assert argv[-2:] == ["--function=a", "--function=b"]
+
+
+@pytest.mark.parametrize("cc,want", [
+    ("sm_86", "sm_86"), ("86", "sm_86"), (86, "sm_86"), ("8.6", "sm_86"), ("9.0a", "sm_90a"),
+    ("10.0", "sm_100"), (["sm_80", "9.0"], "sm_80,sm_90"), ("sm_80,sm_90", "sm_80,sm_90"),
+    ("native", "native"), ("auto", "auto"), ("compute_90", "compute_90")])
+def test_arch_normalization(cc, want):
+    assert f"--arch={want}" in bekc.build_argv(["/k.cu"], name="m", compute_capability=cc)
+
+
+@pytest.mark.parametrize("kwargs,exc", [
+    (dict(optimization_level=4), ValueError), (dict(optimization_level=True), ValueError),
+    (dict(ninja_workers=0), ValueError), (dict(compute_capability="ampere"), ValueError),
+    (dict(functions={}), ValueError), (dict(functions={"a,b": ["arg"]}), ValueError),
+    (dict(functions={"f": ["arg", "r et"]}), ValueError), (dict(name=""), ValueError),
+    (dict(extra_flags=[1]), TypeError)])
+def test_argv_rejects_bad_options(kwargs, exc):
+    kw = dict(name="m")
+    kw.update(kwargs)
+    with pytest.raises(exc):
+        bekc.build_argv(["/k.cu"], **kw)
+
+
+def test_cache_dir_resolution(monkeypatch, tmp_path):
+    monkeypatch.setattr(_compat, "_CACHE_DIR_OVERRIDE", None)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("BEKC_CACHE_DIR", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    assert bekc.get_cache_dir() == str(tmp_path / "home" / ".cache" / "bekc")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert bekc.get_cache_dir() == str(tmp_path / "xdg" / "bekc")
+    monkeypatch.setenv("BEKC_CACHE_DIR", str(tmp_path / "env"))
+    assert bekc.get_cache_dir() == str(tmp_path / "env")
+    bekc.set_cache_dir(tmp_path / "explicit")
+    try:
+        assert bekc.get_cache_dir() == str(tmp_path / "explicit")
+        assert os.path.isdir(tmp_path / "explicit")
+    finally:
+        bekc.set_cache_dir(None)
+    assert bekc.get_cache_dir() == str(tmp_path / "env")
+
+
+# --------------------------------------------------------------------------- stand-in binary
+FAKE = r'''#!{python}
+import json, os, shutil, sys
+log = os.environ.get("FAKE_BEKC_LOG")
+if log:
+    with open(log, "a") as f:
+        f.write(json.dumps(sys.argv[1:]) + "\n")
+if os.environ.get("FAKE_BEKC_STDERR"):
+    sys.stderr.write(os.environ["FAKE_BEKC_STDERR"] + "\n")
+code = int(os.environ.get("FAKE_BEKC_EXIT", "0"))
+if code:
+    sys.exit(code)
+if sys.argv[1:3] == ["cache", "clear"]:
+    print("removed 3 entries")
+    sys.exit(0)
+inputs = [a for a in sys.argv[2:] if a.startswith("/") and os.path.isfile(a)]
+if not inputs:
+    sys.stderr.write("error: no input file\n")
+    sys.exit(1)
+stash, out = os.environ["FAKE_BEKC_STASH"], os.environ["FAKE_BEKC_OUT"]
+if not os.path.exists(os.path.join(out, "manifest.json")):
+    shutil.copytree(stash, out, dirs_exist_ok=True)
+print(json.dumps({{"manifest": os.path.join(out, "manifest.json"),
+                  "library": os.path.join(out, "libref.so"), "cache_hit": True,
+                  "targets": [], "timings": {{}}}}))
+'''
+
+SRC = """#include "brainevent/common.h"
+// @BE ref_add
+void ref_add(const BE::Tensor a, const BE::Tensor b, BE::Tensor out) {}
+"""
+
+
+class Fake:
+    def __init__(self, tmp_path, ref_libs, monkeypatch, prefix):
+        self.path = tmp_path / "fakebin" / "bekc"
+        self.path.parent.mkdir()
+        self.path.write_text(FAKE.format(python=sys.executable))
+        self.path.chmod(self.path.stat().st_mode | stat.S_IXUSR)
+        self.log = tmp_path / "argv.log"
+        self.stash = tmp_path / "stash"
+        self.out = tmp_path / "entry"
+        make_manifest(self.stash, ref_libs[1], prefix)
+        self.cache = tmp_path / "cache"
+        monkeypatch.setenv("BEKC", str(self.path))
+        monkeypatch.setenv("FAKE_BEKC_LOG", str(self.log))
+        monkeypatch.setenv("FAKE_BEKC_STASH", str(self.stash))
+        monkeypatch.setenv("FAKE_BEKC_OUT", str(self.out))
+        monkeypatch.setattr(_compat, "_CACHE_DIR_OVERRIDE", None)
+        monkeypatch.setattr(_compat, "_INLINE_MEMO", {})
+        bekc.set_cache_dir(self.cache)
+
+    def calls(self):
+        if not self.log.exists():
+            return []
+        return [json.loads(line) for line in self.log.read_text().splitlines()]
+
+
+@pytest.fixture
+def fake(tmp_path, ref_libs, monkeypatch):
+    pytest.importorskip("jax")
+    return Fake(tmp_path, ref_libs, monkeypatch, unique_prefix("inl"))
+
+
+def test_inline_flow_and_fast_second_call(fake):
+    import jax.numpy as jnp
+    import numpy as np
+    mod = bekc.load_cpp_inline("inl_mod", SRC, optimization_level=2)
+    calls = fake.calls()
+    assert len(calls) == 1
+    argv = calls[0]
+    assert argv[0] == "build" and "--name=inl_mod" in argv and "-O2" in argv
+    assert f"--cache-dir={fake.cache}" in argv and "--json" in argv
+    src = argv[1]
+    assert src.startswith(str(fake.cache / "src")) and src.endswith("/inl_mod.cpp")
+    assert open(src).read() == SRC
+    a = jnp.arange(4, dtype=jnp.float32)
+    np.testing.assert_allclose(mod.ref_add(a, a), 2 * a)
+
+    t0 = time.perf_counter()
+    again = bekc.load_cpp_inline("inl_mod", SRC, optimization_level=2)
+    dt = time.perf_counter() - t0
+    assert again is mod and len(fake.calls()) == 1, "second call must not run bekc"
+    assert dt < 0.020, f"second call took {dt * 1e3:.2f} ms"
+
+    # other flags: bekc runs again (its cache decides), the module is the same library
+    bekc.load_cpp_inline("inl_mod", SRC, optimization_level=3)
+    assert len(fake.calls()) == 2
+
+
+def test_inline_cache_cleared_reruns_bekc(fake):
+    mod = bekc.load_cpp_inline("inl_mod", SRC)
+    assert len(fake.calls()) == 1
+    import shutil
+    shutil.rmtree(fake.out)  # what `bekc cache clear` does to the entry
+    shutil.rmtree(fake.cache / "src")
+    again = bekc.load_cpp_inline("inl_mod", SRC)
+    assert len(fake.calls()) == 2
+    assert os.path.isfile(fake.calls()[1][1])  # the source was written again
+    assert again is mod  # same library bytes: same module, nothing re-registered
+
+
+def test_source_path_is_content_addressed(fake):
+    bekc.load_cpp_inline("inl_mod", SRC)
+    bekc.load_cpp_inline("inl_mod", [SRC, "// another piece"])
+    p1, p2 = fake.calls()[0][1], fake.calls()[1][1]
+    assert p1 != p2 and os.path.dirname(os.path.dirname(p1)) == os.path.dirname(os.path.dirname(p2))
+    assert open(p2).read() == SRC + "\n\n// another piece"
+
+
+def test_force_rebuild_always_runs(fake):
+    bekc.load_cpp_inline("inl_mod", SRC)
+    bekc.load_cpp_inline("inl_mod", SRC, force_rebuild=True)
+    assert len(fake.calls()) == 2 and "--force" in fake.calls()[1]
+
+
+def test_user_header_disables_the_shortcut(fake):
+    src = '#include "my_helpers.h"\n' + SRC
+    bekc.load_cpp_inline("inl_mod", src)
+    bekc.load_cpp_inline("inl_mod", src)
+    assert len(fake.calls()) == 2
+
+
+def test_auto_register_false(fake):
+    mod = bekc.load_cpp_inline("inl_mod", SRC, auto_register=False)
+    assert not mod.registered
+    assert not any(n in bekc.registered_targets() for n in mod.targets)
+
+
+def test_functions_and_cuda_options_reach_bekc(fake):
+    bekc.load_cuda_inline("cu_mod", SRC, functions={"ref_add": ["arg", "arg", "ret", "stream"]},
+                          extra_cuda_cflags=["-lineinfo"], compute_capability="sm_90",
+                          use_fast_math=True, allow_cuda_graph=False, target_prefix="tp",
+                          ninja_workers=2)
+    argv = fake.calls()[0]
+    assert argv[1].endswith("/cu_mod.cu")
+    for want in ["--function=ref_add=arg,arg,ret,stream", "--cuda-flag=-lineinfo",
+                 "--arch=sm_90", "--fast-math", "--no-cuda-graph", "--target-prefix=tp"]:
+        assert want in argv
+
+
+def test_compile_error_carries_diagnostics(fake, monkeypatch):
+    monkeypatch.setenv("FAKE_BEKC_EXIT", "1")
+    monkeypatch.setenv("FAKE_BEKC_STDERR", "inl_bad.cpp:3:14: error: 'oops' was not declared")
+    with pytest.raises(bekc.CompileError) as e:
+        bekc.load_cpp_inline("inl_bad", SRC)
+    assert "inl_bad.cpp:3:14: error: 'oops' was not declared" in str(e.value)
+    assert e.value.returncode == 1
+
+
+def test_file_and_dir_loaders(fake, tmp_path):
+    d = tmp_path / "kernels"
+    d.mkdir()
+    (d / "b.cu").write_text(SRC)
+    (d / "a.cu").write_text(SRC)
+    (d / "c.cpp").write_text(SRC)
+    bekc.load_cuda_file(d / "a.cu")
+    argv = fake.calls()[-1]
+    assert argv[1] == str(d / "a.cu") and "--name=a" in argv
+    bekc.load_cuda_dir(d)
+    argv = fake.calls()[-1]
+    assert argv[1:3] == [str(d / "a.cu"), str(d / "b.cu")] and "--name=kernels" in argv
+    bekc.load_cuda_dir(d, file_patterns=["*.cu", "*.cpp"], name="mixed")
+    assert str(d / "c.cpp") in fake.calls()[-1] and "--name=mixed" in fake.calls()[-1]
+    bekc.load_cpp_file(d / "c.cpp", extra_cflags=["-DX=1"])
+    assert "--cxx-flag=-DX=1" in fake.calls()[-1] and "--name=c" in fake.calls()[-1]
+    n = len(fake.calls())
+    bekc.load_cpp_file(d / "c.cpp", extra_cflags=["-DX=1"])
+    assert len(fake.calls()) == n + 1  # files always ask bekc (headers may have changed)
+    with pytest.raises(FileNotFoundError):
+        bekc.load_cuda_dir(d, file_patterns=["*.none"])
+    with pytest.raises(FileNotFoundError):
+        bekc.load_cuda_file(d / "missing.cu")
+
+
+def test_clear_cache(fake):
+    bekc.load_cpp_inline("inl_mod", SRC)
+    assert (fake.cache / "src").is_dir()
+    assert bekc.clear_cache() == 3
+    assert fake.calls()[-1] == ["cache", "clear", f"--cache-dir={fake.cache}"]
+    assert not (fake.cache / "src").exists()
+    bekc.clear_cache("inl_mod")
+    assert fake.calls()[-1][:3] == ["cache", "clear", "inl_mod"]

@@ -1,0 +1,119 @@
+"""Manifest checks: schema, fields, library hash. None of these need JAX to run."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import bekc
+from conftest import REPO, make_manifest, unique_prefix
+
+
+def _fake_lib(tmp_path, data=b"not really an ELF file"):
+    lib = tmp_path / "src" / "libfake.so"
+    lib.parent.mkdir(parents=True, exist_ok=True)
+    lib.write_bytes(data)
+    return str(lib)
+
+
+def test_import_does_not_import_jax():
+    code = ("import sys; sys.path.insert(0, %r); import bekc; "
+            "assert 'jax' not in sys.modules, 'bekc imported jax'" % os.path.join(REPO, "python"))
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("schema", [2, 0, "1", None])
+def test_wrong_schema_is_refused(tmp_path, schema):
+    path = make_manifest(tmp_path / "b", _fake_lib(tmp_path), unique_prefix(), schema=schema)
+    with pytest.raises(bekc.ManifestError) as e:
+        bekc.load(path)
+    assert "schema" in str(e.value) and path in str(e.value)
+
+
+def test_missing_schema_is_refused(tmp_path):
+    path = make_manifest(tmp_path / "b", _fake_lib(tmp_path), unique_prefix())
+    data = json.load(open(path))
+    del data["schema"]
+    json.dump(data, open(path, "w"))
+    with pytest.raises(bekc.ManifestError, match="schema"):
+        bekc.load(path)
+
+
+def test_not_json(tmp_path):
+    p = tmp_path / "manifest.json"
+    p.write_text("{nope")
+    with pytest.raises(bekc.ManifestError, match="not valid JSON"):
+        bekc.load(str(p))
+
+
+def test_directory_without_manifest(tmp_path):
+    with pytest.raises(bekc.ManifestError, match="not found"):
+        bekc.load(str(tmp_path))
+
+
+@pytest.mark.parametrize("field", ["library", "library_sha256", "targets", "name"])
+def test_missing_top_level_field(tmp_path, field):
+    path = make_manifest(tmp_path / "b", _fake_lib(tmp_path), unique_prefix())
+    data = json.load(open(path))
+    del data[field]
+    json.dump(data, open(path, "w"))
+    with pytest.raises(bekc.ManifestError, match=field):
+        bekc.load(path)
+
+
+def test_unknown_attr_type(tmp_path):
+    path = make_manifest(tmp_path / "b", _fake_lib(tmp_path), unique_prefix(),
+                         targets=[("f", "s", 1, 1, [("x", "float128")])])
+    with pytest.raises(bekc.ManifestError, match="float128"):
+        bekc.load(path)
+
+
+def test_duplicate_target(tmp_path):
+    path = make_manifest(tmp_path / "b", _fake_lib(tmp_path), unique_prefix(),
+                         targets=[("f", "s", 1, 1, []), ("f", "s", 1, 1, [])])
+    with pytest.raises(bekc.ManifestError, match="twice"):
+        bekc.load(path)
+
+
+def test_library_missing(tmp_path):
+    path = make_manifest(tmp_path / "b", _fake_lib(tmp_path), unique_prefix())
+    os.unlink(os.path.join(tmp_path, "b", "libref.so"))
+    with pytest.raises(bekc.ManifestError, match="libref.so"):
+        bekc.load(path)
+
+
+def test_sha256_mismatch_names_file_and_both_hashes(tmp_path):
+    lib = _fake_lib(tmp_path)
+    wrong = hashlib.sha256(b"something else").hexdigest()
+    path = make_manifest(tmp_path / "b", lib, unique_prefix(), sha=wrong)
+    actual = hashlib.sha256(open(lib, "rb").read()).hexdigest()
+    with pytest.raises(bekc.LibraryHashMismatchError) as e:
+        bekc.load(path)
+    msg = str(e.value)
+    assert os.path.join(str(tmp_path), "b", "libref.so") in msg
+    assert wrong in msg and actual in msg
+    assert e.value.expected == wrong and e.value.actual == actual
+    assert isinstance(e.value, bekc.ManifestError)
+
+
+def test_library_modified_after_first_load_is_detected(tmp_path):
+    lib = _fake_lib(tmp_path)
+    path = make_manifest(tmp_path / "b", lib, unique_prefix())
+    with pytest.raises(bekc.LibraryLoadError):  # right hash, but not a real library
+        bekc.load(path)
+    with open(os.path.join(tmp_path, "b", "libref.so"), "ab") as f:
+        f.write(b"tampered")
+    with pytest.raises(bekc.LibraryHashMismatchError):
+        bekc.load(path)
+
+
+def test_unloadable_library_is_library_load_error(tmp_path):
+    path = make_manifest(tmp_path / "b", _fake_lib(tmp_path), unique_prefix(), platform="CUDA")
+    with pytest.raises(bekc.LibraryLoadError) as e:
+        bekc.load(path)
+    assert "libref.so" in str(e.value) and "CUDA" in str(e.value)
