@@ -75,6 +75,9 @@ Action add_build_command(CLI::App& app) {
     cmd->add_option("--compile-commands", o->compile_commands,
                     "Write (merge) compile_commands.json entries for the sources, with the "
                     "include paths bekc adds, for clangd");
+    cmd->add_option("--launcher", o->launcher,
+                    "Compiler launcher put in front of nvcc and the host compiler: ccache, "
+                    "sccache or a path (default: $BEKC_LAUNCHER)");
     cmd->add_option("--nvcc", o->nvcc, "nvcc to use (default: $CUDA_HOME, $CUDA_PATH, PATH, "
                                        "/usr/local/cuda)");
     cmd->add_option("--cxx", o->cxx, "Host C++ compiler (default: $CXX, c++, g++, clang++)");

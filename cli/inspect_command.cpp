@@ -25,17 +25,7 @@ std::string join(const std::vector<std::string>& v, const char* sep) {
 }
 
 int inspect(const InspectOptions& o) {
-    std::vector<ExplicitSpec> specs;
-    for (const auto& f : o.functions) {
-        std::string err;
-        auto spec = parse_function_option(f, err);
-        if (!spec) throw FatalError("bekc: error: " + err, kExitUsage);
-        specs.push_back(std::move(*spec));
-    }
-    if (!o.functions_json.empty()) {
-        auto more = read_functions_json(o.functions_json);
-        specs.insert(specs.end(), more.begin(), more.end());
-    }
+    std::vector<ExplicitSpec> specs = collect_explicit_specs(o.functions, o.functions_json);
     ScannedInputs scanned = scan_inputs(expand_inputs(o.inputs), specs, InputsAre::Independent);
     if (has_errors(scanned.diagnostics)) {
         std::fputs(render_all(scanned.diagnostics).c_str(), stderr);

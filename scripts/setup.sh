@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 
 DEB_PACKAGES=(cmake make g++ python3 python3-venv
               libcli11-dev libfmt-dev libspdlog-dev libxxhash-dev libssl-dev
-              nlohmann-json3-dev catch2 clang-14 libclang-rt-14-dev clang-format)
+              nlohmann-json3-dev catch2 clang-14 libclang-rt-14-dev clang-format
+              ccache sccache)
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 

@@ -45,7 +45,8 @@ std::string render_function(const WrapperRequest& req, const FunctionSpec& fn) {
     std::string attr_specs;
     for (const Token* t : sorted)
         attr_specs += "{\"" + t->attr_name + "\", " +
-                      std::to_string(attr_type_info(t->attr_type).xla_dtype) + "}, ";
+                      std::to_string(attr_type_info(t->attr_type).xla_dtype) + ", \"" +
+                      std::string(attr_type_info(t->attr_type).name) + "\"}, ";
     std::vector<std::string> params, call;
     int arg = 0, ret = 0;
     for (const auto& t : fn.tokens) {
@@ -110,6 +111,27 @@ std::string fix_line_resets(std::string text) {
     return out;
 }
 
+// Two exports `f` and `f_nograph` would both define `bekc_ffi_f_nograph`
+// (the second's handler, the first's variant without the command-buffer
+// trait); say so at the user's annotation instead of letting the compiler
+// report a redefinition in the generated file.
+void check_symbol_clashes(const WrapperRequest& req) {
+    std::map<std::string, const FunctionSpec*> by_name;
+    for (const auto& fn : req.functions) by_name.emplace(fn.name, &fn);
+    for (const auto& fn : req.functions) {
+        auto it = by_name.find(fn.name + "_nograph");
+        if (it == by_name.end()) continue;
+        const FunctionSpec& other = *it->second;
+        throw FatalError(other.annotation.file + ":" + std::to_string(other.annotation.line) +
+                             ": error: exported functions '" + fn.name + "' and '" + other.name +
+                             "' would both define the handler symbol '" +
+                             handler_symbol(other.name) + "' (bekc names the variant of '" +
+                             fn.name + "' without the command-buffer trait '" +
+                             handler_symbol_nograph(fn.name) + "'); rename '" + other.name + "'",
+                         kExitSourceError);
+    }
+}
+
 }  // namespace
 
 std::string handler_symbol(const std::string& function) { return "bekc_ffi_" + function; }
@@ -122,6 +144,7 @@ std::string render_wrapper(const WrapperRequest& req) {
         throw FatalError(req.display_path + ": error: bekc cannot #include a path that contains "
                          "'\"', '\\' or a line break; rename the file or its directory",
                          kExitUsage);
+    check_symbol_clashes(req);
     std::string out = render_template(embedded("templates/wrapper_prelude.cpp.in"),
                                       {{"VERSION", kVersion},
                                        {"SOURCE_DISPLAY", req.display_path},

@@ -54,21 +54,6 @@ private:
     bool quiet_, verbose_;
 };
 
-std::vector<ExplicitSpec> explicit_specs(const BuildOptions& o) {
-    std::vector<ExplicitSpec> specs;
-    for (const auto& f : o.functions) {
-        std::string err;
-        auto spec = parse_function_option(f, err);
-        if (!spec) throw FatalError("bekc: error: " + err, kExitUsage);
-        specs.push_back(std::move(*spec));
-    }
-    if (!o.functions_json.empty()) {
-        auto more = read_functions_json(o.functions_json);
-        specs.insert(specs.end(), more.begin(), more.end());
-    }
-    return specs;
-}
-
 std::vector<Arch> resolve_archs(const BuildOptions& o, const fs::path& cache_root,
                                 const Reporter& report) {
     if (o.arch != "auto" && o.arch != "native") {
@@ -114,6 +99,7 @@ struct Prepared {
     Tool cxx;
     std::vector<Arch> archs;
     PlanFlags flags;
+    std::optional<fs::path> launcher;
     std::string library_file;
     KeyInputs key_inputs;
 };
@@ -138,7 +124,7 @@ Prepared prepare(const BuildOptions& in, const Reporter& report) {
             throw FatalError("bekc: error: --target-prefix '" + o.target_prefix +
                                  "' may contain only ASCII letters, digits, '_' and '.'",
                              kExitUsage);
-    std::vector<ExplicitSpec> specs = explicit_specs(o);
+    std::vector<ExplicitSpec> specs = collect_explicit_specs(o.functions, o.functions_json);
     p.scanned = scan_inputs(paths, specs);
     if (has_errors(p.scanned.diagnostics)) {
         std::fputs(render_all(p.scanned.diagnostics).c_str(), stderr);
@@ -154,6 +140,7 @@ Prepared prepare(const BuildOptions& in, const Reporter& report) {
         p.archs = resolve_archs(o, p.cache_root, report);
     }
     p.flags = plan_flags(o);
+    p.launcher = find_launcher(o.launcher, lookup);
     p.library_file = "lib" + o.name + ".so";
     p.key_inputs = {o.name, o.target_prefix, &p.scanned.files, p.nvcc, p.cxx,
                     p.nvcc ? remembered_tool_version(*p.nvcc, p.cache_root) : "",
@@ -178,6 +165,7 @@ Compiled compile(const Prepared& p, const fs::path& dir, const fs::path& runtime
     req.flags = p.flags;
     req.runtime_include = runtime_include;
     req.library = dir / p.library_file;
+    req.launcher = p.launcher;
     for (size_t i = 0; i < p.scanned.files.size(); ++i) {
         const SourceFile& f = p.scanned.files[i];
         std::string wrapper_name = std::to_string(i) + "_" + f.path.stem().string() + ".bekc" +

@@ -22,6 +22,7 @@ struct BuildOptions {
     bool no_cuda_graph = false;
     bool force = false;
     std::optional<std::string> cache_dir, output_dir, depfile, compile_commands, nvcc, cxx;
+    std::optional<std::string> launcher;  // --launcher, else $BEKC_LAUNCHER
     int jobs = 0;  // 0: one per core
     bool json = false, verbose = false, quiet = false, dry_run = false, explain_key = false;
 };

@@ -53,6 +53,7 @@ CompileStep compile_step(const PlanRequest& r, const PlanUnit& u, bool link_too)
     else a.push_back("-c");
     append(a, {u.wrapper.string(), "-o", out.string()});
     if (link_too) append(a, r.flags.ldflags);
+    if (r.launcher) a.insert(a.begin(), r.launcher->string());
     s.command.description =
         (u.cuda ? "nvcc " : "c++ ") + (u.display.empty() ? u.wrapper.filename().string() : u.display);
     s.command.inputs = {u.wrapper.string()};
@@ -66,8 +67,9 @@ BuildPlan make_build_plan(const PlanRequest& r) {
     BuildPlan plan;
     bool any_cuda = false;
     for (const auto& u : r.units) any_cuda |= u.cuda;
-    // One input: compile and link in one compiler run, as `nvcc -shared` would.
-    if (r.units.size() == 1) {
+    // One input: compile and link in one compiler run, as `nvcc -shared` would,
+    // unless a launcher is in front: ccache and sccache cache compiles, not links.
+    if (r.units.size() == 1 && !r.launcher) {
         plan.compiles.push_back(compile_step(r, r.units[0], /*link_too=*/true));
         return plan;
     }

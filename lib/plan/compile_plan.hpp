@@ -35,6 +35,10 @@ struct PlanRequest {
     PlanFlags flags;
     fs::path runtime_include;  // where brainevent/common.h and bekc/handler.h are
     fs::path library;          // output .so
+    // A compiler launcher (ccache, sccache, distcc...) put in front of every
+    // compile, not the link: `launcher nvcc ...`. It never changes the output,
+    // so it is not part of the cache key.
+    std::optional<fs::path> launcher;
 };
 
 struct CompileStep {

@@ -151,4 +151,20 @@ std::vector<ExplicitSpec> read_functions_json(const fs::path& path) {
     return out;
 }
 
+std::vector<ExplicitSpec> collect_explicit_specs(const std::vector<std::string>& functions,
+                                                 const std::string& functions_json) {
+    std::vector<ExplicitSpec> specs;
+    for (const auto& f : functions) {
+        std::string err;
+        auto spec = parse_function_option(f, err);
+        if (!spec) throw FatalError("bekc: error: " + err, kExitUsage);
+        specs.push_back(std::move(*spec));
+    }
+    if (!functions_json.empty()) {
+        auto more = read_functions_json(functions_json);
+        specs.insert(specs.end(), more.begin(), more.end());
+    }
+    return specs;
+}
+
 }  // namespace bekc

@@ -42,4 +42,9 @@ ScannedInputs scan_inputs(const std::vector<fs::path>& paths,
 // Reads `--functions FILE.json`: {"name": ["arg", "ret", ...]}.
 std::vector<ExplicitSpec> read_functions_json(const fs::path& path);
 
+// Every `--function` value, then the `--functions` file if given. Bad values
+// throw FatalError (usage errors).
+std::vector<ExplicitSpec> collect_explicit_specs(const std::vector<std::string>& functions,
+                                                 const std::string& functions_json);
+
 }  // namespace bekc

@@ -114,6 +114,22 @@ Tool find_cxx(const std::optional<std::string>& flag, const ToolLookup& lookup) 
                      kExitToolchain);
 }
 
+std::optional<fs::path> find_launcher(const std::optional<std::string>& flag,
+                                      const ToolLookup& lookup) {
+    std::optional<std::string> chosen = flag;
+    std::string origin = "--launcher";
+    if (!chosen) {
+        chosen = lookup.env("BEKC_LAUNCHER");
+        origin = "$BEKC_LAUNCHER";
+    }
+    if (!chosen) return std::nullopt;
+    if (auto p = resolve_named(*chosen, lookup)) return *p;
+    throw FatalError("bekc: error: " + origin + " names '" + *chosen +
+                         "', which is not an executable. Install it (e.g. apt-get install ccache) "
+                         "or give its path.",
+                     kExitToolchain);
+}
+
 std::string tool_version(const Tool& tool) {
     Command c;
     c.argv = {tool.path.string(), "--version"};

@@ -42,6 +42,12 @@ Tool find_nvcc(const std::optional<std::string>& flag, const ToolLookup& lookup)
 // The host compiler from --cxx, $CXX, then c++, g++, clang++ on PATH.
 Tool find_cxx(const std::optional<std::string>& flag, const ToolLookup& lookup);
 
+// The compiler launcher from --launcher, else $BEKC_LAUNCHER: a name on PATH
+// (ccache, sccache) or a path. nullopt when neither is set; FatalError (exit 3)
+// when the named launcher does not exist.
+std::optional<fs::path> find_launcher(const std::optional<std::string>& flag,
+                                      const ToolLookup& lookup);
+
 // Fills size and mtime; throws FatalError when the file vanished.
 Tool identify_tool(const fs::path& path);
 

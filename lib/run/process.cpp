@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -57,6 +58,21 @@ int wait_for(pid_t pid) {
     return status;
 }
 
+// Reaps the child unless it outlives the deadline (it may close its output
+// early and keep running); nullopt then, with the child still unreaped.
+std::optional<int> wait_until(pid_t pid, Clock::time_point deadline) {
+    std::chrono::microseconds pause{100};
+    for (;;) {
+        int status = 0;
+        pid_t done = waitpid(pid, &status, WNOHANG);
+        if (done == pid) return status;
+        if (done < 0 && errno != EINTR) return 0;
+        if (Clock::now() >= deadline) return std::nullopt;
+        std::this_thread::sleep_for(pause);
+        pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(10));
+    }
+}
+
 }  // namespace
 
 std::string ProcessResult::describe() const {
@@ -87,22 +103,27 @@ ProcessResult run_process(const Command& command, const RunOptions& options) {
     std::optional<Clock::time_point> deadline;
     if (options.timeout) deadline = start + *options.timeout;
     bool timed_out = !drain(child->output_fd, deadline, result.output);
+    std::optional<int> status;
+    if (!timed_out && deadline) {
+        status = wait_until(child->pid, *deadline);
+        timed_out = !status;
+    }
     if (timed_out) {
         kill(-child->pid, SIGKILL);  // the group: the child and everything it started
         drain(child->output_fd, Clock::now() + kDrainAfterKill, result.output);
     }
     close(child->output_fd);
-    int status = wait_for(child->pid);
+    if (!status) status = wait_for(child->pid);
     result.wall_time = Clock::now() - start;
     if (timed_out) {
         result.status = ProcessStatus::TimedOut;
         result.signal = SIGKILL;
-    } else if (WIFSIGNALED(status)) {
+    } else if (WIFSIGNALED(*status)) {
         result.status = ProcessStatus::Signaled;
-        result.signal = WTERMSIG(status);
+        result.signal = WTERMSIG(*status);
     } else {
         result.status = ProcessStatus::Exited;
-        result.exit_code = WEXITSTATUS(status);
+        result.exit_code = WEXITSTATUS(*status);
     }
     return result;
 }

@@ -1,5 +1,7 @@
 #include "scan/arg_spec.hpp"
 
+#include <algorithm>
+
 namespace bekc {
 
 namespace {
@@ -36,23 +38,82 @@ std::string attr_type_list() {
     return out;
 }
 
+size_t edit_distance(std::string_view a, std::string_view b) {
+    // Optimal string alignment: insertions, deletions, substitutions and
+    // swaps of two neighbours ("agr" for "arg") each cost one.
+    const size_t w = b.size() + 1;
+    std::vector<size_t> d((a.size() + 1) * w);
+    for (size_t i = 0; i <= a.size(); ++i) d[i * w] = i;
+    for (size_t j = 0; j <= b.size(); ++j) d[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+        for (size_t j = 1; j <= b.size(); ++j) {
+            size_t cost = a[i - 1] != b[j - 1];
+            d[i * w + j] = std::min({d[(i - 1) * w + j] + 1, d[i * w + j - 1] + 1,
+                                     d[(i - 1) * w + j - 1] + cost});
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+                d[i * w + j] = std::min(d[i * w + j], d[(i - 2) * w + j - 2] + 1);
+        }
+    }
+    return d.back();
+}
+
+namespace {
+
+// The closest of `candidates` to `wrong` when it is a plausible typo: at most
+// two edits, and fewer than half the word.
+template <typename Range>
+std::optional<std::string_view> nearest(std::string_view wrong, const Range& candidates) {
+    std::optional<std::string_view> best;
+    size_t best_distance = 3;
+    for (std::string_view c : candidates) {
+        size_t d = edit_distance(wrong, c);
+        if (d < best_distance && 2 * d < std::max(wrong.size(), c.size())) {
+            best = c;
+            best_distance = d;
+        }
+    }
+    return best;
+}
+
+// "did you mean 'arg'?" for a token that is not one.
+std::optional<std::string> suggest_token(std::string_view wrong) {
+    std::vector<std::string_view> plain;
+    for (const auto& alias : kPlainTokens) plain.push_back(alias.written);
+    if (auto p = nearest(wrong, plain)) return std::string(*p);
+    // "attr:x", "attribute.x", "atr.x:float32": an attribute with a misspelt prefix.
+    size_t sep = wrong.find_first_of(".:");
+    if (sep != std::string_view::npos && sep + 1 < wrong.size() &&
+        nearest(wrong.substr(0, sep), std::vector<std::string_view>{"attr", "attrs"}).has_value())
+        return "attr." + std::string(wrong.substr(sep + 1));
+    if (wrong.rfind("attr", 0) == 0 && sep == std::string_view::npos)
+        return "attr." + std::string(wrong.substr(wrong.size() > 4 && wrong[4] == '_' ? 5 : 4));
+    return std::nullopt;
+}
+
+bool is_separator(std::string_view text, size_t i) {
+    char c = text[i];
+    if (c == ' ' || c == '\t' || c == ',' || c == '\r' || c == '\n') return true;
+    // A backslash ending the line continues a `//` comment, and the annotation.
+    return c == '\\' && i + 1 < text.size() && (text[i + 1] == '\n' || text[i + 1] == '\r');
+}
+
+}  // namespace
+
 std::optional<std::string_view> suggest_attr_type(std::string_view wrong) {
     for (const auto& [from, to] : kTypeSuggestions)
         if (from == wrong) return to;
-    return std::nullopt;
+    std::vector<std::string_view> names;
+    for (const auto& row : attr_types()) names.push_back(row.name);
+    return nearest(wrong, names);
 }
 
 std::vector<RawToken> split_tokens(std::string_view text, int base_column) {
     std::vector<RawToken> out;
     size_t i = 0;
     while (i < text.size()) {
-        while (i < text.size() && (text[i] == ' ' || text[i] == '\t' || text[i] == ',' ||
-                                   text[i] == '\r' || text[i] == '\n'))
-            ++i;
+        while (i < text.size() && is_separator(text, i)) ++i;
         size_t start = i;
-        while (i < text.size() && text[i] != ' ' && text[i] != '\t' && text[i] != ',' &&
-               text[i] != '\r' && text[i] != '\n')
-            ++i;
+        while (i < text.size() && !is_separator(text, i)) ++i;
         if (i > start)
             out.push_back({std::string(text.substr(start, i - start)),
                            base_column + static_cast<int>(start)});
@@ -70,9 +131,8 @@ std::optional<ParsedToken> parse_token(const RawToken& raw, TokenError& error) {
         std::string_view rest = std::string_view(t).substr(prefix.size());
         size_t colon = rest.find(':');
         std::string_view name = rest.substr(0, colon);
-        if (!is_cxx_identifier(name)) {
-            error = {"attribute name '" + std::string(name) + "' in '" + t +
-                         "' is not a C++ identifier",
+        if (std::string why = identifier_problem(name); !why.empty()) {
+            error = {"attribute name '" + std::string(name) + "' in '" + t + "' " + why,
                      "attribute names are emitted into generated C++: use ASCII letters, "
                      "digits and '_', not starting with a digit, and not a C++ keyword",
                      raw.column + static_cast<int>(prefix.size())};
@@ -96,10 +156,11 @@ std::optional<ParsedToken> parse_token(const RawToken& raw, TokenError& error) {
         out.token.attr_type = *type;
         return out;
     }
-    error = {"unknown arg_spec token '" + t + "'",
-             "tokens are 'arg', 'ret', 'stream' and 'attr.<name>' or 'attr.<name>:<type>' "
-             "(aliases: 'args', 'rets', 'ctx.stream', 'attrs.<name>')",
-             raw.column};
+    std::string fix = "tokens are 'arg', 'ret', 'stream' and 'attr.<name>' or "
+                      "'attr.<name>:<type>' (aliases: 'args', 'rets', 'ctx.stream', "
+                      "'attrs.<name>')";
+    if (auto s = suggest_token(t)) fix = "did you mean '" + *s + "'? " + fix;
+    error = {"unknown arg_spec token '" + t + "'", fix, raw.column};
     return std::nullopt;
 }
 

@@ -42,7 +42,11 @@ std::vector<RawToken> split_tokens(std::string_view text, int base_column);
 // first violation.
 std::optional<TokenError> check_spec_rules(const std::vector<ParsedToken>& tokens, bool cuda);
 
-// "float" -> "float32" and the like, for "did you mean" notes.
+// Edit distance (a swap of neighbours counts one), for "did you mean" notes.
+size_t edit_distance(std::string_view a, std::string_view b);
+
+// "float" -> "float32", "flaot32" -> "float32" and the like, for "did you
+// mean" notes.
 std::optional<std::string_view> suggest_attr_type(std::string_view wrong);
 
 // "bool, int8, ..., bfloat16".

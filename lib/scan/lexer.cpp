@@ -1,6 +1,7 @@
 #include "scan/lexer.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 namespace bekc {
 
@@ -15,41 +16,75 @@ int Lexed::column_of(uint32_t offset) const {
 
 namespace {
 
-bool is_ident_start(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
-           static_cast<unsigned char>(c) >= 0x80;
+// Character classes, looked up in a table: the lexer's inner loops run once
+// per byte of the file, and a table keeps each step to a load and a compare.
+enum CharClass : uint8_t { kOther, kSpace, kNewline, kIdent, kDigit };
+
+struct ClassTable {
+    CharClass cls[256];
+    bool ident[256];  // may continue an identifier
+    // The second character of the two-character punctuators that matter to
+    // the scanner (`::`, `##`, `&&`, `->`, `<<`, `>>`), by first character.
+    char pair[256];
+    constexpr ClassTable() : cls(), ident(), pair() {
+        pair[static_cast<unsigned char>(':')] = ':';
+        pair[static_cast<unsigned char>('#')] = '#';
+        pair[static_cast<unsigned char>('&')] = '&';
+        pair[static_cast<unsigned char>('-')] = '>';
+        pair[static_cast<unsigned char>('<')] = '<';
+        pair[static_cast<unsigned char>('>')] = '>';
+        for (int i = 0; i < 256; ++i) {
+            bool alpha = (i >= 'a' && i <= 'z') || (i >= 'A' && i <= 'Z') || i == '_' || i >= 0x80;
+            bool digit = i >= '0' && i <= '9';
+            cls[i] = alpha ? kIdent : digit ? kDigit : kOther;
+            ident[i] = alpha || digit;
+        }
+        for (char c : {' ', '\t', '\r', '\f', '\v'}) cls[static_cast<unsigned char>(c)] = kSpace;
+        cls[static_cast<unsigned char>('\n')] = kNewline;
+    }
+};
+constexpr ClassTable kTable;
+
+CharClass cls(char c) { return kTable.cls[static_cast<unsigned char>(c)]; }
+bool is_ident_char(char c) { return kTable.ident[static_cast<unsigned char>(c)]; }
+bool is_space(char c) { return cls(c) == kSpace; }
+
+bool is_encoding_prefix(std::string_view w) {
+    return w == "L" || w == "u" || w == "U" || w == "u8" || w == "R" || w == "LR" || w == "uR" ||
+           w == "UR" || w == "u8R";
 }
-bool is_ident_char(char c) { return is_ident_start(c) || (c >= '0' && c <= '9'); }
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
+
+bool is_pair(char a, char b) {
+    char second = kTable.pair[static_cast<unsigned char>(a)];
+    return second != 0 && b == second;
+}
 
 class Lexer {
 public:
     explicit Lexer(std::string_view src) : s_(src) {}
 
     Lexed run() {
-        out_.line_starts.push_back(0);
-        for (size_t i = 0; i < s_.size(); ++i)
-            if (s_[i] == '\n') out_.line_starts.push_back(static_cast<uint32_t>(i + 1));
-        bool line_start = true;  // only white space since the last newline
-        while (p_ < s_.size()) {
-            char c = s_[p_];
-            if (c == '\n') {
-                line_start = true;
-                ++p_;
-            } else if (is_space(c) || splice_at(p_)) {
-                p_ += splice_at(p_) ? splice_len(p_) : 1;
-            } else if (c == '#' && line_start) {
-                directive();
-                line_start = true;
-            } else {
-                line_start = false;
-                token(out_.tokens, /*in_directive=*/false);
-            }
-        }
+        find_line_starts();
+        // About one token per four bytes of code; reserving avoids regrowing.
+        out_.tokens.reserve(s_.size() / 4 + 16);
+        code();
         return std::move(out_);
     }
 
 private:
+    void find_line_starts() {
+        out_.line_starts.reserve(s_.size() / 32 + 1);
+        out_.line_starts.push_back(0);
+        const char* base = s_.data();
+        const char* end = base + s_.size();
+        for (const char* q = base; q < end;) {
+            const void* nl = std::memchr(q, '\n', static_cast<size_t>(end - q));
+            if (!nl) break;
+            q = static_cast<const char*>(nl) + 1;
+            out_.line_starts.push_back(static_cast<uint32_t>(q - base));
+        }
+    }
+
     // A backslash-newline splice (also `\` + CRLF) joins two physical lines.
     bool splice_at(size_t i) const {
         return s_[i] == '\\' && ((i + 1 < s_.size() && s_[i + 1] == '\n') ||
@@ -63,10 +98,24 @@ private:
         p_ = end == std::string_view::npos ? s_.size() : end + 2;
     }
 
-    // Skips a `//` comment at p_ and returns its text; a splice continues it.
+    // Skips a `//` comment at p_ and returns its text; a splice (a newline
+    // right after a backslash) continues it.
     std::string_view line_comment() {
         size_t start = p_ + 2, i = start;
-        while (i < s_.size() && s_[i] != '\n') i += splice_at(i) ? splice_len(i) : 1;
+        for (;;) {
+            size_t nl = s_.find('\n', i);
+            if (nl == std::string_view::npos) {
+                i = s_.size();
+                break;
+            }
+            bool spliced = (nl >= 1 && s_[nl - 1] == '\\') ||
+                           (nl >= 2 && s_[nl - 1] == '\r' && s_[nl - 2] == '\\');
+            if (!spliced) {
+                i = nl;
+                break;
+            }
+            i = nl + 1;
+        }
         p_ = i;
         std::string_view text = s_.substr(start, i - start);
         if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
@@ -74,75 +123,168 @@ private:
     }
 
     // Skips a quoted literal starting at `q` (the quote); returns the offset after it.
-    // An unterminated literal ends at the end of the line, as compilers recover.
+    // An unterminated literal ends before the end of its line, as compilers
+    // recover: the newline still ends a directive (`#error don't`).
     size_t quoted(size_t q) const {
         char quote = s_[q];
         size_t i = q + 1;
-        while (i < s_.size() && s_[i] != quote && s_[i] != '\n') i += s_[i] == '\\' ? 2 : 1;
-        return std::min(i + 1, s_.size());
+        while (i < s_.size() && s_[i] != quote && s_[i] != '\n')
+            i += s_[i] != '\\' ? 1 : splice_at(i) ? splice_len(i) : 2;
+        if (i >= s_.size()) return s_.size();
+        return s_[i] == quote ? i + 1 : i;
     }
 
-    // R"delim( ... )delim"; `q` is the offset of the quote.
+    // R"delim( ... )delim"; `q` is the offset of the quote. The delimiter has
+    // at most 16 characters, so only those are searched for the `(`.
     size_t raw_string(size_t q) const {
-        size_t open = s_.find('(', q);
-        if (open == std::string_view::npos || open - q > 17) return quoted(q);
+        size_t open = s_.substr(0, std::min(s_.size(), q + 18)).find('(', q);
+        if (open == std::string_view::npos) return quoted(q);
         std::string close = ")" + std::string(s_.substr(q + 1, open - q - 1)) + "\"";
         size_t end = s_.find(close, open);
         return end == std::string_view::npos ? s_.size() : end + close.size();
     }
 
-    // Lexes one token (or skips one comment) at p_ into `dest`.
-    void token(std::vector<LexToken>& dest, bool in_directive) {
+    // The end of the identifier, number or punctuator at p_, with its kind;
+    // for literals and comments, `skip` says the caller has nothing to add.
+    struct Lexeme {
+        size_t end;
+        LexKind kind;
+        bool skip;
+    };
+
+    Lexeme lexeme(bool in_directive) {
+        const size_t n = s_.size();
         char c = s_[p_];
-        uint32_t at = static_cast<uint32_t>(p_);
-        if (c == '/' && p_ + 1 < s_.size() && s_[p_ + 1] == '/') {
+        switch (cls(c)) {
+            case kIdent: {
+                size_t e = p_ + 1;
+                while (e < n && is_ident_char(s_[e])) ++e;
+                // Encoding prefixes and raw strings: u8"..", L'..', R"(..)".
+                if (e < n && (s_[e] == '"' || s_[e] == '\'') &&
+                    is_encoding_prefix(s_.substr(p_, e - p_))) {
+                    bool raw = s_[e - 1] == 'R' && s_[e] == '"';
+                    return {raw ? raw_string(e) : quoted(e), LexKind::String, false};
+                }
+                return {e, LexKind::Ident, false};
+            }
+            case kDigit: {
+                size_t e = p_ + 1;
+                while (e < n && (is_ident_char(s_[e]) || s_[e] == '.' || s_[e] == '\'')) ++e;
+                return {e, LexKind::Number, false};
+            }
+            default: break;
+        }
+        char d = p_ + 1 < n ? s_[p_ + 1] : '\0';
+        if (c == '/' && d == '/') {
+            uint32_t at = static_cast<uint32_t>(p_);
             std::string_view text = line_comment();
             if (!in_directive) out_.comments.push_back({text, at});
-            return;
+            return {p_, LexKind::Punct, true};
         }
-        if (c == '/' && p_ + 1 < s_.size() && s_[p_ + 1] == '*') {
+        if (c == '/' && d == '*') {
             block_comment();
-            return;
+            return {p_, LexKind::Punct, true};
         }
-        if (is_ident_start(c)) {
-            size_t e = p_;
-            while (e < s_.size() && is_ident_char(s_[e])) ++e;
-            std::string_view word = s_.substr(p_, e - p_);
-            // Encoding prefixes and raw strings: u8"..", L'..', R"(..)".
-            if (e < s_.size() && (s_[e] == '"' || s_[e] == '\'') &&
-                (word == "L" || word == "u" || word == "U" || word == "u8" || word == "R" ||
-                 word == "LR" || word == "uR" || word == "UR" || word == "u8R")) {
-                p_ = word.back() == 'R' && s_[e] == '"' ? raw_string(e) : quoted(e);
-                dest.push_back({LexKind::String, s_.substr(at, p_ - at), at});
-                return;
+        if (c == '"' || c == '\'') return {quoted(p_), LexKind::String, false};
+        return {p_ + (is_pair(c, d) ? 2 : 1), LexKind::Punct, false};
+    }
+
+    // The main loop over code outside directives. It runs once per byte of
+    // the file, so it works on local pointers and handles identifiers,
+    // numbers and punctuators inline; everything rarer goes through p_.
+    void code() {
+        const char* const b = s_.data();
+        const char* const e = b + s_.size();
+        const char* p = b;
+        auto& toks = out_.tokens;
+        bool line_start = true;  // only white space since the last newline
+        while (p < e) {
+            const char c = *p;
+            const CharClass k = cls(c);
+            if (k == kSpace) {
+                ++p;
+                continue;
             }
-            dest.push_back({LexKind::Ident, word, at});
-            p_ = e;
-            return;
-        }
-        if (c >= '0' && c <= '9') {
-            size_t e = p_ + 1;
-            while (e < s_.size() && (is_ident_char(s_[e]) || s_[e] == '.' || s_[e] == '\'')) ++e;
-            dest.push_back({LexKind::Number, s_.substr(p_, e - p_), at});
-            p_ = e;
-            return;
-        }
-        if (c == '"' || c == '\'') {
-            p_ = quoted(p_);
-            dest.push_back({LexKind::String, s_.substr(at, p_ - at), at});
-            return;
-        }
-        // Two-character punctuators that matter to the scanner.
-        static constexpr std::string_view kPairs[] = {"::", "##", "&&", "->", "<<", ">>"};
-        for (auto pair : kPairs) {
-            if (s_.substr(p_, 2) == pair) {
-                dest.push_back({LexKind::Punct, s_.substr(p_, 2), at});
-                p_ += 2;
-                return;
+            if (k == kNewline) {
+                line_start = true;
+                ++p;
+                continue;
             }
+            const uint32_t at = static_cast<uint32_t>(p - b);
+            const char* q = p + 1;
+            LexKind kind = LexKind::Punct;
+            if (k == kIdent) {
+                while (q < e && is_ident_char(*q)) ++q;
+                kind = LexKind::Ident;
+                if (q < e && (*q == '"' || *q == '\'') &&
+                    is_encoding_prefix(std::string_view(p, static_cast<size_t>(q - p))))
+                    kind = LexKind::String;  // u8"..", L'..', R"(..)": the slow path
+            } else if (k == kDigit) {
+                while (q < e && (is_ident_char(*q) || *q == '.' || *q == '\'')) ++q;
+                kind = LexKind::Number;
+            } else if (c == '/' || c == '"' || c == '\'' || c == '\\' || c == '#') {
+                kind = LexKind::String;  // comments, literals, splices, directives
+            } else {
+                bracket(c);
+                if (q < e && is_pair(c, *q)) ++q;
+            }
+            if (kind == LexKind::String) {
+                p_ = at;
+                if (c == '\\' && splice_at(p_)) {
+                    p_ += splice_len(p_);
+                } else if (c == '#' && line_start) {
+                    directive();
+                    line_start = true;
+                } else {
+                    p_ = slow_token(false);
+                    line_start = false;
+                }
+                p = b + p_;
+                continue;
+            }
+            toks.emplace_back(kind, std::string_view(p, static_cast<size_t>(q - p)), at);
+            p = q;
+            line_start = false;
         }
-        dest.push_back({LexKind::Punct, s_.substr(p_, 1), at});
-        ++p_;
+        p_ = s_.size();
+    }
+
+    // Bracket bookkeeping for the code token about to be added, `c`: calls
+    // are recorded at their `(` and get their `)` when it comes.
+    void bracket(char c) {
+        auto& toks = out_.tokens;
+        const uint32_t index = static_cast<uint32_t>(toks.size());
+        switch (c) {
+            case '(':
+                if (index > 0 && toks.back().kind == LexKind::Ident) {
+                    bool after_void = index > 1 && toks[index - 2].kind == LexKind::Ident &&
+                                      is(toks[index - 2], "void");
+                    open_.push_back(static_cast<uint32_t>(out_.calls.size()));
+                    out_.calls.push_back({toks.back().text, index - 1, Lexed::kUnclosed, after_void});
+                    break;
+                }
+                [[fallthrough]];
+            case '[':
+            case '{': open_.push_back(Lexed::kUnclosed); break;
+            case ')':
+            case ']':
+            case '}':
+                if (!open_.empty()) {
+                    if (open_.back() != Lexed::kUnclosed) out_.calls[open_.back()].close = index;
+                    open_.pop_back();
+                }
+                break;
+            default: break;
+        }
+    }
+
+    // Any other token of code at p_ (literals, comments, punctuators);
+    // returns the offset after it.
+    size_t slow_token(bool in_directive) {
+        Lexeme l = lexeme(in_directive);
+        if (!l.skip)
+            out_.tokens.emplace_back(l.kind, s_.substr(p_, l.end - p_), static_cast<uint32_t>(p_));
+        return l.end;
     }
 
     // Lexes the rest of the logical line (after splices) into tokens.
@@ -157,7 +299,11 @@ private:
                 // A block comment may run over several lines inside a directive.
                 block_comment();
             } else {
-                token(toks, /*in_directive=*/true);
+                Lexeme l = lexeme(/*in_directive=*/true);
+                if (!l.skip)
+                    toks.emplace_back(l.kind, s_.substr(p_, l.end - p_),
+                                      static_cast<uint32_t>(p_));
+                p_ = l.end;
             }
         }
         return toks;
@@ -201,17 +347,26 @@ private:
         out_.macros.push_back(std::move(m));
     }
 
+    // Moves p_ to the end of the line, past splices, comments and literals,
+    // which may hide a newline or a `/*` that is not a comment.
+    void skip_rest_of_line() {
+        while (p_ < s_.size() && s_[p_] != '\n') {
+            char c = s_[p_];
+            char d = p_ + 1 < s_.size() ? s_[p_ + 1] : '\0';
+            if (splice_at(p_)) p_ += splice_len(p_);
+            else if (c == '/' && d == '*') block_comment();
+            else if (c == '/' && d == '/') line_comment();
+            else if (c == '"' || c == '\'') p_ = std::min(quoted(p_), s_.size());
+            else ++p_;
+        }
+    }
+
     // After `#if 0`: skips lines up to the matching #else, #elif or #endif,
     // counting nested conditionals.
     void skip_disabled_group() {
         int depth = 0;
         while (p_ < s_.size()) {
-            // Move to the start of the next line.
-            while (p_ < s_.size() && s_[p_] != '\n') {
-                if (splice_at(p_)) p_ += splice_len(p_);
-                else if (s_[p_] == '/' && p_ + 1 < s_.size() && s_[p_ + 1] == '*') block_comment();
-                else ++p_;
-            }
+            skip_rest_of_line();
             if (p_ >= s_.size()) return;
             ++p_;
             size_t q = p_;
@@ -242,6 +397,9 @@ private:
     std::string_view s_;
     size_t p_ = 0;
     Lexed out_;
+    // Unclosed brackets, innermost last: the index of the call a `(` opens,
+    // or kUnclosed for other brackets.
+    std::vector<uint32_t> open_;
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <string>
 #include <string_view>
@@ -13,11 +14,24 @@ namespace bekc {
 
 enum class LexKind : uint8_t { Ident, Number, Punct, String };
 
+// Trivial (no member initializers), so that vectors of tokens copy with
+// memmove: macro expansion copies a lot of them.
 struct LexToken {
-    LexKind kind;
+    LexToken() = default;
+    LexToken(LexKind k, std::string_view t, uint32_t o) : text(t), offset(o), kind(k) {}
+
+    // Ordered for size: a file has about one token per four bytes.
     std::string_view text;  // into the source, or into Lexed::arena for synthesized tokens
     uint32_t offset;        // byte offset in the source of the token (or of its macro invocation)
+    LexKind kind;
 };
+
+// True when `t` is the token `lit`: a size check and a fixed-size compare,
+// which compilers inline (string_view's operator== calls memcmp).
+template <size_t N>
+bool is(const LexToken& t, const char (&lit)[N]) {
+    return t.text.size() == N - 1 && std::memcmp(t.text.data(), lit, N - 1) == 0;
+}
 
 // A `//` comment outside any literal, block comment or `#if 0` block.
 struct LineComment {
@@ -34,6 +48,20 @@ struct MacroDef {
 
 struct Lexed {
     std::vector<LexToken> tokens;        // code outside directives
+    // The identifiers directly followed by `(`: the only places a macro is
+    // invoked or a function named, so the scanner looks nowhere else. Kept
+    // apart from `tokens`, with their closing `)`, so that the scanner's walk
+    // over them stays in cache.
+    struct Call {
+        std::string_view name;
+        uint32_t index;   // of the identifier in `tokens`
+        // Of the `)` closing the call, or kUnclosed. `(`, `[` and `{` count as
+        // one kind of bracket, as everywhere in the scanner.
+        uint32_t close = kUnclosed;
+        bool after_void;  // `void name(`
+    };
+    static constexpr uint32_t kUnclosed = UINT32_MAX;
+    std::vector<Call> calls;
     std::vector<LineComment> comments;   // in source order
     std::vector<MacroDef> macros;        // function-like #defines, in source order
     std::vector<uint32_t> line_starts;   // offset of each line's first byte

@@ -30,6 +30,12 @@ public:
 
     ScanResult run() {
         index_signatures();
+        if (bomb_)
+            error(at(bomb_->offset),
+                  "expanding macro '" + std::string(bomb_->text) + "' produces more than " +
+                      std::to_string(expander_.token_limit()) + " tokens",
+                  "bekc stops expanding macros in this file there, so functions they make "
+                  "may not be found; check the macro for runaway recursion or repetition");
         if (!options_.explicit_specs.empty()) {
             for (const auto& spec : options_.explicit_specs) resolve_explicit(spec);
         } else {
@@ -58,49 +64,53 @@ private:
                                                  std::move(fix)));
     }
 
-    // One pass over the code: `void f(` written out, and every invocation of a
-    // function-like macro of this file expanded once and searched.
+    // One pass over the identifiers followed by `(`: `void f(` written out,
+    // and every invocation of a function-like macro of this file, expanded
+    // once and searched. The lexer found the calls and their `)`.
     void index_signatures() {
         const auto& toks = lexed_.tokens;
         std::vector<SignatureSite> found;
-        size_t i = 0;
-        while (i < toks.size()) {
-            if (toks[i].kind == LexKind::Ident && i + 1 < toks.size() && toks[i + 1].text == "(" &&
-                expander_.is_macro(toks[i].text)) {
-                size_t next = i;
-                std::vector<LexToken> expansion = expander_.expand_at(toks, i, next);
-                find_signatures(expansion, toks[i].text, found);
-                i = next;
-                continue;
+        size_t next = 0;  // calls before this index lie inside one already handled
+        for (const auto& call : lexed_.calls) {
+            const size_t i = call.index;
+            if (i < next || call.close == Lexed::kUnclosed) continue;
+            if (expander_.is_macro(call.name)) {
+                std::vector<LexToken> expansion = expander_.expand_at(toks, i, call.close);
+                if (expander_.exhausted() && !bomb_) bomb_ = &toks[i];
+                size_t first = found.size();
+                find_signatures(expansion, call.name, found);
+                for (size_t s = first; s < found.size(); ++s) found[s].offset = toks[i].offset;
+                next = call.close + 1;
+            } else if (call.after_void) {
+                add_signature(toks, i - 1, call.close, {}, found);
+                next = call.close + 1;
             }
-            if (toks[i].text == "void" && i + 2 < toks.size() &&
-                toks[i + 1].kind == LexKind::Ident && toks[i + 2].text == "(" &&
-                !expander_.is_macro(toks[i + 1].text)) {
-                size_t close = matching_close(toks, i + 2);
-                std::vector<LexToken> head(toks.begin() + static_cast<long>(i),
-                                           toks.begin() + static_cast<long>(
-                                                              std::min(close + 1, toks.size())));
-                find_signatures(head, {}, found);
-                i = std::min(close + 1, toks.size());
-                continue;
-            }
-            ++i;
         }
         sites_ = std::move(found);
         for (size_t s = 0; s < sites_.size(); ++s) by_name_[sites_[s].name].push_back(s);
     }
 
-    // The site a name refers to: the first at or after `after`, else the first.
+    // The site a name refers to: the first definition at or after `after`,
+    // else the first definition, else the first prototype at or after `after`,
+    // else the first prototype. A prototype may leave its parameters unnamed;
+    // the definition's names are the ones inference needs.
     const SignatureSite* site_for(std::string_view name, uint32_t after) const {
         auto it = by_name_.find(name);
         if (it == by_name_.end()) return nullptr;
-        for (size_t s : it->second)
-            if (sites_[s].offset >= after) return &sites_[s];
-        return &sites_[it->second.front()];
+        const SignatureSite* best[4] = {};
+        for (size_t s : it->second) {
+            const SignatureSite& site = sites_[s];
+            int rank = (site.definition ? 0 : 2) + (site.offset >= after ? 0 : 1);
+            if (!best[rank]) best[rank] = &site;
+        }
+        for (const SignatureSite* b : best)
+            if (b) return b;
+        return nullptr;
     }
 
     std::vector<Annotation> find_annotations() {
         std::vector<Annotation> out;
+        std::unordered_map<std::string, int> first_line;  // function -> line of its annotation
         for (const auto& c : lexed_.comments) {
             std::string_view t = c.text;
             size_t k = 0;
@@ -115,22 +125,21 @@ private:
                       "write '// @BE <function> [tokens...]'");
                 continue;
             }
-            if (!is_cxx_identifier(toks[0].text)) {
+            if (std::string why = identifier_problem(toks[0].text); !why.empty()) {
                 where.column = toks[0].column;
-                error(where, "function name '" + toks[0].text + "' is not an ASCII C++ identifier",
+                error(where, "function name '" + toks[0].text + "' " + why,
                       "names are emitted into generated code: use ASCII letters, digits and '_', "
                       "not starting with a digit, and not a C++ keyword");
                 continue;
             }
             Annotation a{toks[0].text, {toks.begin() + 1, toks.end()}, c.offset, where.line,
                          toks[0].column};
-            auto dup = std::find_if(out.begin(), out.end(),
-                                    [&](const Annotation& o) { return o.name == a.name; });
-            if (dup != out.end()) {
+            auto [first, fresh] = first_line.emplace(a.name, a.line);
+            if (!fresh) {
                 where.column = a.name_column;
                 error(where, "function '" + a.name + "' is annotated twice",
                       "the first annotation is at " + std::string(file_) + ":" +
-                          std::to_string(dup->line) + "; remove one of them");
+                          std::to_string(first->second) + "; remove one of them");
                 continue;
             }
             out.push_back(std::move(a));
@@ -139,14 +148,14 @@ private:
     }
 
     // Parses written tokens; reports the first bad one at its column.
-    bool parse_tokens(const std::vector<RawToken>& raw, Location where,
+    bool parse_tokens(const std::string& name, const std::vector<RawToken>& raw, Location where,
                       std::vector<ParsedToken>& out) {
         for (const auto& r : raw) {
             TokenError e;
             auto p = parse_token(r, e);
             if (!p) {
                 if (e.column > 0) where.column = e.column;
-                error(where, e.message, e.fix);
+                error(where, "function '" + name + "': " + e.message, e.fix);
                 return false;
             }
             out.push_back(*p);
@@ -174,7 +183,7 @@ private:
             ParamInfo info = classify_param(p);
             if (info.kind == ParamKind::Invalid) {
                 error(param_location(site, p, where),
-                      "in function '" + name + "'" + macro_note(site) + ": " + info.problem,
+                      "function '" + name + "'" + macro_note(site) + ": " + info.problem,
                       info.fix);
                 return false;
             }
@@ -201,12 +210,14 @@ private:
             auto match = std::find_if(infos.begin(), infos.end(),
                                       [&](const ParamInfo& p) { return p.name == t.attr_name; });
             if (match == infos.end() || match->kind != ParamKind::Scalar) {
-                std::string why = !site ? "the signature of '" + name + "' was not found"
+                std::string why = !site ? "its signature was not found"
                                   : match == infos.end()
-                                      ? "'" + name + "' has no parameter named '" + t.attr_name + "'"
+                                      ? "no parameter is named '" + t.attr_name + "'"
                                       : "parameter '" + match->type_text + " " + t.attr_name +
                                             "' is not a scalar bekc can infer";
-                error(loc, "cannot infer the type of 'attr." + t.attr_name + "': " + why,
+                error(loc,
+                      "function '" + name + "': cannot infer the type of 'attr." + t.attr_name +
+                          "': " + why,
                       "give the type explicitly: 'attr." + t.attr_name + ":<type>' with <type> "
                       "one of " + attr_type_list());
                 return false;
@@ -215,8 +226,8 @@ private:
         }
         if (site && site->params.size() != tokens.size()) {
             error(where,
-                  "arg_spec of '" + name + "' has " + std::to_string(tokens.size()) +
-                      " tokens but its signature" + macro_note(*site) + " has " +
+                  "function '" + name + "': the arg_spec has " + std::to_string(tokens.size()) +
+                      " tokens but the signature" + macro_note(*site) + " has " +
                       std::to_string(site->params.size()) + " parameters",
                   "the spec lists one token per C++ parameter, in order");
             return false;
@@ -238,30 +249,41 @@ private:
         result_.functions.push_back(std::move(spec));
     }
 
-    // True when the first code after the annotation calls a macro this file
-    // does not define (one from a header); its expansion cannot be seen here.
-    bool followed_by_foreign_macro(uint32_t offset) const {
+    // The macro the first code after the annotation invokes when this file
+    // does not define it (one from a header, whose expansion cannot be seen
+    // here); empty otherwise.
+    std::string_view foreign_macro_after(uint32_t offset) const {
         const auto& toks = lexed_.tokens;
         auto it = std::lower_bound(toks.begin(), toks.end(), offset,
                                    [](const LexToken& t, uint32_t o) { return t.offset < o; });
-        return it != toks.end() && it + 1 != toks.end() && it->kind == LexKind::Ident &&
-               (it + 1)->text == "(" && !expander_.is_macro(it->text);
+        if (it == toks.end() || it + 1 == toks.end() || it->kind != LexKind::Ident ||
+            !is(*(it + 1), "(") || expander_.is_macro(it->text))
+            return {};
+        return it->text;
     }
 
     void resolve_annotation(const Annotation& a) {
         Location where = at(a.offset);
         const SignatureSite* site = site_for(a.name, a.offset);
         std::vector<ParsedToken> tokens;
-        if (!parse_tokens(a.tokens, where, tokens)) return;
+        if (!parse_tokens(a.name, a.tokens, where, tokens)) return;
         bool complete = !tokens.empty() &&
                         std::all_of(tokens.begin(), tokens.end(),
                                     [](const ParsedToken& t) { return t.type_given; });
-        if (!site && !(complete && followed_by_foreign_macro(a.offset))) {
+        std::string_view foreign = site ? std::string_view() : foreign_macro_after(a.offset);
+        if (!site && !(complete && !foreign.empty())) {
             where.column = a.name_column;
-            error(where, "annotated function '" + a.name + "' not found",
-                  "bekc looks for 'void " + a.name + "(...)' in this file, written out or made "
-                  "by a macro #defined in this file; check the spelling, or give the full spec "
-                  "inline above a macro from a header");
+            if (!foreign.empty())
+                error(where,
+                      "annotated function '" + a.name + "' not found: it comes from macro '" +
+                          std::string(foreign) + "', which is not #defined in this file",
+                      "bekc cannot see a signature made by a macro from a header: give the full "
+                      "spec inline, every attribute with its type, e.g. '// @BE " + a.name +
+                          " arg ret attr.<name>:<type>'");
+            else
+                error(where, "annotated function '" + a.name + "' not found",
+                      "bekc looks for 'void " + a.name + "(...)' in this file, written out or "
+                      "made by a macro #defined in this file; check the spelling");
             return;
         }
         if (tokens.empty()) {
@@ -284,7 +306,7 @@ private:
             if (!p) {
                 Diagnostic d;
                 d.where.file = spec.origin;
-                d.message = "in the spec of '" + spec.name + "': " + e.message;
+                d.message = "function '" + spec.name + "': " + e.message;
                 d.fix = e.fix;
                 result_.diagnostics.push_back(d);
                 return;
@@ -305,6 +327,7 @@ private:
     Lexed lexed_;
     MacroExpander expander_;
     std::vector<SignatureSite> sites_;
+    const LexToken* bomb_ = nullptr;  // the invocation that ran out of expansion budget
     std::unordered_map<std::string_view, std::vector<size_t>> by_name_;
     ScanResult result_;
 };
@@ -324,9 +347,16 @@ bool is_cpu_source(std::string_view path) {
 std::optional<ExplicitSpec> parse_function_option(std::string_view value, std::string& error) {
     size_t eq = value.find('=');
     std::string_view name = value.substr(0, eq);
-    if (!is_cxx_identifier(name)) {
-        error = "--function '" + std::string(value) + "': '" + std::string(name) +
-                "' is not an ASCII C++ identifier (expected 'name=arg,arg,ret')";
+    while (!name.empty() && (name.front() == ' ' || name.front() == '\t')) name.remove_prefix(1);
+    while (!name.empty() && (name.back() == ' ' || name.back() == '\t')) name.remove_suffix(1);
+    if (name.empty()) {
+        error = "--function '" + std::string(value) +
+                "': no function name before '=' (expected 'name=arg,arg,ret')";
+        return std::nullopt;
+    }
+    if (std::string why = identifier_problem(name); !why.empty()) {
+        error = "--function '" + std::string(value) + "': '" + std::string(name) + "' " + why +
+                " (expected 'name=arg,arg,ret')";
         return std::nullopt;
     }
     ExplicitSpec spec{std::string(name), {}, "--function"};

@@ -22,9 +22,15 @@ struct SignatureSite {
     std::vector<Param> params;
     uint32_t offset = 0;         // of `void`; for macro-made ones, of the invocation
     std::string_view macro;      // the invoked macro, empty for code written out
+    bool definition = false;     // a body follows; false for a prototype
 };
 
-// Appends every `void IDENT (...)` in `tokens` to `sites`.
+// Appends the site `void name(...)` whose `void` is tokens[i] and whose `)`
+// is tokens[close].
+void add_signature(const std::vector<LexToken>& tokens, size_t i, size_t close,
+                   std::string_view macro, std::vector<SignatureSite>& sites);
+
+// Appends every `void name(...)` in `tokens` (a macro expansion).
 void find_signatures(const std::vector<LexToken>& tokens, std::string_view macro,
                      std::vector<SignatureSite>& sites);
 

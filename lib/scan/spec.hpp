@@ -65,6 +65,9 @@ struct FunctionSpec {
 };
 
 bool is_cxx_identifier(std::string_view s);
+// Why `s` cannot be a name in generated code ("is a C++ keyword", "is not an
+// ASCII C++ identifier"); empty when it can.
+std::string identifier_problem(std::string_view s);
 bool is_cxx_keyword(std::string_view s);
 
 }  // namespace bekc

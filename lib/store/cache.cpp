@@ -75,7 +75,14 @@ std::expected<BuildOutcome, CacheError> Cache::get_or_build(std::string_view key
     }
     auto staging = make_staging(key);
     if (!staging) return std::unexpected(staging.error());
-    if (auto built = build(*staging); !built) {
+    std::expected<void, std::string> built;
+    try {
+        built = build(*staging);
+    } catch (...) {
+        discard(*staging);  // the fatal path: nothing half-built stays behind
+        throw;
+    }
+    if (!built) {
         discard(*staging);
         return std::unexpected(CacheError{CacheError::Kind::Builder, built.error()});
     }

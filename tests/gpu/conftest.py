@@ -36,8 +36,8 @@ def x64():
     """A context with 64-bit types on, whatever this JAX calls it."""
     if hasattr(jax, "enable_x64"):
         return jax.enable_x64(True)
-    import jax.experimental
-    return jax.experimental.enable_x64()
+    from jax.experimental import enable_x64  # older JAX; binds no local `jax`
+    return enable_x64()
 
 
 def build(*args, cache_dir):

@@ -107,6 +107,8 @@ def test_4_file_and_jit(tmp_path):
     np.testing.assert_allclose(add_jit(a, b), a + b, rtol=1e-6)
     np.testing.assert_allclose(jax.jit(lambda x, y: mod.vector_add(x, y) * 2)(a, b),
                                (a + b) * 2, rtol=1e-6)
+    # The bound function itself can be jitted (jax.jit keeps a weak reference).
+    np.testing.assert_allclose(jax.jit(mod.vector_add)(a, b), a + b, rtol=1e-6)
 
 
 # --------------------------------------------------------------------------- loader behaviour

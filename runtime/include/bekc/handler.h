@@ -27,7 +27,8 @@ namespace bekc_rt {
 // sorts the attributes it passes.
 struct AttrSpec {
     const char* name;
-    int32_t dtype;  // BekcXla_DataType
+    int32_t dtype;     // BekcXla_DataType the scalar arrives as
+    const char* type;  // the spec's type name ("float16" arrives as uint16 bits)
 };
 
 struct FunctionInfo {
@@ -120,11 +121,16 @@ inline bool is_metadata_query(BekcXla_CallFrame* f, bool command_buffer, BekcXla
     for (BekcXla_InternalExtension* e = f->extension_start; e; e = e->next) {
         if (e->type != BEKC_XLA_EXTENSION_METADATA) continue;
         BekcXla_Metadata* m = reinterpret_cast<BekcXla_MetadataExtension*>(e)->metadata;
-        if (m->struct_size < BEKC_XLA_METADATA_STRUCT_SIZE) {
-            *error = make_error(f->api, BEKC_XLA_ERROR_INVALID_ARGUMENT,
-                                "bekc handler: XLA's metadata struct is " +
-                                    std::to_string(m->struct_size) + " bytes, expected at least " +
-                                    std::to_string(BEKC_XLA_METADATA_STRUCT_SIZE));
+        if (m == nullptr || m->struct_size < BEKC_XLA_METADATA_STRUCT_SIZE) {
+            // Some jaxlib releases send this query with api == NULL: with no
+            // Error_Create to call, write nothing and let XLA reject the
+            // version it finds unset.
+            if (f->api != nullptr)
+                *error = make_error(f->api, BEKC_XLA_ERROR_INVALID_ARGUMENT,
+                                    "bekc handler: XLA's metadata struct is " +
+                                        std::to_string(m ? m->struct_size : 0) +
+                                        " bytes, expected at least " +
+                                        std::to_string(BEKC_XLA_METADATA_STRUCT_SIZE));
             return true;
         }
         m->api_version.struct_size = BEKC_XLA_API_VERSION_STRUCT_SIZE;
@@ -160,6 +166,25 @@ inline BekcXla_Error* check_buffers(const BekcXla_CallFrame* f, const FunctionIn
     return nullptr;
 }
 
+// float16 and bfloat16 attributes travel as their raw bits in a uint16
+// scalar (XLA's attribute conversion refuses 16-bit float scalars, so
+// jax.ffi.ffi_call cannot send them typed). A typed F16/BF16 scalar, should
+// an XLA ever send one, has the same two bytes and is accepted too.
+inline bool attr_dtype_matches(const AttrSpec& want, int32_t got) {
+    if (got == want.dtype) return true;
+    return (got == BEKC_XLA_DTYPE_F16 && std::strcmp(want.type, "float16") == 0) ||
+           (got == BEKC_XLA_DTYPE_BF16 && std::strcmp(want.type, "bfloat16") == 0);
+}
+
+// How a Python caller makes the scalar a handler expects.
+inline std::string attr_hint(const AttrSpec& want) {
+    std::string type = want.type;
+    if (type == "bool") return "np.bool_(value)";
+    if (type == "float16") return "np.float16(value).view(np.uint16)";
+    if (type == "bfloat16") return "ml_dtypes.bfloat16(value).view(np.uint16)";
+    return "np." + type + "(value)";
+}
+
 inline BekcXla_Error* check_attrs(const BekcXla_CallFrame* f, const FunctionInfo& info) {
     const BekcXla_Attrs& a = f->attrs;
     for (int64_t i = 0; i < a.size; ++i) {
@@ -172,11 +197,14 @@ inline BekcXla_Error* check_attrs(const BekcXla_CallFrame* f, const FunctionInfo
         if (a.types[i] != BEKC_XLA_ATTR_SCALAR)
             return invalid(f, info, "attribute '" + got + "' must be a scalar");
         const auto* s = static_cast<const BekcXla_Scalar*>(a.attrs[i]);
-        if (s->dtype != want.dtype)
-            return invalid(f, info, "attribute '" + got + "' must be " + xla_dtype_name(want.dtype) +
-                                        ", got " + xla_dtype_name(s->dtype) +
-                                        " (pass e.g. np." + xla_dtype_name(want.dtype) +
-                                        "(value), or call through bekc.load, which casts)");
+        if (!attr_dtype_matches(want, s->dtype)) {
+            std::string carrier = xla_dtype_name(want.dtype);
+            return invalid(f, info, "attribute '" + got + "' must be " + want.type +
+                                        (carrier != want.type ? " (its bits as a " + carrier + " scalar)"
+                                                              : std::string()) +
+                                        ", got " + xla_dtype_name(s->dtype) + " (pass e.g. " +
+                                        attr_hint(want) + ", or call through bekc.load, which casts)");
+        }
     }
     return nullptr;
 }

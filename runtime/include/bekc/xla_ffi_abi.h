@@ -23,8 +23,10 @@
  *                        field 2 is `void* priv`; stages PREPARE=0,
  *                        INITIALIZE=1, EXECUTE=2. No metadata query.
  *                        XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE
- *                        (bit 0) exists, but only as an argument of
- *                        Handler_Register, which jax never sets.
+ *                        (bit 0) exists, as an argument of Handler_Register;
+ *                        Python reaches it through register_ffi_target's
+ *                        **kwargs: traits=xla_client.CustomCallTargetTraits.
+ *                        COMMAND_BUFFER_COMPATIBLE (checked in 0.4.31+).
  *   0.4.31          0.0  stage INSTANTIATE=0 inserted (EXECUTE becomes 3);
  *                        Api gains api_version. jax 0.4.31 adds
  *                        jax.extend.ffi.register_ffi_target(api_version=1),
@@ -32,8 +34,9 @@
  *   0.4.33          0.1  `priv` becomes `extension_start`; the metadata
  *                        extension (type 1) appears: XLA calls the execute
  *                        handler once at registration and reads api_version
- *                        and traits from XLA_FFI_Metadata, so command-buffer
- *                        compatibility is now declared by the handler itself.
+ *                        and traits from XLA_FFI_Metadata, so the handler
+ *                        can declare command-buffer compatibility itself
+ *                        (XLA ORs these traits with the registration's).
  *                        XLA requires the handler's version to EQUAL 0.1
  *                        (this exact check lasts through jaxlib 0.8.0).
  *   0.4.34          0.1  CallFrame gains `future` after attrs (outside

@@ -38,7 +38,7 @@ namespace BE {
 // What every host-side check throws. what() is "file:line: message"; message()
 // is the same text without the location.
 class Error : public std::runtime_error {
-public:
+  public:
     Error(const char* file, int line, const std::string& message)
         : std::runtime_error(std::string(file) + ":" + std::to_string(line) + ": " + message),
           file_(file),
@@ -49,7 +49,7 @@ public:
     int line() const noexcept { return line_; }
     const std::string& message() const noexcept { return message_; }
 
-private:
+  private:
     const char* file_;  // always __FILE__, a string literal
     int line_;
     std::string message_;
@@ -101,7 +101,7 @@ void append_value(std::string& out, const T& value) {
 // Collects the text streamed after a failed host check. Built only on the
 // failure path, so passing checks cost one branch.
 class ErrorBuilder {
-public:
+  public:
     ErrorBuilder(const char* file, int line, std::string summary)
         : file_(file), line_(line), text_(std::move(summary)) {}
 
@@ -117,7 +117,7 @@ public:
 
     [[noreturn]] void raise() const { throw Error(file_, line_, text_); }
 
-private:
+  private:
     const char* file_;
     int line_;
     std::string text_;  // "BE_CHECK(n > 0) failed: <streamed text>"
@@ -145,9 +145,12 @@ struct Raise {
     ::BE::detail::Raise{} & ::BE::detail::ErrorBuilder(__FILE__, __LINE__, summary)
 #endif
 
-// Fails unless `cond` holds; anything streamed after it is appended to the message.
-#define BE_CHECK(cond) \
-    BE_LIKELY(cond) ? static_cast<void>(0) : BE_DETAIL_FAIL_("BE_CHECK(" #cond ") failed")
+// Fails unless the condition holds; anything streamed after it is appended to
+// the message. Variadic so that commas in the condition (template arguments)
+// need no extra parentheses.
+#define BE_CHECK(...)                               \
+    BE_LIKELY((__VA_ARGS__)) ? static_cast<void>(0) \
+                             : BE_DETAIL_FAIL_("BE_CHECK(" #__VA_ARGS__ ") failed")
 
 #if BE_HAS_CUDA_RUNTIME
 
@@ -161,9 +164,9 @@ inline std::string cuda_failure(const char* summary, cudaError_t status) {
 }  // namespace BE::detail
 
 #if BE_DEVICE_CODE
-#define BE_DETAIL_CUDA_FAIL_(status, summary)                                       \
-    ::BE::detail::DeviceRaise{} & ::BE::detail::DeviceErrorBuilder(__FILE__, __LINE__, \
-                                                                   summary, status)
+#define BE_DETAIL_CUDA_FAIL_(status, summary) \
+    ::BE::detail::DeviceRaise{} &             \
+        ::BE::detail::DeviceErrorBuilder(__FILE__, __LINE__, summary, status)
 #else
 #define BE_DETAIL_CUDA_FAIL_(status, summary) \
     BE_DETAIL_FAIL_(::BE::detail::cuda_failure(summary, status))
@@ -172,16 +175,16 @@ inline std::string cuda_failure(const char* summary, cudaError_t status) {
 // A `for` that runs its body at most once (the body never returns) gives the
 // status a name without leaking it, and keeps the macro a single statement
 // that still accepts `<< "message"`.
-#define BE_DETAIL_CUDA_CHECK_(call, summary)                                          \
+#define BE_DETAIL_CUDA_CHECK_(call, summary)                                                     \
     for (::cudaError_t be_cuda_status_ = (call); BE_UNLIKELY(be_cuda_status_ != ::cudaSuccess);) \
     BE_DETAIL_CUDA_FAIL_(be_cuda_status_, summary)
 
 // Fails unless the CUDA runtime call returns cudaSuccess.
-#define BE_CUDA_CHECK(call) BE_DETAIL_CUDA_CHECK_(call, "BE_CUDA_CHECK(" #call ") failed")
+#define BE_CUDA_CHECK(...) \
+    BE_DETAIL_CUDA_CHECK_((__VA_ARGS__), "BE_CUDA_CHECK(" #__VA_ARGS__ ") failed")
 
 // Fails if the preceding kernel launch (or any earlier asynchronous call) left
 // an error; use right after `kernel<<<...>>>(...)`.
-#define BE_CHECK_KERNEL_LAUNCH() \
-    BE_DETAIL_CUDA_CHECK_(::cudaGetLastError(), "kernel launch failed")
+#define BE_CHECK_KERNEL_LAUNCH() BE_DETAIL_CUDA_CHECK_(::cudaGetLastError(), "kernel launch failed")
 
 #endif  // BE_HAS_CUDA_RUNTIME

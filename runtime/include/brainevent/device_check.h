@@ -96,7 +96,7 @@ __device__ __noinline__ inline char* device_message_buffer() {
 }
 
 class DeviceErrorBuilder {
-public:
+  public:
     __device__ DeviceErrorBuilder(const char* file, int line, const char* summary,
                                   int cuda_status = -1)
         : file_(file), line_(line), summary_(summary), text_(device_message_buffer()) {
@@ -143,7 +143,7 @@ public:
 
     [[noreturn]] __device__ void raise() const { device_raise(file_, line_, summary_, text_); }
 
-private:
+  private:
     const char* file_;
     int line_;
     const char* summary_;  // "BE_CHECK(i < n) failed", a string literal

@@ -59,22 +59,38 @@ BE_HOST_DEVICE constexpr size_t dtype_size(DType dtype) {
 // dtypes the way the Python caller wrote them.
 BE_HOST_DEVICE constexpr const char* dtype_name(DType dtype) {
     switch (dtype) {
-        case DType::Float16: return "float16";
-        case DType::Float32: return "float32";
-        case DType::Float64: return "float64";
-        case DType::BFloat16: return "bfloat16";
-        case DType::Int8: return "int8";
-        case DType::Int16: return "int16";
-        case DType::Int32: return "int32";
-        case DType::Int64: return "int64";
-        case DType::UInt8: return "uint8";
-        case DType::UInt16: return "uint16";
-        case DType::UInt32: return "uint32";
-        case DType::UInt64: return "uint64";
-        case DType::Bool: return "bool";
-        case DType::Complex64: return "complex64";
-        case DType::Complex128: return "complex128";
-        case DType::Invalid: return "invalid";
+        case DType::Float16:
+            return "float16";
+        case DType::Float32:
+            return "float32";
+        case DType::Float64:
+            return "float64";
+        case DType::BFloat16:
+            return "bfloat16";
+        case DType::Int8:
+            return "int8";
+        case DType::Int16:
+            return "int16";
+        case DType::Int32:
+            return "int32";
+        case DType::Int64:
+            return "int64";
+        case DType::UInt8:
+            return "uint8";
+        case DType::UInt16:
+            return "uint16";
+        case DType::UInt32:
+            return "uint32";
+        case DType::UInt64:
+            return "uint64";
+        case DType::Bool:
+            return "bool";
+        case DType::Complex64:
+            return "complex64";
+        case DType::Complex128:
+            return "complex128";
+        case DType::Invalid:
+            return "invalid";
     }
     return "unknown";
 }

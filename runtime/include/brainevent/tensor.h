@@ -14,7 +14,7 @@
 namespace BE {
 
 class Tensor {
-public:
+  public:
     // XLA buffers have at most this many dimensions for a BE kernel; the
     // handler reports higher ranks as an error before calling the user.
     static constexpr int kMaxDims = 8;
@@ -74,7 +74,7 @@ public:
         return true;
     }
 
-private:
+  private:
     BE_HOST_DEVICE int wrap_dim(int i) const {
         int d = i < 0 ? i + ndim_ : i;
         BE_CHECK(d >= 0 && d < ndim_)
