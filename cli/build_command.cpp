@@ -17,6 +17,7 @@ int build(const BuildOptions& o) {
             {"manifest", r.manifest.string()},
             {"library", r.library.string()},
             {"cache_hit", r.cache_hit},
+            {"remote_hit", r.remote_hit},
             {"targets", r.targets},
             {"timings", {{"total_s", r.seconds_total}, {"compile_s", r.seconds_compile}}},
         };
@@ -75,6 +76,11 @@ Action add_build_command(CLI::App& app) {
     cmd->add_option("--compile-commands", o->compile_commands,
                     "Write (merge) compile_commands.json entries for the sources, with the "
                     "include paths bekc adds, for clangd");
+    cmd->add_option("--remote-cache", o->remote_cache,
+                    "HTTP cache shared by several machines (GET/PUT of whole entries; default: "
+                    "$BEKC_REMOTE_CACHE; token from $BEKC_REMOTE_TOKEN)");
+    cmd->add_flag("--remote-cache-read-only", o->remote_read_only,
+                  "Only read from the remote cache (also $BEKC_REMOTE_CACHE_READONLY=1)");
     cmd->add_option("--launcher", o->launcher,
                     "Compiler launcher put in front of nvcc and the host compiler: ccache, "
                     "sccache or a path (default: $BEKC_LAUNCHER)");

@@ -20,8 +20,11 @@ step "unit tests (ctest)"
 step "Python and integration tests (pytest, JAX CPU)"
 export BEKC_BINARY=$ROOT/build/bekc
 export BEKC_TEST_CACHE=$(mktemp -d)
-.venv/bin/python -m pytest -q -p no:cacheprovider --junitxml="$RESULTS/pytest.xml" \
-    tests/python tests/integration || status=1
+# Separate runs: each folder has its own conftest module.
+for suite in python integration; do
+  .venv/bin/python -m pytest -q -p no:cacheprovider --junitxml="$RESULTS/pytest-$suite.xml" \
+      "tests/$suite" || status=1
+done
 
 step "unit tests under ASan+UBSan"
 if BUILD_DIR=build-asan BUILD_TYPE=Debug CMAKE_EXTRA="-DBEKC_SANITIZE=ON" bash scripts/setup.sh; then

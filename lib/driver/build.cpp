@@ -18,9 +18,11 @@
 #include "driver/keys.hpp"
 #include "driver/manifest.hpp"
 #include "driver/runtime_headers.hpp"
+#include "driver/safe_paths.hpp"
 #include "driver/tool_versions.hpp"
 #include "plan/compile_plan.hpp"
 #include "plan/inputs.hpp"
+#include "remote/remote_cache.hpp"
 #include "run/parallel.hpp"
 #include "store/cache.hpp"
 #include "store/file_ops.hpp"
@@ -164,6 +166,10 @@ Compiled compile(const Prepared& p, const fs::path& dir, const fs::path& runtime
     req.archs = p.archs;
     req.flags = p.flags;
     req.runtime_include = runtime_include;
+    if (p.nvcc && !dry_run) {
+        req.runtime_include = safe_path_for_nvcc(runtime_include);
+        for (auto& d : req.flags.include_dirs) d = safe_path_for_nvcc(d).string();
+    }
     req.library = dir / p.library_file;
     req.launcher = p.launcher;
     for (size_t i = 0; i < p.scanned.files.size(); ++i) {
@@ -228,6 +234,24 @@ Compiled compile(const Prepared& p, const fs::path& dir, const fs::path& runtime
 
 constexpr const char* kDependenciesFile = "dependencies.json";
 
+// The first input or dependency written since the compile started, if any.
+// File timestamps come from a coarse clock that can only lag, so a file
+// written before the start never looks newer; sources written just before
+// bekc runs (as load_cpp_inline does) are not flagged.
+std::optional<std::string> changed_during_build(const DependencySet& deps,
+                                                const std::vector<SourceFile>& inputs,
+                                                int64_t start_ns) {
+    auto recent = [&](const fs::path& path) {
+        auto st = stat_file(path);
+        return !st || std::max(st->mtime_ns, st->ctime_ns) >= start_ns;
+    };
+    for (const auto& f : inputs)
+        if (recent(f.path)) return f.path.string();
+    for (const auto& d : deps.direct.dependencies)
+        if (recent(d.path)) return d.path.string();
+    return std::nullopt;
+}
+
 // `-o DIR`: the library and the chosen manifest at a stable path. A hard link
 // when the cache is on the same filesystem, else a copy; both appear by rename,
 // manifest last, so a reader of DIR never sees a manifest without its library.
@@ -246,6 +270,9 @@ void place_outputs(const fs::path& dir, BuildResult& result) {
         fs::remove(tmp, ec);
         throw FatalError("bekc: error: cannot place " + lib.string(), kExitCache);
     }
+    // rename(2) between two links to one inode succeeds and does nothing,
+    // leaving the temporary link behind: remove it (a no-op otherwise).
+    fs::remove(tmp, ec);
     auto manifest = read_file(result.manifest);
     if (!manifest) throw FatalError("bekc: error: cannot read " + result.manifest.string(), kExitCache);
     write_file_atomic(dir / "manifest.json", *manifest);
@@ -350,6 +377,17 @@ BuildResult run_build(const BuildOptions& options) {
     if (!lock) throw FatalError("bekc: error: " + lock.error().message, kExitCache);
     if (auto e = try_hit()) return finish(*e, true);
 
+    std::optional<RemoteCache> remote;
+    if (auto config = remote_config(o.remote_cache, o.remote_read_only, system_env()))
+        remote.emplace(*config, [&](const std::string& m) { report.warn(m); });
+    if (remote && !o.force) {
+        if (auto e = remote->fetch(cache, direct_key)) {
+            result.miss_reason = "local miss, remote hit";
+            result.remote_hit = true;
+            return finish(*e, true);
+        }
+    }
+
     fs::path include = materialize_runtime_headers(p.cache_root);
     fs::path dir = p.cache_root / "tmp" / ("build." + unique_suffix());
     std::error_code ec;
@@ -361,6 +399,7 @@ BuildResult run_build(const BuildOptions& options) {
     } cleanup{dir};
 
     auto compile_start = Clock::now();
+    int64_t compile_start_ns = now_ns();
     Compiled c = compile(p, dir, include, false);
     result.seconds_compile = seconds_since(compile_start);
     DependencySet deps = classify_dependencies(c.dependencies, p.key_inputs, include, dir);
@@ -368,6 +407,13 @@ BuildResult run_build(const BuildOptions& options) {
     if (o.explain_key) std::fputs(full.explain().c_str(), stdout);
     std::string key = full.digest();
     deps.direct.key = key;
+    // A file saved while the compiler ran may be newer than what was compiled,
+    // and its new bytes are in the key: this result is used, never cached.
+    std::optional<std::string> changed = changed_during_build(deps, p.scanned.files, compile_start_ns);
+    if (changed) {
+        report.warn(*changed + " changed during the build; the result is used but not cached");
+        key = KeyBuilder("uncached").add("build_key", key).add("nonce", unique_suffix()).digest();
+    }
 
     fs::path built = dir / p.library_file;
     auto outcome = cache.get_or_build(key, [&](const fs::path& staging) -> std::expected<void, std::string> {
@@ -386,8 +432,10 @@ BuildResult run_build(const BuildOptions& options) {
     });
     if (!outcome) throw FatalError("bekc: error: " + outcome.error().message, kExitCache);
     if (!outcome->repaired.empty()) report.warn("replaced a corrupt cache entry: " + outcome->repaired);
+    if (changed) return finish(outcome->entry, false);
     if (auto r = cache.record_direct(direct_key, deps.direct); !r)
         report.warn("could not record dependencies for fast hits: " + r.error());
+    if (remote) remote->publish(outcome->entry, direct_key, deps.direct);
     return finish(outcome->entry, false);
 }
 

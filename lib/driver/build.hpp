@@ -15,6 +15,7 @@ struct BuildResult {
     fs::path manifest;  // the one the user should load (cache, or -o copy)
     fs::path library;
     bool cache_hit = false;
+    bool remote_hit = false;  // the entry came from --remote-cache
     std::vector<std::string> targets;
     double seconds_total = 0, seconds_compile = 0;
     std::string miss_reason;  // why the direct lookup missed, for -v and --json

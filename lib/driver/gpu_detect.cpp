@@ -1,5 +1,7 @@
 #include "driver/gpu_detect.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
@@ -18,11 +20,17 @@ std::optional<std::string> driver_fingerprint() {
     std::error_code ec;
     auto version = read_file(fs::path(kProcDriver) / "version");
     if (!version) return std::nullopt;
+    // Each GPU's information file names its model, so two machines sharing a
+    // cache with the same driver and slots but different GPUs differ; the
+    // host name guards against the rest.
     std::vector<std::string> gpus;
     for (const auto& e : fs::directory_iterator(fs::path(kProcDriver) / "gpus", ec))
-        gpus.push_back(e.path().filename().string());
+        gpus.push_back(e.path().filename().string() + "\n" +
+                       read_file(e.path() / "information").value_or(""));
     std::sort(gpus.begin(), gpus.end());
-    std::string all = *version;
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    std::string all = *version + "\n" + host;
     for (const auto& g : gpus) all += "\n" + g;
     return sha256_hex(all);
 }

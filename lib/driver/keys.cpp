@@ -61,30 +61,76 @@ KeyBuilder direct_key_builder(const KeyInputs& in) {
 }
 
 bool is_toolchain_header(const fs::path& p, const KeyInputs& in) {
-    if (in.nvcc && under(p, in.nvcc->path.parent_path().parent_path())) return true;
+    // nvcc reports headers through whichever path it was called by
+    // (/usr/local/cuda -> /usr/local/cuda-13.0): accept both roots.
+    if (in.nvcc && (under(p, in.nvcc->path.parent_path().parent_path()) ||
+                    under(p, in.nvcc->canonical.parent_path().parent_path())))
+        return true;
     std::string s = p.string();
     for (auto dir : kCompilerPrivateDirs)
         if (s.rfind(dir, 0) == 0) return true;
     return false;
 }
 
+namespace {
+
+// The host compiler's search order for <...> after the -I directories.
+const std::vector<fs::path>& system_include_dirs() {
+    static const std::vector<fs::path> dirs = {"/usr/local/include",
+                                               "/usr/include/x86_64-linux-gnu", "/usr/include"};
+    return dirs;
+}
+
+// Paths where a new file would be found before `dep` (SPEC: "a header that
+// newly shadows a recorded one must miss"). `dep` was found under the first
+// directory of `order` that holds it, by its path R relative to it; a file R
+// under any earlier directory, or under a directory that quoted includes
+// search first (`includers`: the dirs of the inputs and user headers), would
+// win. Candidates that exist now cannot have been passed over and are left
+// out, so the record stays valid.
+std::vector<fs::path> shadow_candidates(const fs::path& dep, const std::vector<fs::path>& order,
+                                        const std::vector<fs::path>& includers) {
+    std::vector<fs::path> out;
+    for (size_t i = 0; i < order.size(); ++i) {
+        if (!under(dep, order[i])) continue;
+        fs::path rel = dep.lexically_relative(order[i]);
+        auto add = [&](const fs::path& dir) {
+            fs::path c = (dir / rel).lexically_normal();
+            std::error_code ec;
+            if (c != dep && !fs::exists(c, ec)) out.push_back(c);
+        };
+        for (const auto& d : includers) add(d);
+        for (size_t j = 0; j < i; ++j) add(order[j]);
+        break;
+    }
+    return out;
+}
+
+bool is_system_header(const fs::path& p) {
+    for (const auto& d : system_include_dirs())
+        if (under(p, d)) return true;
+    return false;
+}
+
+}  // namespace
+
 DependencySet classify_dependencies(const std::vector<std::string>& deps, const KeyInputs& in,
                                     const fs::path& runtime_include, const fs::path& build_dir) {
     DependencySet out;
     std::set<fs::path> inputs, seen;
-    std::vector<fs::path> search_dirs;
-    for (const auto& f : *in.files) {
-        fs::path abs = fs::absolute(f.path).lexically_normal();
-        inputs.insert(abs);
-        search_dirs.push_back(abs.parent_path());
-    }
-    for (const auto& d : in.flags.include_dirs) search_dirs.push_back(fs::path(d).lexically_normal());
-    std::set<fs::path> absent;
+    std::vector<fs::path> include_dirs;
+    for (const auto& f : *in.files) inputs.insert(fs::absolute(f.path).lexically_normal());
+    for (const auto& d : in.flags.include_dirs) include_dirs.push_back(fs::path(d).lexically_normal());
+    std::vector<fs::path> recorded;
+    std::error_code ec;
+    fs::path runtime_root = fs::weakly_canonical(runtime_include.parent_path(), ec);
     for (const auto& d : deps) {
         fs::path p = fs::absolute(d).lexically_normal();
         if (!seen.insert(p).second) continue;
-        if (inputs.count(p) || under(p, build_dir) || under(p, runtime_include.parent_path()) ||
-            is_toolchain_header(p, in))
+        // Runtime headers may be reported through the plain-named link nvcc
+        // was given (driver/safe_paths.hpp): compare real paths for those.
+        if (inputs.count(p) || under(p, build_dir) || under(p, runtime_root) ||
+            under(fs::weakly_canonical(p, ec), runtime_root) || is_toolchain_header(p, in))
             continue;
         auto sha = sha256_file(p);
         if (!sha)
@@ -92,8 +138,23 @@ DependencySet classify_dependencies(const std::vector<std::string>& deps, const 
                              kExitSourceError);
         out.hashed.emplace_back(p.string(), *sha);
         out.direct.dependencies.push_back({p, *sha});
-        if (p.string().rfind("/usr/include/", 0) != 0) out.user_headers.push_back(p.string());
-        for (auto& s : shadowing_paths(search_dirs, p)) absent.insert(s);
+        if (!is_system_header(p)) out.user_headers.push_back(p.string());
+        recorded.push_back(p);
+    }
+    // Quoted includes look next to the including file first: the inputs' and
+    // the user headers' directories.
+    std::set<fs::path> includer_set;
+    for (const auto& i : inputs) includer_set.insert(i.parent_path());
+    for (const auto& h : out.user_headers) includer_set.insert(fs::path(h).parent_path());
+    std::vector<fs::path> includers(includer_set.begin(), includer_set.end());
+    std::vector<fs::path> user_order = include_dirs, system_order = include_dirs;
+    system_order.insert(system_order.end(), system_include_dirs().begin(), system_include_dirs().end());
+    std::set<fs::path> absent;
+    for (const auto& p : recorded) {
+        bool system = is_system_header(p);
+        for (auto& c : shadow_candidates(p, system ? system_order : user_order,
+                                         system ? std::vector<fs::path>{} : includers))
+            absent.insert(std::move(c));
     }
     out.direct.must_not_exist.assign(absent.begin(), absent.end());
     return out;

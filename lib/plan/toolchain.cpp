@@ -37,18 +37,21 @@ ToolLookup ToolLookup::system() {
 }
 
 std::string Tool::identity() const {
-    return path.string() + "|" + std::to_string(size) + "|" + std::to_string(mtime_ns);
+    return path.string() + "|" + canonical.string() + "|" + std::to_string(size) + "|" +
+           std::to_string(mtime_ns);
 }
 
 Tool identify_tool(const fs::path& path) {
     std::error_code ec;
-    fs::path real = fs::canonical(path, ec);
-    if (ec) real = path;
+    fs::path abs = fs::absolute(path).lexically_normal();
+    fs::path real = fs::canonical(abs, ec);
+    if (ec) real = abs;
     struct stat st;
     if (::stat(real.c_str(), &st) != 0)
         throw FatalError("bekc: error: cannot stat " + real.string(), kExitToolchain);
     Tool t;
-    t.path = real;
+    t.path = abs;
+    t.canonical = real;
     t.size = static_cast<uint64_t>(st.st_size);
     t.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
     return t;

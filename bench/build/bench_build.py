@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""Benchmark of the build driver: `bekc build` against the compilers it wraps.
+
+On bench/build/two_kernels.cu (two CUDA kernels with their `// @BE` entry points):
+
+(a) cold build: `bekc build` into a fresh cache directory, next to
+    - bare nvcc: `nvcc -shared -Xcompiler -fPIC` of the user source alone (the
+      floor: no handlers at all), and
+    - ffi.h: ffi_two_handlers.cu, one translation unit with the same kernels
+      and two handlers written with XLA's own xla/ffi/api/ffi.h
+      (XLA_FFI_DEFINE_HANDLER_SYMBOL), compiled by `nvcc -shared` (what
+      brainevent's load_cuda_inline does).
+    All three use the same -std, -O3, -gencode and host compiler.
+    Goals: bekc <= 1.25x bare nvcc, and <= 0.2x the ffi.h build.
+(b) warm hit: `bekc build` on the unchanged file next to a `ccache nvcc -c`
+    hit on the same file (CCACHE_DIR in a temporary directory, warmed first).
+    Goal: bekc <= 0.5x ccache.
+(c) four .cu inputs (copies of the file with renamed functions): `-j2` against
+    `-j1`, each into a fresh cache directory. Goal: >= 1.8x.
+
+Every figure is the median of several runs (wall clock of the whole process,
+interleaved so that drift in the machine's load hits all variants alike).
+
+Usage:
+    .venv/bin/python bench/build/bench_build.py [--bekc build/bekc] [--arch sm_90]
+        [--cold-reps 5] [--hit-reps 40] [--jobs-reps 3] [--json FILE]
+XLA's headers come from `jax.ffi.include_dir()` of the running Python (or
+--xla-include); they are never copied into this repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+SOURCE = HERE / "two_kernels.cu"
+FFI_SOURCE = HERE / "ffi_two_handlers.cu"
+RUNTIME_INCLUDE = REPO / "runtime" / "include"
+
+
+def run(argv, env=None, cwd=None) -> subprocess.CompletedProcess:
+    proc = subprocess.run([str(a) for a in argv], env=env, cwd=cwd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"command failed ({proc.returncode}): {' '.join(map(str, argv))}\n"
+                 f"{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def timed(argv, env=None) -> tuple[float, subprocess.CompletedProcess]:
+    t0 = time.perf_counter()
+    proc = run(argv, env=env)
+    return time.perf_counter() - t0, proc
+
+
+def median(xs):
+    return statistics.median(xs)
+
+
+def fmt_s(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def xla_include(explicit: str | None) -> str:
+    if explicit:
+        return explicit
+    try:
+        import jax.ffi  # noqa: PLC0415
+
+        return jax.ffi.include_dir()
+    except Exception as exc:  # pragma: no cover - depends on the environment
+        sys.exit(f"cannot find XLA's headers (pip install jax, or pass --xla-include): {exc}")
+
+
+def gencode(arch: str) -> list[str]:
+    n = re.fullmatch(r"sm_(\d+[af]?)", arch)
+    if not n:
+        sys.exit(f"--arch takes one sm_XX here, not {arch!r}")
+    v = n.group(1)
+    return ["-gencode", f"arch=compute_{v},code=sm_{v}", "-gencode",
+            f"arch=compute_{v},code=compute_{v}"]
+
+
+def four_inputs(directory: Path) -> None:
+    """Four copies of the benchmark file with distinct symbols."""
+    text = SOURCE.read_text()
+    for i in range(4):
+        body = re.sub(r"\b(saxpy|relu)", rf"\g<1>{i}", text)
+        (directory / f"part{i}.cu").write_text(body)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--bekc", default=os.environ.get("BEKC_BINARY", str(REPO / "build" / "bekc")))
+    ap.add_argument("--nvcc", default=None, help="default: the nvcc bekc picks")
+    ap.add_argument("--ccache", default=shutil.which("ccache"))
+    ap.add_argument("--arch", default="sm_90")
+    ap.add_argument("--xla-include", default=None)
+    ap.add_argument("--cold-reps", type=int, default=5)
+    ap.add_argument("--hit-reps", type=int, default=40)
+    ap.add_argument("--jobs-reps", type=int, default=3)
+    ap.add_argument("--json", dest="json_out", default=None, help="also write the figures here")
+    args = ap.parse_args()
+
+    bekc = Path(args.bekc).resolve()
+    inc = xla_include(args.xla_include)
+    work = Path(tempfile.mkdtemp(prefix="bekc-bench-build-"))
+    env = dict(os.environ)
+    env.pop("BEKC_CACHE_DIR", None)
+    counter = iter(range(10**6))
+
+    def fresh_cache() -> Path:
+        return work / f"cache{next(counter)}"
+
+    def bekc_build(*extra, cache: Path):
+        argv = [bekc, "build", *extra, "--arch", args.arch, "--cache-dir", cache, "--json", "-q"]
+        if args.nvcc:
+            argv += ["--nvcc", args.nvcc]
+        seconds, proc = timed(argv, env=env)
+        return seconds, json.loads(proc.stdout.strip().splitlines()[-1])
+
+    # The toolchain bekc picks; the baselines use the same nvcc and host compiler.
+    _, first = bekc_build(SOURCE, cache=fresh_cache())
+    manifest = json.loads(Path(first["manifest"]).read_text())
+    nvcc = args.nvcc or manifest["toolchain"]["nvcc"]["path"]
+    cxx = manifest["toolchain"]["cxx"]["path"]
+    common = ["-std=c++17", "-O3", "-shared", "-Xcompiler", "-fPIC", "-ccbin", cxx,
+              *gencode(args.arch)]
+    bare_argv = [nvcc, *common, f"-I{RUNTIME_INCLUDE}", SOURCE, "-o", work / "bare.so"]
+    ffi_argv = [nvcc, *common, "-w", f"-I{inc}", FFI_SOURCE, "-o", work / "ffi.so"]
+    load_before = os.getloadavg()
+
+    # (a) cold builds, interleaved.
+    cold = {"bekc": [], "bekc_compile": [], "bare": [], "ffi": []}
+    run(bare_argv)  # warm the file system cache for every tool once
+    run(ffi_argv)
+    for _ in range(args.cold_reps):
+        s, info = bekc_build(SOURCE, cache=fresh_cache())
+        assert info["cache_hit"] is False
+        cold["bekc"].append(s)
+        cold["bekc_compile"].append(info["timings"]["compile_s"])
+        cold["bare"].append(timed(bare_argv)[0])
+        cold["ffi"].append(timed(ffi_argv)[0])
+
+    # (b) warm hits.
+    hit_cache = fresh_cache()
+    bekc_build(SOURCE, cache=hit_cache)
+    hits = {"bekc": [], "ccache": []}
+    ccache_note = "ccache not found"
+    ccache_argv = None
+    if args.ccache:
+        cenv = dict(env, CCACHE_DIR=str(work / "ccache"), CCACHE_TEMPDIR=str(work / "ccache-tmp"))
+        cenv.pop("CCACHE_DISABLE", None)
+        ccache_argv = [args.ccache, nvcc, "-std=c++17", "-O3", "-Xcompiler", "-fPIC", "-ccbin", cxx,
+                       *gencode(args.arch), f"-I{RUNTIME_INCLUDE}", "-c", SOURCE, "-o",
+                       work / "ccache.o"]
+        run(ccache_argv, env=cenv)  # miss
+        run(ccache_argv, env=cenv)  # first hit
+        run([args.ccache, "--zero-stats"], env=cenv)
+    for _ in range(args.hit_reps):
+        s, info = bekc_build(SOURCE, cache=hit_cache)
+        assert info["cache_hit"] is True
+        hits["bekc"].append(s)
+        if ccache_argv:
+            hits["ccache"].append(timed(ccache_argv, env=cenv)[0])
+    if ccache_argv:
+        stats = run([args.ccache, "--print-stats"], env=cenv).stdout
+        counts = dict(line.split("\t") for line in stats.splitlines() if "\t" in line)
+        ccache_note = (f"{counts.get('direct_cache_hit', '?')} direct + "
+                       f"{counts.get('preprocessed_cache_hit', '?')} preprocessed hits, "
+                       f"{counts.get('cache_miss', '?')} misses")
+
+    # (c) four inputs, -j2 against -j1, interleaved.
+    four = work / "four"
+    four.mkdir()
+    four_inputs(four)
+    jobs = {"j1": [], "j2": []}
+    for _ in range(args.jobs_reps):
+        for j in ("j1", "j2"):
+            s, info = bekc_build(four, "--name", "four", f"-{j}",
+                                 cache=fresh_cache())
+            assert info["cache_hit"] is False and len(info["targets"]) == 8
+            jobs[j].append(s)
+    load_after = os.getloadavg()
+
+    m = {k: median(v) for k, v in cold.items()}
+    h = {k: median(v) for k, v in hits.items() if v}
+    jm = {k: median(v) for k, v in jobs.items()}
+    rows = [
+        ("(a) cold build vs bare nvcc", m["bekc"], "bare nvcc", m["bare"],
+         m["bekc"] / m["bare"], "<= 1.25x", m["bekc"] / m["bare"] <= 1.25),
+        ("(a) cold build vs ffi.h TU", m["bekc"], "nvcc + ffi.h", m["ffi"],
+         m["bekc"] / m["ffi"], "<= 0.20x", m["bekc"] / m["ffi"] <= 0.2),
+    ]
+    if "ccache" in h:
+        rows.append(("(b) warm hit vs ccache hit", h["bekc"], "ccache nvcc -c", h["ccache"],
+                     h["bekc"] / h["ccache"], "<= 0.50x", h["bekc"] / h["ccache"] <= 0.5))
+    else:
+        rows.append(("(b) warm hit", h["bekc"], "ccache: n/a", float("nan"), float("nan"),
+                     "<= 0.50x", False))
+    rows.append(("(c) 4 inputs: -j2 vs -j1", jm["j2"], "bekc -j1", jm["j1"],
+                 jm["j1"] / jm["j2"], ">= 1.80x (speedup)", jm["j1"] / jm["j2"] >= 1.8))
+
+    nvcc_version = run([nvcc, "--version"]).stdout.strip().splitlines()[-1]
+    cxx_version = run([cxx, "--version"]).stdout.splitlines()[0]
+    print(f"machine: {platform.node()}, {os.cpu_count()} CPUs, load average "
+          f"{load_before[0]:.2f} before / {load_after[0]:.2f} after")
+    print(f"nvcc: {nvcc} ({nvcc_version}); host: {cxx} ({cxx_version}); --arch {args.arch}")
+    print(f"medians of {args.cold_reps} cold, {args.hit_reps} hit and {args.jobs_reps} -j runs; "
+          f"ccache: {ccache_note}")
+    print()
+    header = f"{'case':<30} {'bekc':>10}   {'baseline':<16} {'':>10} {'ratio':>7}  {'goal':<19} met"
+    print(header)
+    print("-" * len(header))
+    for name, mine, base_name, base, ratio, goal, met in rows:
+        print(f"{name:<30} {fmt_s(mine):>10}   {base_name:<16} {fmt_s(base):>10} "
+              f"{ratio:>6.2f}x  {goal:<19} {'yes' if met else 'NO'}")
+    print()
+    print(f"cold bekc build: {fmt_s(m['bekc_compile'])} in the compiler, "
+          f"{fmt_s(m['bekc'] - m['bekc_compile'])} in bekc itself (scan, keys, "
+          f"`--version` of the tools, publish, process start)")
+
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps({
+            "cold": cold, "hits": hits, "jobs": jobs, "ccache": ccache_note,
+            "nvcc": nvcc_version, "cxx": cxx_version, "cpus": os.cpu_count(),
+            "load": [load_before, load_after],
+            "rows": [{"case": r[0], "bekc_s": r[1], "baseline": r[2], "baseline_s": r[3],
+                      "ratio": r[4], "goal": r[5], "met": r[6]} for r in rows],
+        }, indent=1))
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

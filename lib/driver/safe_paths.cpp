@@ -1,0 +1,33 @@
+#include "driver/safe_paths.hpp"
+
+#include <unistd.h>
+
+#include "store/file_ops.hpp"
+#include "store/hash.hpp"
+#include "util/error.hpp"
+
+namespace bekc {
+
+bool needs_safe_path(const fs::path& dir) {
+    return dir.string().find_first_of("'\"\\$`!*?;&|<>()[]{}#~ \t\n") != std::string::npos;
+}
+
+fs::path safe_path_for_nvcc(const fs::path& dir) {
+    if (!needs_safe_path(dir)) return dir;
+    fs::path base = fs::path("/tmp") / ("bekc-" + std::to_string(::getuid())) / "paths";
+    fs::path link = base / sha256_hex(dir.string()).substr(0, 20);
+    std::error_code ec;
+    if (fs::is_symlink(link, ec) && fs::read_symlink(link, ec) == dir) return link;
+    fs::create_directories(base, ec);
+    fs::path tmp = base / ("." + unique_suffix());
+    fs::create_directory_symlink(dir, tmp, ec);
+    if (ec || ::rename(tmp.c_str(), link.c_str()) != 0) {
+        fs::remove(tmp, ec);
+        throw FatalError("bekc: error: cannot create " + link.string() +
+                             ", the plain-named link nvcc needs for " + dir.string(),
+                         kExitCache);
+    }
+    return link;
+}
+
+}  // namespace bekc

@@ -1,0 +1,42 @@
+// The wire format of a remote cache entry: a plain ustar archive (POSIX
+// 1003.1-1988, what `tar --format=ustar` writes and `tar -tvf` lists) of the
+// entry directory's regular files, flat, no directories.
+//
+// Written and read here rather than by spawning tar, because what comes back
+// from a remote is untrusted: the reader accepts only regular-file members
+// with a plain name (no '/', no "." or "..", no links, devices or extended
+// headers), no name twice, checks every header's checksum, and fails on an
+// archive that ends early. Anything else is a corrupt entry, never a file
+// written outside the directory it was asked to fill.
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace bekc {
+
+namespace fs = std::filesystem;
+
+// At most this many members; an entry has four or five.
+inline constexpr size_t kMaxArchiveMembers = 16;
+
+// Writes `archive` holding `names` (plain file names) from `dir`, in the
+// order given, with fixed owner, mode and time so the same entry always packs
+// to the same bytes.
+std::expected<void, std::string> write_entry_archive(const fs::path& dir,
+                                                     const std::vector<std::string>& names,
+                                                     const fs::path& archive);
+
+// Unpacks `archive` into the existing, empty directory `dir` and returns the
+// member names. On error `dir` may hold some members; the caller discards it.
+std::expected<std::vector<std::string>, std::string> read_entry_archive(const fs::path& archive,
+                                                                        const fs::path& dir);
+
+// Whether `name` may be a member: a plain, printable file name that fits a
+// ustar name field.
+bool is_plain_member_name(const std::string& name);
+
+}  // namespace bekc

@@ -1,0 +1,192 @@
+// fetch and publish: the order of requests and what is checked between them.
+// The wire formats are in remote_record.hpp and entry_archive.hpp, the HTTP
+// in http.hpp.
+#include "remote/remote_cache.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "plan/toolchain.hpp"
+#include "remote/entry_archive.hpp"
+#include "remote/remote_record.hpp"
+#include "store/file_ops.hpp"
+#include "store/layout.hpp"
+
+namespace bekc {
+
+namespace {
+
+// Written by driver/build.cpp into every entry: the user headers, for -MF.
+constexpr std::string_view kDependenciesFile = "dependencies.json";
+
+// A direct record is a few kilobytes; anything near this is not one.
+constexpr uint64_t kMaxRecordBytes = 16ull << 20;
+
+// The files of an entry that travel; stamp.json and last-use describe the
+// local copy and are rewritten when it is published.
+bool travels(const std::string& name, const Entry& entry) {
+    return name == kManifestFile || name == kManifestNoGraphFile || name == kDependenciesFile ||
+           name == entry.library.filename().string();
+}
+
+}  // namespace
+
+RemoteCache::RemoteCache(RemoteConfig config, Warn warn)
+    : config_(std::move(config)), warn_(std::move(warn)), base_(config_.url) {
+    while (!base_.empty() && base_.back() == '/') base_.pop_back();
+    std::string problem = config_.problem;
+    std::optional<fs::path> curl;
+    if (problem.empty()) {
+        curl = ToolLookup::system().find("curl");
+        if (!curl) problem = "curl was not found on PATH (Debian: apt-get install curl)";
+    }
+    if (!problem.empty()) {
+        warn_("remote cache disabled: " + problem);
+        return;
+    }
+    http_.emplace(*curl, config_.token);
+}
+
+std::string RemoteCache::direct_url(const std::string& direct_key) const {
+    return base_ + "/direct/" + direct_key + ".json";
+}
+
+std::string RemoteCache::entry_url(const std::string& key) const {
+    return base_ + "/entries/" + key + ".tar";
+}
+
+HttpLimits RemoteCache::record_limits() const {
+    return {std::chrono::seconds(2), config_.timeout, kMaxRecordBytes};
+}
+
+// Libraries run to tens of megabytes: three times as long as a record.
+HttpLimits RemoteCache::entry_limits() const {
+    return {std::chrono::seconds(2), config_.timeout * 3, std::nullopt};
+}
+
+void RemoteCache::report(const HttpResult& result, const std::string& request) {
+    if (result.kind == HttpResult::Kind::Unreachable) {
+        warn_(fmt::format("remote cache {} is unreachable ({}); not using it for this build",
+                          display_url(base_), result.message));
+        http_.reset();
+        return;
+    }
+    warn_(fmt::format("remote cache: {} failed: {}", display_url(request), result.message));
+}
+
+// The remote's records for `direct_key`. A failed request is reported, and
+// so is a malformed document (which the next publish replaces).
+RemoteCache::RemoteRecords RemoteCache::read_records(const std::string& direct_key) {
+    using State = RemoteRecords::State;
+    TempPath file("direct");
+    std::string url = direct_url(direct_key);
+    HttpResult got = http_->get(url, file.path(), record_limits());
+    if (got.kind == HttpResult::Kind::NotFound) return {State::Absent, {}};
+    if (got.kind != HttpResult::Kind::Ok) {
+        report(got, "GET " + url);
+        return {State::Failed, {}};
+    }
+    auto text = read_text(file.path());
+    auto records = text ? parse_remote_records(*text)
+                        : std::expected<std::vector<DirectInputs>, std::string>(std::unexpected(text.error()));
+    if (!records) {
+        warn_(fmt::format("remote cache: ignoring {}: {}", display_url(url), records.error()));
+        return {State::Malformed, {}};
+    }
+    return {State::Found, std::move(*records)};
+}
+
+std::optional<Entry> RemoteCache::fetch(Cache& cache, const std::string& direct_key) {
+    if (!http_) return std::nullopt;
+    RemoteRecords remote = read_records(direct_key);
+    if (remote.state != RemoteRecords::State::Found) return std::nullopt;
+    // Only a record whose headers are byte for byte ours names our key.
+    auto match = match_local_files(remote.records);
+    if (!match) return std::nullopt;
+    const std::string key = match->key;
+    auto outcome = cache.get_or_build(
+        key, [&](const fs::path& staging) { return download_entry(key, staging); });
+    if (!outcome) {
+        // An unreachable remote has been reported already.
+        if (http_)
+            warn_(fmt::format("remote cache entry {} not used: {}; building locally", key,
+                              outcome.error().message));
+        return std::nullopt;
+    }
+    // The next build of these inputs is a local hit.
+    if (auto r = cache.record_direct(direct_key, *match); !r)
+        warn_("could not record dependencies for fast hits: " + r.error());
+    return outcome->entry;
+}
+
+std::expected<void, std::string> RemoteCache::download_entry(const std::string& key,
+                                                             const fs::path& staging) {
+    if (!http_) return std::unexpected("the remote is unreachable");
+    TempPath archive("entry");
+    std::string url = entry_url(key);
+    HttpResult got = http_->get(url, archive.path(), entry_limits());
+    if (got.kind == HttpResult::Kind::NotFound)
+        return std::unexpected(display_url(url) + " is missing although a direct record names it");
+    if (got.kind != HttpResult::Kind::Ok) {
+        std::string why = got.message;
+        report(got, "GET " + url);
+        return std::unexpected("download failed: " + why);
+    }
+    auto names = read_entry_archive(archive.path(), staging);
+    if (!names) return std::unexpected("corrupt archive: " + names.error());
+    // The same checks as a local hit, with the full SHA-256 of the library.
+    auto entry = check_entry(staging, key, CheckLevel::Full);
+    if (!entry) return std::unexpected(entry.error());
+    for (const auto& name : *names)
+        if (!travels(name, *entry)) return std::unexpected("unexpected file '" + name + "' in the entry");
+    if (auto deps = read_text(staging / kDependenciesFile)) {
+        auto j = nlohmann::json::parse(*deps, nullptr, false);
+        if (!j.is_array()) return std::unexpected(std::string(kDependenciesFile) + " is not a JSON array");
+    }
+    // check_entry left a stamp; publishing writes its own.
+    std::error_code ec;
+    fs::remove(staging / kStampFile, ec);
+    return {};
+}
+
+void RemoteCache::publish(const Entry& entry, const std::string& direct_key, const DirectInputs& deps) {
+    if (!http_ || config_.read_only) return;
+    // The library first and the manifests last, as a build writes them.
+    std::vector<std::string> names = {entry.library.filename().string()};
+    if (stat_file(entry.dir / kDependenciesFile)) names.emplace_back(kDependenciesFile);
+    names.emplace_back(kManifestNoGraphFile);
+    names.emplace_back(kManifestFile);
+    TempPath archive("upload");
+    if (auto w = write_entry_archive(entry.dir, names, archive.path()); !w) {
+        warn_("remote cache: not uploading " + entry.key + ": " + w.error());
+        return;
+    }
+    // The entry before the record that names it, so a reader who finds the
+    // record finds the entry too.
+    std::string url = entry_url(entry.key);
+    if (HttpResult put = http_->put(url, archive.path(), entry_limits()); put.kind != HttpResult::Kind::Ok) {
+        report(put, "PUT " + url);
+        return;
+    }
+    // Read, merge, write: records other machines made for other header
+    // contents stay. A malformed document is replaced.
+    RemoteRecords remote = read_records(direct_key);
+    if (remote.state == RemoteRecords::State::Failed) return;
+    DirectInputs latest = deps;
+    latest.key = entry.key;
+    auto text = render_remote_records(merge_remote_records(std::move(remote.records), latest));
+    if (!text) {
+        warn_("remote cache: not uploading the direct record: " + text.error());
+        return;
+    }
+    TempPath file("record");
+    if (auto w = write_atomic(file.path(), *text); !w) {
+        warn_("remote cache: " + w.error());
+        return;
+    }
+    url = direct_url(direct_key);
+    if (HttpResult put = http_->put(url, file.path(), record_limits()); put.kind != HttpResult::Kind::Ok)
+        report(put, "PUT " + url);
+}
+
+}  // namespace bekc

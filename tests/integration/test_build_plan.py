@@ -1,0 +1,300 @@
+"""`bekc build --dry-run`: the commands a build would run, for every shape of
+input and every compile option (SPEC §4). Nothing is compiled here.
+
+The dry-run prints each command as a POSIX-shell line; shlex (a parser, not a
+shell) turns it back into the argument vector the build would spawn.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+
+def dry_run(bekc, *args, ok=True, cwd=None):
+    proc = bekc.run("build", "--dry-run", "--cache-dir", bekc.cache_dir, *args, cwd=cwd)
+    if ok:
+        assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stderr}"
+    lines = [l for l in proc.stdout.splitlines() if l.strip()]
+    return [shlex.split(l) for l in lines], proc
+
+
+def tool_name(argv):
+    return Path(argv[0]).name
+
+
+def gencodes(argv):
+    return [argv[i + 1] for i, a in enumerate(argv) if a == "-gencode"]
+
+
+def has_pair(argv, flag, value):
+    return any(a == flag and b == value for a, b in zip(argv, argv[1:]))
+
+
+@pytest.fixture
+def cpp_src(bekc, kernels):
+    return kernels.cpp(bekc.workdir / "host.cpp", fn="host_fn")
+
+
+@pytest.fixture
+def cu_src(bekc, kernels):
+    return kernels.cu(bekc.workdir / "dev.cu", fn="dev_fn")
+
+
+# --------------------------------------------------------------------------- shapes
+def test_cpu_only_is_one_host_compiler_run(bekc, cpp_src):
+    cmds, proc = dry_run(bekc, cpp_src)
+    assert len(cmds) == 1, proc.stdout
+    argv = cmds[0]
+    assert Path(argv[0]).is_absolute()
+    assert "nvcc" not in tool_name(argv)
+    assert "-shared" in argv and "-fPIC" in argv and "-O3" in argv and "-std=c++17" in argv
+    assert not any("gencode" in a for a in argv)
+    lib = argv[argv.index("-o") + 1]
+    assert Path(lib).name == "libhost.so"
+    # The generated wrapper is what is compiled; it lives in a private directory.
+    assert any(a.endswith(".bekc.cpp") for a in argv)
+
+
+def test_cpu_build_needs_no_nvcc(bekc, cpp_src):
+    cmds, proc = dry_run(bekc, cpp_src, "--nvcc", "/nonexistent/nvcc")
+    assert len(cmds) == 1
+
+
+def test_cuda_only_is_one_nvcc_run(bekc, cu_src, nvcc):
+    cmds, proc = dry_run(bekc, cu_src, "--arch", "sm_90")
+    assert len(cmds) == 1, proc.stdout
+    argv = cmds[0]
+    assert tool_name(argv) == "nvcc"
+    assert "-shared" in argv and "-c" not in argv
+    ccbin = argv[argv.index("-ccbin") + 1]
+    assert Path(ccbin).is_absolute() and "nvcc" not in ccbin
+    assert gencodes(argv) == ["arch=compute_90,code=sm_90", "arch=compute_90,code=compute_90"]
+    assert Path(argv[argv.index("-o") + 1]).name == "libdev.so"
+
+
+def test_mixed_compiles_each_then_links_with_nvcc(bekc, cu_src, cpp_src, nvcc):
+    cmds, proc = dry_run(bekc, cu_src, cpp_src, "--arch", "90", "--name", "mixed")
+    assert len(cmds) == 3, proc.stdout
+    nv, cx, link = cmds
+    assert tool_name(nv) == "nvcc" and "-c" in nv
+    assert "nvcc" not in tool_name(cx) and "-c" in cx
+    assert nv[nv.index("-ccbin") + 1] == cx[0], "nvcc must use the same host compiler"
+    objects = [nv[nv.index("-o") + 1], cx[cx.index("-o") + 1]]
+    assert tool_name(link) == "nvcc" and "-shared" in link
+    assert [a for a in link if a in objects] == objects
+    assert Path(link[link.index("-o") + 1]).name == "libmixed.so"
+
+
+def test_two_cpp_inputs_link_with_the_host_compiler(bekc, kernels, cpp_src):
+    other = kernels.cpp(bekc.workdir / "other.cpp", fn="other_fn")
+    cmds, proc = dry_run(bekc, cpp_src, other)
+    assert len(cmds) == 3, proc.stdout
+    assert all("nvcc" not in tool_name(c) for c in cmds)
+    assert "-shared" in cmds[2] and cmds[2][0] == cmds[0][0]
+
+
+def test_directory_input_means_every_source_in_it_sorted(bekc, kernels):
+    d = bekc.workdir / "kernels"
+    kernels.cpp(d / "b.cpp", fn="fb")
+    kernels.cpp(d / "a.cpp", fn="fa")
+    (d / "notes.txt").write_text("not a kernel")
+    cmds, proc = dry_run(bekc, d, "--name", "dirmod")
+    assert len(cmds) == 3, proc.stdout
+    compiled = [next(a for a in c if a.endswith(".bekc.cpp")) for c in cmds[:2]]
+    assert Path(compiled[0]).name.endswith("a.bekc.cpp")
+    assert Path(compiled[1]).name.endswith("b.bekc.cpp")
+
+
+def test_multi_arch_sorted_deduplicated_ptx_for_highest(bekc, cu_src, nvcc):
+    cmds, _ = dry_run(bekc, cu_src, "--arch", "9.0,sm_80,90,86")
+    assert gencodes(cmds[0]) == [
+        "arch=compute_80,code=sm_80",
+        "arch=compute_86,code=sm_86",
+        "arch=compute_90,code=sm_90",
+        "arch=compute_90,code=compute_90",
+    ]
+
+
+def test_bad_arch_is_a_usage_error(bekc, cu_src, nvcc):
+    _, proc = dry_run(bekc, cu_src, "--arch", "sm_9x", ok=False)
+    assert proc.returncode == 2
+    assert "sm_9x" in proc.stderr
+
+
+def test_arch_auto_without_gpu_warns_and_uses_the_default(bekc, cu_src, nvcc):
+    if shutil.which("nvidia-smi"):
+        pytest.skip("a GPU may be present: auto would pick it")
+    cmds, proc = dry_run(bekc, cu_src, "--arch", "auto")
+    assert "warning" in proc.stderr and "sm_80" in proc.stderr and "--arch" in proc.stderr
+    assert "arch=compute_80,code=sm_80" in gencodes(cmds[0])
+    _, quiet = dry_run(bekc, cu_src, "--arch", "auto", "-q")
+    assert "warning" not in quiet.stderr
+
+
+def test_arch_is_ignored_without_cuda_inputs(bekc, cpp_src):
+    cmds, proc = dry_run(bekc, cpp_src, "--arch", "auto")
+    assert "warning" not in proc.stderr
+    assert not any("gencode" in a for a in cmds[0])
+
+
+# --------------------------------------------------------------------------- flags
+@pytest.mark.parametrize("level", [0, 1, 2, 3])
+def test_opt_level_reaches_every_compile(bekc, cu_src, cpp_src, nvcc, level):
+    cmds, _ = dry_run(bekc, cu_src, cpp_src, "--arch", "90", f"-O{level}")
+    for c in cmds[:2]:
+        assert f"-O{level}" in c
+        assert not [a for a in c if a.startswith("-O") and a != f"-O{level}"]
+
+
+def test_opt_level_out_of_range_is_a_usage_error(bekc, cpp_src):
+    _, proc = dry_run(bekc, cpp_src, "-O4", ok=False)
+    assert proc.returncode == 2
+
+
+def test_default_is_O3_without_fast_math(bekc, cu_src, cpp_src, nvcc):
+    cmds, _ = dry_run(bekc, cu_src, cpp_src, "--arch", "90")
+    nv, cx = cmds[0], cmds[1]
+    assert "-O3" in nv and "-O3" in cx
+    assert "--use_fast_math" not in nv and "-ffast-math" not in cx
+
+
+def test_fast_math(bekc, cu_src, cpp_src, nvcc):
+    cmds, _ = dry_run(bekc, cu_src, cpp_src, "--arch", "90", "--fast-math")
+    assert "--use_fast_math" in cmds[0]
+    assert "-ffast-math" in cmds[1]
+
+
+def test_include_dirs_and_defines(bekc, cu_src, cpp_src, nvcc, tmp_path):
+    inc1 = bekc.workdir / "inc one"
+    inc2 = tmp_path / "inc2"
+    inc1.mkdir()
+    inc2.mkdir()
+    cmds, _ = dry_run(bekc, cu_src, cpp_src, "--arch", "90", "-I", "inc one", "-I", inc2,
+                      "-D", "FOO", "-D", "MSG=hello world", "-DBAR=2")
+    for c in cmds[:2]:
+        # Relative -I is resolved against the working directory, order kept.
+        i1, i2 = c.index(f"-I{inc1}"), c.index(f"-I{inc2}")
+        assert i1 < i2
+        assert "-DFOO" in c and "-DMSG=hello world" in c and "-DBAR=2" in c
+    assert "-DFOO" not in cmds[2]
+
+
+def test_cuda_and_cxx_flags_go_to_their_compiler_only(bekc, cu_src, cpp_src, nvcc):
+    cmds, _ = dry_run(bekc, cu_src, cpp_src, "--arch", "90", "--cuda-flag=-lineinfo",
+                      "--cuda-flag=--expt-relaxed-constexpr", "--cxx-flag=-Wall",
+                      "--cxx-flag=-fno-strict-aliasing")
+    nv, cx, link = cmds
+    assert "-lineinfo" in nv and "--expt-relaxed-constexpr" in nv
+    assert "-Wall" not in nv and "-fno-strict-aliasing" not in nv
+    assert "-Wall" in cx and "-fno-strict-aliasing" in cx
+    assert "-lineinfo" not in cx
+    assert nv.index("-lineinfo") < nv.index("--expt-relaxed-constexpr")
+
+
+def test_ldflags_go_to_the_link_after_objects(bekc, cu_src, cpp_src, nvcc):
+    cmds, _ = dry_run(bekc, cu_src, cpp_src, "--arch", "90", "--ldflag=-L/opt/x",
+                      "--ldflag=-lcublas")
+    nv, cx, link = cmds
+    assert "-lcublas" not in nv and "-lcublas" not in cx
+    objs = [i for i, a in enumerate(link) if a.endswith(".o")]
+    assert link.index("-L/opt/x") < link.index("-lcublas")
+    assert link.index("-lcublas") > max(objs)
+
+
+def test_ldflags_in_a_single_input_build(bekc, cpp_src):
+    cmds, _ = dry_run(bekc, cpp_src, "--ldflag=-lm")
+    assert "-lm" in cmds[0]
+
+
+def test_std(bekc, cu_src, cpp_src, nvcc):
+    cmds, _ = dry_run(bekc, cu_src, cpp_src, "--arch", "90", "--std", "c++20")
+    for c in cmds[:2]:
+        assert "-std=c++20" in c and "-std=c++17" not in c
+
+
+def test_explicit_compilers(bekc, cpp_src, tmp_path):
+    gxx = shutil.which("g++")
+    if gxx is None:
+        pytest.skip("no g++")
+    cmds, _ = dry_run(bekc, cpp_src, "--cxx", gxx)
+    assert cmds[0][0] == str(Path(gxx).resolve())
+    _, proc = dry_run(bekc, cpp_src, "--cxx", tmp_path / "no-such-g++", ok=False)
+    assert proc.returncode == 3
+    assert "--cxx" in proc.stderr
+
+
+def test_dry_run_builds_nothing(bekc, cpp_src):
+    cmds, proc = dry_run(bekc, cpp_src)
+    assert cmds
+    assert bekc.entries() == []
+    assert not list(bekc.cache_dir.glob("tmp/build.*"))
+    assert not (bekc.workdir / "libhost.so").exists()
+
+
+def test_paths_with_spaces_and_quotes_survive_as_single_arguments(bekc, kernels, nvcc):
+    d = bekc.workdir / "my kernels 'v2' ü"
+    cu = kernels.cu(d / "dev k.cu", fn="dev_fn")
+    cpp = kernels.cpp(d / "host k.cpp", fn="host_fn")
+    cmds, proc = dry_run(bekc, cu, cpp, "--arch", "90", "--name", "spaced", "-I", d)
+    assert len(cmds) == 3, proc.stdout
+    for c in cmds[:2]:
+        assert f"-I{d}" in c
+
+
+def test_arch_native_without_gpu_is_a_usage_error(bekc, cu_src, nvcc):
+    if Path("/proc/driver/nvidia/gpus").is_dir():
+        pytest.skip("a GPU is present")
+    _, proc = dry_run(bekc, cu_src, "--arch", "native", ok=False)
+    assert proc.returncode == 2
+    assert "native" in proc.stderr and "--arch" in proc.stderr
+
+
+# --------------------------------------------------------------------------- with a GPU
+needs_gpu = pytest.mark.skipif(
+    not Path("/proc/driver/nvidia/gpus").is_dir() or shutil.which("nvidia-smi") is None,
+    reason="needs an NVIDIA driver and nvidia-smi")
+
+
+def gpus_present():
+    out = subprocess.run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
+                         capture_output=True, text=True, check=True).stdout
+    return sorted({"sm_" + line.strip().replace(".", "") for line in out.splitlines()
+                   if line.strip()}, key=lambda s: int(s[3:]))
+
+
+def expected_gencodes(sms):
+    out = [f"arch=compute_{s[3:]},code={s}" for s in sms]
+    return out + [f"arch=compute_{sms[-1][3:]},code=compute_{sms[-1][3:]}"]
+
+
+@needs_gpu
+@pytest.mark.parametrize("mode", ["auto", "native"])
+def test_arch_auto_and_native_compile_for_the_gpus_present(bekc, cu_src, nvcc, mode):
+    sms = gpus_present()
+    for _ in range(2):  # the second run may use what the first one remembered
+        cmds, proc = dry_run(bekc, cu_src, "--arch", mode)
+        assert gencodes(cmds[0]) == expected_gencodes(sms), proc.stderr
+        assert "warning" not in proc.stderr
+
+
+@needs_gpu
+def test_arch_auto_on_a_shared_cache_uses_this_machines_gpus(bekc, cu_src, nvcc):
+    """Another machine (same driver build, GPUs in the same PCI slots, but
+    an older model) used this cache directory first and left its answer."""
+    root = Path("/proc/driver/nvidia")
+    text = (root / "version").read_text()
+    for bus in sorted(p.name for p in (root / "gpus").iterdir()):
+        text += "\n" + bus
+    fingerprint = hashlib.sha256(text.encode()).hexdigest()
+    bekc.cache_dir.mkdir(parents=True, exist_ok=True)
+    (bekc.cache_dir / "gpus.json").write_text(
+        json.dumps({"fingerprint": fingerprint, "archs": ["7.5"]}))
+    cmds, proc = dry_run(bekc, cu_src, "--arch", "auto")
+    assert gencodes(cmds[0]) == expected_gencodes(gpus_present()), proc.stderr

@@ -1,0 +1,172 @@
+"""`cmake --install` of the bekc build tree: layout, relocation, the installed
+Python package and the CMake package.
+
+The build tree is the one holding the binary under test (``$BEKC_BINARY``'s
+directory, default ``<repo>/build``); it must have been configured with the
+current CMakeLists.txt, which `cmake --build` does. Everything else happens in
+temporary directories; every process is spawned with an argument vector.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+TIMEOUT_S = 300
+PY_SUBDIR = Path("lib") / "bekc" / "python"
+
+KERNEL = """\
+#include "brainevent/common.h"
+#include "offset.h"
+
+// @BE add_offset
+void add_offset(const BE::Tensor x, BE::Tensor out) {
+    for (int64_t i = 0; i < x.numel(); ++i)
+        out.data_ptr<float>()[i] = x.data_ptr<float>()[i] + OFFSET;
+}
+"""
+
+
+def run(argv, **kw) -> subprocess.CompletedProcess:
+    kw.setdefault("capture_output", True)
+    kw.setdefault("text", True)
+    kw.setdefault("timeout", TIMEOUT_S)
+    done = subprocess.run([str(a) for a in argv], **kw)
+    assert done.returncode == 0, (
+        f"$ {' '.join(map(str, argv))}\n-> exit {done.returncode}\n{done.stdout}\n{done.stderr}")
+    return done
+
+
+def build_dir_of(binary: Path) -> Path:
+    build = binary.parent
+    if not (build / "CMakeCache.txt").is_file():
+        pytest.skip(f"{binary} is not in a CMake build tree; nothing to install")
+    script = (build / "cmake_install.cmake").read_text()
+    assert "lib/cmake/bekc" in script, (
+        f"{build} was configured before the install rules existed: run "
+        f"`cmake --build {build}` (or `cmake {build}`) first")
+    return build
+
+
+def install(binary: Path, prefix: Path, *extra) -> Path:
+    run(["cmake", "--install", build_dir_of(binary), "--prefix", prefix, *extra])
+    return prefix
+
+
+def isolated_env(tmp: Path, **extra) -> dict:
+    """No bekc on PATH, no $BEKC, a private cache: only the installed tree can answer."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("BEKC", "BEKC_CACHE_DIR", "PYTHONPATH", "MAKEFLAGS", "MAKELEVEL")}
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
+                                  if p and not (Path(p) / "bekc").exists())
+    env["BEKC_CACHE_DIR"] = str(tmp / "cache")
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+@pytest.fixture(scope="module")
+def prefix(bekc_path, tmp_path_factory) -> Path:
+    return install(bekc_path, tmp_path_factory.mktemp("install") / "prefix")
+
+
+def test_layout(prefix):
+    assert os.access(prefix / "bin" / "bekc", os.X_OK)
+    for name in ("bekcConfig.cmake", "bekcConfigVersion.cmake", "BekcModule.cmake"):
+        assert (prefix / "lib" / "cmake" / "bekc" / name).is_file(), name
+    pkg = prefix / PY_SUBDIR / "bekc"
+    assert (pkg / "__init__.py").is_file() and (pkg / "_loader.py").is_file()
+    assert not list(pkg.rglob("__pycache__"))
+    link = pkg / "bin" / "bekc"
+    assert link.is_symlink() and not os.path.isabs(os.readlink(link)), "link must be relative"
+    assert link.resolve() == (prefix / "bin" / "bekc").resolve()
+    assert (prefix / "share" / "doc" / "bekc" / "docs" / "install.md").is_file()
+
+
+def test_package_files_hold_no_absolute_path(prefix):
+    for f in (prefix / "lib" / "cmake" / "bekc").iterdir():
+        text = f.read_text()
+        assert str(prefix) not in text, f"{f.name} names the install prefix"
+        assert str(REPO) not in text, f"{f.name} names the source tree"
+
+
+def test_binary_holds_no_build_tree_path(bekc_path, tmp_path):
+    """Only debug information may name the source tree: nothing bekc reads at run time."""
+    prefix = install(bekc_path, tmp_path / "stripped", "--strip")
+    data = (prefix / "bin" / "bekc").read_bytes()
+    for path in {str(REPO), str(bekc_path.parent)}:
+        assert path.encode() not in data, f"the installed bekc still contains {path}"
+
+
+def test_moved_prefix_builds_and_loads(prefix, tmp_path):
+    """Copy the install, move the copy, and use it with nothing else on PATH."""
+    copy = tmp_path / "copy"
+    shutil.copytree(prefix, copy, symlinks=True)
+    moved = tmp_path / "moved" / "opt-bekc"
+    moved.parent.mkdir()
+    shutil.move(str(copy), str(moved))
+    assert not copy.exists()
+
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "offset.h").write_text("#define OFFSET 2.0f\n")
+    (work / "kern.cpp").write_text(KERNEL)
+    env = isolated_env(tmp_path)
+    bekc = moved / "bin" / "bekc"
+    run([bekc, "--version"], cwd=tmp_path, env=env)
+    out = run([bekc, "build", "kern.cpp", "-o", "out", "--depfile", "out/kern.d"], cwd=work,
+              env=env)
+    assert out.stdout.strip().splitlines()[-1] == "out/manifest.json"
+    depfile = (work / "out" / "kern.d").read_text()
+    assert "offset.h" in depfile and "kern.cpp" in depfile
+
+    # The installed Python package, alone on PYTHONPATH: it finds the binary
+    # through its relative bin/bekc link, loads the build and calls it under jit.
+    script = textwrap.dedent(f"""
+        import jax, jax.numpy as jnp, numpy as np, os
+        import bekc
+        assert bekc.__file__.startswith({str(moved)!r}), bekc.__file__
+        found = bekc.find_binary()
+        assert os.path.realpath(found) == os.path.realpath({str(bekc)!r}), found
+        mod = bekc.load("out/manifest.json")
+        x = jnp.arange(4, dtype=jnp.float32)
+        np.testing.assert_allclose(jax.jit(mod.add_offset)(x), np.arange(4) + 2.0)
+        src = open("kern.cpp").read().replace('#include "offset.h"', "#define OFFSET 5.0f")
+        inline = bekc.load_cpp_inline("moved_inline", src)
+        np.testing.assert_allclose(jax.jit(inline.add_offset)(x), np.arange(4) + 5.0)
+        print("ok")
+    """)
+    done = run([sys.executable, "-c", script], cwd=work,
+               env=isolated_env(tmp_path, PYTHONPATH=moved / PY_SUBDIR))
+    assert done.stdout.strip().endswith("ok")
+
+
+def test_cmake_package_follows_a_moved_prefix(prefix, tmp_path):
+    """find_package(bekc) from a moved copy names paths inside the copy."""
+    moved = tmp_path / "elsewhere" / "bekc"
+    shutil.copytree(prefix, moved, symlinks=True)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "CMakeLists.txt").write_text(textwrap.dedent("""\
+        cmake_minimum_required(VERSION 3.25)
+        project(probe LANGUAGES NONE)
+        find_package(bekc 0.1 CONFIG REQUIRED)
+        get_target_property(loc bekc::bekc IMPORTED_LOCATION)
+        file(WRITE ${CMAKE_BINARY_DIR}/probe.json
+             "{\\"exe\\": \\"${BEKC_EXECUTABLE}\\", \\"loc\\": \\"${loc}\\",
+               \\"python\\": \\"${BEKC_PYTHONPATH}\\", \\"version\\": \\"${bekc_VERSION}\\"}")
+        """))
+    run(["cmake", "-S", project, "-B", tmp_path / "b", f"-DCMAKE_PREFIX_PATH={moved}"],
+        env=isolated_env(tmp_path))
+    probe = json.loads((tmp_path / "b" / "probe.json").read_text())
+    assert Path(probe["exe"]) == moved / "bin" / "bekc"
+    assert Path(probe["loc"]) == moved / "bin" / "bekc"
+    assert Path(probe["python"]) == moved / PY_SUBDIR
+    assert probe["version"].startswith("0.")

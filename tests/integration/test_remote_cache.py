@@ -1,0 +1,508 @@
+"""--remote-cache: whole entries over HTTP GET/PUT, against a real nginx.
+
+Each test starts its own nginx (Debian package ``nginx``; the tests are
+skipped without it) with WebDAV PUT on 127.0.0.1 and a free port: its own
+config, prefix, logs and document root under ``tmp_path``, ``daemon off;``
+and ``master_process off;`` in a child process that is killed at the end.
+"Machines" are separate empty local caches building the same sources from
+the same paths, as CI runners sharing a remote do.
+
+The host compiler is a wrapper that logs its calls, so "a remote hit ran no
+compiler" is checked, not assumed.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import tarfile
+import threading
+import time
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+FAST = "-O0"
+TOKEN = "s3cret-token-for-the-test"
+
+
+# --------------------------------------------------------------------------- nginx
+def find_nginx() -> Optional[str]:
+    return shutil.which("nginx") or next(
+        (p for p in ("/usr/sbin/nginx", "/usr/local/sbin/nginx") if os.access(p, os.X_OK)), None)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+NGINX_CONF = """\
+daemon off;
+master_process off;
+worker_processes 1;
+pid {prefix}/nginx.pid;
+error_log {prefix}/error.log;
+events {{ worker_connections 64; }}
+http {{
+    log_format bekc '$request_method $uri $status';
+    access_log {prefix}/access.log bekc;
+    client_body_temp_path {prefix}/body;
+    proxy_temp_path {prefix}/proxy;
+    fastcgi_temp_path {prefix}/fastcgi;
+    uwsgi_temp_path {prefix}/uwsgi;
+    scgi_temp_path {prefix}/scgi;
+    client_max_body_size 0;
+    server {{
+        listen 127.0.0.1:{port};
+        root {root};
+        location /bekc/ {{
+            {auth}
+            dav_methods PUT;
+            create_full_put_path on;
+            dav_access user:rw group:r all:r;
+        }}
+    }}
+}}
+"""
+
+
+class Nginx:
+    """A private nginx serving (and accepting PUTs into) ``root``/bekc."""
+
+    def __init__(self, binary: str, prefix: Path, token: Optional[str] = None):
+        self.prefix = prefix
+        self.root = prefix / "root"
+        self.tree = self.root / "bekc"
+        self.tree.mkdir(parents=True)
+        self.port = free_port()
+        auth = (f'if ($http_authorization != "Bearer {token}") {{ return 403; }}' if token else "")
+        conf = prefix / "nginx.conf"
+        conf.write_text(NGINX_CONF.format(prefix=prefix, port=self.port, root=self.root, auth=auth))
+        self.proc = subprocess.Popen([binary, "-p", str(prefix), "-c", str(conf),
+                                      "-e", str(prefix / "error.log")],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 10
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"nginx exited: {self.proc.stderr.read().decode()}\n"
+                                   f"{self.log('error.log')}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("nginx did not start listening")
+                time.sleep(0.05)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/bekc"
+
+    def log(self, name: str) -> str:
+        path = self.prefix / name
+        return path.read_text() if path.exists() else ""
+
+    def requests(self) -> list:
+        """[(method, uri, status)] from the access log."""
+        return [tuple(line.split()) for line in self.log("access.log").splitlines()]
+
+    def files(self) -> list:
+        return sorted(str(p.relative_to(self.tree)) for p in self.tree.rglob("*") if p.is_file())
+
+    def entry_tars(self) -> list:
+        return sorted((self.tree / "entries").glob("*.tar"))
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+        self.proc.stderr.close()
+
+
+@pytest.fixture
+def nginx_factory(tmp_path):
+    binary = find_nginx()
+    if binary is None:
+        pytest.skip("nginx is not installed (Debian: apt-get install nginx)")
+    started = []
+
+    def start(token: Optional[str] = None) -> Nginx:
+        server = Nginx(binary, tmp_path / f"nginx{len(started)}", token)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture
+def nginx(nginx_factory) -> Nginx:
+    return nginx_factory()
+
+
+# --------------------------------------------------------------------------- project
+class Project:
+    """One source with a header, built by "machines" (local caches) that share
+    paths, a logging compiler wrapper and an environment."""
+
+    def __init__(self, bekc, kernels, tmp_path: Path):
+        self.bekc = bekc
+        self.tmp = tmp_path
+        gxx = shutil.which("g++") or shutil.which("c++")
+        if gxx is None:
+            pytest.skip("no host compiler")
+        self.log = tmp_path / "compiler.log"
+        self.cxx = tmp_path / "bin" / "logging-g++"
+        self.cxx.parent.mkdir()
+        self.cxx.write_text(f'#!/bin/sh\necho "$@" >> "{self.log}"\nexec "{gxx}" "$@"\n')
+        self.cxx.chmod(self.cxx.stat().st_mode | stat.S_IXUSR)
+        d = bekc.workdir
+        self.header = d / "val.h"
+        self.header.write_text("#define VAL 3.0f\n")
+        self.src = kernels.cpp(d / "k.cpp", includes=["val.h"], value="VAL")
+        # A private TMPDIR shows that no token file or download is left behind.
+        self.tmpdir = tmp_path / "tmpdir"
+        self.tmpdir.mkdir()
+
+    def env(self, **extra):
+        env = dict(os.environ, TMPDIR=str(self.tmpdir))
+        for var in ("BEKC_CACHE_DIR", "BEKC_REMOTE_CACHE", "BEKC_REMOTE_CACHE_READONLY",
+                    "BEKC_REMOTE_TOKEN", "BEKC_REMOTE_TIMEOUT"):
+            env.pop(var, None)
+        env.update(extra)
+        return env
+
+    def compiles(self) -> int:
+        """Compiler runs that compiled or linked (not version queries)."""
+        if not self.log.exists():
+            return 0
+        return sum(1 for c in self.log.read_text().splitlines()
+                   if ".bekc.cpp" in c or "-shared" in c)
+
+    def build(self, machine: str, *args, env=None, **kw):
+        before = self.compiles()
+        r = self.bekc.build(self.src, FAST, "--cxx", self.cxx, *args,
+                            cache_dir=self.tmp / f"cache-{machine}", env=env or self.env(), **kw)
+        r.compiled = self.compiles() > before
+        return r
+
+
+@pytest.fixture
+def project(bekc, kernels, tmp_path) -> Project:
+    return Project(bekc, kernels, tmp_path)
+
+
+def assert_no_leftovers(project: Project) -> None:
+    assert list(project.tmpdir.iterdir()) == [], "temporary files (a token?) left behind"
+
+
+def rewrite_tar(path: Path, change) -> None:
+    """Rewrites a remote entry archive; ``change(name, data)`` returns new bytes,
+    or None to drop the member. USTAR, as bekc writes and reads."""
+    with tarfile.open(path) as t:
+        members = [(m, t.extractfile(m).read()) for m in t.getmembers()]
+    with tarfile.open(path, "w", format=tarfile.USTAR_FORMAT) as t:
+        for m, data in members:
+            data = change(m.name, data)
+            if data is not None:
+                m.size = len(data)
+                t.addfile(m, io.BytesIO(data))
+
+
+# --------------------------------------------------------------------------- hits
+def test_second_machine_gets_a_remote_hit_without_compiling(project, nginx):
+    a = project.build("a", "--remote-cache", nginx.url)
+    assert a.compiled and a.hit is False and a.info["remote_hit"] is False
+    assert a.stderr == "", a.stderr
+    key = a.key
+    assert f"entries/{key}.tar" in nginx.files()
+    records = [f for f in nginx.files() if f.startswith("direct/")]
+    assert len(records) == 1
+    record = json.loads((nginx.tree / records[0]).read_text())
+    assert record["records"][0]["key"] == key
+    assert str(project.header) in [f["path"] for f in record["records"][0]["files"]]
+    with tarfile.open(nginx.entry_tars()[0]) as t:
+        assert sorted(t.getnames()) == sorted(["libk.so", "dependencies.json", "manifest.json",
+                                               "manifest.no-cuda-graph.json"])
+
+    b = project.build("b", "--remote-cache", nginx.url)
+    assert b.info["remote_hit"] is True and b.hit is True, b.describe()
+    assert not b.compiled, "a remote hit ran the compiler"
+    assert b.key == key
+    assert b.library.read_bytes() == a.library.read_bytes()
+    assert str(project.tmp / "cache-b") in str(b.library), "the hit was copied into the local cache"
+
+    # Now local: the remote is not asked again.
+    asked = len(nginx.requests())
+    again = project.build("b", "--remote-cache", nginx.url)
+    assert again.hit is True and again.info["remote_hit"] is False and not again.compiled
+    assert len(nginx.requests()) == asked
+    assert_no_leftovers(project)
+
+
+def test_remote_from_the_environment_and_depfile(project, nginx, tmp_path):
+    env = project.env(BEKC_REMOTE_CACHE=nginx.url + "/")
+    project.build("a", env=env)
+    dep = tmp_path / "k.d"
+    b = project.build("b", "--depfile", dep, env=env)
+    assert b.info["remote_hit"] is True and not b.compiled
+    assert str(project.header) in dep.read_text(), "dependencies.json travels with the entry"
+
+
+def test_a_record_for_other_header_contents_is_not_used(project, nginx):
+    a = project.build("a", "--remote-cache", nginx.url)
+    project.header.write_text("#define VAL 4.0f\n")
+    b = project.build("b", "--remote-cache", nginx.url)
+    assert b.info["remote_hit"] is False and b.compiled and b.key != a.key
+    # Both records are kept: a third machine with the first header gets its entry.
+    record = json.loads(next((nginx.tree / "direct").iterdir()).read_text())
+    assert [r["key"] for r in record["records"]] == [b.key, a.key]
+    project.header.write_text("#define VAL 3.0f\n")
+    c = project.build("c", "--remote-cache", nginx.url)
+    assert c.info["remote_hit"] is True and not c.compiled and c.key == a.key
+
+
+# --------------------------------------------------------------------------- corruption
+def _truncate_library(name, data):
+    return data[: len(data) // 2] if name == "libk.so" else data
+
+
+def _flip_library_byte(name, data):
+    if name != "libk.so":
+        return data
+    mid = len(data) // 2
+    return data[:mid] + bytes([data[mid] ^ 0xFF]) + data[mid + 1:]
+
+
+def _bad_manifest(name, data):
+    return b"{not json" if name == "manifest.json" else data
+
+
+def _manifest_for_another_key(name, data):
+    if name not in ("manifest.json", "manifest.no-cuda-graph.json"):
+        return data
+    m = json.loads(data)
+    m["key"] = "0" * 64
+    return json.dumps(m).encode()
+
+
+def _no_library(name, data):
+    return None if name == "libk.so" else data
+
+
+CORRUPTIONS = {
+    "truncated library": (lambda p: rewrite_tar(p, _truncate_library), "does not match library_sha256"),
+    "altered library": (lambda p: rewrite_tar(p, _flip_library_byte), "does not match library_sha256"),
+    "bad manifest": (lambda p: rewrite_tar(p, _bad_manifest), "manifest.json is not a JSON object"),
+    "manifest of another key": (lambda p: rewrite_tar(p, _manifest_for_another_key), "another key"),
+    "missing library": (lambda p: rewrite_tar(p, _no_library), "library libk.so is missing"),
+    "truncated archive": (lambda p: p.write_bytes(p.read_bytes()[:3000]), "archive is truncated"),
+    "not an archive": (lambda p: p.write_bytes(b"<html>502 Bad Gateway</html>\n" * 40),
+                       "not a ustar archive"),
+}
+
+
+@pytest.mark.parametrize("corruption", sorted(CORRUPTIONS))
+def test_a_corrupt_remote_entry_is_rejected_and_built_locally(project, nginx, corruption):
+    corrupt, reason = CORRUPTIONS[corruption]
+    a = project.build("a", "--remote-cache", nginx.url)
+    (tar,) = nginx.entry_tars()
+    corrupt(tar)
+    b = project.build("b", "--remote-cache", nginx.url)
+    assert b.info["remote_hit"] is False and b.hit is False and b.compiled, b.describe()
+    assert "warning: remote cache entry" in b.stderr and reason in b.stderr, b.stderr
+    assert b.key == a.key
+    assert b.library.read_bytes() == a.library.read_bytes()
+    # Nothing half-unpacked stays in the local cache.
+    assert list((project.tmp / "cache-b" / "tmp").glob(f"{a.key}.*")) == []
+    # The local build put a good entry back: the next machine gets a hit.
+    c = project.build("c", "--remote-cache", nginx.url)
+    assert c.info["remote_hit"] is True and not c.compiled
+    assert_no_leftovers(project)
+
+
+def _hostile_member(kind):
+    def corrupt(path: Path):
+        with tarfile.open(path) as t:
+            members = [(m, t.extractfile(m).read()) for m in t.getmembers()]
+        with tarfile.open(path, "w", format=tarfile.USTAR_FORMAT) as t:
+            for m, data in members:
+                t.addfile(m, io.BytesIO(data))
+            evil = tarfile.TarInfo({"dotdot": "../../../escaped", "absolute": str(path.parent / "abs-escaped"),
+                                    "symlink": "link", "subdir": "sub/file"}[kind])
+            if kind == "symlink":
+                evil.type = tarfile.SYMTYPE
+                evil.linkname = "/etc/passwd"
+                t.addfile(evil)
+            else:
+                evil.size = 4
+                t.addfile(evil, io.BytesIO(b"evil"))
+    return corrupt
+
+
+@pytest.mark.parametrize("kind", ["dotdot", "absolute", "symlink", "subdir"])
+def test_hostile_archive_members_are_rejected(project, nginx, kind):
+    project.build("a", "--remote-cache", nginx.url)
+    (tar,) = nginx.entry_tars()
+    _hostile_member(kind)(tar)
+    b = project.build("b", "--remote-cache", nginx.url)
+    assert b.info["remote_hit"] is False and b.compiled
+    assert "warning: remote cache entry" in b.stderr, b.stderr
+    assert "not a plain file name" in b.stderr or "not a regular file" in b.stderr, b.stderr
+    escaped = [p for p in project.tmp.rglob("*escaped*")] + list(tar.parent.glob("abs-escaped"))
+    assert escaped == []
+
+
+def test_a_malformed_direct_record_only_warns(project, nginx):
+    project.build("a", "--remote-cache", nginx.url)
+    (record,) = (nginx.tree / "direct").iterdir()
+    record.write_text('{"format": 1, "records": [{"key": "../../etc", "files": [], "absent": []}]}')
+    b = project.build("b", "--remote-cache", nginx.url)
+    assert b.info["remote_hit"] is False and b.compiled
+    assert "remote cache: ignoring" in b.stderr and "no valid key" in b.stderr, b.stderr
+    # b replaced the record with a good one.
+    c = project.build("c", "--remote-cache", nginx.url)
+    assert c.info["remote_hit"] is True and not c.compiled
+
+
+# --------------------------------------------------------------------------- failures
+def test_a_down_remote_only_warns(project):
+    url = f"http://127.0.0.1:{free_port()}/bekc"  # nothing listens there
+    start = time.monotonic()
+    b = project.build("a", "--remote-cache", url)
+    assert b.compiled and b.hit is False and b.info["remote_hit"] is False
+    assert b.stderr.count("warning:") == 1, "one warning, then the remote is left alone"
+    assert "is unreachable" in b.stderr, b.stderr
+    assert time.monotonic() - start < 30
+    assert_no_leftovers(project)
+
+
+def test_a_remote_that_never_answers_times_out(project):
+    """A server that accepts connections and then says nothing."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    held, stop = [], threading.Event()
+
+    def accept():
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                pass
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.getsockname()[1]}/bekc"
+        start = time.monotonic()
+        b = project.build("a", "--remote-cache", url, env=project.env(BEKC_REMOTE_TIMEOUT="1"))
+        elapsed = time.monotonic() - start
+    finally:
+        stop.set()
+        thread.join()
+        for c in held:
+            c.close()
+        server.close()
+    assert b.compiled and b.info["remote_hit"] is False
+    assert "is unreachable" in b.stderr and b.stderr.count("warning:") == 1, b.stderr
+    assert elapsed < 20
+
+
+def test_a_bad_url_disables_the_remote_with_a_warning(project):
+    b = project.build("a", "--remote-cache", "ftp://example.invalid/cache")
+    assert b.compiled and "remote cache disabled" in b.stderr and "not an http" in b.stderr
+
+
+def test_missing_curl_disables_the_remote_with_a_warning(project, nginx, tmp_path):
+    bindir = tmp_path / "nocurl"
+    bindir.mkdir()
+    b = project.build("a", "--remote-cache", nginx.url, env=project.env(PATH=str(bindir)))
+    assert b.compiled and "curl was not found" in b.stderr, b.stderr
+    assert nginx.requests() == []
+
+
+# --------------------------------------------------------------------------- read-only
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_read_only_never_puts(project, nginx, how):
+    if how == "flag":
+        args, env = ["--remote-cache", nginx.url, "--remote-cache-read-only"], project.env()
+    else:
+        args, env = [], project.env(BEKC_REMOTE_CACHE=nginx.url, BEKC_REMOTE_CACHE_READONLY="1")
+    a = project.build("a", *args, env=env)
+    assert a.compiled and a.stderr == ""
+    assert nginx.files() == []
+    assert [m for m, _, _ in nginx.requests() if m != "GET"] == []
+    assert len(nginx.requests()) == 1, "only the direct record was asked for"
+    # Reading still works: once a writer published, a read-only machine hits.
+    project.build("w", "--remote-cache", nginx.url)
+    puts = [r for r in nginx.requests() if r[0] == "PUT"]
+    b = project.build("b", *args, env=env)
+    assert b.info["remote_hit"] is True and not b.compiled
+    assert [r for r in nginx.requests() if r[0] == "PUT"] == puts
+
+
+# --------------------------------------------------------------------------- token
+def test_the_bearer_token_reaches_the_server(project, nginx_factory):
+    server = nginx_factory(token=TOKEN)
+    # Without the token: 403, a warning, a local build; nothing uploaded.
+    a = project.build("a", "--remote-cache", server.url)
+    assert a.compiled and "HTTP status 403" in a.stderr, a.stderr
+    assert server.files() == []
+    # A wrong token is refused the same way.
+    w = project.build("w", "--remote-cache", server.url, env=project.env(BEKC_REMOTE_TOKEN="wrong"))
+    assert "HTTP status 403" in w.stderr and server.files() == []
+
+    env = project.env(BEKC_REMOTE_TOKEN=TOKEN)
+    b = project.build("b", "--remote-cache", server.url, env=env)
+    assert b.compiled and b.stderr == "", b.stderr
+    assert any(f.startswith("entries/") for f in server.files())
+    c = project.build("c", "--remote-cache", server.url, env=env)
+    assert c.info["remote_hit"] is True and not c.compiled
+    assert_no_leftovers(project)
+
+
+def test_a_token_with_a_line_break_is_refused(project, nginx):
+    env = project.env(BEKC_REMOTE_TOKEN=TOKEN + "\r\nX-Injected: 1")
+    b = project.build("a", "--remote-cache", nginx.url, env=env)
+    assert b.compiled and "control characters" in b.stderr
+    assert nginx.requests() == []
+
+
+def test_the_token_is_not_on_curls_command_line(project, nginx, tmp_path):
+    """curl is replaced by a wrapper that records its arguments and the header
+    file it was given, then runs the real curl."""
+    real = shutil.which("curl")
+    if real is None:
+        pytest.skip("curl is not installed")
+    bindir = tmp_path / "curlbin"
+    bindir.mkdir()
+    log = tmp_path / "curl.log"
+    wrapper = bindir / "curl"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f'echo "ARGS $*" >> "{log}"\n'
+        'prev=""\n'
+        'for a in "$@"; do\n'
+        '  if [ "$prev" = "--header" ]; then f="${a#@}";'
+        f' stat -c "MODE %a" "$f" >> "{log}"; fi\n'
+        '  prev="$a"\n'
+        "done\n"
+        f'exec "{real}" "$@"\n')
+    wrapper.chmod(0o755)
+    env = project.env(BEKC_REMOTE_TOKEN=TOKEN, PATH=f"{bindir}:{os.environ.get('PATH', '')}")
+    project.build("a", "--remote-cache", nginx.url, env=env)
+    text = log.read_text()
+    assert "ARGS" in text and TOKEN not in text
+    modes = {line for line in text.splitlines() if line.startswith("MODE")}
+    assert modes == {"MODE 600"}, text
+    assert_no_leftovers(project)

@@ -1,0 +1,133 @@
+// GPU architecture lists (lib/plan/arch): what `--arch` accepts, how it is
+// normalised, and the -gencode options nvcc receives.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "plan/arch.hpp"
+
+using namespace bekc;
+
+namespace {
+
+std::vector<Arch> parse_ok(const std::string& list) {
+    std::string err;
+    auto archs = parse_arch_list(list, err);
+    INFO("--arch " << list << ": " << err);
+    REQUIRE(archs.has_value());
+    CHECK(err.empty());
+    return *archs;
+}
+
+std::string parse_error(const std::string& list) {
+    std::string err;
+    auto archs = parse_arch_list(list, err);
+    INFO("--arch " << list);
+    REQUIRE_FALSE(archs.has_value());
+    REQUIRE_FALSE(err.empty());
+    return err;
+}
+
+std::vector<std::string> sms(const std::vector<Arch>& archs) {
+    std::vector<std::string> out;
+    for (const auto& a : archs) out.push_back(a.sm());
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("every spelling of one architecture means the same thing", "[arch]") {
+    for (const char* spelling : {"sm_90", "90", "9.0", "compute_90", " sm_90 "}) {
+        INFO(spelling);
+        auto archs = parse_ok(spelling);
+        REQUIRE(archs.size() == 1);
+        CHECK(archs[0].number == 90);
+        CHECK(archs[0].suffix.empty());
+        CHECK(archs[0].sm() == "sm_90");
+        CHECK(archs[0].compute() == "compute_90");
+    }
+}
+
+TEST_CASE("arch-specific feature sets keep their suffix", "[arch]") {
+    auto a = parse_ok("sm_90a");
+    REQUIRE(a.size() == 1);
+    CHECK(a[0].number == 90);
+    CHECK(a[0].suffix == "a");
+    CHECK(a[0].sm() == "sm_90a");
+    CHECK(a[0].compute() == "compute_90a");
+    CHECK(sms(parse_ok("9.0a")) == std::vector<std::string>{"sm_90a"});
+    CHECK(sms(parse_ok("100f")) == std::vector<std::string>{"sm_100f"});
+    CHECK(sms(parse_ok("sm_120")) == std::vector<std::string>{"sm_120"});
+    CHECK(sms(parse_ok("12.0")) == std::vector<std::string>{"sm_120"});
+}
+
+TEST_CASE("lists are sorted and de-duplicated across spellings", "[arch]") {
+    CHECK(sms(parse_ok("sm_90,80,8.6")) == std::vector<std::string>{"sm_80", "sm_86", "sm_90"});
+    CHECK(sms(parse_ok("sm_90,90,9.0,compute_90")) == std::vector<std::string>{"sm_90"});
+    CHECK(sms(parse_ok("sm_90a,sm_90,sm_80")) ==
+          std::vector<std::string>{"sm_80", "sm_90", "sm_90a"});
+    // Numeric, not lexicographic: 100 is newer than 90.
+    CHECK(sms(parse_ok("100,90")) == std::vector<std::string>{"sm_90", "sm_100"});
+    // Stray commas and blanks are tolerated.
+    CHECK(sms(parse_ok(" sm_80 , ,sm_90,")) == std::vector<std::string>{"sm_80", "sm_90"});
+}
+
+TEST_CASE("a spelling change does not change the canonical list", "[arch]") {
+    CHECK(arch_list_string(parse_ok("9.0,80")) == arch_list_string(parse_ok("sm_80,sm_90")));
+    CHECK(arch_list_string(parse_ok("9.0,80")) == "sm_80,sm_90");
+    CHECK(arch_list_string({}) == "");
+}
+
+TEST_CASE("malformed architectures are errors that name the element and the syntax", "[arch]") {
+    for (const char* bad : {"sm_9x", "foo", "sm_", "sm90", "9", "9.0.1", "sm_90b", "sm_90,bogus",
+                            "native,sm_90", "-1"}) {
+        std::string err = parse_error(bad);
+        INFO(bad << " -> " << err);
+        CHECK(err.find("--arch") != std::string::npos);
+        CHECK(err.find("sm_90") != std::string::npos);  // shows how to write one
+    }
+    std::string err = parse_error("sm_80,sm_9x");
+    CHECK(err.find("'sm_9x'") != std::string::npos);
+}
+
+TEST_CASE("architectures too old for current CUDA are refused", "[arch]") {
+    std::string err = parse_error("sm_35");
+    CHECK(err.find("sm_35") != std::string::npos);
+    parse_error("3.0");
+    CHECK(parse_ok("sm_50").front().number == 50);
+}
+
+TEST_CASE("an empty list is an error", "[arch]") {
+    CHECK(parse_error("").find("empty") != std::string::npos);
+    CHECK(parse_error(" , ").find("empty") != std::string::npos);
+}
+
+TEST_CASE("gencode: SASS for every arch and PTX for the highest", "[arch]") {
+    CHECK(gencode_flags(parse_ok("sm_90")) ==
+          std::vector<std::string>{"-gencode", "arch=compute_90,code=sm_90", "-gencode",
+                                   "arch=compute_90,code=compute_90"});
+    CHECK(gencode_flags(parse_ok("90,80,86")) ==
+          std::vector<std::string>{"-gencode", "arch=compute_80,code=sm_80", "-gencode",
+                                   "arch=compute_86,code=sm_86", "-gencode",
+                                   "arch=compute_90,code=sm_90", "-gencode",
+                                   "arch=compute_90,code=compute_90"});
+    // PTX goes with the numerically highest, not the last one typed.
+    auto flags = gencode_flags(parse_ok("sm_100,sm_90"));
+    REQUIRE(flags.size() == 6);
+    CHECK(flags.back() == "arch=compute_100,code=compute_100");
+    CHECK(gencode_flags({}).empty());
+}
+
+TEST_CASE("gencode keeps arch-specific suffixes", "[arch]") {
+    auto flags = gencode_flags(parse_ok("sm_90a"));
+    REQUIRE(flags.size() == 4);
+    CHECK(flags[1] == "arch=compute_90a,code=sm_90a");
+}
+
+TEST_CASE("nvidia-smi compute capabilities become a sorted arch list", "[arch]") {
+    CHECK(sms(parse_compute_caps("9.0\n8.6\n9.0\n")) == std::vector<std::string>{"sm_86", "sm_90"});
+    CHECK(sms(parse_compute_caps("  8.0 \r\n")) == std::vector<std::string>{"sm_80"});
+    CHECK(parse_compute_caps("").empty());
+    CHECK(parse_compute_caps("No devices were found\n").empty());
+}

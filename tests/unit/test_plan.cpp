@@ -1,0 +1,363 @@
+// The compile plan (lib/plan/compile_plan): which commands a build runs, with
+// which arguments, and how compiler-written depfiles are read back.
+// make_build_plan is pure, so these tests need no compiler.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "plan/compile_plan.hpp"
+
+using namespace bekc;
+using Argv = std::vector<std::string>;
+
+namespace {
+
+const std::string kNvcc = "/opt/cuda-13/bin/nvcc";
+const std::string kCxx = "/usr/bin/g++-12";
+const std::string kBuild = "/cache/tmp/build.x";
+const std::string kRuntime = "/cache/runtime/abc/include";
+
+PlanRequest request(std::vector<PlanUnit> units, std::vector<Arch> archs = {Arch{90, ""}}) {
+    PlanRequest r;
+    r.units = std::move(units);
+    bool cuda = false;
+    for (const auto& u : r.units) cuda |= u.cuda;
+    if (cuda) r.nvcc = Tool{kNvcc, 1, 2};
+    r.cxx = Tool{kCxx, 3, 4};
+    r.archs = std::move(archs);
+    r.runtime_include = kRuntime;
+    r.library = kBuild + "/libmod.so";
+    return r;
+}
+
+PlanUnit unit(const std::string& file, bool cuda) {
+    PlanUnit u;
+    u.wrapper = kBuild + "/" + file;
+    u.cuda = cuda;
+    return u;
+}
+PlanUnit cu(const std::string& stem) {
+    return unit(stem + ".bekc.cu", true);
+}
+PlanUnit cpp(const std::string& stem) {
+    return unit(stem + ".bekc.cpp", false);
+}
+
+bool has(const Argv& a, const std::string& s) {
+    return std::find(a.begin(), a.end(), s) != a.end();
+}
+
+long index_of(const Argv& a, const std::string& s) {
+    auto it = std::find(a.begin(), a.end(), s);
+    return it == a.end() ? -1 : static_cast<long>(it - a.begin());
+}
+
+// `flag` immediately followed by `value`.
+bool has_pair(const Argv& a, const std::string& flag, const std::string& value) {
+    for (size_t i = 0; i + 1 < a.size(); ++i)
+        if (a[i] == flag && a[i + 1] == value) return true;
+    return false;
+}
+
+// `seq` appears contiguously in `a`.
+bool has_sequence(const Argv& a, const Argv& seq) {
+    return std::search(a.begin(), a.end(), seq.begin(), seq.end()) != a.end();
+}
+
+std::string joined(const Argv& a) {
+    std::string s;
+    for (const auto& x : a) s += "[" + x + "] ";
+    return s;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- plan shapes
+
+TEST_CASE("plan: one .cpp input compiles and links in one host-compiler run", "[plan]") {
+    BuildPlan plan = make_build_plan(request({cpp("0_k")}));
+    REQUIRE(plan.compiles.size() == 1);
+    CHECK_FALSE(plan.link.has_value());
+    const Argv& a = plan.compiles[0].command.argv;
+    INFO(joined(a));
+    CHECK(a.at(0) == kCxx);
+    CHECK(has(a, "-shared"));
+    CHECK(has(a, "-fPIC"));
+    CHECK(has(a, "-std=c++17"));
+    CHECK(has(a, "-O3"));
+    CHECK_FALSE(has(a, "-c"));
+    CHECK(has(a, "-I" + kRuntime));
+    CHECK(has(a, kBuild + "/0_k.bekc.cpp"));
+    CHECK(has_pair(a, "-o", kBuild + "/libmod.so"));
+    // Nothing of nvcc's.
+    CHECK_FALSE(has(a, "-gencode"));
+    CHECK_FALSE(has(a, "-ccbin"));
+    CHECK_FALSE(has(a, "-Xcompiler"));
+    CHECK_FALSE(has(a, kNvcc));
+}
+
+TEST_CASE("plan: every compile writes a depfile next to its wrapper", "[plan]") {
+    BuildPlan plan = make_build_plan(request({cu("0_a"), cpp("1_b")}));
+    REQUIRE(plan.compiles.size() == 2);
+    for (const auto& s : plan.compiles) {
+        const Argv& a = s.command.argv;
+        INFO(joined(a));
+        CHECK(has(a, "-MD"));
+        CHECK(has_pair(a, "-MF", s.depfile.string()));
+    }
+    CHECK(plan.compiles[0].depfile == kBuild + "/0_a.bekc.cu.d");
+    CHECK(plan.compiles[1].depfile == kBuild + "/1_b.bekc.cpp.d");
+}
+
+TEST_CASE("plan: one .cu input is one nvcc -shared run with the host compiler as -ccbin",
+          "[plan]") {
+    auto archs = std::vector<Arch>{{80, ""}, {90, ""}};
+    BuildPlan plan = make_build_plan(request({cu("0_k")}, archs));
+    REQUIRE(plan.compiles.size() == 1);
+    CHECK_FALSE(plan.link.has_value());
+    const Argv& a = plan.compiles[0].command.argv;
+    INFO(joined(a));
+    CHECK(a.at(0) == kNvcc);
+    CHECK(has_pair(a, "-ccbin", kCxx));
+    CHECK(has(a, "-shared"));
+    CHECK_FALSE(has(a, "-c"));
+    long xc = index_of(a, "-Xcompiler");
+    REQUIRE(xc >= 0);
+    CHECK(a.at(xc + 1).find("-fPIC") != std::string::npos);
+    CHECK(has_sequence(a, gencode_flags(archs)));
+    CHECK(has_sequence(a, {"-gencode", "arch=compute_90,code=compute_90"}));
+    CHECK(has(a, "-std=c++17"));
+    CHECK(has(a, "-O3"));
+    CHECK(has(a, "-I" + kRuntime));
+    CHECK(has_pair(a, "-o", kBuild + "/libmod.so"));
+}
+
+TEST_CASE("plan: mixed .cu and .cpp compile separately, then nvcc links", "[plan]") {
+    BuildPlan plan = make_build_plan(request({cu("0_a"), cpp("1_b")}));
+    REQUIRE(plan.compiles.size() == 2);
+    const Argv& nv = plan.compiles[0].command.argv;
+    const Argv& cx = plan.compiles[1].command.argv;
+    INFO(joined(nv) << "\n" << joined(cx));
+    CHECK(nv.at(0) == kNvcc);
+    CHECK(cx.at(0) == kCxx);
+    for (const Argv* a : {&nv, &cx}) {
+        CHECK(has(*a, "-c"));
+        CHECK_FALSE(has(*a, "-shared"));
+    }
+    CHECK(has_pair(nv, "-o", kBuild + "/0_a.bekc.cu.o"));
+    CHECK(has_pair(cx, "-o", kBuild + "/1_b.bekc.cpp.o"));
+    CHECK(has(cx, "-fPIC"));
+    CHECK_FALSE(has(cx, "-gencode"));
+
+    REQUIRE(plan.link.has_value());
+    const Argv& l = plan.link->argv;
+    INFO(joined(l));
+    CHECK(l.at(0) == kNvcc);
+    CHECK(has(l, "-shared"));
+    CHECK(has_pair(l, "-ccbin", kCxx));
+    long o1 = index_of(l, kBuild + "/0_a.bekc.cu.o");
+    long o2 = index_of(l, kBuild + "/1_b.bekc.cpp.o");
+    CHECK(o1 >= 0);
+    CHECK(o2 > o1);
+    CHECK(has_pair(l, "-o", kBuild + "/libmod.so"));
+    CHECK(plan.link->inputs ==
+          std::vector<std::string>{kBuild + "/0_a.bekc.cu.o", kBuild + "/1_b.bekc.cpp.o"});
+    CHECK(plan.link->outputs == std::vector<std::string>{kBuild + "/libmod.so"});
+}
+
+TEST_CASE("plan: several .cpp inputs link with the host compiler, no nvcc anywhere", "[plan]") {
+    BuildPlan plan = make_build_plan(request({cpp("0_a"), cpp("1_b"), cpp("2_c")}));
+    REQUIRE(plan.compiles.size() == 3);
+    REQUIRE(plan.link.has_value());
+    CHECK(plan.link->argv.at(0) == kCxx);
+    CHECK(has(plan.link->argv, "-shared"));
+    for (const auto& s : plan.compiles) CHECK(s.command.argv.at(0) == kCxx);
+    // Each compile writes its own object: they can run in parallel.
+    std::vector<std::string> outs;
+    for (const auto& s : plan.compiles)
+        outs.insert(outs.end(), s.command.outputs.begin(), s.command.outputs.end());
+    std::sort(outs.begin(), outs.end());
+    CHECK(std::adjacent_find(outs.begin(), outs.end()) == outs.end());
+}
+
+TEST_CASE("plan: several .cu inputs get the same arch flags each", "[plan]") {
+    auto archs = std::vector<Arch>{{80, ""}, {90, "a"}};
+    BuildPlan plan = make_build_plan(request({cu("0_a"), cu("1_b")}, archs));
+    REQUIRE(plan.compiles.size() == 2);
+    for (const auto& s : plan.compiles) CHECK(has_sequence(s.command.argv, gencode_flags(archs)));
+    REQUIRE(plan.link.has_value());
+    CHECK(plan.link->argv.at(0) == kNvcc);
+}
+
+// ---------------------------------------------------------------------- flags
+
+TEST_CASE("plan: -O0..-O3 reach both compilers", "[plan][flags]") {
+    for (int level = 0; level <= 3; ++level) {
+        PlanRequest r = request({cu("0_a"), cpp("1_b")});
+        r.flags.opt_level = level;
+        BuildPlan plan = make_build_plan(r);
+        std::string want = "-O" + std::to_string(level);
+        for (const auto& s : plan.compiles) {
+            INFO(joined(s.command.argv));
+            CHECK(has(s.command.argv, want));
+            for (int other = 0; other <= 3; ++other)
+                if (other != level) CHECK_FALSE(has(s.command.argv, "-O" + std::to_string(other)));
+        }
+    }
+}
+
+TEST_CASE("plan: --fast-math is --use_fast_math for nvcc and -ffast-math for C++",
+          "[plan][flags]") {
+    PlanRequest r = request({cu("0_a"), cpp("1_b")});
+    BuildPlan off = make_build_plan(r);
+    CHECK_FALSE(has(off.compiles[0].command.argv, "--use_fast_math"));
+    CHECK_FALSE(has(off.compiles[1].command.argv, "-ffast-math"));
+    r.flags.fast_math = true;
+    BuildPlan on = make_build_plan(r);
+    CHECK(has(on.compiles[0].command.argv, "--use_fast_math"));
+    CHECK_FALSE(has(on.compiles[0].command.argv, "-ffast-math"));
+    CHECK(has(on.compiles[1].command.argv, "-ffast-math"));
+    CHECK_FALSE(has(on.compiles[1].command.argv, "--use_fast_math"));
+}
+
+TEST_CASE("plan: include dirs and defines reach both compilers, in order", "[plan][flags]") {
+    PlanRequest r = request({cu("0_a"), cpp("1_b")});
+    r.flags.include_dirs = {"/inc/first", "/inc/with space"};
+    r.flags.defines = {"FOO", "BAR=1", "MSG=\"hello world\""};
+    BuildPlan plan = make_build_plan(r);
+    for (const auto& s : plan.compiles) {
+        const Argv& a = s.command.argv;
+        INFO(joined(a));
+        long first = index_of(a, "-I/inc/first");
+        long second = index_of(a, "-I/inc/with space");  // one argument, no quoting
+        CHECK(first >= 0);
+        CHECK(second > first);
+        CHECK(has(a, "-DFOO"));
+        CHECK(has(a, "-DBAR=1"));
+        CHECK(has(a, "-DMSG=\"hello world\""));
+        CHECK(index_of(a, "-DFOO") < index_of(a, "-DBAR=1"));
+    }
+    // Preprocessor flags are for compiles, not for the link.
+    REQUIRE(plan.link.has_value());
+    CHECK_FALSE(has(plan.link->argv, "-DFOO"));
+}
+
+TEST_CASE("plan: --cuda-flag goes to nvcc compiles only, --cxx-flag to C++ compiles only",
+          "[plan][flags]") {
+    PlanRequest r = request({cu("0_a"), cpp("1_b")});
+    r.flags.cuda_flags = {"-lineinfo", "--expt-relaxed-constexpr"};
+    r.flags.cxx_flags = {"-Wall", "-march=x86-64-v2"};
+    BuildPlan plan = make_build_plan(r);
+    const Argv& nv = plan.compiles[0].command.argv;
+    const Argv& cx = plan.compiles[1].command.argv;
+    INFO(joined(nv) << "\n" << joined(cx));
+    CHECK(has_sequence(nv, {"-lineinfo", "--expt-relaxed-constexpr"}));
+    CHECK_FALSE(has(nv, "-Wall"));
+    CHECK(has_sequence(cx, {"-Wall", "-march=x86-64-v2"}));
+    CHECK_FALSE(has(cx, "-lineinfo"));
+    REQUIRE(plan.link.has_value());
+    CHECK_FALSE(has(plan.link->argv, "-lineinfo"));
+    CHECK_FALSE(has(plan.link->argv, "-Wall"));
+}
+
+TEST_CASE("plan: --ldflag goes to the link, after the objects", "[plan][flags]") {
+    PlanRequest r = request({cu("0_a"), cpp("1_b")});
+    r.flags.ldflags = {"-L/opt/lib", "-lcublas"};
+    BuildPlan plan = make_build_plan(r);
+    for (const auto& s : plan.compiles) CHECK_FALSE(has(s.command.argv, "-lcublas"));
+    REQUIRE(plan.link.has_value());
+    const Argv& l = plan.link->argv;
+    INFO(joined(l));
+    CHECK(has_sequence(l, {"-L/opt/lib", "-lcublas"}));
+    // Libraries after the objects that need them, or the linker drops them.
+    CHECK(index_of(l, "-lcublas") > index_of(l, kBuild + "/1_b.bekc.cpp.o"));
+}
+
+TEST_CASE("plan: --ldflag reaches a single-input compile-and-link, after the source",
+          "[plan][flags]") {
+    for (PlanUnit u : {cu("0_k"), cpp("0_k")}) {
+        PlanRequest r = request({u});
+        r.flags.ldflags = {"-lm"};
+        BuildPlan plan = make_build_plan(r);
+        const Argv& a = plan.compiles.at(0).command.argv;
+        INFO(joined(a));
+        CHECK(has(a, "-lm"));
+        CHECK(index_of(a, "-lm") > index_of(a, u.wrapper.string()));
+    }
+}
+
+TEST_CASE("plan: --std reaches both compilers", "[plan][flags]") {
+    PlanRequest r = request({cu("0_a"), cpp("1_b")});
+    r.flags.cxx_std = "c++20";
+    BuildPlan plan = make_build_plan(r);
+    for (const auto& s : plan.compiles) {
+        CHECK(has(s.command.argv, "-std=c++20"));
+        CHECK_FALSE(has(s.command.argv, "-std=c++17"));
+    }
+}
+
+TEST_CASE("plan: the runtime include dir is always on the include path", "[plan][flags]") {
+    PlanRequest r = request({cu("0_a"), cpp("1_b")});
+    r.flags.include_dirs = {"/user/inc"};
+    BuildPlan plan = make_build_plan(r);
+    for (const auto& s : plan.compiles) CHECK(has(s.command.argv, "-I" + kRuntime));
+}
+
+// ------------------------------------------------------------------- depfiles
+
+TEST_CASE("depfile: g++ style, one line", "[depfile]") {
+    CHECK(parse_depfile("k.o: /src/k.cpp /inc/a.h\n") == Argv{"/src/k.cpp", "/inc/a.h"});
+}
+
+TEST_CASE("depfile: continuation lines", "[depfile]") {
+    std::string text = "libk.so: /b/0_k.bekc.cpp \\\n /src/k.cpp \\\n  /inc/a.h \\\n  /inc/b.h\n";
+    CHECK(parse_depfile(text) == Argv{"/b/0_k.bekc.cpp", "/src/k.cpp", "/inc/a.h", "/inc/b.h"});
+}
+
+TEST_CASE("depfile: CRLF continuation lines", "[depfile]") {
+    CHECK(parse_depfile("k.o: /a.h \\\r\n /b.h\r\n") == Argv{"/a.h", "/b.h"});
+}
+
+TEST_CASE("depfile: nvcc style, with a space before the colon", "[depfile]") {
+    std::string text =
+        "0_k.bekc.cu.o : /b/0_k.bekc.cu \\\n"
+        "    /usr/include/stdc-predef.h \\\n"
+        "    /usr/local/cuda/bin/../targets/x86_64-linux/include/cuda_runtime.h \\\n"
+        "    /src/k.cu\n";
+    CHECK(parse_depfile(text) ==
+          Argv{"/b/0_k.bekc.cu", "/usr/include/stdc-predef.h",
+               "/usr/local/cuda/bin/../targets/x86_64-linux/include/cuda_runtime.h", "/src/k.cu"});
+}
+
+TEST_CASE("depfile: escaped spaces, hashes and dollars", "[depfile]") {
+    // g++ writes `\ `, `\#` and `$$`.
+    CHECK(parse_depfile("k.o: /my\\ dir/x\\#1.h /a$$b/c.h\n") == Argv{"/my dir/x#1.h", "/a$b/c.h"});
+    // nvcc escapes spaces only.
+    CHECK(parse_depfile("k.o : /sp\\ ace/x$y#z.h\n") == Argv{"/sp ace/x$y#z.h"});
+}
+
+TEST_CASE("depfile: non-ASCII paths pass through unchanged", "[depfile]") {
+    CHECK(parse_depfile("k.o: /src/n\xc3\xa4me/\xe6\xa0\xb8.h\n") ==
+          Argv{"/src/n\xc3\xa4me/\xe6\xa0\xb8.h"});
+}
+
+TEST_CASE("depfile: a target path with a colon inside", "[depfile]") {
+    CHECK(parse_depfile("/tmp/a:b/k.o: /src/k.cpp\n") == Argv{"/src/k.cpp"});
+}
+
+TEST_CASE("depfile: phony rules from -MP do not add prerequisites", "[depfile]") {
+    std::string text = "k.o: /src/k.cpp /inc/a.h \\\n /inc/b.h\n\n/inc/a.h:\n\n/inc/b.h:\n";
+    CHECK(parse_depfile(text) == Argv{"/src/k.cpp", "/inc/a.h", "/inc/b.h"});
+}
+
+TEST_CASE("depfile: empty or target-only input gives no prerequisites", "[depfile]") {
+    CHECK(parse_depfile("").empty());
+    CHECK(parse_depfile("k.o:\n").empty());
+    CHECK(parse_depfile("garbage without a rule").empty());
+}
+
+TEST_CASE("depfile: no trailing newline", "[depfile]") {
+    CHECK(parse_depfile("k.o: /a.h /b.h") == Argv{"/a.h", "/b.h"});
+}
