@@ -127,11 +127,12 @@ std::expected<void, std::string> RemoteCache::download_entry(const std::string& 
     HttpResult got = http_->get(url, archive.path(), entry_limits());
     if (got.kind == HttpResult::Kind::NotFound)
         return std::unexpected(display_url(url) + " is missing although a direct record names it");
-    if (got.kind != HttpResult::Kind::Ok) {
-        std::string why = got.message;
-        report(got, "GET " + url);
-        return std::unexpected("download failed: " + why);
+    if (got.kind == HttpResult::Kind::Unreachable) {
+        report(got, "GET " + url);  // warns, and fetch stays quiet
+        return std::unexpected("the remote is unreachable");
     }
+    if (got.kind != HttpResult::Kind::Ok)
+        return std::unexpected(fmt::format("GET {} failed: {}", display_url(url), got.message));
     auto names = read_entry_archive(archive.path(), staging);
     if (!names) return std::unexpected("corrupt archive: " + names.error());
     // The same checks as a local hit, with the full SHA-256 of the library.

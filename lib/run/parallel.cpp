@@ -12,11 +12,10 @@ namespace {
 // Shared state of one run_parallel call. Each worker thread blocks in one
 // run_process at a time, so `jobs` threads give exactly `jobs` processes.
 class Scheduler {
-public:
+  public:
     Scheduler(const std::vector<Command>& commands, const ProgressCallback& on_event,
               const ParallelOptions& options)
-        : commands_(commands), on_event_(on_event), options_(options),
-          results_(commands.size()) {}
+        : commands_(commands), on_event_(on_event), options_(options), results_(commands.size()) {}
 
     void work() {
         for (;;) {
@@ -32,7 +31,7 @@ public:
 
     std::vector<ProcessResult> take_results() { return std::move(results_); }
 
-private:
+  private:
     void notify(const ProgressEvent& event) {
         if (!on_event_) return;
         std::lock_guard lock(callback_mutex_);

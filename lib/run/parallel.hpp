@@ -12,9 +12,9 @@ namespace bekc {
 struct ProgressEvent {
     enum class Kind { Started, Finished };
     Kind kind;
-    size_t index;                   // position in the input vector
+    size_t index;  // position in the input vector
     const Command& command;
-    const ProcessResult* result;    // Finished only
+    const ProcessResult* result;  // Finished only
 };
 
 // Called once when each command starts and once when it finishes. Calls are

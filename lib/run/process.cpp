@@ -77,9 +77,12 @@ std::optional<int> wait_until(pid_t pid, Clock::time_point deadline) {
 
 std::string ProcessResult::describe() const {
     switch (status) {
-        case ProcessStatus::NotRun: return "not run";
-        case ProcessStatus::SpawnFailed: return error;
-        case ProcessStatus::Exited: return fmt::format("exited with code {}", exit_code);
+        case ProcessStatus::NotRun:
+            return "not run";
+        case ProcessStatus::SpawnFailed:
+            return error;
+        case ProcessStatus::Exited:
+            return fmt::format("exited with code {}", exit_code);
         case ProcessStatus::Signaled: {
             const char* name = sigdescr_np(signal);
             return fmt::format("killed by signal {} ({})", signal, name ? name : "unknown");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <unordered_set>
 
 namespace bekc {
 
@@ -59,14 +60,38 @@ bool is_pair(char a, char b) {
     return second != 0 && b == second;
 }
 
+// A set of names with a quick "no" for most: macro names are few, and most
+// identifiers differ from all of them in their first character or length.
+class NameSet {
+public:
+    void insert(std::string_view name) {
+        if (name.empty()) return;
+        first_[static_cast<unsigned char>(name[0])] = true;
+        min_ = std::min(min_, name.size());
+        max_ = std::max(max_, name.size());
+        names_.insert(name);
+    }
+    bool contains(std::string_view name) const {
+        return !name.empty() && first_[static_cast<unsigned char>(name[0])] &&
+               name.size() >= min_ && name.size() <= max_ && names_.count(name) != 0;
+    }
+
+private:
+    bool first_[256] = {};
+    size_t min_ = SIZE_MAX, max_ = 0;
+    std::unordered_set<std::string_view> names_;
+};
+
 class Lexer {
 public:
-    explicit Lexer(std::string_view src) : s_(src) {}
+    Lexer(std::string_view src, bool keep_all) : s_(src), keep_all_(keep_all) {}
 
     Lexed run() {
         find_line_starts();
-        // About one token per four bytes of code; reserving avoids regrowing.
-        out_.tokens.reserve(s_.size() / 4 + 16);
+        out_.source_size = s_.size();
+        // About one token per four bytes of code, of which the scanner keeps
+        // about one in six; reserving avoids regrowing.
+        out_.tokens.reserve(s_.size() / (keep_all_ ? 4 : 24) + 16);
         code();
         return std::move(out_);
     }
@@ -178,7 +203,13 @@ private:
         if (c == '/' && d == '/') {
             uint32_t at = static_cast<uint32_t>(p_);
             std::string_view text = line_comment();
-            if (!in_directive) out_.comments.push_back({text, at});
+            if (!in_directive) {
+                out_.comments.push_back({text, at});
+                // The scanner looks at the code right after an annotation.
+                size_t k = text.find_first_not_of(" \t");
+                if (k != std::string_view::npos && text.substr(k, 3) == "@BE")
+                    record_next_ = std::max<uint32_t>(record_next_, 2);
+            }
             return {p_, LexKind::Punct, true};
         }
         if (c == '/' && d == '*') {
@@ -196,7 +227,6 @@ private:
         const char* const b = s_.data();
         const char* const e = b + s_.size();
         const char* p = b;
-        auto& toks = out_.tokens;
         bool line_start = true;  // only white space since the last newline
         while (p < e) {
             const char c = *p;
@@ -224,9 +254,8 @@ private:
                 kind = LexKind::Number;
             } else if (c == '/' || c == '"' || c == '\'' || c == '\\' || c == '#') {
                 kind = LexKind::String;  // comments, literals, splices, directives
-            } else {
-                bracket(c);
-                if (q < e && is_pair(c, *q)) ++q;
+            } else if (q < e && is_pair(c, *q)) {
+                ++q;
             }
             if (kind == LexKind::String) {
                 p_ = at;
@@ -242,39 +271,73 @@ private:
                 p = b + p_;
                 continue;
             }
-            toks.emplace_back(kind, std::string_view(p, static_cast<size_t>(q - p)), at);
+            add(kind, std::string_view(p, static_cast<size_t>(q - p)), at);
             p = q;
             line_start = false;
         }
         p_ = s_.size();
     }
 
-    // Bracket bookkeeping for the code token about to be added, `c`: calls
-    // are recorded at their `(` and get their `)` when it comes.
-    void bracket(char c) {
+    // Adds one token of code. Unless all tokens are wanted, only those the
+    // scanner can look at are kept: `void name(...)` and the 16 tokens after
+    // it, invocations of the macros defined so far, and the two tokens after
+    // an annotation. That is about a sixth of a kernel file, and memory is
+    // most of the scanner's time on big files.
+    void add(LexKind kind, std::string_view text, uint32_t at) {
         auto& toks = out_.tokens;
         const uint32_t index = static_cast<uint32_t>(toks.size());
+        bool keep = keep_all_ || record_next_ > 0 || open_.size() > region_;
+        if (record_next_ > 0) --record_next_;
+        const bool is_void = kind == LexKind::Ident && text.size() == 4 && text == "void";
+        if (kind == LexKind::Ident && !keep) {
+            if (is_void) {
+                keep = true;
+                record_next_ = 2;  // the name and `(`
+            } else if (defined_.contains(text)) {
+                keep = true;
+                record_next_ = 1;  // `(`
+            }
+        }
+        if (kind == LexKind::Punct && text.size() == 1) keep |= bracket(text[0], index);
+        if (keep) toks.emplace_back(kind, text, at);
+        void_before_last_ = last_is_void_;
+        last_is_void_ = is_void;
+        last_kept_ident_ = kind == LexKind::Ident && keep ? index : Lexed::kUnclosed;
+    }
+
+    // Bracket bookkeeping for the code token about to be added at `index`,
+    // `c`. A `(` after a kept identifier is a call: recorded, and the start of
+    // a region that is kept up to its `)`. Returns true when `c` must be kept.
+    bool bracket(char c, uint32_t index) {
         switch (c) {
             case '(':
-                if (index > 0 && toks.back().kind == LexKind::Ident) {
-                    bool after_void = index > 1 && toks[index - 2].kind == LexKind::Ident &&
-                                      is(toks[index - 2], "void");
+                if (last_kept_ident_ != Lexed::kUnclosed) {
+                    if (region_ == kNoRegion) {
+                        region_ = open_.size();
+                        region_void_ = void_before_last_;
+                    }
                     open_.push_back(static_cast<uint32_t>(out_.calls.size()));
-                    out_.calls.push_back({toks.back().text, index - 1, Lexed::kUnclosed, after_void});
-                    break;
+                    out_.calls.push_back({out_.tokens[last_kept_ident_].text(), last_kept_ident_,
+                                          Lexed::kUnclosed, void_before_last_});
+                    return true;
                 }
                 [[fallthrough]];
             case '[':
-            case '{': open_.push_back(Lexed::kUnclosed); break;
+            case '{': open_.push_back(Lexed::kUnclosed); return false;
             case ')':
             case ']':
             case '}':
-                if (!open_.empty()) {
-                    if (open_.back() != Lexed::kUnclosed) out_.calls[open_.back()].close = index;
-                    open_.pop_back();
+                if (open_.empty()) return false;
+                if (open_.back() != Lexed::kUnclosed) out_.calls[open_.back()].close = index;
+                open_.pop_back();
+                if (open_.size() == region_) {
+                    region_ = kNoRegion;
+                    // What follows a signature says whether it is a definition.
+                    if (region_void_) record_next_ = std::max<uint32_t>(record_next_, 16);
+                    return true;
                 }
-                break;
-            default: break;
+                return false;
+            default: return false;
         }
     }
 
@@ -282,8 +345,7 @@ private:
     // returns the offset after it.
     size_t slow_token(bool in_directive) {
         Lexeme l = lexeme(in_directive);
-        if (!l.skip)
-            out_.tokens.emplace_back(l.kind, s_.substr(p_, l.end - p_), static_cast<uint32_t>(p_));
+        if (!l.skip) add(l.kind, s_.substr(p_, l.end - p_), static_cast<uint32_t>(p_));
         return l.end;
     }
 
@@ -314,11 +376,11 @@ private:
         ++p_;  // '#'
         std::vector<LexToken> toks = directive_tokens();
         if (toks.empty() || toks[0].kind != LexKind::Ident) return;
-        std::string_view kw = toks[0].text;
+        std::string_view kw = toks[0].text();
         if (kw == "define") {
             define(toks, at);
         } else if (kw == "if" && toks.size() == 2 &&
-                   (toks[1].text == "0" || toks[1].text == "false")) {
+                   (toks[1].text() == "0" || toks[1].text() == "false")) {
             skip_disabled_group();
         }
     }
@@ -326,17 +388,17 @@ private:
     // Records `#define NAME(params) body`. Object-like macros define no
     // functions and are ignored.
     void define(const std::vector<LexToken>& toks, uint32_t at) {
-        if (toks.size() < 3 || toks[1].kind != LexKind::Ident || toks[2].text != "(") return;
+        if (toks.size() < 3 || toks[1].kind != LexKind::Ident || toks[2].text() != "(") return;
         // Function-like only when `(` follows the name without white space.
-        if (toks[2].offset != toks[1].offset + toks[1].text.size()) return;
+        if (toks[2].offset != toks[1].offset + toks[1].text().size()) return;
         MacroDef m;
-        m.name = toks[1].text;
+        m.name = toks[1].text();
         m.offset = at;
         size_t i = 3;
-        for (; i < toks.size() && toks[i].text != ")"; ++i) {
-            if (toks[i].kind == LexKind::Ident) m.params.push_back(toks[i].text);
-            else if (toks[i].text == ".") {
-                if (i + 2 < toks.size() && toks[i + 1].text == "." && toks[i + 2].text == ".") {
+        for (; i < toks.size() && toks[i].text() != ")"; ++i) {
+            if (toks[i].kind == LexKind::Ident) m.params.push_back(toks[i].text());
+            else if (toks[i].text() == ".") {
+                if (i + 2 < toks.size() && toks[i + 1].text() == "." && toks[i + 2].text() == ".") {
                     m.params.push_back("__VA_ARGS__");
                     i += 2;
                 }
@@ -344,6 +406,7 @@ private:
         }
         if (i >= toks.size()) return;  // unterminated parameter list
         m.body.assign(toks.begin() + static_cast<long>(i) + 1, toks.end());
+        defined_.insert(m.name);
         out_.macros.push_back(std::move(m));
     }
 
@@ -394,9 +457,19 @@ private:
         }
     }
 
+    static constexpr size_t kNoRegion = SIZE_MAX;
+
     std::string_view s_;
+    const bool keep_all_;
     size_t p_ = 0;
     Lexed out_;
+    NameSet defined_;              // function-like macros #defined so far
+    uint32_t record_next_ = 0;     // tokens to keep whatever they are
+    size_t region_ = kNoRegion;    // open_.size() outside the kept region
+    bool region_void_ = false;     // the region is `void name(...)`
+    uint32_t last_kept_ident_ = Lexed::kUnclosed;  // the previous token, if a kept identifier
+    bool last_is_void_ = false;
+    bool void_before_last_ = false;
     // Unclosed brackets, innermost last: the index of the call a `(` opens,
     // or kUnclosed for other brackets.
     std::vector<uint32_t> open_;
@@ -404,6 +477,6 @@ private:
 
 }  // namespace
 
-Lexed lex(std::string_view source) { return Lexer(source).run(); }
+Lexed lex(std::string_view source, bool all_tokens) { return Lexer(source, all_tokens).run(); }
 
 }  // namespace bekc

@@ -14,23 +14,43 @@ namespace bekc {
 
 enum class LexKind : uint8_t { Ident, Number, Punct, String };
 
-// Trivial (no member initializers), so that vectors of tokens copy with
-// memmove: macro expansion copies a lot of them.
+// 16 bytes: a file has about one token per four bytes, and the scanner's
+// speed on big files is mostly the memory its tokens take. Tokens longer than
+// 16 MiB (only literals can be) keep their first 16 MiB as text.
 struct LexToken {
-    LexToken() = default;
-    LexToken(LexKind k, std::string_view t, uint32_t o) : text(t), offset(o), kind(k) {}
+    static constexpr size_t kMaxLength = (size_t{1} << 24) - 1;
 
-    // Ordered for size: a file has about one token per four bytes.
-    std::string_view text;  // into the source, or into Lexed::arena for synthesized tokens
-    uint32_t offset;        // byte offset in the source of the token (or of its macro invocation)
-    LexKind kind;
+    LexToken() = default;
+    LexToken(LexKind k, std::string_view t, uint32_t o)
+        : ptr_(t.data()),
+          offset(o),
+          len_(static_cast<uint32_t>(t.size() < kMaxLength ? t.size() : kMaxLength)),
+          kind(k) {}
+
+    // Into the source, or into Lexed::arena for synthesized tokens.
+    std::string_view text() const { return {ptr_, len_}; }
+    void set_text(std::string_view t) { *this = LexToken(kind, t, offset); }
+
+private:
+    const char* ptr_;
+
+public:
+    uint32_t offset;  // byte offset in the source of the token
+
+private:
+    uint32_t len_ : 24;
+
+public:
+    LexKind kind : 8;
 };
+static_assert(sizeof(LexToken) == 16);
 
 // True when `t` is the token `lit`: a size check and a fixed-size compare,
 // which compilers inline (string_view's operator== calls memcmp).
 template <size_t N>
 bool is(const LexToken& t, const char (&lit)[N]) {
-    return t.text.size() == N - 1 && std::memcmp(t.text.data(), lit, N - 1) == 0;
+    std::string_view s = t.text();
+    return s.size() == N - 1 && std::memcmp(s.data(), lit, N - 1) == 0;
 }
 
 // A `//` comment outside any literal, block comment or `#if 0` block.
@@ -47,7 +67,11 @@ struct MacroDef {
 };
 
 struct Lexed {
-    std::vector<LexToken> tokens;        // code outside directives
+    // Tokens of code outside directives: every one, or only those the scanner
+    // looks at (each `void name(...)` with the 16 tokens after it, each
+    // invocation of a macro #defined before it, and the two tokens after each
+    // annotation), in source order.
+    std::vector<LexToken> tokens;
     // The identifiers directly followed by `(`: the only places a macro is
     // invoked or a function named, so the scanner looks nowhere else. Kept
     // apart from `tokens`, with their closing `)`, so that the scanner's walk
@@ -65,6 +89,7 @@ struct Lexed {
     std::vector<LineComment> comments;   // in source order
     std::vector<MacroDef> macros;        // function-like #defines, in source order
     std::vector<uint32_t> line_starts;   // offset of each line's first byte
+    size_t source_size = 0;
     std::deque<std::string> arena;       // storage for synthesized token text
 
     // 1-based line and column of a byte offset.
@@ -72,6 +97,8 @@ struct Lexed {
     int column_of(uint32_t offset) const;
 };
 
-Lexed lex(std::string_view source);
+// With `all_tokens`, `tokens` holds every token of code (for tests and
+// tools); without, only those the scanner looks at (see Lexed::tokens).
+Lexed lex(std::string_view source, bool all_tokens = false);
 
 }  // namespace bekc

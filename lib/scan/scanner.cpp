@@ -32,7 +32,7 @@ public:
         index_signatures();
         if (bomb_)
             error(at(bomb_->offset),
-                  "expanding macro '" + std::string(bomb_->text) + "' produces more than " +
+                  "expanding macro '" + std::string(bomb_->text()) + "' produces more than " +
                       std::to_string(expander_.token_limit()) + " tokens",
                   "bekc stops expanding macros in this file there, so functions they make "
                   "may not be found; check the macro for runaway recursion or repetition");
@@ -257,9 +257,9 @@ private:
         auto it = std::lower_bound(toks.begin(), toks.end(), offset,
                                    [](const LexToken& t, uint32_t o) { return t.offset < o; });
         if (it == toks.end() || it + 1 == toks.end() || it->kind != LexKind::Ident ||
-            !is(*(it + 1), "(") || expander_.is_macro(it->text))
+            !is(*(it + 1), "(") || expander_.is_macro(it->text()))
             return {};
-        return it->text;
+        return it->text();
     }
 
     void resolve_annotation(const Annotation& a) {

@@ -60,7 +60,7 @@ std::string join_type(const std::vector<LexToken>& toks, size_t n) {
         if (i > 0 && ((word && prev_word) || (word && is(toks[i - 1], "&")) ||
                       (word && is(toks[i - 1], "*"))))
             out += ' ';
-        out += toks[i].text;
+        out += toks[i].text();
     }
     return out;
 }
@@ -97,7 +97,7 @@ bool starts_site(const std::vector<LexToken>& tokens, size_t i) {
 
 void add_signature(const std::vector<LexToken>& tokens, size_t i, size_t close,
                    std::string_view macro, std::vector<SignatureSite>& sites) {
-    sites.push_back({tokens[i + 1].text, split_params(tokens, i + 2, close), tokens[i].offset,
+    sites.push_back({tokens[i + 1].text(), split_params(tokens, i + 2, close), tokens[i].offset,
                      macro, body_follows(tokens, close + 1)});
 }
 
@@ -118,9 +118,9 @@ ParamInfo classify_param(const Param& p) {
     ParamInfo info;
     const auto& toks = p.tokens;
     size_t type_len = toks.size();
-    if (toks.size() >= 2 && toks.back().kind == LexKind::Ident && !is_type_word(toks.back().text) &&
+    if (toks.size() >= 2 && toks.back().kind == LexKind::Ident && !is_type_word(toks.back().text()) &&
         !is(toks[toks.size() - 2], "::")) {
-        info.name = std::string(toks.back().text);
+        info.name = std::string(toks.back().text());
         type_len = toks.size() - 1;
     }
     info.type_text = join_type(toks, type_len);

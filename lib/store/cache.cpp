@@ -19,20 +19,22 @@ constexpr std::string_view kCacheDirTag =
     "# This file is a cache directory tag created by bekc.\n"
     "# For information about cache directory tags see https://bford.info/cachedir/\n";
 
-CacheError io_error(std::string message) { return {CacheError::Kind::Io, std::move(message)}; }
+CacheError io_error(std::string message) {
+    return {CacheError::Kind::Io, std::move(message)};
+}
 
 }  // namespace
 
-Cache::Cache(fs::path root, CacheOptions options)
-    : layout_(std::move(root)), options_(options) {}
+Cache::Cache(fs::path root, CacheOptions options) : layout_(std::move(root)), options_(options) {}
 
 std::expected<Entry, Miss> Cache::probe(std::string_view key) const {
     fs::path dir = layout_.entry_dir(key);
     if (!stat_file(dir)) return std::unexpected(Miss{Miss::Kind::Absent, "not in the cache"});
     auto entry = check_entry(dir, key, CheckLevel::Cheap);
     if (!entry) {
-        return std::unexpected(Miss{Miss::Kind::Corrupt, fmt::format("cache entry {} is corrupt: {}",
-                                                                     dir.string(), entry.error())});
+        return std::unexpected(
+            Miss{Miss::Kind::Corrupt,
+                 fmt::format("cache entry {} is corrupt: {}", dir.string(), entry.error())});
     }
     return *entry;
 }
@@ -44,7 +46,9 @@ std::expected<Entry, Miss> Cache::lookup(std::string_view key) {
         // may be replacing this very entry, and will remove it itself.
         if (auto lock = FileLock::try_acquire(layout_.lock_file(key))) {
             auto again = probe(key);
-            if (!again && again.error().kind == Miss::Kind::Corrupt) discard(layout_.entry_dir(key));
+            if (!again && again.error().kind == Miss::Kind::Corrupt) {
+                discard(layout_.entry_dir(key));
+            }
             if (again) entry = std::move(again);
         }
     }
@@ -104,8 +108,8 @@ std::expected<fs::path, CacheError> Cache::make_staging(std::string_view key) {
     // unreadable to the other users of a shared cache; mkdir honours umask.
     fs::path dir = layout_.tmp_dir() / (std::string(key) + "." + unique_suffix());
     if (mkdir(dir.c_str(), 0777) != 0) {
-        return std::unexpected(io_error(
-            fmt::format("cannot create {}: {}", dir.string(), std::strerror(errno))));
+        return std::unexpected(
+            io_error(fmt::format("cannot create {}: {}", dir.string(), std::strerror(errno))));
     }
     return dir;
 }
@@ -114,8 +118,8 @@ std::expected<Entry, CacheError> Cache::publish(const fs::path& staging, std::st
     auto sealed = seal_entry(staging, key);
     if (!sealed) {
         discard(staging);
-        return std::unexpected(CacheError{CacheError::Kind::Builder,
-                                          "the build left an invalid cache entry: " + sealed.error()});
+        return std::unexpected(CacheError{
+            CacheError::Kind::Builder, "the build left an invalid cache entry: " + sealed.error()});
     }
     fs::path target = layout_.entry_dir(key);
     std::error_code ec;
@@ -139,8 +143,8 @@ std::expected<Entry, CacheError> Cache::publish(const fs::path& staging, std::st
         discard(target);
     }
     discard(staging);
-    return std::unexpected(io_error(
-        fmt::format("cannot move the new cache entry to {}: {}", target.string(), std::strerror(err))));
+    return std::unexpected(io_error(fmt::format("cannot move the new cache entry to {}: {}",
+                                                target.string(), std::strerror(err))));
 }
 
 void Cache::discard(const fs::path& dir) const {

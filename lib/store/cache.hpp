@@ -37,9 +37,10 @@ namespace bekc {
 struct CacheOptions {
     // How long a builder waits for another process building the same key.
     std::chrono::milliseconds lock_timeout{std::chrono::minutes(10)};
-    // Staging directories are removed by verify/prune only when no one holds
-    // their key's lock and they are older than this. The age alone protects
-    // builds on other machines when the filesystem has no working locks.
+    // verify/prune remove what is in tmp/ once it is older than this, and
+    // for a staging directory only when nobody holds its key's lock. The age
+    // protects builds on other machines when the filesystem has no working
+    // locks, and other scratch directories that have no key.
     std::chrono::seconds stale_temp_age{std::chrono::hours(1)};
     // Direct mode: files changed this close to a record's time are hashed.
     std::chrono::nanoseconds racy_window{std::chrono::seconds(2)};
@@ -93,7 +94,7 @@ struct PruneReport {
 };
 
 class Cache {
-public:
+  public:
     explicit Cache(fs::path root, CacheOptions options = {});
 
     const fs::path& path() const { return layout_.root(); }
@@ -128,7 +129,7 @@ public:
     // directories are removed.
     VerifyReport verify();
 
-private:
+  private:
     std::expected<Entry, Miss> probe(std::string_view key) const;
     std::expected<Entry, CacheError> publish(const fs::path& staging, std::string_view key);
     std::expected<fs::path, CacheError> make_staging(std::string_view key);

@@ -22,7 +22,7 @@ bool path_exists(const std::string& path) {
 // Content hashes taken during one lookup, reused across records only while
 // the file's stat is unchanged, so a stored stat never pairs with older bytes.
 class HashMemo {
-public:
+  public:
     std::optional<std::string> xxh128(const std::string& path, const FileStat& stat,
                                       size_t& rehashed) {
         auto it = seen_.find(path);
@@ -34,7 +34,7 @@ public:
         return *hash;
     }
 
-private:
+  private:
     std::map<std::string, std::pair<FileStat, std::string>> seen_;
 };
 
@@ -121,7 +121,8 @@ DirectLookup check_direct_file(const fs::path& file, std::chrono::nanoseconds ra
     return result;
 }
 
-std::expected<void, std::string> add_direct_record(const fs::path& file, const DirectInputs& inputs) {
+std::expected<void, std::string> add_direct_record(const fs::path& file,
+                                                   const DirectInputs& inputs) {
     DirectRecord record{inputs.key, now_ns(), {}, {}};
     for (const auto& dep : inputs.dependencies) {
         auto recorded = fingerprint(dep);

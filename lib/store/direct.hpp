@@ -71,6 +71,7 @@ std::vector<fs::path> shadowing_paths(const std::vector<fs::path>& search_dirs,
 
 // The record file operations behind Cache::lookup_direct / record_direct.
 DirectLookup check_direct_file(const fs::path& file, std::chrono::nanoseconds racy_window);
-std::expected<void, std::string> add_direct_record(const fs::path& file, const DirectInputs& inputs);
+std::expected<void, std::string> add_direct_record(const fs::path& file,
+                                                   const DirectInputs& inputs);
 
 }  // namespace bekc

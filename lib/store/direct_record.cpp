@@ -26,7 +26,9 @@ json to_json(const DirectRecord& record) {
 }
 
 DirectRecord from_json(const json& j) {
-    DirectRecord record{j.at("key").get<std::string>(), j.at("written_ns").get<int64_t>(), {},
+    DirectRecord record{j.at("key").get<std::string>(),
+                        j.at("written_ns").get<int64_t>(),
+                        {},
                         j.at("absent").get<std::vector<std::string>>()};
     for (const auto& f : j.at("files")) {
         FileStat stat{f.at("size").get<uint64_t>(), f.at("mtime_ns").get<int64_t>(),

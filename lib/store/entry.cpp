@@ -22,7 +22,8 @@ std::string string_field(const nlohmann::json& j, const char* field) {
     return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-std::expected<ManifestFacts, std::string> read_manifest(const fs::path& file, std::string_view key) {
+std::expected<ManifestFacts, std::string> read_manifest(const fs::path& file,
+                                                        std::string_view key) {
     std::string name = file.filename().string();
     auto text = read_text(file);
     if (!text) return std::unexpected(name + " is missing");
@@ -44,14 +45,15 @@ std::expected<ManifestFacts, std::string> read_manifest(const fs::path& file, st
 }
 
 // Both manifests, which must agree on the library.
-std::expected<ManifestFacts, std::string> read_manifests(const fs::path& dir, std::string_view key) {
+std::expected<ManifestFacts, std::string> read_manifests(const fs::path& dir,
+                                                         std::string_view key) {
     auto main = read_manifest(dir / kManifestFile, key);
     if (!main) return main;
     auto no_graph = read_manifest(dir / kManifestNoGraphFile, key);
     if (!no_graph) return no_graph;
     if (no_graph->library != main->library || no_graph->library_sha256 != main->library_sha256) {
-        return std::unexpected(fmt::format("{} and {} name different libraries", kManifestFile,
-                                           kManifestNoGraphFile));
+        return std::unexpected(
+            fmt::format("{} and {} name different libraries", kManifestFile, kManifestNoGraphFile));
     }
     return main;
 }
@@ -62,7 +64,8 @@ std::expected<void, std::string> check_library(const fs::path& library, const fs
                                                const std::string& sha256, CheckLevel level) {
     auto now = stat_file(library);
     std::string name = library.filename().string();
-    if (!now || !now->is_regular) return std::unexpected(fmt::format("library {} is missing", name));
+    if (!now || !now->is_regular)
+        return std::unexpected(fmt::format("library {} is missing", name));
     auto stamp = LibraryStamp::read(stamp_file);
     if (level == CheckLevel::Cheap && stamp) {
         if (stamp->stat == *now) return {};
@@ -101,8 +104,8 @@ std::expected<Entry, std::string> check_entry(const fs::path& dir, std::string_v
                                               CheckLevel level) {
     auto facts = read_manifests(dir, key);
     if (!facts) return std::unexpected(facts.error());
-    auto library = check_library(dir / facts->library, dir / kStampFile, facts->library_sha256,
-                                 level);
+    auto library =
+        check_library(dir / facts->library, dir / kStampFile, facts->library_sha256, level);
     if (!library) return std::unexpected(library.error());
     return make_entry(dir, key, *facts);
 }

@@ -17,7 +17,9 @@ namespace bekc {
 
 namespace {
 
-int64_t to_ns(const timespec& t) { return int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec; }
+int64_t to_ns(const timespec& t) {
+    return int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec;
+}
 
 std::string host_name() {
     char buf[256] = {};
@@ -40,7 +42,9 @@ std::optional<FileStat> stat_file(const fs::path& path) {
 
 std::expected<std::string, std::string> read_text(const fs::path& path) {
     std::ifstream in(path, std::ios::binary);
-    if (!in) return std::unexpected(fmt::format("cannot read {}: {}", path.string(), std::strerror(errno)));
+    if (!in)
+        return std::unexpected(
+            fmt::format("cannot read {}: {}", path.string(), std::strerror(errno)));
     std::ostringstream out;
     out << in.rdbuf();
     return out.str();
@@ -51,7 +55,8 @@ std::expected<void, std::string> write_atomic(const fs::path& path, std::string_
     tmp += ".tmp." + unique_suffix();
     int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     auto fail = [&](std::string_view what) {
-        std::string msg = fmt::format("cannot {} {}: {}", what, path.string(), std::strerror(errno));
+        std::string msg =
+            fmt::format("cannot {} {}: {}", what, path.string(), std::strerror(errno));
         if (fd >= 0) close(fd);
         unlink(tmp.c_str());
         return std::unexpected(msg);

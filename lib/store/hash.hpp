@@ -22,7 +22,7 @@ std::expected<std::string, std::string> xxh128_file(const std::filesystem::path&
 
 // Incremental SHA-256 for data that arrives in pieces.
 class Sha256 {
-public:
+  public:
     Sha256();
     ~Sha256();
     Sha256(const Sha256&) = delete;
@@ -32,7 +32,7 @@ public:
     // Hex digest of everything given so far; the object is spent afterwards.
     std::string final_hex();
 
-private:
+  private:
     struct State;
     State* state_;
 };

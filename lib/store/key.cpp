@@ -27,6 +27,8 @@ KeyBuilder& KeyBuilder::add_list(std::string_view label, const std::vector<std::
     return *this;
 }
 
-std::string KeyBuilder::digest() const { return sha256_hex(record_); }
+std::string KeyBuilder::digest() const {
+    return sha256_hex(record_);
+}
 
 }  // namespace bekc

@@ -21,7 +21,7 @@ namespace bekc {
 inline constexpr int kKeyFormatVersion = 1;
 
 class KeyBuilder {
-public:
+  public:
     explicit KeyBuilder(std::string_view kind);
 
     KeyBuilder& add(std::string_view label, std::string_view value);
@@ -35,7 +35,7 @@ public:
     // The record exactly as hashed.
     const std::string& explain() const { return record_; }
 
-private:
+  private:
     std::string record_;
 };
 

@@ -21,10 +21,11 @@
 
 #include <expected>
 #include <filesystem>
-#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "util/env.hpp"
 
 namespace bekc {
 
@@ -41,7 +42,7 @@ inline constexpr std::string_view kTrashPrefix = "trash.";
 bool is_valid_key(std::string_view key);
 
 class CacheLayout {
-public:
+  public:
     explicit CacheLayout(fs::path root) : root_(std::move(root)) {}
 
     const fs::path& root() const { return root_; }
@@ -59,13 +60,11 @@ public:
     // the path does not look like one of ours.
     static std::string key_of(const fs::path& fanned_out);
 
-private:
+  private:
     fs::path root_;
 };
 
-// Looks up an environment variable; tests pass a stub.
-using EnvLookup = std::function<std::optional<std::string>(std::string_view)>;
-
+// `getenv` is util/env.hpp's lookup function; tests pass a stub.
 // $BEKC_CACHE_DIR, else $XDG_CACHE_HOME/bekc (when absolute, as the XDG spec
 // requires), else $HOME/.cache/bekc. `--cache-dir` overrides all of these
 // and is the caller's business. Fails only when HOME is unset too.

@@ -50,8 +50,9 @@ Attempt try_once(const fs::path& path) {
             fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
         }
         if (fd < 0) {
-            return {-1, false, fmt::format("cannot open the lock file {}: {}", path.string(),
-                                           std::strerror(errno))};
+            return {-1, false,
+                    fmt::format("cannot open the lock file {}: {}", path.string(),
+                                std::strerror(errno))};
         }
         if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
             int err = errno;
@@ -73,9 +74,8 @@ void record_holder(int fd) {
     std::time_t now = std::time(nullptr);
     char host[256] = {};
     gethostname(host, sizeof host - 1);
-    std::string line =
-        fmt::format("pid {} on host {} since {:%Y-%m-%d %H:%M:%S} UTC\n", getpid(), host,
-                    fmt::gmtime(now));
+    std::string line = fmt::format("pid {} on host {} since {:%Y-%m-%d %H:%M:%S} UTC\n", getpid(),
+                                   host, fmt::gmtime(now));
     if (ftruncate(fd, 0) == 0) {
         [[maybe_unused]] ssize_t n = pwrite(fd, line.data(), line.size(), 0);
     }
@@ -90,8 +90,7 @@ std::string holder_of(const fs::path& path) {
 
 }  // namespace
 
-std::expected<FileLock, LockError> FileLock::acquire(const fs::path& path,
-                                                       milliseconds timeout) {
+std::expected<FileLock, LockError> FileLock::acquire(const fs::path& path, milliseconds timeout) {
     auto deadline = Clock::now() + timeout;
     milliseconds delay = kFirstPoll;
     for (;;) {
@@ -103,15 +102,18 @@ std::expected<FileLock, LockError> FileLock::acquire(const fs::path& path,
         if (!attempt.busy) return std::unexpected(LockError{false, attempt.error});
         auto now = Clock::now();
         if (now >= deadline) {
-            return std::unexpected(LockError{true, fmt::format(
-                "gave up after {:.1f} s waiting for the cache lock {}, held by {}. Another bekc "
-                "process is building the same cache entry: let it finish or stop it, then run "
-                "again. (A lock whose holder died is released by the kernel, so a lock that "
-                "stays held means its holder is still running.)",
-                std::chrono::duration<double>(timeout).count(), path.string(), holder_of(path))});
+            return std::unexpected(LockError{
+                true,
+                fmt::format(
+                    "gave up after {:.1f} s waiting for the cache lock {}, held by {}. Another "
+                    "bekc "
+                    "process is building the same cache entry: let it finish or stop it, then run "
+                    "again. (A lock whose holder died is released by the kernel, so a lock that "
+                    "stays held means its holder is still running.)",
+                    std::chrono::duration<double>(timeout).count(), path.string(),
+                    holder_of(path))});
         }
-        std::this_thread::sleep_for(
-            std::min<Clock::duration>(delay, deadline - now));
+        std::this_thread::sleep_for(std::min<Clock::duration>(delay, deadline - now));
         delay = std::min(delay * 2, kLongestPoll);
     }
 }
@@ -135,7 +137,9 @@ FileLock& FileLock::operator=(FileLock&& other) noexcept {
     return *this;
 }
 
-FileLock::~FileLock() { release(); }
+FileLock::~FileLock() {
+    release();
+}
 
 void FileLock::release() {
     if (fd_ >= 0) close(fd_);  // closing the last descriptor drops the flock

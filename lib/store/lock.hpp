@@ -26,12 +26,12 @@ struct LockError {
 };
 
 class FileLock {
-public:
+  public:
     // Waits up to `timeout` for the lock, creating the file (and its parent
     // directories) when missing. The error names the lock file, the holder
     // (pid and host, which the holder writes into the file) and the timeout.
     static std::expected<FileLock, LockError> acquire(const std::filesystem::path& path,
-                                                        std::chrono::milliseconds timeout);
+                                                      std::chrono::milliseconds timeout);
     // Takes the lock only if it is free right now.
     static std::optional<FileLock> try_acquire(const std::filesystem::path& path);
 
@@ -48,7 +48,7 @@ public:
     void remove_and_release();
     void release();
 
-private:
+  private:
     FileLock(std::filesystem::path path, int fd) : path_(std::move(path)), fd_(fd) {}
 
     std::filesystem::path path_;

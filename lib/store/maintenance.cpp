@@ -64,8 +64,11 @@ std::vector<EntryInfo> Cache::list() const {
     for_each_keyed(layout_.entries_dir(), [&](const std::string& key, const fs::path& dir) {
         EntryInfo info{key, manifest_name(dir), dir, tree_size(dir), last_use_of(dir), 0, ""};
         auto entry = check_entry(dir, key, CheckLevel::Cheap);
-        if (entry) info.targets = entry->targets;
-        else info.problem = entry.error();
+        if (entry) {
+            info.targets = entry->targets;
+        } else {
+            info.problem = entry.error();
+        }
         infos.push_back(std::move(info));
     });
     std::sort(infos.begin(), infos.end(),
@@ -151,28 +154,21 @@ size_t Cache::remove_stale_temps() const {
     size_t removed = 0;
     auto now = std::chrono::system_clock::now();
     std::error_code ec;
-    for (fs::directory_iterator it(layout_.tmp_dir(), ec), end; !ec && it != end; it.increment(ec)) {
+    for (fs::directory_iterator it(layout_.tmp_dir(), ec), end; !ec && it != end;
+         it.increment(ec)) {
+        if (now - mtime_of(it->path()) <= options_.stale_temp_age) continue;
+        // A staging directory whose key is locked belongs to a live builder,
+        // however old it is. Anything else (trash, other scratch directories
+        // of bekc) goes by age alone.
         std::string name = it->path().filename().string();
-        bool old = now - mtime_of(it->path()) > options_.stale_temp_age;
-        if (name.starts_with(kTrashPrefix)) {
-            if (!old) continue;  // maybe being deleted right now
-        } else {
-            std::string key = name.substr(0, name.find('.'));
-            if (!old || !is_valid_key(key)) continue;
-            // A held lock means its builder is alive, however old the directory.
-            auto lock = FileLock::try_acquire(layout_.lock_file(key));
-            if (!lock) continue;
-        }
+        std::string key = name.substr(0, name.find('.'));
+        if (is_valid_key(key) && !FileLock::try_acquire(layout_.lock_file(key))) continue;
         std::error_code remove_ec;
         fs::remove_all(it->path(), remove_ec);
         ++removed;
     }
     return removed;
 }
-
-}  // namespace bekc
-
-namespace bekc {
 
 void Cache::remove_idle_locks() const {
     for_each_keyed(layout_.locks_dir(), [](const std::string&, const fs::path& file) {

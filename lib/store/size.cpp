@@ -1,8 +1,8 @@
 #include "store/size.hpp"
 
 #include <array>
-#include <charconv>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <optional>
 #include <utility>
@@ -15,11 +15,24 @@ namespace {
 
 // Suffix spellings, lowercased, and their multipliers.
 constexpr std::array<std::pair<std::string_view, double>, 18> kUnits{{
-    {"", 1},           {"b", 1},
-    {"k", 1e3},        {"kb", 1e3},       {"m", 1e6},          {"mb", 1e6},
-    {"g", 1e9},        {"gb", 1e9},       {"t", 1e12},         {"tb", 1e12},
-    {"ki", 0x1p10},    {"kib", 0x1p10},   {"mi", 0x1p20},      {"mib", 0x1p20},
-    {"gi", 0x1p30},    {"gib", 0x1p30},   {"ti", 0x1p40},      {"tib", 0x1p40},
+    {"", 1},
+    {"b", 1},
+    {"k", 1e3},
+    {"kb", 1e3},
+    {"m", 1e6},
+    {"mb", 1e6},
+    {"g", 1e9},
+    {"gb", 1e9},
+    {"t", 1e12},
+    {"tb", 1e12},
+    {"ki", 0x1p10},
+    {"kib", 0x1p10},
+    {"mi", 0x1p20},
+    {"mib", 0x1p20},
+    {"gi", 0x1p30},
+    {"gib", 0x1p30},
+    {"ti", 0x1p40},
+    {"tib", 0x1p40},
 }};
 
 std::optional<double> unit_multiplier(std::string suffix) {

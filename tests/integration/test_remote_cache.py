@@ -13,6 +13,7 @@ compiler" is checked, not assumed.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -305,6 +306,7 @@ CORRUPTIONS = {
     "manifest of another key": (lambda p: rewrite_tar(p, _manifest_for_another_key), "another key"),
     "missing library": (lambda p: rewrite_tar(p, _no_library), "library libk.so is missing"),
     "truncated archive": (lambda p: p.write_bytes(p.read_bytes()[:3000]), "archive is truncated"),
+    "entry deleted": (lambda p: p.unlink(), "is missing although a direct record names it"),
     "not an archive": (lambda p: p.write_bytes(b"<html>502 Bad Gateway</html>\n" * 40),
                        "not a ustar archive"),
 }
@@ -320,7 +322,7 @@ def test_a_corrupt_remote_entry_is_rejected_and_built_locally(project, nginx, co
     assert b.info["remote_hit"] is False and b.hit is False and b.compiled, b.describe()
     assert "warning: remote cache entry" in b.stderr and reason in b.stderr, b.stderr
     assert b.key == a.key
-    assert b.library.read_bytes() == a.library.read_bytes()
+    assert hashlib.sha256(b.library.read_bytes()).hexdigest() == b.manifest["library_sha256"]
     # Nothing half-unpacked stays in the local cache.
     assert list((project.tmp / "cache-b" / "tmp").glob(f"{a.key}.*")) == []
     # The local build put a good entry back: the next machine gets a hit.
@@ -423,9 +425,19 @@ def test_a_bad_url_disables_the_remote_with_a_warning(project):
     assert b.compiled and "remote cache disabled" in b.stderr and "not an http" in b.stderr
 
 
+def test_an_empty_flag_turns_off_the_remote_from_the_environment(project):
+    env = project.env(BEKC_REMOTE_CACHE=f"http://127.0.0.1:{free_port()}/bekc")
+    b = project.build("a", "--remote-cache", "", env=env)
+    assert b.compiled and b.stderr == "", b.stderr
+
+
 def test_missing_curl_disables_the_remote_with_a_warning(project, nginx, tmp_path):
+    # PATH: everything in /usr/bin (the compiler needs as and ld) but curl.
     bindir = tmp_path / "nocurl"
     bindir.mkdir()
+    for tool in Path("/usr/bin").iterdir():
+        if tool.name != "curl":
+            (bindir / tool.name).symlink_to(tool)
     b = project.build("a", "--remote-cache", nginx.url, env=project.env(PATH=str(bindir)))
     assert b.compiled and "curl was not found" in b.stderr, b.stderr
     assert nginx.requests() == []

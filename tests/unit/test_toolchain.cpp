@@ -157,7 +157,8 @@ TEST_CASE("nvcc: /usr/local/cuda/bin/nvcc is the last resort", "[toolchain]") {
     // on a machine without CUDA the error still names the path it chose.
     try {
         Tool t = find_nvcc(std::nullopt, sys.lookup());
-        CHECK(t.path == canon("/usr/local/cuda/bin/nvcc"));
+        CHECK(t.path == "/usr/local/cuda/bin/nvcc");  // run as found, symlink kept
+        CHECK(t.canonical == canon("/usr/local/cuda/bin/nvcc"));
     } catch (const FatalError& e) {
         CHECK(contains(e.what(), "/usr/local/cuda/bin/nvcc"));
     }
@@ -263,7 +264,8 @@ TEST_CASE("cxx: not found says what was searched and how to fix it", "[toolchain
 
 // ------------------------------------------------------------------- identity
 
-TEST_CASE("a tool is identified by its resolved path, size and mtime", "[toolchain]") {
+TEST_CASE("a tool is run by the path found and identified by it, its resolved path, size and mtime",
+          "[toolchain]") {
     FakeSystem sys;
     fs::path real = sys.add_exe("real/nvcc", "version 1\n");
     fs::create_directories(sys.dir("cuda/bin"));
@@ -271,13 +273,17 @@ TEST_CASE("a tool is identified by its resolved path, size and mtime", "[toolcha
     fs::create_symlink(real, link);
     sys.executables.insert(link);
     Tool t = find_nvcc(link.string(), sys.lookup());
-    CHECK(t.path == canon(real));
+    // Run through the link (a compiler may act by the name it is called by,
+    // like Debian's /usr/lib/ccache/c++), identified by where it resolves.
+    CHECK(t.path == link);
+    CHECK(t.canonical == canon(real));
     CHECK(t.path.is_absolute());
     CHECK(t.size == 10);
     struct stat st;
     REQUIRE(::stat(real.c_str(), &st) == 0);
     CHECK(t.mtime_ns == int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec);
-    CHECK(t.identity() == canon(real).string() + "|10|" + std::to_string(t.mtime_ns));
+    CHECK(t.identity() ==
+          link.string() + "|" + canon(real).string() + "|10|" + std::to_string(t.mtime_ns));
 
     // Replacing the compiler (an upgrade) changes the identity the key hashes.
     test::write_file(real, "version 2 (longer)\n");

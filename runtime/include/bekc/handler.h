@@ -11,15 +11,23 @@
 // process lives.
 #pragma once
 
+#include <cstdarg>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <string>
 
 #include "bekc/xla_ffi_abi.h"
 #include "brainevent/common.h"
 
 #define BEKC_EXPORT __attribute__((visibility("default")))
+
+// The checks and error formatting are compiled once per wrapper translation
+// unit and called from each handler, not inlined into every one: inlined at
+// -O3 they made the host compiler's share of a build about 2x (see
+// docs/benchmarks.md), and a call per XLA invocation costs nothing measurable.
+#define BEKC_RT_NOINLINE __attribute__((noinline))
 
 namespace bekc_rt {
 
@@ -91,7 +99,7 @@ public:
     }
 
 private:
-    static BE::Tensor tensor(void* p) {
+    BEKC_RT_NOINLINE static BE::Tensor tensor(void* p) {
         const auto* b = static_cast<const BekcXla_Buffer*>(p);
         return BE::Tensor(b->data, to_be_dtype(b->dtype), static_cast<int>(b->rank), b->dims);
     }
@@ -100,24 +108,40 @@ private:
     int64_t stream_;
 };
 
-inline BekcXla_Error* make_error(const BekcXla_Api* api, int32_t code, const std::string& message) {
+BEKC_RT_NOINLINE inline BekcXla_Error* make_error(const BekcXla_Api* api, int32_t code,
+                                                  const char* message) {
     BekcXla_ErrorCreateArgs args;
     args.struct_size = BEKC_XLA_ERROR_CREATE_ARGS_STRUCT_SIZE;
     args.extension_start = nullptr;
-    args.message = message.c_str();
+    args.message = message;
     args.errc = code;
     return api->error_create(&args);
 }
 
-inline BekcXla_Error* invalid(const BekcXla_CallFrame* f, const FunctionInfo& info,
-                              const std::string& what) {
-    return make_error(f->api, BEKC_XLA_ERROR_INVALID_ARGUMENT, std::string(info.target) + ": " + what);
+// An error whose message is printf-formatted. Messages are built with
+// vsnprintf rather than std::string concatenation: the concatenations,
+// instantiated and optimised in every wrapper at -O3, cost more compile time
+// than the rest of the handler code together.
+__attribute__((format(printf, 3, 4))) BEKC_RT_NOINLINE inline BekcXla_Error* fail(
+    const BekcXla_Api* api, int32_t code, const char* format, ...) {
+    va_list args, again;
+    va_start(args, format);
+    va_copy(again, args);
+    int n = std::vsnprintf(nullptr, 0, format, args);
+    va_end(args);
+    char* text = n >= 0 ? static_cast<char*>(std::malloc(static_cast<size_t>(n) + 1)) : nullptr;
+    if (text) std::vsnprintf(text, static_cast<size_t>(n) + 1, format, again);
+    va_end(again);
+    BekcXla_Error* error = make_error(api, code, text ? text : format);
+    std::free(text);
+    return error;
 }
 
 // When XLA registers a handler it calls it once with a metadata extension in
 // the chain: fill in the version and traits, and do nothing else. Returns
 // true when this call was that query.
-inline bool is_metadata_query(BekcXla_CallFrame* f, bool command_buffer, BekcXla_Error** error) {
+BEKC_RT_NOINLINE inline bool is_metadata_query(BekcXla_CallFrame* f, bool command_buffer,
+                                               BekcXla_Error** error) {
     for (BekcXla_InternalExtension* e = f->extension_start; e; e = e->next) {
         if (e->type != BEKC_XLA_EXTENSION_METADATA) continue;
         BekcXla_Metadata* m = reinterpret_cast<BekcXla_MetadataExtension*>(e)->metadata;
@@ -126,11 +150,11 @@ inline bool is_metadata_query(BekcXla_CallFrame* f, bool command_buffer, BekcXla
             // Error_Create to call, write nothing and let XLA reject the
             // version it finds unset.
             if (f->api != nullptr)
-                *error = make_error(f->api, BEKC_XLA_ERROR_INVALID_ARGUMENT,
-                                    "bekc handler: XLA's metadata struct is " +
-                                        std::to_string(m ? m->struct_size : 0) +
-                                        " bytes, expected at least " +
-                                        std::to_string(BEKC_XLA_METADATA_STRUCT_SIZE));
+                *error = fail(f->api, BEKC_XLA_ERROR_INVALID_ARGUMENT,
+                              "bekc handler: XLA's metadata struct is %zu bytes, expected at "
+                              "least %zu",
+                              m ? m->struct_size : size_t{0},
+                              static_cast<size_t>(BEKC_XLA_METADATA_STRUCT_SIZE));
             return true;
         }
         m->api_version.struct_size = BEKC_XLA_API_VERSION_STRUCT_SIZE;
@@ -143,25 +167,24 @@ inline bool is_metadata_query(BekcXla_CallFrame* f, bool command_buffer, BekcXla
     return false;
 }
 
-inline std::string expected_got(const char* what, int64_t expected, int64_t got) {
-    return "expected " + std::to_string(expected) + " " + what + ", got " + std::to_string(got);
-}
-
 // Checks buffer kinds, dtypes and ranks of args or rets.
-inline BekcXla_Error* check_buffers(const BekcXla_CallFrame* f, const FunctionInfo& info,
-                                    const char* kind, int64_t n, const int32_t* types,
-                                    void* const* buffers) {
+BEKC_RT_NOINLINE inline BekcXla_Error* check_buffers(const BekcXla_CallFrame* f,
+                                                     const FunctionInfo& info, const char* kind,
+                                                     int64_t n, const int32_t* types,
+                                                     void* const* buffers) {
+    const int32_t bad = BEKC_XLA_ERROR_INVALID_ARGUMENT;
     for (int64_t i = 0; i < n; ++i) {
-        std::string which = std::string(kind) + " " + std::to_string(i);
-        if (types[i] != BEKC_XLA_ARG_BUFFER) return invalid(f, info, which + " is not a buffer");
+        const long long index = static_cast<long long>(i);
+        if (types[i] != BEKC_XLA_ARG_BUFFER)
+            return fail(f->api, bad, "%s: %s %lld is not a buffer", info.target, kind, index);
         const auto* b = static_cast<const BekcXla_Buffer*>(buffers[i]);
         if (to_be_dtype(b->dtype) == BE::DType::Invalid)
-            return invalid(f, info, which + " has dtype " + xla_dtype_name(b->dtype) +
-                                        ", which BE::Tensor cannot represent");
+            return fail(f->api, bad, "%s: %s %lld has dtype %s, which BE::Tensor cannot represent",
+                        info.target, kind, index, xla_dtype_name(b->dtype));
         if (b->rank < 0 || b->rank > BE::Tensor::kMaxDims)
-            return invalid(f, info, which + " has rank " + std::to_string(b->rank) +
-                                        "; BE::Tensor supports 0 to " +
-                                        std::to_string(BE::Tensor::kMaxDims) + " dimensions");
+            return fail(f->api, bad, "%s: %s %lld has rank %lld; BE::Tensor supports 0 to %d dimensions",
+                        info.target, kind, index, static_cast<long long>(b->rank),
+                        static_cast<int>(BE::Tensor::kMaxDims));
     }
     return nullptr;
 }
@@ -176,57 +199,65 @@ inline bool attr_dtype_matches(const AttrSpec& want, int32_t got) {
            (got == BEKC_XLA_DTYPE_BF16 && std::strcmp(want.type, "bfloat16") == 0);
 }
 
-// How a Python caller makes the scalar a handler expects.
-inline std::string attr_hint(const AttrSpec& want) {
-    std::string type = want.type;
-    if (type == "bool") return "np.bool_(value)";
-    if (type == "float16") return "np.float16(value).view(np.uint16)";
-    if (type == "bfloat16") return "ml_dtypes.bfloat16(value).view(np.uint16)";
-    return "np." + type + "(value)";
-}
-
-inline BekcXla_Error* check_attrs(const BekcXla_CallFrame* f, const FunctionInfo& info) {
+BEKC_RT_NOINLINE inline BekcXla_Error* check_attrs(const BekcXla_CallFrame* f,
+                                                   const FunctionInfo& info) {
+    const int32_t bad = BEKC_XLA_ERROR_INVALID_ARGUMENT;
     const BekcXla_Attrs& a = f->attrs;
     for (int64_t i = 0; i < a.size; ++i) {
         const AttrSpec& want = info.attrs[i];
         const BekcXla_ByteSpan* name = a.names[i];
-        std::string got(name->ptr, name->len);
-        if (got != want.name)
-            return invalid(f, info, "unexpected attribute '" + got + "' (expected '" + want.name +
-                                        "'; attributes are matched by name)");
+        const int len = static_cast<int>(name->len);
+        if (name->len != std::strlen(want.name) || std::memcmp(name->ptr, want.name, name->len) != 0)
+            return fail(f->api, bad,
+                        "%s: unexpected attribute '%.*s' (expected '%s'; attributes are matched "
+                        "by name)",
+                        info.target, len, name->ptr, want.name);
         if (a.types[i] != BEKC_XLA_ATTR_SCALAR)
-            return invalid(f, info, "attribute '" + got + "' must be a scalar");
+            return fail(f->api, bad, "%s: attribute '%.*s' must be a scalar", info.target, len,
+                        name->ptr);
         const auto* s = static_cast<const BekcXla_Scalar*>(a.attrs[i]);
-        if (!attr_dtype_matches(want, s->dtype)) {
-            std::string carrier = xla_dtype_name(want.dtype);
-            return invalid(f, info, "attribute '" + got + "' must be " + want.type +
-                                        (carrier != want.type ? " (its bits as a " + carrier + " scalar)"
-                                                              : std::string()) +
-                                        ", got " + xla_dtype_name(s->dtype) + " (pass e.g. " +
-                                        attr_hint(want) + ", or call through bekc.load, which casts)");
-        }
+        if (attr_dtype_matches(want, s->dtype)) continue;
+        // How a Python caller makes the scalar the handler expects.
+        char hint[64];
+        if (std::strcmp(want.type, "bool") == 0)
+            std::snprintf(hint, sizeof hint, "np.bool_(value)");
+        else if (std::strcmp(want.type, "float16") == 0)
+            std::snprintf(hint, sizeof hint, "np.float16(value).view(np.uint16)");
+        else if (std::strcmp(want.type, "bfloat16") == 0)
+            std::snprintf(hint, sizeof hint, "ml_dtypes.bfloat16(value).view(np.uint16)");
+        else
+            std::snprintf(hint, sizeof hint, "np.%s(value)", want.type);
+        const char* carrier = xla_dtype_name(want.dtype);
+        const bool raw_bits = std::strcmp(carrier, want.type) != 0;
+        return fail(f->api, bad,
+                    "%s: attribute '%.*s' must be %s%s%s%s, got %s (pass e.g. %s, or call "
+                    "through bekc.load, which casts)",
+                    info.target, len, name->ptr, want.type, raw_bits ? " (its bits as a " : "",
+                    raw_bits ? carrier : "", raw_bits ? " scalar)" : "", xla_dtype_name(s->dtype),
+                    hint);
     }
     return nullptr;
 }
 
 // The whole handler: metadata query, checks, stream, call, exceptions.
-inline BekcXla_Error* handle(BekcXla_CallFrame* f, const FunctionInfo& info,
-                             void (*call)(const Frame&), bool command_buffer) {
+BEKC_RT_NOINLINE inline BekcXla_Error* handle(BekcXla_CallFrame* f, const FunctionInfo& info,
+                                              void (*call)(const Frame&), bool command_buffer) {
+    const int32_t bad = BEKC_XLA_ERROR_INVALID_ARGUMENT;
     BekcXla_Error* error = nullptr;
     if (is_metadata_query(f, command_buffer, &error)) return error;
     if (f->struct_size < BEKC_XLA_CALL_FRAME_STRUCT_SIZE)
-        return invalid(f, info, "call frame is " + std::to_string(f->struct_size) +
-                                    " bytes, expected at least " +
-                                    std::to_string(BEKC_XLA_CALL_FRAME_STRUCT_SIZE));
+        return fail(f->api, bad, "%s: call frame is %zu bytes, expected at least %zu", info.target,
+                    f->struct_size, static_cast<size_t>(BEKC_XLA_CALL_FRAME_STRUCT_SIZE));
     if (f->stage != BEKC_XLA_STAGE_EXECUTE)
-        return invalid(f, info, "wrong execution stage: expected 3 (execute), got " +
-                                    std::to_string(f->stage));
-    if (f->args.size != info.num_args)
-        return invalid(f, info, expected_got("arguments", info.num_args, f->args.size));
-    if (f->rets.size != info.num_rets)
-        return invalid(f, info, expected_got("results", info.num_rets, f->rets.size));
-    if (f->attrs.size != info.num_attrs)
-        return invalid(f, info, expected_got("attributes", info.num_attrs, f->attrs.size));
+        return fail(f->api, bad, "%s: wrong execution stage: expected 3 (execute), got %d",
+                    info.target, static_cast<int>(f->stage));
+    const char* const kinds[3] = {"arguments", "results", "attributes"};
+    const int64_t want[3] = {info.num_args, info.num_rets, info.num_attrs};
+    const int64_t got[3] = {f->args.size, f->rets.size, f->attrs.size};
+    for (int k = 0; k < 3; ++k)
+        if (got[k] != want[k])
+            return fail(f->api, bad, "%s: expected %lld %s, got %lld", info.target,
+                        static_cast<long long>(want[k]), kinds[k], static_cast<long long>(got[k]));
     if ((error = check_buffers(f, info, "argument", f->args.size, f->args.types, f->args.args)))
         return error;
     if ((error = check_buffers(f, info, "result", f->rets.size, f->rets.types, f->rets.rets)))
@@ -245,10 +276,9 @@ inline BekcXla_Error* handle(BekcXla_CallFrame* f, const FunctionInfo& info,
     try {
         call(Frame(f, stream));
     } catch (const std::exception& e) {
-        return make_error(f->api, BEKC_XLA_ERROR_INTERNAL, std::string(info.target) + ": " + e.what());
+        return fail(f->api, BEKC_XLA_ERROR_INTERNAL, "%s: %s", info.target, e.what());
     } catch (...) {
-        return make_error(f->api, BEKC_XLA_ERROR_INTERNAL,
-                          std::string(info.target) + ": unknown C++ exception");
+        return fail(f->api, BEKC_XLA_ERROR_INTERNAL, "%s: unknown C++ exception", info.target);
     }
     return nullptr;
 }

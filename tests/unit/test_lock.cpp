@@ -1,0 +1,124 @@
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <thread>
+
+#include "../helpers/child.hpp"
+#include "../helpers/temp_dir.hpp"
+#include "store/lock.hpp"
+
+using namespace bekc;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+TEST_CASE("a lock is exclusive and released on destruction", "[lock]") {
+    test::TempDir tmp;
+    fs::path path = tmp / "locks" / "ab" / "key.lock";
+    {
+        auto held = FileLock::acquire(path, 1s);
+        REQUIRE(held.has_value());
+        CHECK(fs::exists(path));
+        // flock excludes other open file descriptions, even in one process.
+        CHECK_FALSE(FileLock::try_acquire(path).has_value());
+        auto waited = FileLock::acquire(path, 100ms);
+        REQUIRE_FALSE(waited.has_value());
+        CHECK(waited.error().timed_out);
+    }
+    CHECK(FileLock::try_acquire(path).has_value());
+}
+
+TEST_CASE("a waiting process gets the lock when the holder releases it", "[lock]") {
+    test::TempDir tmp;
+    fs::path path = tmp / "key.lock";
+    test::ReadySignal ready;
+    pid_t child = test::fork_child([&] {
+        auto lock = FileLock::acquire(path, 5s);
+        if (!lock) return 1;
+        ready.notify();
+        std::this_thread::sleep_for(300ms);
+        return 0;
+    });
+    REQUIRE(ready.wait());
+    auto start = Clock::now();
+    auto lock = FileLock::acquire(path, 10s);
+    CHECK(lock.has_value());
+    CHECK(Clock::now() - start >= 150ms);
+    CHECK(test::wait_child(child) == 0);
+}
+
+TEST_CASE("timing out names the lock file and its holder", "[lock]") {
+    test::TempDir tmp;
+    fs::path path = tmp / "key.lock";
+    test::ReadySignal ready;
+    pid_t child = test::fork_child([&] {
+        auto lock = FileLock::acquire(path, 5s);
+        if (!lock) return 1;
+        ready.notify();
+        pause();
+        return 0;
+    });
+    REQUIRE(ready.wait());
+    auto start = Clock::now();
+    auto lock = FileLock::acquire(path, 200ms);
+    auto waited = Clock::now() - start;
+    kill(child, SIGKILL);  // not TERM: Catch2's handlers live on in the child
+    test::wait_child(child);
+    REQUIRE_FALSE(lock.has_value());
+    CHECK(lock.error().timed_out);
+    CHECK(waited >= 200ms);
+    CHECK(waited < 5s);
+    CHECK_THAT(lock.error().message, Catch::Contains(path.string()));
+    CHECK_THAT(lock.error().message, Catch::Contains("pid " + std::to_string(child)));
+    CHECK_THAT(lock.error().message, Catch::Contains("0.2 s"));
+}
+
+TEST_CASE("a lock held by a process killed with SIGKILL does not block", "[lock]") {
+    test::TempDir tmp;
+    fs::path path = tmp / "key.lock";
+    test::ReadySignal ready;
+    pid_t child = test::fork_child([&] {
+        auto lock = FileLock::acquire(path, 5s);
+        if (!lock) return 1;
+        ready.notify();
+        pause();
+        return 0;
+    });
+    REQUIRE(ready.wait());
+    CHECK_FALSE(FileLock::try_acquire(path).has_value());
+    kill(child, SIGKILL);
+    CHECK(test::wait_child(child) == 128 + SIGKILL);
+    auto start = Clock::now();
+    auto lock = FileLock::acquire(path, 5s);
+    CHECK(lock.has_value());
+    CHECK(Clock::now() - start < 1s);
+    CHECK(fs::exists(path));  // the file stays; only the kernel's lock mattered
+}
+
+TEST_CASE("removing a lock file while waiters wait keeps the lock exclusive", "[lock]") {
+    test::TempDir tmp;
+    fs::path path = tmp / "key.lock";
+    auto first = FileLock::acquire(path, 1s);
+    REQUIRE(first.has_value());
+    std::optional<FileLock> second;
+    std::thread waiter([&] {
+        auto lock = FileLock::acquire(path, 5s);
+        if (lock) second.emplace(std::move(*lock));
+    });
+    std::this_thread::sleep_for(50ms);  // let the waiter open the old file
+    first->remove_and_release();
+    waiter.join();
+    REQUIRE(second.has_value());
+    // The waiter must hold the lock on the file now at the path.
+    CHECK(fs::exists(path));
+    CHECK_FALSE(FileLock::try_acquire(path).has_value());
+}
+
+TEST_CASE("a lock file that cannot be created is an error, not a timeout", "[lock]") {
+    test::TempDir tmp;
+    test::write_file(tmp / "file", "x");
+    auto lock = FileLock::acquire(tmp / "file" / "sub.lock", 1s);
+    REQUIRE_FALSE(lock.has_value());
+    CHECK_FALSE(lock.error().timed_out);
+    CHECK_THAT(lock.error().message, Catch::Contains("sub.lock"));
+}

@@ -1,0 +1,244 @@
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+
+#include "../helpers/temp_dir.hpp"
+#include "run/parallel.hpp"
+#include "run/process.hpp"
+
+using namespace bekc;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+Command cmd(std::vector<std::string> argv) {
+    return Command{std::move(argv), "", {}, {}, "", {}};
+}
+
+const std::vector<std::string> kNastyArgs = {
+    "plain",     "with space",  "it's",         "\"double\"", "$HOME",         "*",
+    "?",         "a;b",         "a|b",          "$(id)",      "`id`",          "line1\nline2",
+    "tab\there", "back\\slash", "ünïcödé ✓ 核", "",           "--flag=va lue", "-",
+    "'",         "\\'",
+};
+
+}  // namespace
+
+TEST_CASE("a program's output and exit code come back", "[process]") {
+    ProcessResult r = run_process(cmd({"/bin/echo", "hello", "world"}));
+    CHECK(r.status == ProcessStatus::Exited);
+    CHECK(r.exit_code == 0);
+    CHECK(r.ok());
+    CHECK(r.output == "hello world\n");
+    CHECK(r.wall_time > 0ns);
+}
+
+TEST_CASE("a bare program name is found through PATH", "[process]") {
+    ProcessResult r = run_process(cmd({"printf", "%s-%s", "a", "b"}));
+    CHECK(r.ok());
+    CHECK(r.output == "a-b");
+}
+
+TEST_CASE("arguments reach the program byte for byte", "[process]") {
+    std::vector<std::string> argv = {"/usr/bin/printf", "%s\\0"};
+    argv.insert(argv.end(), kNastyArgs.begin(), kNastyArgs.end());
+    ProcessResult r = run_process(cmd(argv));
+    REQUIRE(r.ok());
+    std::string expected;
+    for (const auto& a : kNastyArgs) expected += a + '\0';
+    CHECK(r.output == expected);
+}
+
+TEST_CASE("paths with spaces, quotes and UTF-8 pass through", "[process]") {
+    test::TempDir tmp;
+    fs::path dir = tmp / "d ir 'q' \"dq\" é $HOME";
+    test::write_file(dir / "f *.txt", "content\n");
+    fs::create_symlink("/bin/echo", dir / "é cho");
+
+    Command in_dir = cmd({"/bin/cat", "f *.txt"});
+    in_dir.cwd = dir.string();
+    ProcessResult r = run_process(in_dir);
+    CHECK(r.ok());
+    CHECK(r.output == "content\n");
+
+    ProcessResult by_path = run_process(cmd({(dir / "é cho").string(), "x y"}));
+    CHECK(by_path.ok());
+    CHECK(by_path.output == "x y\n");
+
+    Command pwd = cmd({"/bin/pwd"});
+    pwd.cwd = dir.string();
+    CHECK(run_process(pwd).output == fs::canonical(dir).string() + "\n");
+}
+
+TEST_CASE("environment overrides are added and replace existing values", "[process]") {
+    Command c = cmd({"/usr/bin/env"});
+    c.env_overrides = {{"BEKC_TEST_VAR", "va lue $x"}, {"HOME", "/nowhere"}};
+    ProcessResult r = run_process(c);
+    REQUIRE(r.ok());
+    CHECK_THAT(r.output, Catch::Contains("\nBEKC_TEST_VAR=va lue $x\n"));
+    CHECK_THAT(r.output, Catch::Contains("HOME=/nowhere\n"));
+    CHECK(std::count(r.output.begin(), r.output.end(), '\n') >= 2);
+    size_t homes = 0;
+    for (size_t p = 0; (p = r.output.find("HOME=", p)) != std::string::npos; ++p) {
+        if (p == 0 || r.output[p - 1] == '\n') ++homes;
+    }
+    CHECK(homes == 1);
+}
+
+TEST_CASE("stdout and stderr are merged in the order written", "[process]") {
+    test::TempDir tmp;
+    test::write_file(tmp / "a", "first\n");
+    test::write_file(tmp / "b", "last\n");
+    ProcessResult r = run_process(
+        cmd({"/bin/cat", (tmp / "a").string(), (tmp / "missing").string(), (tmp / "b").string()}));
+    CHECK(r.exit_code == 1);
+    CHECK(r.output ==
+          "first\n/bin/cat: " + (tmp / "missing").string() + ": No such file or directory\nlast\n");
+}
+
+TEST_CASE("ten megabytes of output do not deadlock", "[process]") {
+    test::TempDir tmp;
+    std::string big;
+    big.reserve(10 * 1024 * 1024 + 64);
+    for (int i = 0; big.size() < 10 * 1024 * 1024; ++i) big += "line " + std::to_string(i) + "\n";
+    test::write_file(tmp / "big.txt", big);
+    ProcessResult r = run_process(cmd({"/bin/cat", (tmp / "big.txt").string()}));
+    CHECK(r.ok());
+    CHECK(r.output.size() == big.size());
+    CHECK(r.output == big);
+}
+
+TEST_CASE("stdin is empty, so a program reading it does not hang", "[process]") {
+    ProcessResult r = run_process(cmd({"/bin/cat"}), RunOptions{5s});
+    CHECK(r.ok());
+    CHECK(r.output.empty());
+}
+
+TEST_CASE("exit codes are reported", "[process]") {
+    ProcessResult f = run_process(cmd({"/bin/false"}));
+    CHECK(f.status == ProcessStatus::Exited);
+    CHECK(f.exit_code == 1);
+    CHECK_FALSE(f.ok());
+    CHECK(f.describe() == "exited with code 1");
+    ProcessResult ls = run_process(cmd({"/bin/ls", "/nonexistent-bekc-path"}));
+    CHECK(ls.exit_code == 2);
+    CHECK_THAT(ls.output, Catch::Contains("nonexistent-bekc-path"));
+}
+
+TEST_CASE("a program that cannot start is a SpawnFailed result", "[process]") {
+    ProcessResult missing = run_process(cmd({"/nonexistent/prog", "x"}));
+    CHECK(missing.status == ProcessStatus::SpawnFailed);
+    CHECK_THAT(missing.error,
+               Catch::Contains("/nonexistent/prog") && Catch::Contains("No such file"));
+    CHECK(missing.describe() == missing.error);
+    CHECK(run_process(cmd({"bekc-no-such-program-xyz"})).status == ProcessStatus::SpawnFailed);
+    CHECK(run_process(cmd({})).status == ProcessStatus::SpawnFailed);
+
+    test::TempDir tmp;
+    test::write_file(tmp / "not-executable", "#!/bin/sh\n");
+    ProcessResult denied = run_process(cmd({(tmp / "not-executable").string()}));
+    CHECK(denied.status == ProcessStatus::SpawnFailed);
+    CHECK_THAT(denied.error, Catch::Contains("Permission denied"));
+
+    Command bad_cwd = cmd({"/bin/echo"});
+    bad_cwd.cwd = (tmp / "no-such-dir").string();
+    CHECK(run_process(bad_cwd).status == ProcessStatus::SpawnFailed);
+}
+
+TEST_CASE("death by a signal is reported as such", "[process]") {
+    if (!fs::exists("/usr/bin/perl")) {
+        WARN("no /usr/bin/perl to raise a signal with");
+        return;
+    }
+    ProcessResult r = run_process(cmd({"/usr/bin/perl", "-e", "kill 'KILL', $$"}));
+    CHECK(r.status == ProcessStatus::Signaled);
+    CHECK(r.signal == SIGKILL);
+    CHECK_FALSE(r.ok());
+    CHECK(r.describe() == "killed by signal 9 (Killed)");
+}
+
+TEST_CASE("a timeout kills the process", "[process]") {
+    ProcessResult r = run_process(cmd({"/bin/sleep", "10"}), RunOptions{200ms});
+    CHECK(r.status == ProcessStatus::TimedOut);
+    CHECK(r.signal == SIGKILL);
+    CHECK(r.wall_time >= 200ms);
+    CHECK(r.wall_time < 5s);
+    CHECK_THAT(r.describe(), Catch::StartsWith("timed out after 0."));
+
+    ProcessResult quick = run_process(cmd({"/bin/echo", "x"}), RunOptions{5s});
+    CHECK(quick.ok());
+
+    if (fs::exists("/usr/bin/perl")) {
+        // Closing its output does not let a process escape the timeout.
+        ProcessResult quiet = run_process(
+            cmd({"/usr/bin/perl", "-e", "print 'bye'; close STDOUT; close STDERR; sleep 10"}),
+            RunOptions{300ms});
+        CHECK(quiet.status == ProcessStatus::TimedOut);
+        CHECK(quiet.output == "bye");
+        CHECK(quiet.wall_time < 5s);
+    }
+}
+
+TEST_CASE("display_command quotes for a POSIX shell only where needed", "[process]") {
+    Command c = cmd({"/usr/bin/cc", "-o", "out file", "it's", "$HOME", "-DX=1", "", "é"});
+    CHECK(display_command(c) == "/usr/bin/cc -o 'out file' 'it'\\''s' '$HOME' -DX=1 '' 'é'");
+    c.cwd = "/tmp/my dir";
+    c.env_overrides = {{"LANG", "C"}, {"X", "a b"}};
+    CHECK(display_command(c) ==
+          "cd '/tmp/my dir' && LANG=C X='a b' /usr/bin/cc -o 'out file' 'it'\\''s' '$HOME' -DX=1 "
+          "'' 'é'");
+    CHECK(display_command(cmd({"a=b", "c=d"})) == "'a=b' c=d");
+    CHECK(shell_quote("line1\nline2") == "'line1\nline2'");
+}
+
+TEST_CASE("run_parallel returns results in input order", "[process]") {
+    std::vector<Command> cmds = {cmd({"/bin/sleep", "0.3"}), cmd({"/bin/echo", "b"}),
+                                 cmd({"/bin/sleep", "0.1"}), cmd({"/bin/echo", "d"})};
+    std::vector<size_t> finished;
+    auto results = run_parallel(cmds, 4, [&](const ProgressEvent& e) {
+        if (e.kind == ProgressEvent::Kind::Finished) finished.push_back(e.index);
+    });
+    REQUIRE(results.size() == 4);
+    for (const auto& r : results) CHECK(r.ok());
+    CHECK(results[1].output == "b\n");
+    CHECK(results[3].output == "d\n");
+    REQUIRE(finished.size() == 4);
+    CHECK(finished.back() == 0);  // the longest finished last
+}
+
+TEST_CASE("run_parallel runs at most `jobs` commands at once", "[process]") {
+    std::vector<Command> cmds(6, cmd({"/bin/sleep", "0.2"}));
+    int active = 0, most = 0;
+    auto start = std::chrono::steady_clock::now();
+    auto results = run_parallel(cmds, 2, [&](const ProgressEvent& e) {
+        active += e.kind == ProgressEvent::Kind::Started ? 1 : -1;
+        most = std::max(most, active);
+    });
+    CHECK(most == 2);
+    CHECK(std::chrono::steady_clock::now() - start >= 550ms);
+    for (const auto& r : results) CHECK(r.ok());
+}
+
+TEST_CASE("run_parallel stops launching after a failure unless keep_going", "[process]") {
+    std::vector<Command> cmds = {cmd({"/bin/echo", "a"}), cmd({"/bin/false"}),
+                                 cmd({"/bin/echo", "c"})};
+    auto stopped = run_parallel(cmds, 1);
+    CHECK(stopped[0].ok());
+    CHECK(stopped[1].exit_code == 1);
+    CHECK(stopped[2].status == ProcessStatus::NotRun);
+
+    ParallelOptions keep_going;
+    keep_going.keep_going = true;
+    auto all = run_parallel(cmds, 1, {}, keep_going);
+    CHECK(all[2].ok());
+    CHECK(all[2].output == "c\n");
+
+    cmds[1] = cmd({"/nonexistent/prog"});
+    CHECK(run_parallel(cmds, 1)[2].status == ProcessStatus::NotRun);
+    CHECK(run_parallel({}, 4).empty());
+}

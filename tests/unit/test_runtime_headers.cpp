@@ -1,0 +1,371 @@
+// The kernel-facing headers of runtime/include/brainevent, compiled as plain
+// host C++ (as a .cpp kernel file would be).
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <typeindex>
+#include <typeinfo>
+#include <utility>
+#include <vector>
+
+#include "brainevent/common.h"
+
+using BE::DType;
+
+namespace {
+
+// Runs `f`, which must throw BE::Error, and returns the error.
+template <class F>
+BE::Error thrown_error(F&& f) {
+    try {
+        f();
+    } catch (const BE::Error& e) {
+        return e;
+    }
+    FAIL("no BE::Error thrown");
+    throw;  // unreachable: FAIL throws
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+    return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+const std::vector<DType> kAllDTypes = {
+    DType::Float16, DType::Float32,   DType::Float64,    DType::BFloat16,
+    DType::Int8,    DType::Int16,     DType::Int32,      DType::Int64,
+    DType::UInt8,   DType::UInt16,    DType::UInt32,     DType::UInt64,
+    DType::Bool,    DType::Complex64, DType::Complex128, DType::Invalid,
+};
+
+}  // namespace
+
+TEST_CASE("DType values, sizes and names follow the brainevent API", "[runtime_headers]") {
+    struct Row {
+        DType dtype;
+        int value;
+        size_t size;
+        const char* name;
+    };
+    const Row rows[] = {
+        {DType::Float16, 0, 2, "float16"},
+        {DType::Float32, 1, 4, "float32"},
+        {DType::Float64, 2, 8, "float64"},
+        {DType::BFloat16, 3, 2, "bfloat16"},
+        {DType::Int8, 4, 1, "int8"},
+        {DType::Int16, 5, 2, "int16"},
+        {DType::Int32, 6, 4, "int32"},
+        {DType::Int64, 7, 8, "int64"},
+        {DType::UInt8, 8, 1, "uint8"},
+        {DType::UInt16, 9, 2, "uint16"},
+        {DType::UInt32, 10, 4, "uint32"},
+        {DType::UInt64, 11, 8, "uint64"},
+        {DType::Bool, 12, 1, "bool"},
+        {DType::Complex64, 13, 8, "complex64"},
+        {DType::Complex128, 14, 16, "complex128"},
+        {DType::Invalid, 255, 0, "invalid"},
+    };
+    for (const Row& row : rows) {
+        CAPTURE(row.name);
+        CHECK(static_cast<int>(row.dtype) == row.value);
+        CHECK(BE::dtype_size(row.dtype) == row.size);
+        CHECK(std::string(BE::dtype_name(row.dtype)) == row.name);
+    }
+    CHECK(std::is_same_v<std::underlying_type_t<DType>, uint8_t>);
+    // A byte that is no enumerator (corrupt data) still has a name and no size.
+    CHECK(BE::dtype_size(static_cast<DType>(99)) == 0);
+    CHECK(std::string(BE::dtype_name(static_cast<DType>(99))) == "unknown");
+    static_assert(BE::dtype_size(DType::Float64) == 8, "usable in constant expressions");
+}
+
+TEST_CASE("Tensor computes C-contiguous strides, numel and nbytes", "[runtime_headers]") {
+    float storage[24] = {};
+    const int64_t dims[3] = {2, 3, 4};
+    const BE::Tensor t(storage, DType::Float32, 3, dims);
+
+    CHECK(t.data_ptr() == storage);
+    CHECK(t.data() == storage);
+    CHECK(t.data_ptr<float>() == storage);
+    CHECK(t.ndim() == 3);
+    CHECK(t.dtype() == DType::Float32);
+    CHECK(t.element_size() == 4);
+    CHECK(t.numel() == 24);
+    CHECK(t.nbytes() == 96);
+    CHECK(t.is_contiguous());
+    CHECK((t.size(0) == 2 && t.size(1) == 3 && t.size(2) == 4));
+    CHECK((t.shape(0) == 2 && t.shape(1) == 3 && t.shape(2) == 4));
+    CHECK((t.stride(0) == 12 && t.stride(1) == 4 && t.stride(2) == 1));
+    CHECK((t.shape_ptr()[1] == 3 && t.strides_ptr()[0] == 12));
+    // Negative indices count from the end, as in NumPy.
+    CHECK((t.size(-1) == 4 && t.stride(-3) == 12));
+}
+
+TEST_CASE("Tensor of rank 0 is one element", "[runtime_headers]") {
+    double value = 1.5;
+    const BE::Tensor t(&value, DType::Float64, 0, nullptr);
+    CHECK(t.ndim() == 0);
+    CHECK(t.numel() == 1);
+    CHECK(t.nbytes() == 8);
+    CHECK(t.is_contiguous());
+    CHECK(*t.data_ptr<double>() == 1.5);
+}
+
+TEST_CASE("Tensor with a zero-sized dimension has no elements", "[runtime_headers]") {
+    const int64_t dims[2] = {5, 0};
+    const BE::Tensor t(nullptr, DType::Int32, 2, dims);
+    CHECK(t.numel() == 0);
+    CHECK(t.nbytes() == 0);
+    CHECK(t.stride(0) == 0);
+    CHECK(t.stride(1) == 1);
+}
+
+TEST_CASE("Tensor holds up to 8 dimensions", "[runtime_headers]") {
+    const int64_t dims[9] = {2, 1, 3, 1, 2, 1, 2, 1, 2};
+    const BE::Tensor t(nullptr, DType::UInt8, 8, dims);
+    CHECK(BE::Tensor::kMaxDims == 8);
+    CHECK(t.ndim() == 8);
+    CHECK(t.numel() == 24);
+    CHECK(t.stride(0) == 12);
+    CHECK(t.stride(7) == 1);
+    CHECK(t.is_contiguous());
+
+    const BE::Error e = thrown_error([&] { BE::Tensor(nullptr, DType::UInt8, 9, dims); });
+    CHECK_THAT(e.message(), Catch::Contains("BE::Tensor supports 0 to 8 dimensions, got 9"));
+}
+
+TEST_CASE("Tensor rejects bad dimension indices and negative dims", "[runtime_headers]") {
+    const int64_t dims[2] = {2, 3};
+    const BE::Tensor t(nullptr, DType::Float32, 2, dims);
+    CHECK_THAT(thrown_error([&] { (void)t.size(2); }).message(),
+               Catch::Contains("dimension index 2 out of range for a tensor of rank 2"));
+    CHECK_THROWS_AS(t.stride(-3), BE::Error);
+
+    const int64_t negative[2] = {2, -1};
+    CHECK_THAT(thrown_error([&] { BE::Tensor(nullptr, DType::Float32, 2, negative); }).message(),
+               Catch::Contains("dimension 1 is negative: -1"));
+}
+
+TEST_CASE("Tensor is a trivially copyable value", "[runtime_headers]") {
+    // Kernel arguments are copied bytewise to the device.
+    STATIC_REQUIRE(std::is_trivially_copyable_v<BE::Tensor>);
+    STATIC_REQUIRE(std::is_standard_layout_v<BE::Tensor>);
+    STATIC_REQUIRE(std::is_trivially_destructible_v<BE::Tensor>);
+
+    int32_t storage[6] = {};
+    const int64_t dims[2] = {3, 2};
+    const BE::Tensor a(storage, DType::Int32, 2, dims);
+    BE::Tensor b;
+    std::memcpy(static_cast<void*>(&b), &a, sizeof a);
+    CHECK(b.data_ptr<int32_t>() == storage);
+    CHECK(b.size(0) == 3);
+    CHECK(b.stride(0) == 2);
+    CHECK(b.numel() == 6);
+
+    const BE::Tensor empty;
+    CHECK(empty.data_ptr() == nullptr);
+    CHECK(empty.dtype() == DType::Invalid);
+}
+
+TEST_CASE("BE_CHECK passes silently and does not evaluate its message", "[runtime_headers]") {
+    int evaluated = 0;
+    auto message = [&] {
+        ++evaluated;
+        return "text";
+    };
+    CHECK_NOTHROW([&] { BE_CHECK(1 + 1 == 2) << message(); }());
+    CHECK(evaluated == 0);
+}
+
+TEST_CASE("BE_CHECK throws BE::Error with file:line and the streamed message",
+          "[runtime_headers]") {
+    const int n = -3;
+    int line = 0;
+    const BE::Error e = thrown_error([&] {
+        // clang-format off
+        line = __LINE__; BE_CHECK(n > 0) << "n must be positive, got " << n;
+        // clang-format on
+    });
+    CHECK(ends_with(e.file(), "test_runtime_headers.cpp"));
+    CHECK(e.line() == line);
+    CHECK(e.message() == "BE_CHECK(n > 0) failed: n must be positive, got -3");
+    CHECK(std::string(e.what()) ==
+          std::string(e.file()) + ":" + std::to_string(line) + ": " + e.message());
+    STATIC_REQUIRE(std::is_base_of_v<std::runtime_error, BE::Error>);
+}
+
+TEST_CASE("BE_CHECK without a message names the condition only", "[runtime_headers]") {
+    const BE::Error e = thrown_error([] { BE_CHECK(sizeof(int) == 1); });
+    CHECK(e.message() == "BE_CHECK(sizeof(int) == 1) failed");
+}
+
+TEST_CASE("BE_CHECK messages format the values kernels stream", "[runtime_headers]") {
+    const std::string text = "std::string";
+    const char* null_text = nullptr;
+    const BE::Error e = thrown_error([&] {
+        BE_CHECK(false) << int8_t{-5} << ' ' << uint8_t{200} << ' ' << true << ' '
+                        << DType::BFloat16 << ' ' << 0.25 << ' ' << 1.5f << ' ' << text << ' '
+                        << std::string_view("view") << ' ' << null_text << ' ' << 42ull << ' '
+                        << int64_t{-9000000000};
+    });
+    CHECK(e.message() ==
+          "BE_CHECK(false) failed: -5 200 true bfloat16 0.25 1.5 std::string view (null) 42 "
+          "-9000000000");
+}
+
+TEST_CASE("BE_CHECK takes conditions with commas", "[runtime_headers]") {
+    CHECK_NOTHROW(BE_CHECK(std::is_same_v<int, int>));
+    const BE::Error e = thrown_error([] { BE_CHECK(std::is_same_v<int, long>) << "!"; });
+    CHECK(e.message() == "BE_CHECK(std::is_same_v<int, long>) failed: !");
+}
+
+TEST_CASE("BE_CHECK is one statement: it nests in if/else without braces", "[runtime_headers]") {
+    auto run = [](bool outer, bool inner) {
+        int branch = 0;
+        if (outer)
+            BE_CHECK(inner) << "inner";
+        else
+            branch = 2;
+        return branch;
+    };
+    CHECK(run(false, false) == 2);
+    CHECK(run(true, true) == 0);
+    CHECK_THROWS_AS(run(true, false), BE::Error);
+}
+
+TEST_CASE("CUDA-only checks are absent from a CPU build", "[runtime_headers]") {
+    CHECK(BE_HAS_CUDA_RUNTIME == 0);
+    CHECK(BE_CUDA_COMPILER == 0);
+#if defined(BE_CUDA_CHECK) || defined(BE_CHECK_KERNEL_LAUNCH)
+    FAIL("BE_CUDA_CHECK must not exist without the CUDA runtime API");
+#endif
+}
+
+namespace {
+
+// The C++ type each dispatch macro binds to scalar_t for `dtype`.
+std::type_index floating(DType dtype) {
+    std::type_index seen = typeid(void);
+    BE_DISPATCH_FLOATING(dtype, scalar_t, { seen = typeid(scalar_t); });
+    return seen;
+}
+std::type_index floating_and_half(DType dtype) {
+    std::type_index seen = typeid(void);
+    BE_DISPATCH_FLOATING_AND_HALF(dtype, scalar_t, { seen = typeid(scalar_t); });
+    return seen;
+}
+std::type_index integral(DType dtype) {
+    std::type_index seen = typeid(void);
+    BE_DISPATCH_INTEGRAL(dtype, scalar_t, { seen = typeid(scalar_t); });
+    return seen;
+}
+std::type_index all_types(DType dtype) {
+    std::type_index seen = typeid(void);
+    BE_DISPATCH_ALL_TYPES(dtype, scalar_t, { seen = typeid(scalar_t); });
+    return seen;
+}
+std::type_index complex(DType dtype) {
+    std::type_index seen = typeid(void);
+    BE_DISPATCH_COMPLEX(dtype, scalar_t, { seen = typeid(scalar_t); });
+    return seen;
+}
+std::type_index all(DType dtype) {
+    std::type_index seen = typeid(void);
+    BE_DISPATCH_ALL(dtype, scalar_t, { seen = typeid(scalar_t); });
+    return seen;
+}
+
+struct DispatchCase {
+    const char* macro;
+    std::type_index (*dispatch)(DType);
+    std::vector<std::pair<DType, std::type_index>> supported;
+};
+
+std::vector<DispatchCase> dispatch_cases() {
+    using P = std::pair<DType, std::type_index>;
+    const std::vector<P> floating_types = {P{DType::Float32, typeid(float)},
+                                           P{DType::Float64, typeid(double)}};
+    const std::vector<P> half_types = {P{DType::Float16, typeid(BE::float16_t)},
+                                       P{DType::BFloat16, typeid(BE::bfloat16_t)}};
+    const std::vector<P> integral_types = {
+        P{DType::Int8, typeid(int8_t)},     P{DType::Int16, typeid(int16_t)},
+        P{DType::Int32, typeid(int32_t)},   P{DType::Int64, typeid(int64_t)},
+        P{DType::UInt8, typeid(uint8_t)},   P{DType::UInt16, typeid(uint16_t)},
+        P{DType::UInt32, typeid(uint32_t)}, P{DType::UInt64, typeid(uint64_t)}};
+    const std::vector<P> complex_types = {P{DType::Complex64, typeid(BE::complex64_t)},
+                                          P{DType::Complex128, typeid(BE::complex128_t)}};
+    auto join = [](std::initializer_list<std::vector<P>> parts) {
+        std::vector<P> out;
+        for (const auto& part : parts) out.insert(out.end(), part.begin(), part.end());
+        return out;
+    };
+    return {
+        {"BE_DISPATCH_FLOATING", floating, floating_types},
+        {"BE_DISPATCH_FLOATING_AND_HALF", floating_and_half, join({half_types, floating_types})},
+        {"BE_DISPATCH_INTEGRAL", integral, integral_types},
+        {"BE_DISPATCH_ALL_TYPES", all_types, join({floating_types, integral_types})},
+        {"BE_DISPATCH_COMPLEX", complex, complex_types},
+        {"BE_DISPATCH_ALL", all,
+         join({floating_types,
+               half_types,
+               integral_types,
+               {P{DType::Bool, typeid(bool)}},
+               complex_types})},
+    };
+}
+
+}  // namespace
+
+TEST_CASE("Each dispatch macro binds scalar_t to the dtype's C++ type", "[runtime_headers]") {
+    for (const DispatchCase& c : dispatch_cases()) {
+        for (const auto& [dtype, type] : c.supported) {
+            CAPTURE(c.macro, BE::dtype_name(dtype));
+            CHECK(c.dispatch(dtype) == type);
+        }
+    }
+}
+
+TEST_CASE("Each dispatch macro rejects the other dtypes, naming them", "[runtime_headers]") {
+    for (const DispatchCase& c : dispatch_cases()) {
+        for (DType dtype : kAllDTypes) {
+            bool supported = false;
+            for (const auto& entry : c.supported) supported = supported || entry.first == dtype;
+            if (supported) continue;
+            CAPTURE(c.macro, BE::dtype_name(dtype));
+            const BE::Error e = thrown_error([&] { c.dispatch(dtype); });
+            CHECK_THAT(e.message(), Catch::StartsWith(std::string(c.macro) + "(dtype)"));
+            CHECK_THAT(e.message(), Catch::Contains(std::string("unsupported dtype ") +
+                                                    BE::dtype_name(dtype) + " (supported: "));
+            CHECK(ends_with(e.file(), "test_runtime_headers.cpp"));
+        }
+    }
+}
+
+TEST_CASE("Dispatch evaluates the dtype once and its block may return", "[runtime_headers]") {
+    int calls = 0;
+    auto next_dtype = [&] {
+        ++calls;
+        return DType::Int16;
+    };
+    const size_t width =
+        BE_DISPATCH_ALL_TYPES(next_dtype(), scalar_t, { return sizeof(scalar_t); });
+    CHECK(width == 2);
+    CHECK(calls == 1);
+
+    // Commas inside the block (template arguments, initializers) are fine.
+    std::pair<int, int> p{0, 0};
+    BE_DISPATCH_FLOATING(DType::Float64, scalar_t, {
+        std::pair<scalar_t, int> q{1.5, 2};
+        p = {static_cast<int>(q.first * 2), q.second};
+    });
+    CHECK(p == std::pair<int, int>{3, 2});
+}
+
+TEST_CASE("Half and complex stand-ins have the sizes of their dtypes", "[runtime_headers]") {
+    STATIC_REQUIRE(sizeof(BE::float16_t) == 2);
+    STATIC_REQUIRE(sizeof(BE::bfloat16_t) == 2);
+    STATIC_REQUIRE(sizeof(BE::complex64_t) == BE::dtype_size(DType::Complex64));
+    STATIC_REQUIRE(sizeof(BE::complex128_t) == BE::dtype_size(DType::Complex128));
+    STATIC_REQUIRE(alignof(BE::complex128_t) == 16);
+}
