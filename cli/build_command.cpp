@@ -34,8 +34,9 @@ int build(const BuildOptions& o) {
 Action add_build_command(CLI::App& app) {
     auto o = std::make_shared<BuildOptions>();
     CLI::App* cmd = app.add_subcommand(
-        "build", "Compile kernel sources into one library of XLA FFI handlers plus a manifest; "
-                 "print the manifest's path");
+        "build",
+        "Compile kernel sources into one library of XLA FFI handlers plus a manifest; "
+        "print the manifest's path");
     cmd->add_option("inputs", o->inputs, "Kernel sources (.cu, .cpp, .cc, .cxx) or directories")
         ->required();
     cmd->add_option("--name", o->name, "Module name (default: the first input's stem)");
@@ -51,7 +52,8 @@ Action add_build_command(CLI::App& app) {
     cmd->add_option("--std", o->cxx_std, "C++ standard for nvcc and the host compiler")
         ->capture_default_str();
     cmd->add_option("-I", o->include_dirs, "Add an include directory")->allow_extra_args(false);
-    cmd->add_option("-D", o->defines, "Define a macro, NAME or NAME=VALUE")->allow_extra_args(false);
+    cmd->add_option("-D", o->defines, "Define a macro, NAME or NAME=VALUE")
+        ->allow_extra_args(false);
     cmd->add_option("--cuda-flag", o->cuda_flags, "Extra nvcc flag (write --cuda-flag=-lineinfo)")
         ->allow_extra_args(false);
     cmd->add_option("--cxx-flag", o->cxx_flags, "Extra host-compiler flag for .cpp inputs")
@@ -69,8 +71,7 @@ Action add_build_command(CLI::App& app) {
     cmd->add_option("--cache-dir", o->cache_dir,
                     "Cache directory (default: $BEKC_CACHE_DIR, $XDG_CACHE_HOME/bekc or "
                     "~/.cache/bekc)");
-    cmd->add_option("-o,--output-dir", o->output_dir,
-                    "Also place the library and manifest in DIR");
+    cmd->add_option("-o,--output-dir", o->output_dir, "Also place the library and manifest in DIR");
     cmd->add_option("--depfile", o->depfile,
                     "Write a Make rule listing every input and user header");
     cmd->add_option("--compile-commands", o->compile_commands,
@@ -84,8 +85,9 @@ Action add_build_command(CLI::App& app) {
     cmd->add_option("--launcher", o->launcher,
                     "Compiler launcher put in front of nvcc and the host compiler: ccache, "
                     "sccache or a path (default: $BEKC_LAUNCHER)");
-    cmd->add_option("--nvcc", o->nvcc, "nvcc to use (default: $CUDA_HOME, $CUDA_PATH, PATH, "
-                                       "/usr/local/cuda)");
+    cmd->add_option("--nvcc", o->nvcc,
+                    "nvcc to use (default: $CUDA_HOME, $CUDA_PATH, PATH, "
+                    "/usr/local/cuda)");
     cmd->add_option("--cxx", o->cxx, "Host C++ compiler (default: $CXX, c++, g++, clang++)");
     cmd->add_option("-j,--jobs", o->jobs, "Parallel compiles (default: one per core)");
     cmd->add_flag("--json", o->json, "Print one JSON object instead of the manifest path");

@@ -30,8 +30,9 @@ int list(Cache& cache) {
     auto entries = cache.list();
     if (entries.empty()) std::printf("(empty) %s\n", cache.path().c_str());
     for (const auto& e : entries)
-        std::printf("%-24s %s  %8s  %3zu targets  %s%s\n", e.name.c_str(), e.key.substr(0, 16).c_str(),
-                    format_size(e.bytes).c_str(), e.targets, format_time(e.last_use).c_str(),
+        std::printf("%-24s %s  %8s  %3zu targets  %s%s\n", e.name.c_str(),
+                    e.key.substr(0, 16).c_str(), format_size(e.bytes).c_str(), e.targets,
+                    format_time(e.last_use).c_str(),
                     e.problem.empty() ? "" : ("  PROBLEM: " + e.problem).c_str());
     CacheStats s = cache.stats();
     std::printf("%zu entries, %s\n", s.entries, format_size(s.bytes).c_str());

@@ -31,14 +31,16 @@ int doctor(const std::optional<std::string>& cache_dir) {
     show_tool("nvcc", [&] { return find_nvcc(std::nullopt, lookup); });
     try {
         Tool nvcc = find_nvcc(std::nullopt, lookup);
-        std::printf("%-14s %s\n", "CUDA include", (nvcc.path.parent_path().parent_path() / "include").c_str());
+        std::printf("%-14s %s\n", "CUDA include",
+                    (nvcc.path.parent_path().parent_path() / "include").c_str());
     } catch (const FatalError&) {
     }
     show_tool("host compiler", [&] { return find_cxx(std::nullopt, lookup); });
     fs::path root = resolve_cache_root(cache_dir);
     GpuDetection gpus = detect_gpus(root);
     std::printf("%-14s %s (%s)\n", "GPUs",
-                gpus.archs.empty() ? "none" : arch_list_string(gpus.archs).c_str(), gpus.how.c_str());
+                gpus.archs.empty() ? "none" : arch_list_string(gpus.archs).c_str(),
+                gpus.how.c_str());
     Cache cache(root);
     CacheStats s = cache.stats();
     std::printf("%-14s %s (%zu entries, %s)\n", "cache", root.c_str(), s.entries,
@@ -48,10 +50,12 @@ int doctor(const std::optional<std::string>& cache_dir) {
     std::string jax = "python3 not found on PATH";
     if (python) {
         Command c;
-        c.argv = {python->string(), "-c", "import jax; print(jax.__version__, jax.default_backend())"};
+        c.argv = {python->string(), "-c",
+                  "import jax; print(jax.__version__, jax.default_backend())"};
         ProcessResult r = run_process(c, RunOptions{std::chrono::seconds(60)});
-        jax = r.ok() ? "jax " + r.output.substr(0, r.output.find('\n')) + " (" + python->string() + ")"
-                     : "not importable from " + python->string();
+        jax = r.ok()
+                  ? "jax " + r.output.substr(0, r.output.find('\n')) + " (" + python->string() + ")"
+                  : "not importable from " + python->string();
     }
     std::printf("%-14s %s\n", "Python/JAX", jax.c_str());
     return kExitOk;
@@ -61,7 +65,8 @@ int doctor(const std::optional<std::string>& cache_dir) {
 
 Action add_doctor_command(CLI::App& app) {
     auto dir = std::make_shared<std::optional<std::string>>();
-    CLI::App* cmd = app.add_subcommand("doctor", "Show the toolchain, GPUs, cache and Python bekc would use");
+    CLI::App* cmd =
+        app.add_subcommand("doctor", "Show the toolchain, GPUs, cache and Python bekc would use");
     cmd->add_option("--cache-dir", *dir, "Cache directory");
     return [dir] { return doctor(*dir); };
 }

@@ -56,8 +56,9 @@ int inspect(const InspectOptions& o) {
 
 Action add_inspect_command(CLI::App& app) {
     auto o = std::make_shared<InspectOptions>();
-    CLI::App* cmd = app.add_subcommand("inspect", "List the exported functions and their "
-                                                  "arg_specs, without compiling");
+    CLI::App* cmd = app.add_subcommand("inspect",
+                                       "List the exported functions and their "
+                                       "arg_specs, without compiling");
     cmd->add_option("inputs", o->inputs, "Kernel sources (.cu, .cpp, .cc, .cxx) or directories")
         ->required();
     cmd->add_option("--function", o->functions,

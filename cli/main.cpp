@@ -1,3 +1,5 @@
 #include "commands.hpp"
 
-int main(int argc, char** argv) { return bekc::cli::run(argc, argv); }
+int main(int argc, char** argv) {
+    return bekc::cli::run(argc, argv);
+}

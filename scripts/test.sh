@@ -38,7 +38,7 @@ else
 fi
 
 step "scanner fuzzing (${FUZZ_SECONDS}s)"
-if [[ -x tests/fuzz/run_fuzz.sh ]]; then
+if [[ -f tests/fuzz/run_fuzz.sh ]]; then
   if bash tests/fuzz/run_fuzz.sh "$FUZZ_SECONDS" > "$RESULTS/fuzz.log" 2>&1; then
     echo '<testsuite><testcase name="fuzz_scanner"/></testsuite>' > "$RESULTS/fuzz.xml"
   else

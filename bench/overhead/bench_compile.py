@@ -13,10 +13,10 @@ shared library by the bare compiler, with the flags bekc uses itself:
 The bare library has no handlers. "wrapper TU" is bekc's own timing of its
 compiler process (the generated translation unit: user source + handlers);
 "bekc build" is the whole `bekc build` process (adds scan, hashing, the
-compilers' identity, cache publish). Runs are interleaved; medians are
-reported. Goal: wrappers add < 10%.
+compilers' identity, cache publish). Runs are interleaved; the fastest run
+of each is (best of N; medians in --json). Goal: wrappers add < 10%.
 
-    .venv/bin/python bench/overhead/bench_compile.py [--runs 5] [--cuda-runs 3] [--no-cuda]
+    .venv/bin/python bench/overhead/bench_compile.py [--runs 9] [--cuda-runs 5] [--no-cuda]
 """
 
 from __future__ import annotations
@@ -66,16 +66,20 @@ def bench_file(source, bekc, bare_cmd, runs, extra) -> dict:
             wrapped.append(dt)
             # bekc's own figure for its compiler process(es): the wrapper TU alone.
             compile_only.append(json.loads(out)["timings"]["compile_s"])
-    b, w, c = (statistics.median(v) for v in (bare, wrapped, compile_only))
+    # The fastest run of each: compile times on a shared machine only ever get
+    # slower than the work needs (medians are kept in the JSON too).
+    b, w, c = (min(v) for v in (bare, wrapped, compile_only))
     return {"file": os.path.relpath(source, REPO), "exports": count_exports(source), "bare_s": b,
             "bekc_s": w, "wrapper_compile_s": c, "overhead_pct": 100.0 * (w - b) / b,
-            "compile_overhead_pct": 100.0 * (c - b) / b, "runs": runs}
+            "compile_overhead_pct": 100.0 * (c - b) / b, "runs": runs,
+            "median": {"bare_s": statistics.median(bare), "bekc_s": statistics.median(wrapped),
+                       "wrapper_compile_s": statistics.median(compile_only)}}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--cuda-runs", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=9)
+    ap.add_argument("--cuda-runs", type=int, default=5)
     ap.add_argument("--no-cuda", action="store_true")
     ap.add_argument("--cxx", default=os.environ.get("CXX", "g++"))
     ap.add_argument("--nvcc", default=shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
@@ -98,7 +102,7 @@ def main() -> None:
         rows += [bench_file(f, bekc, nvcc_cmd, args.cuda_runs, ["--arch", "sm_90", "--nvcc", args.nvcc])
                  for f in CUDA_FILES]
     load = os.getloadavg()
-    print(f"{os.cpu_count()} CPUs, load average {load[0]:.1f}; median of the runs, interleaved")
+    print(f"{os.cpu_count()} CPUs, load average {load[0]:.1f}; fastest of the interleaved runs")
     print(f"{'file':<40} {'exports':>7} {'bare':>7} {'wrapper TU':>10} {'added':>7} "
           f"{'bekc build':>10} {'added':>7}")
     for r in rows:

@@ -6,7 +6,8 @@
 
 namespace bekc {
 
-std::string render_template(std::string_view tmpl, const std::map<std::string, std::string>& values) {
+std::string render_template(std::string_view tmpl,
+                            const std::map<std::string, std::string>& values) {
     std::string out;
     out.reserve(tmpl.size() * 2);
     size_t pos = 0;

@@ -9,7 +9,8 @@ namespace bekc {
 
 // Replaces every `@@KEY@@` by its value; a placeholder without a value is a bug
 // in bekc and throws FatalError, so no template ships half-filled.
-std::string render_template(std::string_view tmpl, const std::map<std::string, std::string>& values);
+std::string render_template(std::string_view tmpl,
+                            const std::map<std::string, std::string>& values);
 
 // Escapes text for use inside a C string literal (also in #line directives).
 std::string c_string_escape(std::string_view s);

@@ -16,10 +16,14 @@ namespace {
 // user's function must convert to.
 std::string param_type(const Token& t) {
     switch (t.kind) {
-        case TokenKind::Arg: return t.by_reference ? "const BE::Tensor&" : "const BE::Tensor";
-        case TokenKind::Ret: return "BE::Tensor";
-        case TokenKind::Stream: return "int64_t";
-        case TokenKind::Attr: return std::string(attr_type_info(t.attr_type).cxx_type);
+        case TokenKind::Arg:
+            return t.by_reference ? "const BE::Tensor&" : "const BE::Tensor";
+        case TokenKind::Ret:
+            return "BE::Tensor";
+        case TokenKind::Stream:
+            return "int64_t";
+        case TokenKind::Attr:
+            return std::string(attr_type_info(t.attr_type).cxx_type);
     }
     return {};
 }
@@ -52,12 +56,18 @@ std::string render_function(const WrapperRequest& req, const FunctionSpec& fn) {
     for (const auto& t : fn.tokens) {
         params.push_back(param_type(t));
         switch (t.kind) {
-            case TokenKind::Arg: call.push_back("f.arg(" + std::to_string(arg++) + ")"); break;
-            case TokenKind::Ret: call.push_back("f.ret(" + std::to_string(ret++) + ")"); break;
-            case TokenKind::Stream: call.push_back("f.stream()"); break;
+            case TokenKind::Arg:
+                call.push_back("f.arg(" + std::to_string(arg++) + ")");
+                break;
+            case TokenKind::Ret:
+                call.push_back("f.ret(" + std::to_string(ret++) + ")");
+                break;
+            case TokenKind::Stream:
+                call.push_back("f.stream()");
+                break;
             case TokenKind::Attr: {
-                size_t index = static_cast<size_t>(
-                    std::find(sorted.begin(), sorted.end(), &t) - sorted.begin());
+                size_t index = static_cast<size_t>(std::find(sorted.begin(), sorted.end(), &t) -
+                                                   sorted.begin());
                 call.push_back("f.attr<" + std::string(attr_type_info(t.attr_type).cxx_type) +
                                ">(" + std::to_string(index) + ")");
                 break;
@@ -72,23 +82,22 @@ std::string render_function(const WrapperRequest& req, const FunctionSpec& fn) {
         if (!is_cxx_identifier(t->attr_name))
             throw FatalError("internal error: invalid attribute name reached codegen",
                              kExitInternal);
-    return render_template(
-        embedded("templates/function.cpp.in"),
-        {{"FUNCTION", fn.name},
-         {"TARGET", c_string_escape(req.target_prefix + "." + fn.name)},
-         {"SOURCE_DISPLAY", req.display_path},
-         {"SOURCE_LINE_FILE", c_string_escape(req.display_path)},
-         {"WRAPPER_FILE", c_string_escape(req.wrapper_name)},
-         {"LINE", std::to_string(fn.annotation.line)},
-         {"RESET_LINE", "@@RESET_LINE@@"},
-         {"PARAM_TYPES", params.empty() ? "void" : join(params)},
-         {"CALL_ARGS", join(call)},
-         {"ATTR_SPECS", attr_specs},
-         {"NUM_ARGS", std::to_string(fn.num_args())},
-         {"NUM_RETS", std::to_string(fn.num_rets())},
-         {"NUM_ATTRS", std::to_string(sorted.size())},
-         {"NEEDS_STREAM", fn.has_stream() ? "true" : "false"},
-         {"SYMBOL", handler_symbol(fn.name)}});
+    return render_template(embedded("templates/function.cpp.in"),
+                           {{"FUNCTION", fn.name},
+                            {"TARGET", c_string_escape(req.target_prefix + "." + fn.name)},
+                            {"SOURCE_DISPLAY", req.display_path},
+                            {"SOURCE_LINE_FILE", c_string_escape(req.display_path)},
+                            {"WRAPPER_FILE", c_string_escape(req.wrapper_name)},
+                            {"LINE", std::to_string(fn.annotation.line)},
+                            {"RESET_LINE", "@@RESET_LINE@@"},
+                            {"PARAM_TYPES", params.empty() ? "void" : join(params)},
+                            {"CALL_ARGS", join(call)},
+                            {"ATTR_SPECS", attr_specs},
+                            {"NUM_ARGS", std::to_string(fn.num_args())},
+                            {"NUM_RETS", std::to_string(fn.num_rets())},
+                            {"NUM_ATTRS", std::to_string(sorted.size())},
+                            {"NEEDS_STREAM", fn.has_stream() ? "true" : "false"},
+                            {"SYMBOL", handler_symbol(fn.name)}});
 }
 
 // `#line N "wrapper"` after the signature check must name the wrapper's real
@@ -134,15 +143,18 @@ void check_symbol_clashes(const WrapperRequest& req) {
 
 }  // namespace
 
-std::string handler_symbol(const std::string& function) { return "bekc_ffi_" + function; }
+std::string handler_symbol(const std::string& function) {
+    return "bekc_ffi_" + function;
+}
 std::string handler_symbol_nograph(const std::string& function) {
     return handler_symbol(function) + "_nograph";
 }
 
 std::string render_wrapper(const WrapperRequest& req) {
     if (req.source_path.find_first_of("\"\\\n\r") != std::string::npos)
-        throw FatalError(req.display_path + ": error: bekc cannot #include a path that contains "
-                         "'\"', '\\' or a line break; rename the file or its directory",
+        throw FatalError(req.display_path +
+                             ": error: bekc cannot #include a path that contains "
+                             "'\"', '\\' or a line break; rename the file or its directory",
                          kExitUsage);
     check_symbol_clashes(req);
     std::string out = render_template(embedded("templates/wrapper_prelude.cpp.in"),

@@ -17,8 +17,7 @@ std::string_view line_of(std::string_view text, int line) {
     return out;
 }
 
-Diagnostic make_error(std::string_view text, Location where, std::string message,
-                      std::string fix) {
+Diagnostic make_error(std::string_view text, Location where, std::string message, std::string fix) {
     Diagnostic d;
     d.where = std::move(where);
     d.message = std::move(message);

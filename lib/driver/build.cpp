@@ -4,9 +4,9 @@
 
 #include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -43,7 +43,7 @@ double seconds_since(Clock::time_point t) {
 
 // Says what the build is doing on stderr, unless -q.
 class Reporter {
-public:
+  public:
     explicit Reporter(const BuildOptions& o) : quiet_(o.quiet), verbose_(o.verbose) {}
     void warn(const std::string& msg) const {
         if (!quiet_) std::fprintf(stderr, "bekc: warning: %s\n", msg.c_str());
@@ -52,7 +52,7 @@ public:
         if (verbose_) std::fprintf(stderr, "bekc: %s\n", msg.c_str());
     }
 
-private:
+  private:
     bool quiet_, verbose_;
 };
 
@@ -74,7 +74,8 @@ std::vector<Arch> resolve_archs(const BuildOptions& o, const fs::path& cache_roo
                              "); name the architectures instead, e.g. --arch sm_80,sm_90",
                          kExitUsage);
     report.warn("--arch auto found no GPU (" + d.how + "); compiling for sm_" +
-                std::to_string(kDefaultArch) + " plus PTX, which newer GPUs compile at load "
+                std::to_string(kDefaultArch) +
+                " plus PTX, which newer GPUs compile at load "
                 "time. Pass --arch to choose.");
     return {Arch{kDefaultArch, ""}};
 }
@@ -144,9 +145,15 @@ Prepared prepare(const BuildOptions& in, const Reporter& report) {
     p.flags = plan_flags(o);
     p.launcher = find_launcher(o.launcher, lookup);
     p.library_file = "lib" + o.name + ".so";
-    p.key_inputs = {o.name, o.target_prefix, &p.scanned.files, p.nvcc, p.cxx,
+    p.key_inputs = {o.name,
+                    o.target_prefix,
+                    &p.scanned.files,
+                    p.nvcc,
+                    p.cxx,
                     p.nvcc ? remembered_tool_version(*p.nvcc, p.cache_root) : "",
-                    remembered_tool_version(p.cxx, p.cache_root), p.archs, p.flags,
+                    remembered_tool_version(p.cxx, p.cache_root),
+                    p.archs,
+                    p.flags,
                     std::move(specs)};
     return p;
 }
@@ -174,8 +181,8 @@ Compiled compile(const Prepared& p, const fs::path& dir, const fs::path& runtime
     req.launcher = p.launcher;
     for (size_t i = 0; i < p.scanned.files.size(); ++i) {
         const SourceFile& f = p.scanned.files[i];
-        std::string wrapper_name = std::to_string(i) + "_" + f.path.stem().string() + ".bekc" +
-                                   (f.cuda ? ".cu" : ".cpp");
+        std::string wrapper_name =
+            std::to_string(i) + "_" + f.path.stem().string() + ".bekc" + (f.cuda ? ".cu" : ".cpp");
         fs::path wrapper = dir / wrapper_name;
         WrapperRequest w{fs::absolute(f.path).lexically_normal().string(), f.path.string(),
                          wrapper.string(), p.options.target_prefix, f.functions};
@@ -191,8 +198,9 @@ Compiled compile(const Prepared& p, const fs::path& dir, const fs::path& runtime
     std::vector<Command> commands;
     for (const auto& s : plan.compiles) commands.push_back(s.command);
     bool verbose = p.options.verbose;
-    int jobs = p.options.jobs > 0 ? p.options.jobs
-                                  : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    int jobs = p.options.jobs > 0
+                   ? p.options.jobs
+                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     // Progress for several inputs ("[2/5] nvcc kernels/csr.cu") on a terminal;
     // with -v every command in full instead.
     bool progress = !p.options.quiet && commands.size() > 1 && ::isatty(STDERR_FILENO);
@@ -211,7 +219,8 @@ Compiled compile(const Prepared& p, const fs::path& dir, const fs::path& runtime
         std::fputs(log.c_str(), stderr);
         if (r.status == ProcessStatus::SpawnFailed)
             throw FatalError("bekc: error: cannot run the compiler: " + r.error, kExitToolchain);
-        throw FatalError("bekc: error: compilation failed (" + r.describe() + ")", kExitSourceError);
+        throw FatalError("bekc: error: compilation failed (" + r.describe() + ")",
+                         kExitSourceError);
     };
     for (const auto& r : results)
         if (!r.ok() && r.status != ProcessStatus::NotRun) fail(r);
@@ -224,9 +233,9 @@ Compiled compile(const Prepared& p, const fs::path& dir, const fs::path& runtime
     for (const auto& s : plan.compiles) {
         auto text = read_file(s.depfile);
         if (!text)
-            throw FatalError("bekc: error: the compiler wrote no dependency file " +
-                                 s.depfile.string(),
-                             kExitToolchain);
+            throw FatalError(
+                "bekc: error: the compiler wrote no dependency file " + s.depfile.string(),
+                kExitToolchain);
         for (auto& d : parse_depfile(*text)) c.dependencies.push_back(std::move(d));
     }
     return c;
@@ -274,7 +283,8 @@ void place_outputs(const fs::path& dir, BuildResult& result) {
     // leaving the temporary link behind: remove it (a no-op otherwise).
     fs::remove(tmp, ec);
     auto manifest = read_file(result.manifest);
-    if (!manifest) throw FatalError("bekc: error: cannot read " + result.manifest.string(), kExitCache);
+    if (!manifest)
+        throw FatalError("bekc: error: cannot read " + result.manifest.string(), kExitCache);
     write_file_atomic(dir / "manifest.json", *manifest);
     result.manifest = dir / "manifest.json";
     result.library = lib;
@@ -294,7 +304,8 @@ std::string make_escape(const std::string& path) {
 void write_depfile(const fs::path& file, const Entry& entry, const std::vector<SourceFile>& inputs,
                    const fs::path& target) {
     std::vector<std::string> prereqs;
-    for (const auto& f : inputs) prereqs.push_back(fs::absolute(f.path).lexically_normal().string());
+    for (const auto& f : inputs)
+        prereqs.push_back(fs::absolute(f.path).lexically_normal().string());
     if (auto text = read_file(entry.dir / kDependenciesFile)) {
         auto j = nlohmann::json::parse(*text, nullptr, false);
         if (j.is_array())
@@ -305,7 +316,8 @@ void write_depfile(const fs::path& file, const Entry& entry, const std::vector<S
     for (const auto& p : prereqs) out += " \\\n  " + make_escape(p);
     out += "\n";
     // Every header also gets an empty rule, so deleting one does not break make.
-    for (size_t i = inputs.size(); i < prereqs.size(); ++i) out += "\n" + make_escape(prereqs[i]) + ":\n";
+    for (size_t i = inputs.size(); i < prereqs.size(); ++i)
+        out += "\n" + make_escape(prereqs[i]) + ":\n";
     write_file_atomic(file, out);
 }
 
@@ -328,7 +340,8 @@ BuildResult run_build(const BuildOptions& options) {
     const BuildOptions& o = p.options;
     BuildResult result;
     for (const auto& f : p.scanned.files)
-        for (const auto& fn : f.functions) result.targets.push_back(o.target_prefix + "." + fn.name);
+        for (const auto& fn : f.functions)
+            result.targets.push_back(o.target_prefix + "." + fn.name);
 
     std::string direct_key = direct_key_builder(p.key_inputs).digest();
     if (o.explain_key) std::fputs(direct_key_builder(p.key_inputs).explain().c_str(), stdout);
@@ -392,10 +405,15 @@ BuildResult run_build(const BuildOptions& options) {
     fs::path dir = p.cache_root / "tmp" / ("build." + unique_suffix());
     std::error_code ec;
     fs::create_directories(dir, ec);
-    if (ec) throw FatalError("bekc: error: cannot create " + dir.string() + ": " + ec.message(), kExitCache);
+    if (ec)
+        throw FatalError("bekc: error: cannot create " + dir.string() + ": " + ec.message(),
+                         kExitCache);
     struct Cleanup {
         fs::path dir;
-        ~Cleanup() { std::error_code e; fs::remove_all(dir, e); }
+        ~Cleanup() {
+            std::error_code e;
+            fs::remove_all(dir, e);
+        }
     } cleanup{dir};
 
     auto compile_start = Clock::now();
@@ -409,29 +427,36 @@ BuildResult run_build(const BuildOptions& options) {
     deps.direct.key = key;
     // A file saved while the compiler ran may be newer than what was compiled,
     // and its new bytes are in the key: this result is used, never cached.
-    std::optional<std::string> changed = changed_during_build(deps, p.scanned.files, compile_start_ns);
+    std::optional<std::string> changed =
+        changed_during_build(deps, p.scanned.files, compile_start_ns);
     if (changed) {
         report.warn(*changed + " changed during the build; the result is used but not cached");
         key = KeyBuilder("uncached").add("build_key", key).add("nonce", unique_suffix()).digest();
     }
 
     fs::path built = dir / p.library_file;
-    auto outcome = cache.get_or_build(key, [&](const fs::path& staging) -> std::expected<void, std::string> {
-        auto sha = sha256_file(built);
-        if (!sha) return std::unexpected(sha.error());
-        if (::rename(built.c_str(), (staging / p.library_file).c_str()) != 0)
-            return std::unexpected("cannot move the library into the cache: " + std::string(std::strerror(errno)));
-        ManifestInput m{o.name, o.target_prefix, key, p.library_file, *sha, p.nvcc,
-                        p.key_inputs.nvcc_version, p.cxx, p.key_inputs.cxx_version,
-                        p.archs, p.flags, &p.scanned.files};
-        if (auto w = write_atomic(staging / std::string(kManifestNoGraphFile), render_manifest(m, false)); !w)
-            return w;
-        nlohmann::json headers = deps.user_headers;
-        if (auto w = write_atomic(staging / kDependenciesFile, headers.dump()); !w) return w;
-        return write_atomic(staging / std::string(kManifestFile), render_manifest(m, true));
-    });
+    auto outcome =
+        cache.get_or_build(key, [&](const fs::path& staging) -> std::expected<void, std::string> {
+            auto sha = sha256_file(built);
+            if (!sha) return std::unexpected(sha.error());
+            if (::rename(built.c_str(), (staging / p.library_file).c_str()) != 0)
+                return std::unexpected("cannot move the library into the cache: " +
+                                       std::string(std::strerror(errno)));
+            ManifestInput m{
+                o.name,  o.target_prefix,           key,   p.library_file,           *sha,
+                p.nvcc,  p.key_inputs.nvcc_version, p.cxx, p.key_inputs.cxx_version, p.archs,
+                p.flags, &p.scanned.files};
+            if (auto w = write_atomic(staging / std::string(kManifestNoGraphFile),
+                                      render_manifest(m, false));
+                !w)
+                return w;
+            nlohmann::json headers = deps.user_headers;
+            if (auto w = write_atomic(staging / kDependenciesFile, headers.dump()); !w) return w;
+            return write_atomic(staging / std::string(kManifestFile), render_manifest(m, true));
+        });
     if (!outcome) throw FatalError("bekc: error: " + outcome.error().message, kExitCache);
-    if (!outcome->repaired.empty()) report.warn("replaced a corrupt cache entry: " + outcome->repaired);
+    if (!outcome->repaired.empty())
+        report.warn("replaced a corrupt cache entry: " + outcome->repaired);
     if (changed) return finish(outcome->entry, false);
     if (auto r = cache.record_direct(direct_key, deps.direct); !r)
         report.warn("could not record dependencies for fast hits: " + r.error());

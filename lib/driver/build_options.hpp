@@ -22,7 +22,7 @@ struct BuildOptions {
     bool no_cuda_graph = false;
     bool force = false;
     std::optional<std::string> cache_dir, output_dir, depfile, compile_commands, nvcc, cxx;
-    std::optional<std::string> launcher;  // --launcher, else $BEKC_LAUNCHER
+    std::optional<std::string> launcher;      // --launcher, else $BEKC_LAUNCHER
     std::optional<std::string> remote_cache;  // --remote-cache URL, else $BEKC_REMOTE_CACHE
     bool remote_read_only = false;
     int jobs = 0;  // 0: one per core

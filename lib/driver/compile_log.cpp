@@ -9,7 +9,8 @@ namespace {
 
 // g++/clang: "file:12:5: error:"; nvcc (EDG): "file(12): error:".
 bool is_error_line(const std::string& line) {
-    return line.find(": error:") != std::string::npos || line.find("): error") != std::string::npos ||
+    return line.find(": error:") != std::string::npos ||
+           line.find("): error") != std::string::npos ||
            line.find(": fatal error:") != std::string::npos;
 }
 

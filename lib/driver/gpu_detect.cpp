@@ -63,7 +63,8 @@ GpuDetection detect_gpus(const fs::path& cache_root) {
     std::error_code ec;
     fs::create_directories(cache_root, ec);
     try {
-        write_file_atomic(memo, nlohmann::json{{"fingerprint", *fingerprint}, {"archs", archs}}.dump());
+        write_file_atomic(memo,
+                          nlohmann::json{{"fingerprint", *fingerprint}, {"archs", archs}}.dump());
     } catch (...) {
         // A read-only cache still builds; it only asks nvidia-smi again next time.
     }

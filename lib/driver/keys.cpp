@@ -120,7 +120,8 @@ DependencySet classify_dependencies(const std::vector<std::string>& deps, const 
     std::set<fs::path> inputs, seen;
     std::vector<fs::path> include_dirs;
     for (const auto& f : *in.files) inputs.insert(fs::absolute(f.path).lexically_normal());
-    for (const auto& d : in.flags.include_dirs) include_dirs.push_back(fs::path(d).lexically_normal());
+    for (const auto& d : in.flags.include_dirs)
+        include_dirs.push_back(fs::path(d).lexically_normal());
     std::vector<fs::path> recorded;
     std::error_code ec;
     fs::path runtime_root = fs::weakly_canonical(runtime_include.parent_path(), ec);
@@ -134,8 +135,9 @@ DependencySet classify_dependencies(const std::vector<std::string>& deps, const 
             continue;
         auto sha = sha256_file(p);
         if (!sha)
-            throw FatalError("bekc: error: cannot read dependency " + p.string() + ": " + sha.error(),
-                             kExitSourceError);
+            throw FatalError(
+                "bekc: error: cannot read dependency " + p.string() + ": " + sha.error(),
+                kExitSourceError);
         out.hashed.emplace_back(p.string(), *sha);
         out.direct.dependencies.push_back({p, *sha});
         if (!is_system_header(p)) out.user_headers.push_back(p.string());
@@ -148,7 +150,8 @@ DependencySet classify_dependencies(const std::vector<std::string>& deps, const 
     for (const auto& h : out.user_headers) includer_set.insert(fs::path(h).parent_path());
     std::vector<fs::path> includers(includer_set.begin(), includer_set.end());
     std::vector<fs::path> user_order = include_dirs, system_order = include_dirs;
-    system_order.insert(system_order.end(), system_include_dirs().begin(), system_include_dirs().end());
+    system_order.insert(system_order.end(), system_include_dirs().begin(),
+                        system_include_dirs().end());
     std::set<fs::path> absent;
     for (const auto& p : recorded) {
         bool system = is_system_header(p);

@@ -34,7 +34,7 @@ struct KeyInputs {
 KeyBuilder direct_key_builder(const KeyInputs& in);
 
 struct DependencySet {
-    DirectInputs direct;                                     // key filled in by the caller
+    DirectInputs direct;                                      // key filled in by the caller
     std::vector<std::pair<std::string, std::string>> hashed;  // path, SHA-256 (full key)
     std::vector<std::string> user_headers;                    // for --depfile
 };

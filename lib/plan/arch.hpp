@@ -8,8 +8,8 @@
 namespace bekc {
 
 struct Arch {
-    int number = 0;       // 90 for sm_90
-    std::string suffix;   // "a" or "f" for arch-specific feature sets, else ""
+    int number = 0;      // 90 for sm_90
+    std::string suffix;  // "a" or "f" for arch-specific feature sets, else ""
 
     std::string sm() const { return "sm_" + std::to_string(number) + suffix; }
     std::string compute() const { return "compute_" + std::to_string(number) + suffix; }

@@ -49,13 +49,15 @@ CompileStep compile_step(const PlanRequest& r, const PlanUnit& u, bool link_too)
     append(a, preprocessor_flags(r));
     append(a, u.cuda ? r.flags.cuda_flags : r.flags.cxx_flags);
     append(a, {"-MD", "-MF", s.depfile.string()});
-    if (link_too) a.push_back("-shared");
-    else a.push_back("-c");
+    if (link_too)
+        a.push_back("-shared");
+    else
+        a.push_back("-c");
     append(a, {u.wrapper.string(), "-o", out.string()});
     if (link_too) append(a, r.flags.ldflags);
     if (r.launcher) a.insert(a.begin(), r.launcher->string());
-    s.command.description =
-        (u.cuda ? "nvcc " : "c++ ") + (u.display.empty() ? u.wrapper.filename().string() : u.display);
+    s.command.description = (u.cuda ? "nvcc " : "c++ ") +
+                            (u.display.empty() ? u.wrapper.filename().string() : u.display);
     s.command.inputs = {u.wrapper.string()};
     s.command.outputs = {out.string(), s.depfile.string()};
     return s;
@@ -115,9 +117,21 @@ std::vector<std::string> parse_depfile(const std::string& text) {
         char c = text[i];
         if (c == '\\' && i + 1 < text.size()) {
             char n = text[i + 1];
-            if (n == '\n') { flush(); ++i; continue; }
-            if (n == '\r' && i + 2 < text.size() && text[i + 2] == '\n') { flush(); i += 2; continue; }
-            if (n == ' ' || n == '#' || n == '\\') { cur += n; ++i; continue; }
+            if (n == '\n') {
+                flush();
+                ++i;
+                continue;
+            }
+            if (n == '\r' && i + 2 < text.size() && text[i + 2] == '\n') {
+                flush();
+                i += 2;
+                continue;
+            }
+            if (n == ' ' || n == '#' || n == '\\') {
+                cur += n;
+                ++i;
+                continue;
+            }
             cur += c;
         } else if (c == '$' && i + 1 < text.size() && text[i + 1] == '$') {
             cur += '$';
@@ -125,7 +139,8 @@ std::vector<std::string> parse_depfile(const std::string& text) {
         } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
             flush();
             // A second rule (phony targets from -MP) ends the first one's list.
-            if (c == '\n' && i + 1 < text.size() && text[i + 1] != ' ' && text[i + 1] != '\t') break;
+            if (c == '\n' && i + 1 < text.size() && text[i + 1] != ' ' && text[i + 1] != '\t')
+                break;
         } else {
             cur += c;
         }

@@ -22,7 +22,7 @@ struct PlanFlags {
 };
 
 struct PlanUnit {
-    fs::path wrapper;     // generated translation unit (.cu or .cpp) in the staging dir
+    fs::path wrapper;  // generated translation unit (.cu or .cpp) in the staging dir
     bool cuda = false;
     std::string display;  // the user's source as named on the command line, for progress
 };

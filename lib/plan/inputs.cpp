@@ -84,8 +84,7 @@ ScannedInputs scan_inputs(const std::vector<fs::path>& paths,
             if (!fresh && kind == InputsAre::OneModule) {
                 Location where = fn.annotation;
                 out.diagnostics.push_back(make_error(
-                    f.text, where,
-                    "function '" + fn.name + "' is exported by two inputs",
+                    f.text, where, "function '" + fn.name + "' is exported by two inputs",
                     "it is also exported at " + it->second.file + ":" +
                         std::to_string(it->second.line) +
                         "; a module's target names must be unique: rename one"));
@@ -102,7 +101,8 @@ ScannedInputs scan_inputs(const std::vector<fs::path>& paths,
         Diagnostic d;
         d.where.file = spec.origin;
         d.message = "function '" + spec.name + "' is not defined in any input";
-        d.fix = "bekc looks for 'void " + spec.name + "(...)' in each input, written out or made "
+        d.fix = "bekc looks for 'void " + spec.name +
+                "(...)' in each input, written out or made "
                 "by a macro #defined in the same file";
         out.diagnostics.push_back(d);
     }
@@ -122,7 +122,8 @@ std::vector<ExplicitSpec> read_functions_json(const fs::path& path) {
     } catch (const nlohmann::json::parse_error& e) {
         // Drop the "[json.exception.parse_error.101] " prefix: it helps no user.
         std::string what = e.what();
-        if (size_t close = what.find("] "); what.rfind("[json.exception", 0) == 0 && close != what.npos)
+        if (size_t close = what.find("] ");
+            what.rfind("[json.exception", 0) == 0 && close != what.npos)
             what.erase(0, close + 2);
         throw FatalError(where + "not valid JSON: " + what, kExitUsage);
     }
@@ -141,8 +142,10 @@ std::vector<ExplicitSpec> read_functions_json(const fs::path& path) {
         ExplicitSpec spec{name, {}, path.string()};
         for (auto& t : tokens) {
             if (!t.is_string())
-                throw FatalError(where + "the spec of '" + name + "' has a token that is not a "
-                                         "string: " + t.dump() + shape,
+                throw FatalError(where + "the spec of '" + name +
+                                     "' has a token that is not a "
+                                     "string: " +
+                                     t.dump() + shape,
                                  kExitUsage);
             spec.tokens.push_back({t.get<std::string>(), 0});
         }

@@ -12,8 +12,8 @@
 namespace bekc {
 
 struct SourceFile {
-    fs::path path;        // as the user named it (or dir / name)
-    bool cuda = false;    // .cu
+    fs::path path;      // as the user named it (or dir / name)
+    bool cuda = false;  // .cu
     std::string text;
     std::vector<FunctionSpec> functions;
 };

@@ -18,8 +18,7 @@ ToolLookup ToolLookup::system() {
     l.env = system_env();
     l.executable = [](const fs::path& p) {
         struct stat st;
-        return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-               ::access(p.c_str(), X_OK) == 0;
+        return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
     };
     l.find = [env = l.env, exe = l.executable](const std::string& name) -> std::optional<fs::path> {
         auto path = env("PATH");
@@ -111,10 +110,11 @@ Tool find_cxx(const std::optional<std::string>& flag, const ToolLookup& lookup) 
     }
     for (const char* name : {"c++", "g++", "clang++"})
         if (auto p = lookup.find(name)) return identify_tool(*p);
-    throw FatalError("bekc: error: no host C++ compiler found. Searched: $CXX, then c++, g++ and "
-                     "clang++ on PATH. Install g++ (apt-get install g++) or name one with --cxx "
-                     "PATH or CXX=PATH.",
-                     kExitToolchain);
+    throw FatalError(
+        "bekc: error: no host C++ compiler found. Searched: $CXX, then c++, g++ and "
+        "clang++ on PATH. Install g++ (apt-get install g++) or name one with --cxx "
+        "PATH or CXX=PATH.",
+        kExitToolchain);
 }
 
 std::optional<fs::path> find_launcher(const std::optional<std::string>& flag,

@@ -30,7 +30,7 @@ struct Tool {
     // Absolute, as found: symlinks are kept, because a compiler may behave by
     // the name it is called (Debian's /usr/lib/ccache/c++ -> ccache).
     fs::path path;
-    fs::path canonical;      // symlinks resolved: where its files really are
+    fs::path canonical;  // symlinks resolved: where its files really are
     uint64_t size = 0;
     int64_t mtime_ns = 0;
 

@@ -27,7 +27,9 @@ constexpr size_t kName = 0, kNameLen = 100, kMode = 100, kUid = 108, kGid = 116,
 // Closes on every path out, so an error return leaks nothing.
 struct Fd {
     int fd = -1;
-    ~Fd() { if (fd >= 0) ::close(fd); }
+    ~Fd() {
+        if (fd >= 0) ::close(fd);
+    }
 };
 
 std::string errno_text(const std::string& what, const fs::path& path) {
@@ -106,12 +108,14 @@ std::expected<void, std::string> write_entry_archive(const fs::path& dir,
     if (out.fd < 0) return std::unexpected(errno_text("create", archive));
     std::vector<char> buffer(1 << 16);
     for (const auto& name : names) {
-        if (!is_plain_member_name(name)) return std::unexpected("cannot archive the file name " + name);
+        if (!is_plain_member_name(name))
+            return std::unexpected("cannot archive the file name " + name);
         fs::path file = dir / name;
         Fd in{::open(file.c_str(), O_RDONLY | O_CLOEXEC)};
         if (in.fd < 0) return std::unexpected(errno_text("open", file));
         off_t size = ::lseek(in.fd, 0, SEEK_END);
-        if (size < 0 || ::lseek(in.fd, 0, SEEK_SET) != 0) return std::unexpected(errno_text("seek", file));
+        if (size < 0 || ::lseek(in.fd, 0, SEEK_SET) != 0)
+            return std::unexpected(errno_text("seek", file));
         if (static_cast<uint64_t>(size) >= (uint64_t{1} << 33))  // 11 octal digits
             return std::unexpected(file.string() + " is too large for a ustar archive (8 GiB)");
         Block h{};
@@ -128,15 +132,18 @@ std::expected<void, std::string> write_entry_archive(const fs::path& dir,
         std::memcpy(h.data() + kChecksum, sum.data(), 6);
         h[kChecksum + 6] = '\0';
         h[kChecksum + 7] = ' ';
-        if (!write_all(out.fd, h.data(), kBlock)) return std::unexpected(errno_text("write", archive));
+        if (!write_all(out.fd, h.data(), kBlock))
+            return std::unexpected(errno_text("write", archive));
         // Exactly `size` bytes, even if the file grew meanwhile: the header
         // has already promised that many.
         uint64_t left = static_cast<uint64_t>(size);
         while (left > 0) {
             size_t want = static_cast<size_t>(std::min<uint64_t>(left, buffer.size()));
             if (read_full(in.fd, buffer.data(), want) != want)
-                return std::unexpected(fmt::format("{} shrank while it was archived", file.string()));
-            if (!write_all(out.fd, buffer.data(), want)) return std::unexpected(errno_text("write", archive));
+                return std::unexpected(
+                    fmt::format("{} shrank while it was archived", file.string()));
+            if (!write_all(out.fd, buffer.data(), want))
+                return std::unexpected(errno_text("write", archive));
             left -= want;
         }
         Block pad{};
@@ -146,8 +153,10 @@ std::expected<void, std::string> write_entry_archive(const fs::path& dir,
     }
     Block zero{};
     for (int i = 0; i < 2; ++i)
-        if (!write_all(out.fd, zero.data(), kBlock)) return std::unexpected(errno_text("write", archive));
-    if (::fsync(out.fd) != 0 && errno != EINVAL) return std::unexpected(errno_text("sync", archive));
+        if (!write_all(out.fd, zero.data(), kBlock))
+            return std::unexpected(errno_text("write", archive));
+    if (::fsync(out.fd) != 0 && errno != EINVAL)
+        return std::unexpected(errno_text("sync", archive));
     return {};
 }
 
@@ -160,18 +169,24 @@ std::expected<std::vector<std::string>, std::string> read_entry_archive(const fs
     std::vector<char> buffer(1 << 16);
     for (;;) {
         Block h;
-        if (read_full(in.fd, h.data(), kBlock) != kBlock) return std::unexpected("the archive is truncated");
+        if (read_full(in.fd, h.data(), kBlock) != kBlock)
+            return std::unexpected("the archive is truncated");
         if (std::all_of(h.begin(), h.end(), [](char c) { return c == '\0'; })) break;  // end marker
-        if (std::memcmp(h.data() + kMagic, "ustar", 5) != 0) return std::unexpected("not a ustar archive");
+        if (std::memcmp(h.data() + kMagic, "ustar", 5) != 0)
+            return std::unexpected("not a ustar archive");
         auto sum = parse_octal(h, kChecksum, 8);
-        if (!sum || *sum != checksum_of(h)) return std::unexpected("an archive header has a bad checksum");
+        if (!sum || *sum != checksum_of(h))
+            return std::unexpected("an archive header has a bad checksum");
         std::string name = field(h, kName, kNameLen);
         if (h[kType] != '0' && h[kType] != '\0')
             return std::unexpected(fmt::format("archive member '{}' is not a regular file", name));
         if (!field(h, kPrefix, kPrefixLen).empty() || !is_plain_member_name(name))
-            return std::unexpected(fmt::format("archive member '{}' is not a plain file name", name));
-        if (!seen.insert(name).second) return std::unexpected("archive member '" + name + "' appears twice");
-        if (names.size() == kMaxArchiveMembers) return std::unexpected("the archive has too many members");
+            return std::unexpected(
+                fmt::format("archive member '{}' is not a plain file name", name));
+        if (!seen.insert(name).second)
+            return std::unexpected("archive member '" + name + "' appears twice");
+        if (names.size() == kMaxArchiveMembers)
+            return std::unexpected("the archive has too many members");
         auto size = parse_octal(h, kSize, 12);
         if (!size) return std::unexpected(fmt::format("archive member '{}' has a bad size", name));
         fs::path file = dir / name;
@@ -181,8 +196,10 @@ std::expected<std::vector<std::string>, std::string> read_entry_archive(const fs
         uint64_t left = *size;
         while (left > 0) {
             size_t want = static_cast<size_t>(std::min<uint64_t>(left, buffer.size()));
-            if (read_full(in.fd, buffer.data(), want) != want) return std::unexpected("the archive is truncated");
-            if (!write_all(out.fd, buffer.data(), want)) return std::unexpected(errno_text("write", file));
+            if (read_full(in.fd, buffer.data(), want) != want)
+                return std::unexpected("the archive is truncated");
+            if (!write_all(out.fd, buffer.data(), want))
+                return std::unexpected(errno_text("write", file));
             left -= want;
         }
         size_t tail = static_cast<size_t>(*size % kBlock);

@@ -33,7 +33,8 @@ std::string curl_message(const std::string& output) {
     std::string text;
     for (size_t pos = 0; pos < output.size();) {
         size_t nl = output.find('\n', pos);
-        std::string line = output.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+        std::string line =
+            output.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
         pos = nl == std::string::npos ? output.size() : nl + 1;
         if (line.empty() || line.rfind(kStatusMarker, 0) == 0) continue;
         if (!text.empty()) text += "; ";
@@ -45,23 +46,25 @@ std::string curl_message(const std::string& output) {
 // The 0600 file holding the Authorization header for one request; removed
 // as soon as the request is over.
 class HeaderFile {
-public:
+  public:
     explicit HeaderFile(const std::string& token) : temp_("auth") {
         int fd = ::open(temp_.path().c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                         0600);
         if (fd < 0) {
-            error_ = fmt::format("cannot create {}: {}", temp_.path().string(), std::strerror(errno));
+            error_ =
+                fmt::format("cannot create {}: {}", temp_.path().string(), std::strerror(errno));
             return;
         }
         std::string line = "Authorization: Bearer " + token + "\n";
         if (::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
-            error_ = fmt::format("cannot write {}: {}", temp_.path().string(), std::strerror(errno));
+            error_ =
+                fmt::format("cannot write {}: {}", temp_.path().string(), std::strerror(errno));
         ::close(fd);
     }
     const fs::path& path() const { return temp_.path(); }
     const std::string& error() const { return error_; }
 
-private:
+  private:
     TempPath temp_;
     std::string error_;
 };
@@ -70,10 +73,12 @@ private:
 
 std::vector<std::string> curl_argv(const CurlRequest& r) {
     std::vector<std::string> argv = {
-        r.curl.string(), "-q", "--silent", "--show-error", "--proto", "=http,https",
+        r.curl.string(),     "-q",
+        "--silent",          "--show-error",
+        "--proto",           "=http,https",
         "--connect-timeout", std::to_string(r.limits.connect.count()),
-        "--max-time", std::to_string(r.limits.total.count()),
-        "--write-out", std::string(kStatusMarker) + "%{http_code}\\n"};
+        "--max-time",        std::to_string(r.limits.total.count()),
+        "--write-out",       std::string(kStatusMarker) + "%{http_code}\\n"};
     if (r.limits.max_bytes) {
         argv.push_back("--max-filesize");
         argv.push_back(std::to_string(*r.limits.max_bytes));
@@ -107,7 +112,8 @@ HttpResult interpret_curl(const ProcessResult& run) {
         result.status = std::atoi(run.output.c_str() + at + kStatusMarker.size());
     std::string message = curl_message(run.output);
     if (run.exit_code != 0) {
-        result.kind = no_answer(run.exit_code) ? HttpResult::Kind::Unreachable : HttpResult::Kind::Failed;
+        result.kind =
+            no_answer(run.exit_code) ? HttpResult::Kind::Unreachable : HttpResult::Kind::Failed;
         result.message = message.empty() ? "curl " + run.describe() : message;
         return result;
     }
@@ -122,11 +128,13 @@ HttpResult interpret_curl(const ProcessResult& run) {
     return result;
 }
 
-HttpResult HttpClient::get(const std::string& url, const fs::path& dest, const HttpLimits& limits) const {
+HttpResult HttpClient::get(const std::string& url, const fs::path& dest,
+                           const HttpLimits& limits) const {
     return send({curl_, false, url, dest, std::nullopt, limits});
 }
 
-HttpResult HttpClient::put(const std::string& url, const fs::path& source, const HttpLimits& limits) const {
+HttpResult HttpClient::put(const std::string& url, const fs::path& source,
+                           const HttpLimits& limits) const {
     return send({curl_, true, url, source, std::nullopt, limits});
 }
 

@@ -62,14 +62,14 @@ std::vector<std::string> curl_argv(const CurlRequest& request);
 HttpResult interpret_curl(const ProcessResult& run);
 
 class HttpClient {
-public:
+  public:
     HttpClient(fs::path curl, std::optional<std::string> token)
         : curl_(std::move(curl)), token_(std::move(token)) {}
 
     HttpResult get(const std::string& url, const fs::path& dest, const HttpLimits& limits) const;
     HttpResult put(const std::string& url, const fs::path& source, const HttpLimits& limits) const;
 
-private:
+  private:
     HttpResult send(CurlRequest request) const;
 
     fs::path curl_;
@@ -79,14 +79,14 @@ private:
 // A fresh path in the temporary directory ($TMPDIR, else /tmp) that is
 // removed, with whatever was written there, when this goes out of scope.
 class TempPath {
-public:
+  public:
     explicit TempPath(const std::string& stem);
     ~TempPath();
     TempPath(const TempPath&) = delete;
     TempPath& operator=(const TempPath&) = delete;
     const fs::path& path() const { return path_; }
 
-private:
+  private:
     fs::path path_;
 };
 

@@ -87,8 +87,9 @@ RemoteCache::RemoteRecords RemoteCache::read_records(const std::string& direct_k
         return {State::Failed, {}};
     }
     auto text = read_text(file.path());
-    auto records = text ? parse_remote_records(*text)
-                        : std::expected<std::vector<DirectInputs>, std::string>(std::unexpected(text.error()));
+    auto records =
+        text ? parse_remote_records(*text)
+             : std::expected<std::vector<DirectInputs>, std::string>(std::unexpected(text.error()));
     if (!records) {
         warn_(fmt::format("remote cache: ignoring {}: {}", display_url(url), records.error()));
         return {State::Malformed, {}};
@@ -139,10 +140,12 @@ std::expected<void, std::string> RemoteCache::download_entry(const std::string& 
     auto entry = check_entry(staging, key, CheckLevel::Full);
     if (!entry) return std::unexpected(entry.error());
     for (const auto& name : *names)
-        if (!travels(name, *entry)) return std::unexpected("unexpected file '" + name + "' in the entry");
+        if (!travels(name, *entry))
+            return std::unexpected("unexpected file '" + name + "' in the entry");
     if (auto deps = read_text(staging / kDependenciesFile)) {
         auto j = nlohmann::json::parse(*deps, nullptr, false);
-        if (!j.is_array()) return std::unexpected(std::string(kDependenciesFile) + " is not a JSON array");
+        if (!j.is_array())
+            return std::unexpected(std::string(kDependenciesFile) + " is not a JSON array");
     }
     // check_entry left a stamp; publishing writes its own.
     std::error_code ec;
@@ -150,7 +153,8 @@ std::expected<void, std::string> RemoteCache::download_entry(const std::string& 
     return {};
 }
 
-void RemoteCache::publish(const Entry& entry, const std::string& direct_key, const DirectInputs& deps) {
+void RemoteCache::publish(const Entry& entry, const std::string& direct_key,
+                          const DirectInputs& deps) {
     if (!http_ || config_.read_only) return;
     // The library first and the manifests last, as a build writes them.
     std::vector<std::string> names = {entry.library.filename().string()};
@@ -165,7 +169,8 @@ void RemoteCache::publish(const Entry& entry, const std::string& direct_key, con
     // The entry before the record that names it, so a reader who finds the
     // record finds the entry too.
     std::string url = entry_url(entry.key);
-    if (HttpResult put = http_->put(url, archive.path(), entry_limits()); put.kind != HttpResult::Kind::Ok) {
+    if (HttpResult put = http_->put(url, archive.path(), entry_limits());
+        put.kind != HttpResult::Kind::Ok) {
         report(put, "PUT " + url);
         return;
     }
@@ -186,7 +191,8 @@ void RemoteCache::publish(const Entry& entry, const std::string& direct_key, con
         return;
     }
     url = direct_url(direct_key);
-    if (HttpResult put = http_->put(url, file.path(), record_limits()); put.kind != HttpResult::Kind::Ok)
+    if (HttpResult put = http_->put(url, file.path(), record_limits());
+        put.kind != HttpResult::Kind::Ok)
         report(put, "PUT " + url);
 }
 

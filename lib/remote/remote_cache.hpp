@@ -26,8 +26,8 @@
 namespace bekc {
 
 struct RemoteConfig {
-    std::string url;                 // base URL, e.g. http://cache:8080/bekc
-    bool read_only = false;          // CI readers: never PUT
+    std::string url;                   // base URL, e.g. http://cache:8080/bekc
+    bool read_only = false;            // CI readers: never PUT
     std::optional<std::string> token;  // sent as "Authorization: Bearer <token>"
     std::chrono::seconds timeout{10};
     // Set when the configuration cannot be used (a URL that is not http(s),
@@ -49,7 +49,7 @@ std::string display_url(const std::string& url);
 using Warn = std::function<void(const std::string&)>;
 
 class RemoteCache {
-public:
+  public:
     RemoteCache(RemoteConfig config, Warn warn);
 
     // After a local miss: the remote's direct record for `direct_key`, checked
@@ -61,13 +61,14 @@ public:
     // read-only.
     void publish(const Entry& entry, const std::string& direct_key, const DirectInputs& deps);
 
-private:
+  private:
     std::string direct_url(const std::string& direct_key) const;
     std::string entry_url(const std::string& key) const;
     HttpLimits record_limits() const;
     HttpLimits entry_limits() const;
     // Downloads, unpacks and verifies one entry into `staging`.
-    std::expected<void, std::string> download_entry(const std::string& key, const fs::path& staging);
+    std::expected<void, std::string> download_entry(const std::string& key,
+                                                    const fs::path& staging);
     // Warns about a failed request; an unreachable remote is skipped from
     // then on, so a dead server costs one timeout per build, not one per request.
     void report(const HttpResult& result, const std::string& request);
@@ -79,8 +80,8 @@ private:
 
     RemoteConfig config_;
     Warn warn_;
-    std::string base_;                 // config_.url without trailing '/'
-    std::optional<HttpClient> http_;   // empty: disabled or found unreachable
+    std::string base_;                // config_.url without trailing '/'
+    std::optional<HttpClient> http_;  // empty: disabled or found unreachable
 };
 
 }  // namespace bekc

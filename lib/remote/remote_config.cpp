@@ -12,8 +12,9 @@ namespace {
 
 bool starts_with_nocase(const std::string& s, std::string_view prefix) {
     return s.size() >= prefix.size() &&
-           std::equal(prefix.begin(), prefix.end(), s.begin(),
-                      [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); });
+           std::equal(prefix.begin(), prefix.end(), s.begin(), [](char a, char b) {
+               return a == std::tolower(static_cast<unsigned char>(b));
+           });
 }
 
 bool has_control_char(const std::string& s) {
@@ -37,12 +38,16 @@ std::string problem_of(const RemoteConfig& c, const std::optional<std::string>& 
     if (has_control_char(c.url) || c.url.find(' ') != std::string::npos)
         return "the URL contains spaces or control characters";
     // A line break would let the token add headers of its own.
-    if (c.token && has_control_char(*c.token)) return "$BEKC_REMOTE_TOKEN contains control characters";
+    if (c.token && has_control_char(*c.token))
+        return "$BEKC_REMOTE_TOKEN contains control characters";
     if (timeout) {
         int seconds = 0;
-        auto [end, ec] = std::from_chars(timeout->data(), timeout->data() + timeout->size(), seconds);
-        if (ec != std::errc() || end != timeout->data() + timeout->size() || seconds < 1 || seconds > 3600)
-            return "$BEKC_REMOTE_TIMEOUT='" + *timeout + "' is not a number of seconds from 1 to 3600";
+        auto [end, ec] =
+            std::from_chars(timeout->data(), timeout->data() + timeout->size(), seconds);
+        if (ec != std::errc() || end != timeout->data() + timeout->size() || seconds < 1 ||
+            seconds > 3600)
+            return "$BEKC_REMOTE_TIMEOUT='" + *timeout +
+                   "' is not a number of seconds from 1 to 3600";
     }
     return "";
 }

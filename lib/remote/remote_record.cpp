@@ -38,13 +38,15 @@ std::expected<DirectInputs, std::string> record_from_json(const json& r) {
     if (!is_valid_key(in.key)) return std::unexpected("a record has no valid key");
     for (const auto& f : r.at("files")) {
         std::string path = f.at("path").get<std::string>(), sha = f.at("sha256").get<std::string>();
-        if (!is_absolute_path(path)) return std::unexpected("'" + path + "' is not an absolute path");
+        if (!is_absolute_path(path))
+            return std::unexpected("'" + path + "' is not an absolute path");
         if (!is_sha256(sha)) return std::unexpected("the SHA-256 of '" + path + "' is malformed");
         in.dependencies.push_back({fs::path(path), sha});
     }
     for (const auto& a : r.at("absent")) {
         std::string path = a.get<std::string>();
-        if (!is_absolute_path(path)) return std::unexpected("'" + path + "' is not an absolute path");
+        if (!is_absolute_path(path))
+            return std::unexpected("'" + path + "' is not an absolute path");
         in.must_not_exist.emplace_back(path);
     }
     return in;
@@ -75,11 +77,13 @@ std::expected<std::vector<DirectInputs>, std::string> parse_remote_records(std::
     return records;
 }
 
-std::expected<std::string, std::string> render_remote_records(const std::vector<DirectInputs>& records) {
+std::expected<std::string, std::string> render_remote_records(
+    const std::vector<DirectInputs>& records) {
     json list = json::array();
     for (const auto& r : records) {
         json files = json::array(), absent = json::array();
-        for (const auto& d : r.dependencies) files.push_back({{"path", d.path.string()}, {"sha256", d.sha256}});
+        for (const auto& d : r.dependencies)
+            files.push_back({{"path", d.path.string()}, {"sha256", d.sha256}});
         for (const auto& p : r.must_not_exist) absent.push_back(p.string());
         list.push_back({{"key", r.key}, {"files", files}, {"absent", absent}});
     }
@@ -108,9 +112,10 @@ std::optional<DirectInputs> match_local_files(const std::vector<DirectInputs>& r
         return it->second;
     };
     for (const auto& record : records) {
-        bool holds = std::all_of(record.dependencies.begin(), record.dependencies.end(),
-                                 [&](const DirectDependency& d) { return sha_of(d.path) == d.sha256; }) &&
-                     std::none_of(record.must_not_exist.begin(), record.must_not_exist.end(), exists_here);
+        bool holds =
+            std::all_of(record.dependencies.begin(), record.dependencies.end(),
+                        [&](const DirectDependency& d) { return sha_of(d.path) == d.sha256; }) &&
+            std::none_of(record.must_not_exist.begin(), record.must_not_exist.end(), exists_here);
         if (holds) return record;
     }
     return std::nullopt;

@@ -33,7 +33,8 @@ namespace bekc {
 std::expected<std::vector<DirectInputs>, std::string> parse_remote_records(std::string_view text);
 
 // The error says which path cannot be written (JSON strings are UTF-8).
-std::expected<std::string, std::string> render_remote_records(const std::vector<DirectInputs>& records);
+std::expected<std::string, std::string> render_remote_records(
+    const std::vector<DirectInputs>& records);
 
 // `latest` first, then the others without any for the same key, at most
 // kMaxDirectRecords in all.

@@ -12,19 +12,18 @@ struct Alias {
     TokenKind kind;
 };
 constexpr Alias kPlainTokens[] = {
-    {"arg", TokenKind::Arg},       {"args", TokenKind::Arg},
-    {"ret", TokenKind::Ret},       {"rets", TokenKind::Ret},
-    {"stream", TokenKind::Stream}, {"ctx.stream", TokenKind::Stream},
+    {"arg", TokenKind::Arg},  {"args", TokenKind::Arg},      {"ret", TokenKind::Ret},
+    {"rets", TokenKind::Ret}, {"stream", TokenKind::Stream}, {"ctx.stream", TokenKind::Stream},
 };
 constexpr std::string_view kAttrPrefixes[] = {"attr.", "attrs."};
 
 // Spellings users reach for, mapped to the type names bekc accepts.
 constexpr std::pair<std::string_view, std::string_view> kTypeSuggestions[] = {
-    {"float", "float32"},   {"double", "float64"}, {"half", "float16"},  {"f32", "float32"},
-    {"f64", "float64"},     {"f16", "float16"},    {"bf16", "bfloat16"}, {"int", "int32"},
-    {"long", "int64"},      {"i32", "int32"},      {"i64", "int64"},     {"uint", "uint32"},
-    {"char", "int8"},       {"short", "int16"},    {"int32_t", "int32"}, {"int64_t", "int64"},
-    {"uint32_t", "uint32"}, {"uint64_t", "uint64"}, {"bool_", "bool"},   {"float32_t", "float32"},
+    {"float", "float32"},   {"double", "float64"},  {"half", "float16"},  {"f32", "float32"},
+    {"f64", "float64"},     {"f16", "float16"},     {"bf16", "bfloat16"}, {"int", "int32"},
+    {"long", "int64"},      {"i32", "int32"},       {"i64", "int64"},     {"uint", "uint32"},
+    {"char", "int8"},       {"short", "int16"},     {"int32_t", "int32"}, {"int64_t", "int64"},
+    {"uint32_t", "uint32"}, {"uint64_t", "uint64"}, {"bool_", "bool"},    {"float32_t", "float32"},
 };
 
 }  // namespace
@@ -48,8 +47,8 @@ size_t edit_distance(std::string_view a, std::string_view b) {
     for (size_t i = 1; i <= a.size(); ++i) {
         for (size_t j = 1; j <= b.size(); ++j) {
             size_t cost = a[i - 1] != b[j - 1];
-            d[i * w + j] = std::min({d[(i - 1) * w + j] + 1, d[i * w + j - 1] + 1,
-                                     d[(i - 1) * w + j - 1] + cost});
+            d[i * w + j] = std::min(
+                {d[(i - 1) * w + j] + 1, d[i * w + j - 1] + 1, d[(i - 1) * w + j - 1] + cost});
             if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
                 d[i * w + j] = std::min(d[i * w + j], d[(i - 2) * w + j - 2] + 1);
         }
@@ -124,7 +123,8 @@ std::vector<RawToken> split_tokens(std::string_view text, int base_column) {
 std::optional<ParsedToken> parse_token(const RawToken& raw, TokenError& error) {
     const std::string& t = raw.text;
     for (const auto& alias : kPlainTokens)
-        if (alias.written == t) return ParsedToken{Token{alias.kind, {}, {}, false}, true, raw.column};
+        if (alias.written == t)
+            return ParsedToken{Token{alias.kind, {}, {}, false}, true, raw.column};
 
     for (auto prefix : kAttrPrefixes) {
         if (t.rfind(prefix, 0) != 0) continue;
@@ -146,19 +146,19 @@ std::optional<ParsedToken> parse_token(const RawToken& raw, TokenError& error) {
         if (!type) {
             std::string fix = "attribute types are: " + attr_type_list();
             if (auto s = suggest_attr_type(type_name))
-                fix = "did you mean 'attr." + std::string(name) + ":" + std::string(*s) +
-                      "'? " + fix;
-            error = {"unknown attribute type '" + std::string(type_name) + "' in '" + t + "'",
-                     fix,
+                fix =
+                    "did you mean 'attr." + std::string(name) + ":" + std::string(*s) + "'? " + fix;
+            error = {"unknown attribute type '" + std::string(type_name) + "' in '" + t + "'", fix,
                      raw.column + static_cast<int>(prefix.size() + name.size() + 1)};
             return std::nullopt;
         }
         out.token.attr_type = *type;
         return out;
     }
-    std::string fix = "tokens are 'arg', 'ret', 'stream' and 'attr.<name>' or "
-                      "'attr.<name>:<type>' (aliases: 'args', 'rets', 'ctx.stream', "
-                      "'attrs.<name>')";
+    std::string fix =
+        "tokens are 'arg', 'ret', 'stream' and 'attr.<name>' or "
+        "'attr.<name>:<type>' (aliases: 'args', 'rets', 'ctx.stream', "
+        "'attrs.<name>')";
     if (auto s = suggest_token(t)) fix = "did you mean '" + *s + "'? " + fix;
     error = {"unknown arg_spec token '" + t + "'", fix, raw.column};
     return std::nullopt;

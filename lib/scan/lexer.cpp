@@ -27,7 +27,9 @@ struct ClassTable {
     // The second character of the two-character punctuators that matter to
     // the scanner (`::`, `##`, `&&`, `->`, `<<`, `>>`), by first character.
     char pair[256];
-    constexpr ClassTable() : cls(), ident(), pair() {
+    bool bracket[256];  // ( [ { ) ] }
+    constexpr ClassTable() : cls(), ident(), pair(), bracket() {
+        for (char c : {'(', '[', '{', ')', ']', '}'}) bracket[static_cast<unsigned char>(c)] = true;
         pair[static_cast<unsigned char>(':')] = ':';
         pair[static_cast<unsigned char>('#')] = '#';
         pair[static_cast<unsigned char>('&')] = '&';
@@ -46,9 +48,15 @@ struct ClassTable {
 };
 constexpr ClassTable kTable;
 
-CharClass cls(char c) { return kTable.cls[static_cast<unsigned char>(c)]; }
-bool is_ident_char(char c) { return kTable.ident[static_cast<unsigned char>(c)]; }
-bool is_space(char c) { return cls(c) == kSpace; }
+CharClass cls(char c) {
+    return kTable.cls[static_cast<unsigned char>(c)];
+}
+bool is_ident_char(char c) {
+    return kTable.ident[static_cast<unsigned char>(c)];
+}
+bool is_space(char c) {
+    return cls(c) == kSpace;
+}
 
 bool is_encoding_prefix(std::string_view w) {
     return w == "L" || w == "u" || w == "U" || w == "u8" || w == "R" || w == "LR" || w == "uR" ||
@@ -63,7 +71,7 @@ bool is_pair(char a, char b) {
 // A set of names with a quick "no" for most: macro names are few, and most
 // identifiers differ from all of them in their first character or length.
 class NameSet {
-public:
+  public:
     void insert(std::string_view name) {
         if (name.empty()) return;
         first_[static_cast<unsigned char>(name[0])] = true;
@@ -76,14 +84,14 @@ public:
                name.size() >= min_ && name.size() <= max_ && names_.count(name) != 0;
     }
 
-private:
+  private:
     bool first_[256] = {};
     size_t min_ = SIZE_MAX, max_ = 0;
     std::unordered_set<std::string_view> names_;
 };
 
 class Lexer {
-public:
+  public:
     Lexer(std::string_view src, bool keep_all) : s_(src), keep_all_(keep_all) {}
 
     Lexed run() {
@@ -96,7 +104,7 @@ public:
         return std::move(out_);
     }
 
-private:
+  private:
     void find_line_starts() {
         out_.line_starts.reserve(s_.size() / 32 + 1);
         out_.line_starts.push_back(0);
@@ -197,7 +205,8 @@ private:
                 while (e < n && (is_ident_char(s_[e]) || s_[e] == '.' || s_[e] == '\'')) ++e;
                 return {e, LexKind::Number, false};
             }
-            default: break;
+            default:
+                break;
         }
         char d = p_ + 1 < n ? s_[p_ + 1] : '\0';
         if (c == '/' && d == '/') {
@@ -283,22 +292,24 @@ private:
     // it, invocations of the macros defined so far, and the two tokens after
     // an annotation. That is about a sixth of a kernel file, and memory is
     // most of the scanner's time on big files.
-    void add(LexKind kind, std::string_view text, uint32_t at) {
+    [[gnu::always_inline]] void add(LexKind kind, std::string_view text, uint32_t at) {
         auto& toks = out_.tokens;
         const uint32_t index = static_cast<uint32_t>(toks.size());
         bool keep = keep_all_ || record_next_ > 0 || open_.size() > region_;
         if (record_next_ > 0) --record_next_;
         const bool is_void = kind == LexKind::Ident && text.size() == 4 && text == "void";
-        if (kind == LexKind::Ident && !keep) {
+        if (kind == LexKind::Ident && open_.size() <= region_) {
             if (is_void) {
                 keep = true;
-                record_next_ = 2;  // the name and `(`
+                record_next_ = std::max<uint32_t>(record_next_, 2);  // the name and `(`
             } else if (defined_.contains(text)) {
                 keep = true;
-                record_next_ = 1;  // `(`
+                record_next_ = std::max<uint32_t>(record_next_, 1);  // `(`
             }
         }
-        if (kind == LexKind::Punct && text.size() == 1) keep |= bracket(text[0], index);
+        if (kind == LexKind::Punct && text.size() == 1 &&
+            kTable.bracket[static_cast<unsigned char>(text[0])])
+            keep |= bracket(text[0], index);
         if (keep) toks.emplace_back(kind, text, at);
         void_before_last_ = last_is_void_;
         last_is_void_ = is_void;
@@ -323,7 +334,9 @@ private:
                 }
                 [[fallthrough]];
             case '[':
-            case '{': open_.push_back(Lexed::kUnclosed); return false;
+            case '{':
+                open_.push_back(Lexed::kUnclosed);
+                return false;
             case ')':
             case ']':
             case '}':
@@ -337,7 +350,8 @@ private:
                     return true;
                 }
                 return false;
-            default: return false;
+            default:
+                return false;
         }
     }
 
@@ -363,8 +377,7 @@ private:
             } else {
                 Lexeme l = lexeme(/*in_directive=*/true);
                 if (!l.skip)
-                    toks.emplace_back(l.kind, s_.substr(p_, l.end - p_),
-                                      static_cast<uint32_t>(p_));
+                    toks.emplace_back(l.kind, s_.substr(p_, l.end - p_), static_cast<uint32_t>(p_));
                 p_ = l.end;
             }
         }
@@ -396,7 +409,8 @@ private:
         m.offset = at;
         size_t i = 3;
         for (; i < toks.size() && toks[i].text() != ")"; ++i) {
-            if (toks[i].kind == LexKind::Ident) m.params.push_back(toks[i].text());
+            if (toks[i].kind == LexKind::Ident)
+                m.params.push_back(toks[i].text());
             else if (toks[i].text() == ".") {
                 if (i + 2 < toks.size() && toks[i + 1].text() == "." && toks[i + 2].text() == ".") {
                     m.params.push_back("__VA_ARGS__");
@@ -416,11 +430,16 @@ private:
         while (p_ < s_.size() && s_[p_] != '\n') {
             char c = s_[p_];
             char d = p_ + 1 < s_.size() ? s_[p_ + 1] : '\0';
-            if (splice_at(p_)) p_ += splice_len(p_);
-            else if (c == '/' && d == '*') block_comment();
-            else if (c == '/' && d == '/') line_comment();
-            else if (c == '"' || c == '\'') p_ = std::min(quoted(p_), s_.size());
-            else ++p_;
+            if (splice_at(p_))
+                p_ += splice_len(p_);
+            else if (c == '/' && d == '*')
+                block_comment();
+            else if (c == '/' && d == '/')
+                line_comment();
+            else if (c == '"' || c == '\'')
+                p_ = std::min(quoted(p_), s_.size());
+            else
+                ++p_;
         }
     }
 
@@ -463,10 +482,10 @@ private:
     const bool keep_all_;
     size_t p_ = 0;
     Lexed out_;
-    NameSet defined_;              // function-like macros #defined so far
-    uint32_t record_next_ = 0;     // tokens to keep whatever they are
-    size_t region_ = kNoRegion;    // open_.size() outside the kept region
-    bool region_void_ = false;     // the region is `void name(...)`
+    NameSet defined_;                              // function-like macros #defined so far
+    uint32_t record_next_ = 0;                     // tokens to keep whatever they are
+    size_t region_ = kNoRegion;                    // open_.size() outside the kept region
+    bool region_void_ = false;                     // the region is `void name(...)`
     uint32_t last_kept_ident_ = Lexed::kUnclosed;  // the previous token, if a kept identifier
     bool last_is_void_ = false;
     bool void_before_last_ = false;
@@ -477,6 +496,8 @@ private:
 
 }  // namespace
 
-Lexed lex(std::string_view source, bool all_tokens) { return Lexer(source, all_tokens).run(); }
+Lexed lex(std::string_view source, bool all_tokens) {
+    return Lexer(source, all_tokens).run();
+}
 
 }  // namespace bekc

@@ -31,16 +31,16 @@ struct LexToken {
     std::string_view text() const { return {ptr_, len_}; }
     void set_text(std::string_view t) { *this = LexToken(kind, t, offset); }
 
-private:
+  private:
     const char* ptr_;
 
-public:
+  public:
     uint32_t offset;  // byte offset in the source of the token
 
-private:
+  private:
     uint32_t len_ : 24;
 
-public:
+  public:
     LexKind kind : 8;
 };
 static_assert(sizeof(LexToken) == 16);
@@ -78,7 +78,7 @@ struct Lexed {
     // over them stays in cache.
     struct Call {
         std::string_view name;
-        uint32_t index;   // of the identifier in `tokens`
+        uint32_t index;  // of the identifier in `tokens`
         // Of the `)` closing the call, or kUnclosed. `(`, `[` and `{` count as
         // one kind of bracket, as everywhere in the scanner.
         uint32_t close = kUnclosed;
@@ -86,11 +86,11 @@ struct Lexed {
     };
     static constexpr uint32_t kUnclosed = UINT32_MAX;
     std::vector<Call> calls;
-    std::vector<LineComment> comments;   // in source order
-    std::vector<MacroDef> macros;        // function-like #defines, in source order
-    std::vector<uint32_t> line_starts;   // offset of each line's first byte
+    std::vector<LineComment> comments;  // in source order
+    std::vector<MacroDef> macros;       // function-like #defines, in source order
+    std::vector<uint32_t> line_starts;  // offset of each line's first byte
     size_t source_size = 0;
-    std::deque<std::string> arena;       // storage for synthesized token text
+    std::deque<std::string> arena;  // storage for synthesized token text
 
     // 1-based line and column of a byte offset.
     int line_of(uint32_t offset) const;

@@ -21,14 +21,19 @@ int bracket(const LexToken& t) {
     switch (t.text()[0]) {
         case '(':
         case '[':
-        case '{': return 1;
+        case '{':
+            return 1;
         case ')':
         case ']':
-        case '}': return -1;
-        default: return 0;
+        case '}':
+            return -1;
+        default:
+            return 0;
     }
 }
-bool is_open(const LexToken& t) { return bracket(t) > 0; }
+bool is_open(const LexToken& t) {
+    return bracket(t) > 0;
+}
 bool is_punct(const LexToken& t, char c) {
     return t.kind == LexKind::Punct && t.text().size() == 1 && t.text()[0] == c;
 }
@@ -145,7 +150,8 @@ void MacroExpander::append_arg(const Macro& m, const std::vector<LexToken>& in,
 // True when `toks` holds an invocation of a macro of this file.
 bool MacroExpander::invokes_macro(const std::vector<LexToken>& toks) const {
     for (size_t i = 0; i + 1 < toks.size(); ++i)
-        if (toks[i].kind == LexKind::Ident && is_punct(toks[i + 1], '(') && is_macro(toks[i].text()))
+        if (toks[i].kind == LexKind::Ident && is_punct(toks[i + 1], '(') &&
+            is_macro(toks[i].text()))
             return true;
     return false;
 }
@@ -181,8 +187,10 @@ void MacroExpander::substitute(const Macro& m, const std::vector<LexToken>& in,
                 if (!done[p]) {
                     std::vector<LexToken> raw;
                     append_arg(m, in, args, static_cast<size_t>(p), raw);
-                    if (invokes_macro(raw)) expand(raw, expanded[p], depth + 1);
-                    else expanded[p] = std::move(raw);
+                    if (invokes_macro(raw))
+                        expand(raw, expanded[p], depth + 1);
+                    else
+                        expanded[p] = std::move(raw);
                     done[p] = true;
                 }
                 if (!charge(expanded[p].size())) return;
@@ -213,7 +221,7 @@ void MacroExpander::substitute(const Macro& m, const std::vector<LexToken>& in,
 void MacroExpander::expand(const std::vector<LexToken>& in, std::vector<LexToken>& out, int depth) {
     std::vector<uint32_t> match;  // computed at the first nested invocation
     std::vector<ArgRange> args;
-    size_t copied = 0;            // in[copied, i) is still to be appended as is
+    size_t copied = 0;  // in[copied, i) is still to be appended as is
     for (size_t i = 0; i < in.size(); ++i) {
         const LexToken& t = in[i];
         if (t.kind != LexKind::Ident || !is_macro(t.text()) || i + 1 >= in.size() ||

@@ -26,7 +26,7 @@ std::vector<uint32_t> match_brackets(const std::vector<LexToken>& tokens);
 size_t matching_close(const std::vector<LexToken>& tokens, size_t open);
 
 class MacroExpander {
-public:
+  public:
     // `lexed` owns the token text; pasted tokens are stored in its arena.
     explicit MacroExpander(Lexed& lexed);
 
@@ -50,7 +50,7 @@ public:
     bool exhausted() const { return exhausted_; }
     size_t token_limit() const { return limit_; }
 
-private:
+  private:
     struct Macro {
         const MacroDef* def;
         std::vector<int> param_of;  // per body token: parameter index, or -1

@@ -24,7 +24,7 @@ struct Annotation {
 };
 
 class Scanner {
-public:
+  public:
     Scanner(std::string_view text, std::string_view file, const ScanOptions& options)
         : text_(text), file_(file), options_(options), lexed_(lex(text)), expander_(lexed_) {}
 
@@ -44,9 +44,10 @@ public:
                 Diagnostic d;
                 d.where.file = std::string(file_);
                 d.message = "no exported functions: the file has no '// @BE' annotation";
-                d.fix = "mark each entry point with a '// @BE <function>' comment above it, or "
-                        "name the exports with --function '<function>=arg,ret' or --functions "
-                        "FILE.json";
+                d.fix =
+                    "mark each entry point with a '// @BE <function>' comment above it, or "
+                    "name the exports with --function '<function>=arg,ret' or --functions "
+                    "FILE.json";
                 result_.diagnostics.push_back(d);
             }
             for (const auto& a : annotations) resolve_annotation(a);
@@ -54,14 +55,14 @@ public:
         return std::move(result_);
     }
 
-private:
+  private:
     Location at(uint32_t offset) const {
         return {std::string(file_), lexed_.line_of(offset), lexed_.column_of(offset)};
     }
 
     void error(Location where, std::string message, std::string fix = {}) {
-        result_.diagnostics.push_back(make_error(text_, std::move(where), std::move(message),
-                                                 std::move(fix)));
+        result_.diagnostics.push_back(
+            make_error(text_, std::move(where), std::move(message), std::move(fix)));
     }
 
     // One pass over the identifiers followed by `(`: `void f(` written out,
@@ -132,8 +133,8 @@ private:
                       "not starting with a digit, and not a C++ keyword");
                 continue;
             }
-            Annotation a{toks[0].text, {toks.begin() + 1, toks.end()}, c.offset, where.line,
-                         toks[0].column};
+            Annotation a{
+                toks[0].text, {toks.begin() + 1, toks.end()}, c.offset, where.line, toks[0].column};
             auto [first, fresh] = first_line.emplace(a.name, a.line);
             if (!fresh) {
                 where.column = a.name_column;
@@ -171,9 +172,9 @@ private:
     }
 
     std::string macro_note(const SignatureSite& site) const {
-        return site.macro.empty() ? std::string()
-                                  : " (in the expansion of macro '" + std::string(site.macro) +
-                                        "')";
+        return site.macro.empty()
+                   ? std::string()
+                   : " (in the expansion of macro '" + std::string(site.macro) + "')";
     }
 
     // Infers the whole spec from the signature.
@@ -183,8 +184,7 @@ private:
             ParamInfo info = classify_param(p);
             if (info.kind == ParamKind::Invalid) {
                 error(param_location(site, p, where),
-                      "function '" + name + "'" + macro_note(site) + ": " + info.problem,
-                      info.fix);
+                      "function '" + name + "'" + macro_note(site) + ": " + info.problem, info.fix);
                 return false;
             }
             out.push_back({token_for(info), true, 0});
@@ -194,8 +194,8 @@ private:
 
     // Gives bare `attr.x` tokens their type from the parameter named x, and
     // marks `const BE::Tensor&` inputs. Checks the count when it can.
-    bool resolve_with_signature(const std::string& name, const SignatureSite* site,
-                                Location where, std::vector<ParsedToken>& tokens) {
+    bool resolve_with_signature(const std::string& name, const SignatureSite* site, Location where,
+                                std::vector<ParsedToken>& tokens) {
         std::vector<ParamInfo> infos;
         if (site)
             for (const auto& p : site->params) infos.push_back(classify_param(p));
@@ -218,8 +218,10 @@ private:
                 error(loc,
                       "function '" + name + "': cannot infer the type of 'attr." + t.attr_name +
                           "': " + why,
-                      "give the type explicitly: 'attr." + t.attr_name + ":<type>' with <type> "
-                      "one of " + attr_type_list());
+                      "give the type explicitly: 'attr." + t.attr_name +
+                          ":<type>' with <type> "
+                          "one of " +
+                          attr_type_list());
                 return false;
             }
             t.attr_type = match->scalar;
@@ -267,9 +269,9 @@ private:
         const SignatureSite* site = site_for(a.name, a.offset);
         std::vector<ParsedToken> tokens;
         if (!parse_tokens(a.name, a.tokens, where, tokens)) return;
-        bool complete = !tokens.empty() &&
-                        std::all_of(tokens.begin(), tokens.end(),
-                                    [](const ParsedToken& t) { return t.type_given; });
+        bool complete =
+            !tokens.empty() && std::all_of(tokens.begin(), tokens.end(),
+                                           [](const ParsedToken& t) { return t.type_given; });
         std::string_view foreign = site ? std::string_view() : foreign_macro_after(a.offset);
         if (!site && !(complete && !foreign.empty())) {
             where.column = a.name_column;
@@ -278,12 +280,13 @@ private:
                       "annotated function '" + a.name + "' not found: it comes from macro '" +
                           std::string(foreign) + "', which is not #defined in this file",
                       "bekc cannot see a signature made by a macro from a header: give the full "
-                      "spec inline, every attribute with its type, e.g. '// @BE " + a.name +
-                          " arg ret attr.<name>:<type>'");
+                      "spec inline, every attribute with its type, e.g. '// @BE " +
+                          a.name + " arg ret attr.<name>:<type>'");
             else
                 error(where, "annotated function '" + a.name + "' not found",
-                      "bekc looks for 'void " + a.name + "(...)' in this file, written out or "
-                      "made by a macro #defined in this file; check the spelling");
+                      "bekc looks for 'void " + a.name +
+                          "(...)' in this file, written out or "
+                          "made by a macro #defined in this file; check the spelling");
             return;
         }
         if (tokens.empty()) {
@@ -338,7 +341,9 @@ ScanResult scan_source(std::string_view text, std::string_view file, const ScanO
     return Scanner(text, file, options).run();
 }
 
-bool is_cuda_source(std::string_view path) { return ends_with(path, ".cu"); }
+bool is_cuda_source(std::string_view path) {
+    return ends_with(path, ".cu");
+}
 
 bool is_cpu_source(std::string_view path) {
     return ends_with(path, ".cpp") || ends_with(path, ".cc") || ends_with(path, ".cxx");

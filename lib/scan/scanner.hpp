@@ -28,8 +28,8 @@ struct ScanOptions {
 };
 
 struct ScanResult {
-    std::vector<FunctionSpec> functions;   // in source order
-    std::vector<Diagnostic> diagnostics;   // errors make the whole file fail
+    std::vector<FunctionSpec> functions;      // in source order
+    std::vector<Diagnostic> diagnostics;      // errors make the whole file fail
     std::vector<std::string> explicit_found;  // explicit specs resolved in this file
 };
 

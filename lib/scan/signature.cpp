@@ -42,9 +42,9 @@ std::vector<Param> split_params(const std::vector<LexToken>& tokens, size_t open
 
 bool is_type_word(std::string_view w) {
     static constexpr std::string_view kWords[] = {
-        "const", "volatile", "unsigned", "signed", "int", "long", "short", "char", "bool",
-        "float", "double", "void", "auto", "struct", "class", "typename", "__restrict__",
-        "__restrict", "restrict"};
+        "const", "volatile", "unsigned",     "signed",     "int",     "long", "short",
+        "char",  "bool",     "float",        "double",     "void",    "auto", "struct",
+        "class", "typename", "__restrict__", "__restrict", "restrict"};
     for (auto k : kWords)
         if (k == w) return true;
     return false;
@@ -55,8 +55,8 @@ std::string join_type(const std::vector<LexToken>& toks, size_t n) {
     std::string out;
     for (size_t i = 0; i < n; ++i) {
         bool word = toks[i].kind == LexKind::Ident || toks[i].kind == LexKind::Number;
-        bool prev_word = i > 0 && (toks[i - 1].kind == LexKind::Ident ||
-                                   toks[i - 1].kind == LexKind::Number);
+        bool prev_word =
+            i > 0 && (toks[i - 1].kind == LexKind::Ident || toks[i - 1].kind == LexKind::Number);
         if (i > 0 && ((word && prev_word) || (word && is(toks[i - 1], "&")) ||
                       (word && is(toks[i - 1], "*"))))
             out += ' ';
@@ -67,8 +67,7 @@ std::string join_type(const std::vector<LexToken>& toks, size_t n) {
 
 bool names_tensor(const std::vector<LexToken>& toks, size_t n) {
     for (size_t i = 0; i + 2 < n + 1 && i + 2 < toks.size(); ++i)
-        if (is(toks[i], "BE") && is(toks[i + 1], "::") && is(toks[i + 2], "Tensor"))
-            return true;
+        if (is(toks[i], "BE") && is(toks[i + 1], "::") && is(toks[i + 2], "Tensor")) return true;
     return false;
 }
 
@@ -118,8 +117,8 @@ ParamInfo classify_param(const Param& p) {
     ParamInfo info;
     const auto& toks = p.tokens;
     size_t type_len = toks.size();
-    if (toks.size() >= 2 && toks.back().kind == LexKind::Ident && !is_type_word(toks.back().text()) &&
-        !is(toks[toks.size() - 2], "::")) {
+    if (toks.size() >= 2 && toks.back().kind == LexKind::Ident &&
+        !is_type_word(toks.back().text()) && !is(toks[toks.size() - 2], "::")) {
         info.name = std::string(toks.back().text());
         type_len = toks.size() - 1;
     }
@@ -134,10 +133,10 @@ ParamInfo classify_param(const Param& p) {
     if (names_tensor(toks, type_len)) {
         if (pointer || rvalue || (amp && !is_const)) {
             info.problem = "parameter '" + info.type_text +
-                           (info.name.empty() ? "" : " " + info.name) +
-                           "' cannot receive a buffer";
-            info.fix = "take inputs as 'const BE::Tensor' (or 'const BE::Tensor&') and outputs "
-                       "as 'BE::Tensor', by value";
+                           (info.name.empty() ? "" : " " + info.name) + "' cannot receive a buffer";
+            info.fix =
+                "take inputs as 'const BE::Tensor' (or 'const BE::Tensor&') and outputs "
+                "as 'BE::Tensor', by value";
             return info;
         }
         info.kind = is_const ? ParamKind::TensorIn : ParamKind::TensorOut;
@@ -149,12 +148,14 @@ ParamInfo classify_param(const Param& p) {
         info.problem = "cannot infer an arg_spec token from parameter '" + info.type_text +
                        (info.name.empty() ? "" : " " + info.name) + "'";
         if (info.type_text.find("cudaStream_t") != std::string::npos)
-            info.fix = "the stream arrives as 'int64_t stream'; cast it with "
-                       "(cudaStream_t)stream inside the function";
+            info.fix =
+                "the stream arrives as 'int64_t stream'; cast it with "
+                "(cudaStream_t)stream inside the function";
         else
-            info.fix = "pointers, references and other types are not inferable: write the spec "
-                       "inline with explicit types, e.g. '// @BE <function> arg ret "
-                       "attr.<name>:<type>'";
+            info.fix =
+                "pointers, references and other types are not inferable: write the spec "
+                "inline with explicit types, e.g. '// @BE <function> arg ret "
+                "attr.<name>:<type>'";
         return info;
     }
     if (info.name.empty()) {
@@ -164,22 +165,27 @@ ParamInfo classify_param(const Param& p) {
     }
     if (!is_cxx_identifier(info.name)) {
         info.problem = "parameter name '" + info.name + "' is not an ASCII C++ identifier";
-        info.fix = "attribute names are emitted into generated C++: use ASCII letters, digits "
-                   "and '_', not starting with a digit, and not a C++ keyword";
+        info.fix =
+            "attribute names are emitted into generated C++: use ASCII letters, digits "
+            "and '_', not starting with a digit, and not a C++ keyword";
         return info;
     }
-    info.kind = info.name == "stream" && *scalar == AttrType::Int64 ? ParamKind::Stream
-                                                                     : ParamKind::Scalar;
+    info.kind =
+        info.name == "stream" && *scalar == AttrType::Int64 ? ParamKind::Stream : ParamKind::Scalar;
     info.scalar = *scalar;
     return info;
 }
 
 Token token_for(const ParamInfo& info) {
     switch (info.kind) {
-        case ParamKind::TensorIn: return Token{TokenKind::Arg, {}, {}, info.by_reference};
-        case ParamKind::TensorOut: return Token{TokenKind::Ret, {}, {}, false};
-        case ParamKind::Stream: return Token{TokenKind::Stream, {}, {}, false};
-        default: return Token{TokenKind::Attr, info.name, info.scalar, false};
+        case ParamKind::TensorIn:
+            return Token{TokenKind::Arg, {}, {}, info.by_reference};
+        case ParamKind::TensorOut:
+            return Token{TokenKind::Ret, {}, {}, false};
+        case ParamKind::Stream:
+            return Token{TokenKind::Stream, {}, {}, false};
+        default:
+            return Token{TokenKind::Attr, info.name, info.scalar, false};
     }
 }
 

@@ -20,9 +20,9 @@ struct Param {
 struct SignatureSite {
     std::string_view name;
     std::vector<Param> params;
-    uint32_t offset = 0;         // of `void`; for macro-made ones, of the invocation
-    std::string_view macro;      // the invoked macro, empty for code written out
-    bool definition = false;     // a body follows; false for a prototype
+    uint32_t offset = 0;      // of `void`; for macro-made ones, of the invocation
+    std::string_view macro;   // the invoked macro, empty for code written out
+    bool definition = false;  // a body follows; false for a prototype
 };
 
 // Appends the site `void name(...)` whose `void` is tokens[i] and whose `)`

@@ -28,7 +28,9 @@ const std::vector<AttrTypeInfo>& attr_types() {
     return table;
 }
 
-const AttrTypeInfo& attr_type_info(AttrType t) { return attr_types()[static_cast<size_t>(t)]; }
+const AttrTypeInfo& attr_type_info(AttrType t) {
+    return attr_types()[static_cast<size_t>(t)];
+}
 
 std::optional<AttrType> attr_type_from_name(std::string_view name) {
     for (const auto& row : attr_types())
@@ -47,30 +49,45 @@ struct CxxSpelling {
 // white space is folded to single spaces.
 constexpr CxxSpelling kCxxSpellings[] = {
     {"bool", AttrType::Bool},
-    {"int8_t", AttrType::Int8},           {"std::int8_t", AttrType::Int8},
-    {"char", AttrType::Int8},             {"signed char", AttrType::Int8},
-    {"uint8_t", AttrType::UInt8},         {"std::uint8_t", AttrType::UInt8},
+    {"int8_t", AttrType::Int8},
+    {"std::int8_t", AttrType::Int8},
+    {"char", AttrType::Int8},
+    {"signed char", AttrType::Int8},
+    {"uint8_t", AttrType::UInt8},
+    {"std::uint8_t", AttrType::UInt8},
     {"unsigned char", AttrType::UInt8},
-    {"int16_t", AttrType::Int16},         {"std::int16_t", AttrType::Int16},
+    {"int16_t", AttrType::Int16},
+    {"std::int16_t", AttrType::Int16},
     {"short", AttrType::Int16},
-    {"uint16_t", AttrType::UInt16},       {"std::uint16_t", AttrType::UInt16},
+    {"uint16_t", AttrType::UInt16},
+    {"std::uint16_t", AttrType::UInt16},
     {"unsigned short", AttrType::UInt16},
-    {"int32_t", AttrType::Int32},         {"std::int32_t", AttrType::Int32},
+    {"int32_t", AttrType::Int32},
+    {"std::int32_t", AttrType::Int32},
     {"int", AttrType::Int32},
-    {"uint32_t", AttrType::UInt32},       {"std::uint32_t", AttrType::UInt32},
-    {"unsigned int", AttrType::UInt32},   {"unsigned", AttrType::UInt32},
-    {"int64_t", AttrType::Int64},         {"std::int64_t", AttrType::Int64},
+    {"uint32_t", AttrType::UInt32},
+    {"std::uint32_t", AttrType::UInt32},
+    {"unsigned int", AttrType::UInt32},
+    {"unsigned", AttrType::UInt32},
+    {"int64_t", AttrType::Int64},
+    {"std::int64_t", AttrType::Int64},
     {"long long", AttrType::Int64},
-    {"uint64_t", AttrType::UInt64},       {"std::uint64_t", AttrType::UInt64},
+    {"uint64_t", AttrType::UInt64},
+    {"std::uint64_t", AttrType::UInt64},
     {"unsigned long long", AttrType::UInt64},
     {"float", AttrType::Float32},
     {"double", AttrType::Float64},
     // The same types spelled out in full, as some code bases do.
-    {"short int", AttrType::Int16},            {"signed short", AttrType::Int16},
-    {"signed short int", AttrType::Int16},     {"unsigned short int", AttrType::UInt16},
-    {"signed", AttrType::Int32},               {"signed int", AttrType::Int32},
-    {"long long int", AttrType::Int64},        {"signed long long", AttrType::Int64},
-    {"signed long long int", AttrType::Int64}, {"unsigned long long int", AttrType::UInt64},
+    {"short int", AttrType::Int16},
+    {"signed short", AttrType::Int16},
+    {"signed short int", AttrType::Int16},
+    {"unsigned short int", AttrType::UInt16},
+    {"signed", AttrType::Int32},
+    {"signed int", AttrType::Int32},
+    {"long long int", AttrType::Int64},
+    {"signed long long", AttrType::Int64},
+    {"signed long long int", AttrType::Int64},
+    {"unsigned long long int", AttrType::UInt64},
 };
 
 std::string fold_spaces(std::string_view s) {
@@ -103,9 +120,12 @@ std::optional<AttrType> attr_type_from_cxx(std::string_view cxx) {
 
 std::string Token::canonical() const {
     switch (kind) {
-        case TokenKind::Arg: return "arg";
-        case TokenKind::Ret: return "ret";
-        case TokenKind::Stream: return "stream";
+        case TokenKind::Arg:
+            return "arg";
+        case TokenKind::Ret:
+            return "ret";
+        case TokenKind::Stream:
+            return "stream";
         case TokenKind::Attr:
             return "attr." + attr_name + ":" + std::string(attr_type_info(attr_type).name);
     }
@@ -136,7 +156,9 @@ std::vector<std::string> FunctionSpec::canonical_tokens() const {
 
 bool is_cxx_identifier(std::string_view s) {
     if (s.empty()) return false;
-    auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+    auto alpha = [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+    };
     auto digit = [](char c) { return c >= '0' && c <= '9'; };
     if (!alpha(s[0])) return false;
     for (char c : s)
@@ -151,18 +173,37 @@ std::string identifier_problem(std::string_view s) {
 
 bool is_cxx_keyword(std::string_view s) {
     static constexpr std::string_view kKeywords[] = {
-        "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool",
-        "break", "case", "catch", "char", "char8_t", "char16_t", "char32_t", "class", "compl",
-        "concept", "const", "consteval", "constexpr", "constinit", "const_cast", "continue",
-        "co_await", "co_return", "co_yield", "decltype", "default", "delete", "do", "double",
-        "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float", "for",
-        "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new",
-        "noexcept", "not", "not_eq", "nullptr", "operator", "or", "or_eq", "private",
-        "protected", "public", "register", "reinterpret_cast", "requires", "return", "short",
-        "signed", "sizeof", "static", "static_assert", "static_cast", "struct", "switch",
-        "template", "this", "thread_local", "throw", "true", "try", "typedef", "typeid",
-        "typename", "union", "unsigned", "using", "virtual", "void", "volatile", "wchar_t",
-        "while", "xor", "xor_eq",
+        "alignas",       "alignof",     "and",
+        "and_eq",        "asm",         "auto",
+        "bitand",        "bitor",       "bool",
+        "break",         "case",        "catch",
+        "char",          "char8_t",     "char16_t",
+        "char32_t",      "class",       "compl",
+        "concept",       "const",       "consteval",
+        "constexpr",     "constinit",   "const_cast",
+        "continue",      "co_await",    "co_return",
+        "co_yield",      "decltype",    "default",
+        "delete",        "do",          "double",
+        "dynamic_cast",  "else",        "enum",
+        "explicit",      "export",      "extern",
+        "false",         "float",       "for",
+        "friend",        "goto",        "if",
+        "inline",        "int",         "long",
+        "mutable",       "namespace",   "new",
+        "noexcept",      "not",         "not_eq",
+        "nullptr",       "operator",    "or",
+        "or_eq",         "private",     "protected",
+        "public",        "register",    "reinterpret_cast",
+        "requires",      "return",      "short",
+        "signed",        "sizeof",      "static",
+        "static_assert", "static_cast", "struct",
+        "switch",        "template",    "this",
+        "thread_local",  "throw",       "true",
+        "try",           "typedef",     "typeid",
+        "typename",      "union",       "unsigned",
+        "using",         "virtual",     "void",
+        "volatile",      "wchar_t",     "while",
+        "xor",           "xor_eq",
     };
     // Sorted once, then searched: every name in a spec is checked here.
     static const std::vector<std::string_view> sorted = [] {

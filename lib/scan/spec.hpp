@@ -12,8 +12,19 @@ namespace bekc {
 
 // Scalar attribute types of SPEC §1.2, in the order the spec lists them.
 enum class AttrType : uint8_t {
-    Bool, Int8, UInt8, Int16, UInt16, Int32, UInt32, Int64, UInt64, Float32, Float64,
-    Float16, BFloat16,
+    Bool,
+    Int8,
+    UInt8,
+    Int16,
+    UInt16,
+    Int32,
+    UInt32,
+    Int64,
+    UInt64,
+    Float32,
+    Float64,
+    Float16,
+    BFloat16,
 };
 
 // One row of knowledge about an attribute type: its spec name, the C++ type the

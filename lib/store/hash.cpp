@@ -77,7 +77,9 @@ Sha256::Sha256() : state_(new State) {
     }
 }
 
-Sha256::~Sha256() { delete state_; }
+Sha256::~Sha256() {
+    delete state_;
+}
 
 void Sha256::update(std::string_view bytes) {
     SHA256_Update(&state_->ctx, bytes.data(), bytes.size());

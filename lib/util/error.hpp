@@ -17,12 +17,12 @@ enum ExitCode : int {
 };
 
 class FatalError : public std::runtime_error {
-public:
+  public:
     FatalError(std::string message, int exit_code)
         : std::runtime_error(std::move(message)), exit_code_(exit_code) {}
     int exit_code() const { return exit_code_; }
 
-private:
+  private:
     int exit_code_;
 };
 

@@ -40,8 +40,7 @@ void write_file_atomic(const fs::path& path, std::string_view content) {
     tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(rng() % 1000000);
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
-        throw FatalError("cannot write " + path.string() + ": " + std::strerror(errno),
-                         kExitCache);
+        throw FatalError("cannot write " + path.string() + ": " + std::strerror(errno), kExitCache);
     size_t done = 0;
     while (done < content.size()) {
         ssize_t n = ::write(fd, content.data() + done, content.size() - done);
@@ -50,8 +49,7 @@ void write_file_atomic(const fs::path& path, std::string_view content) {
             int e = errno;
             ::close(fd);
             ::unlink(tmp.c_str());
-            throw FatalError("cannot write " + path.string() + ": " + std::strerror(e),
-                             kExitCache);
+            throw FatalError("cannot write " + path.string() + ": " + std::strerror(e), kExitCache);
         }
         done += static_cast<size_t>(n);
     }

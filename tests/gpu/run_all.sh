@@ -5,6 +5,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export BEKC=${BEKC:-$PWD/build/bekc}
+export BEKC_BINARY=${BEKC_BINARY:-$BEKC}
 export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONUNBUFFERED=1
 export BEKC_CACHE_DIR=${BEKC_CACHE_DIR:-/tmp/bekc-gpu-cache}

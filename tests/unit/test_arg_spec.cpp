@@ -56,8 +56,9 @@ TEST_CASE("arg_spec: every attribute type, explicit", "[arg_spec]") {
         CHECK(parse("attr.x:" + name) == "attr.x:" + name);
         CHECK(parse("attrs.x:" + name) == "attr.x:" + name);
     }
-    CHECK(attr_type_list() == "bool, int8, uint8, int16, uint16, int32, uint32, int64, uint64, "
-                              "float32, float64, float16, bfloat16");
+    CHECK(attr_type_list() ==
+          "bool, int8, uint8, int16, uint16, int32, uint32, int64, uint64, "
+          "float32, float64, float16, bfloat16");
     // float16 and bfloat16 arrive as raw bits.
     CHECK(attr_type_info(AttrType::Float16).cxx_type == "uint16_t");
     CHECK(attr_type_info(AttrType::BFloat16).cxx_type == "uint16_t");
@@ -72,9 +73,10 @@ TEST_CASE("arg_spec: bad tokens, with the column of the mistake", "[arg_spec]") 
           "error@10: attribute name '' in 'attr.:int32' is not an ASCII C++ identifier | "
           "attribute names are emitted into generated C++: use ASCII letters, digits and '_', "
           "not starting with a digit, and not a C++ keyword");
-    CHECK(parse("attr.1x:int32").rfind("error@10: attribute name '1x' in 'attr.1x:int32' is not "
-                                       "an ASCII C++ identifier",
-                                       0) == 0);
+    CHECK(parse("attr.1x:int32")
+              .rfind("error@10: attribute name '1x' in 'attr.1x:int32' is not "
+                     "an ASCII C++ identifier",
+                     0) == 0);
     CHECK(parse("attrs.x:half") ==
           "error@13: unknown attribute type 'half' in 'attrs.x:half' | did you mean "
           "'attr.x:float16'? attribute types are: bool, int8, uint8, int16, uint16, int32, "

@@ -116,11 +116,11 @@ TEST_CASE("codegen: prelude includes the source first, then the handler support"
 TEST_CASE("codegen: parameter types, call arguments and attribute indices in name order",
           "[codegen]") {
     // Signature order zeta, alpha, mid: name order alpha(0), mid(1), zeta(2).
-    FunctionSpec fn = function("scale_by",
-                               {arg(), arg(true), ret(), attr("zeta", AttrType::Float32),
-                                attr("alpha", AttrType::Int64), ret(), attr("mid", AttrType::Bool),
-                                stream()},
-                               12);
+    FunctionSpec fn =
+        function("scale_by",
+                 {arg(), arg(true), ret(), attr("zeta", AttrType::Float32),
+                  attr("alpha", AttrType::Int64), ret(), attr("mid", AttrType::Bool), stream()},
+                 12);
     std::string w = render_wrapper(request({fn}));
     auto lines = lines_of(w);
     CAPTURE(w);
@@ -134,29 +134,36 @@ TEST_CASE("codegen: parameter types, call arguments and attribute indices in nam
     CHECK(lines[ptr - 2] == "#line 12 \"kernels/k.cu\"");
     CHECK(lines[ptr] == "#line " + std::to_string(ptr + 2) + " \"/cache/tmp/build.x/0_k.bekc.cu\"");
 
-    CHECK(contains(w, "static const bekc_rt::AttrSpec bekc_attrs_scale_by[] = "
-                      "{{\"alpha\", 5, \"int64\"}, {\"mid\", 1, \"bool\"}, {\"zeta\", 11, \"float32\"}, "
-                      "{nullptr, 0, nullptr}};"));
+    CHECK(
+        contains(w,
+                 "static const bekc_rt::AttrSpec bekc_attrs_scale_by[] = "
+                 "{{\"alpha\", 5, \"int64\"}, {\"mid\", 1, \"bool\"}, {\"zeta\", 11, \"float32\"}, "
+                 "{nullptr, 0, nullptr}};"));
     CHECK(contains(w, "\"mymod.scale_by\", 2, 2, 3, bekc_attrs_scale_by, true};"));
     // The stub calls through a volatile copy of the checked pointer (no second inlining).
-    CHECK(contains(w, "static void bekc_call_scale_by(const bekc_rt::Frame& f) {\n"
-                      "    void (*volatile const fn)(const BE::Tensor, const BE::Tensor&, BE::Tensor, "
-                      "float, int64_t, BE::Tensor, bool, int64_t) = bekc_fn_scale_by;\n"));
-    CHECK(contains(w, "    fn(f.arg(0), f.arg(1), f.ret(0), f.attr<float>(2), "
-                      "f.attr<int64_t>(0), f.ret(1), f.attr<bool>(1), f.stream());"));
-    CHECK(contains(w, "extern \"C\" BEKC_EXPORT BekcXla_Error* bekc_ffi_scale_by(BekcXla_CallFrame* "
-                      "frame) {\n    return bekc_rt::handle(frame, bekc_info_scale_by, "
-                      "bekc_call_scale_by, true);"));
-    CHECK(contains(w, "extern \"C\" BEKC_EXPORT BekcXla_Error* bekc_ffi_scale_by_nograph("
-                      "BekcXla_CallFrame* frame) {\n    return bekc_rt::handle(frame, "
-                      "bekc_info_scale_by, bekc_call_scale_by, false);"));
+    CHECK(contains(w,
+                   "static void bekc_call_scale_by(const bekc_rt::Frame& f) {\n"
+                   "    void (*volatile const fn)(const BE::Tensor, const BE::Tensor&, BE::Tensor, "
+                   "float, int64_t, BE::Tensor, bool, int64_t) = bekc_fn_scale_by;\n"));
+    CHECK(contains(w,
+                   "    fn(f.arg(0), f.arg(1), f.ret(0), f.attr<float>(2), "
+                   "f.attr<int64_t>(0), f.ret(1), f.attr<bool>(1), f.stream());"));
+    CHECK(contains(w,
+                   "extern \"C\" BEKC_EXPORT BekcXla_Error* bekc_ffi_scale_by(BekcXla_CallFrame* "
+                   "frame) {\n    return bekc_rt::handle(frame, bekc_info_scale_by, "
+                   "bekc_call_scale_by, true);"));
+    CHECK(contains(w,
+                   "extern \"C\" BEKC_EXPORT BekcXla_Error* bekc_ffi_scale_by_nograph("
+                   "BekcXla_CallFrame* frame) {\n    return bekc_rt::handle(frame, "
+                   "bekc_info_scale_by, bekc_call_scale_by, false);"));
     CHECK_FALSE(contains(w, "@@"));
     check_line_resets(w, "/cache/tmp/build.x/0_k.bekc.cu", 1);
 }
 
 TEST_CASE("codegen: a function without attributes or stream", "[codegen]") {
     std::string w = render_wrapper(request({function("add", {arg(), arg(), ret()}, 4)}));
-    CHECK(contains(w, "(*const bekc_fn_add)(const BE::Tensor, const BE::Tensor, BE::Tensor) = &add;"));
+    CHECK(contains(w,
+                   "(*const bekc_fn_add)(const BE::Tensor, const BE::Tensor, BE::Tensor) = &add;"));
     CHECK(contains(w, "bekc_attrs_add[] = {{nullptr, 0, nullptr}};"));
     CHECK(contains(w, "\"mymod.add\", 2, 1, 0, bekc_attrs_add, false};"));
     CHECK(contains(w, "    fn(f.arg(0), f.arg(1), f.ret(0));"));
@@ -169,34 +176,47 @@ TEST_CASE("codegen: every attribute type's C++ type and XLA dtype code", "[codeg
         int code;
     };
     const Row rows[] = {
-        {AttrType::Bool, "bool", 1},          {AttrType::Int8, "int8_t", 2},
-        {AttrType::UInt8, "uint8_t", 6},      {AttrType::Int16, "int16_t", 3},
-        {AttrType::UInt16, "uint16_t", 7},    {AttrType::Int32, "int32_t", 4},
-        {AttrType::UInt32, "uint32_t", 8},    {AttrType::Int64, "int64_t", 5},
-        {AttrType::UInt64, "uint64_t", 9},    {AttrType::Float32, "float", 11},
+        {AttrType::Bool, "bool", 1},
+        {AttrType::Int8, "int8_t", 2},
+        {AttrType::UInt8, "uint8_t", 6},
+        {AttrType::Int16, "int16_t", 3},
+        {AttrType::UInt16, "uint16_t", 7},
+        {AttrType::Int32, "int32_t", 4},
+        {AttrType::UInt32, "uint32_t", 8},
+        {AttrType::Int64, "int64_t", 5},
+        {AttrType::UInt64, "uint64_t", 9},
+        {AttrType::Float32, "float", 11},
         {AttrType::Float64, "double", 12},
         // XLA cannot send 16-bit float scalar attributes: halves travel as U16 bits.
-        {AttrType::Float16, "uint16_t", 7},   {AttrType::BFloat16, "uint16_t", 7},
+        {AttrType::Float16, "uint16_t", 7},
+        {AttrType::BFloat16, "uint16_t", 7},
     };
     CHECK(attr_types().size() == std::size(rows));
     for (const Row& r : rows) {
         INFO(attr_type_info(r.type).name);
-        std::string w = render_wrapper(request({function("g", {arg(), ret(), attr("v", r.type)}, 2)}));
+        std::string w =
+            render_wrapper(request({function("g", {arg(), ret(), attr("v", r.type)}, 2)}));
         CHECK(contains(w, "(*const bekc_fn_g)(const BE::Tensor, BE::Tensor, " + std::string(r.cxx) +
                               ") = &g;"));
         CHECK(contains(w, "bekc_attrs_g[] = {{\"v\", " + std::to_string(r.code) + ", \"" +
-                              std::string(attr_type_info(r.type).name) + "\"}, {nullptr, 0, nullptr}};"));
+                              std::string(attr_type_info(r.type).name) +
+                              "\"}, {nullptr, 0, nullptr}};"));
         CHECK(contains(w, "    fn(f.arg(0), f.ret(0), f.attr<" + std::string(r.cxx) + ">(0));"));
     }
 }
 
 TEST_CASE("codegen: attribute names sort bytewise, as XLA sorts them", "[codegen]") {
     // 'B' (0x42) < '_' (0x5f) < 'a' (0x61): upper case first.
-    std::string w = render_wrapper(request({function(
-        "h", {ret(), attr("a", AttrType::Int32), attr("_x", AttrType::Int32), attr("B", AttrType::Int32)}, 2)}));
-    CHECK(contains(w, "{{\"B\", 4, \"int32\"}, {\"_x\", 4, \"int32\"}, {\"a\", 4, \"int32\"}, "
-                      "{nullptr, 0, nullptr}}"));
-    CHECK(contains(w, "    fn(f.ret(0), f.attr<int32_t>(2), f.attr<int32_t>(1), f.attr<int32_t>(0));"));
+    std::string w =
+        render_wrapper(request({function("h",
+                                         {ret(), attr("a", AttrType::Int32),
+                                          attr("_x", AttrType::Int32), attr("B", AttrType::Int32)},
+                                         2)}));
+    CHECK(contains(w,
+                   "{{\"B\", 4, \"int32\"}, {\"_x\", 4, \"int32\"}, {\"a\", 4, \"int32\"}, "
+                   "{nullptr, 0, nullptr}}"));
+    CHECK(contains(
+        w, "    fn(f.ret(0), f.attr<int32_t>(2), f.attr<int32_t>(1), f.attr<int32_t>(0));"));
 }
 
 TEST_CASE("codegen: several functions, each #line pair right", "[codegen]") {
@@ -244,23 +264,26 @@ TEST_CASE("codegen: a source path that cannot be #included is a usage error", "[
 }
 
 TEST_CASE("codegen: invalid function or attribute names never reach generated code", "[codegen]") {
-    const char* bad_names[] = {"",        "1abc",   "a-b",   "a b",      "x);system(\"rm",
-                               "caf\xc3\xa9", "int", "return", "a\nb", "a\"b"};
+    const char* bad_names[] = {"",    "1abc",   "a-b",  "a b", "x);system(\"rm", "caf\xc3\xa9",
+                               "int", "return", "a\nb", "a\"b"};
     for (const char* bad : bad_names) {
         INFO("name: " << bad);
         CHECK_THROWS_AS(render_wrapper(request({function(bad, {arg(), ret()}, 1)})), FatalError);
-        CHECK_THROWS_AS(render_wrapper(request({function("ok", {ret(), attr(bad, AttrType::Int32)}, 1)})),
-                        FatalError);
+        CHECK_THROWS_AS(
+            render_wrapper(request({function("ok", {ret(), attr(bad, AttrType::Int32)}, 1)})),
+            FatalError);
         try {
             render_wrapper(request({function(bad, {arg(), ret()}, 1)}));
         } catch (const FatalError& e) {
             CHECK(e.exit_code() == kExitInternal);
         }
     }
-    CHECK_NOTHROW(render_wrapper(request({function("_ok9", {ret(), attr("_Z1", AttrType::Int32)}, 1)})));
+    CHECK_NOTHROW(
+        render_wrapper(request({function("_ok9", {ret(), attr("_Z1", AttrType::Int32)}, 1)})));
 }
 
-TEST_CASE("codegen: exports f and f_nograph would define one symbol twice: a clear error", "[codegen]") {
+TEST_CASE("codegen: exports f and f_nograph would define one symbol twice: a clear error",
+          "[codegen]") {
     std::vector<FunctionSpec> fns = {function("foo", {arg(), ret()}, 3, "src/a.cpp"),
                                      function("foo_nograph", {arg(), ret()}, 9, "src/a.cpp")};
     try {
@@ -268,10 +291,11 @@ TEST_CASE("codegen: exports f and f_nograph would define one symbol twice: a cle
         FAIL("no error");
     } catch (const FatalError& e) {
         CHECK(e.exit_code() == kExitSourceError);
-        CHECK(std::string(e.what()) ==
-              "src/a.cpp:9: error: exported functions 'foo' and 'foo_nograph' would both define the "
-              "handler symbol 'bekc_ffi_foo_nograph' (bekc names the variant of 'foo' without the "
-              "command-buffer trait 'bekc_ffi_foo_nograph'); rename 'foo_nograph'");
+        CHECK(
+            std::string(e.what()) ==
+            "src/a.cpp:9: error: exported functions 'foo' and 'foo_nograph' would both define the "
+            "handler symbol 'bekc_ffi_foo_nograph' (bekc names the variant of 'foo' without the "
+            "command-buffer trait 'bekc_ffi_foo_nograph'); rename 'foo_nograph'");
     }
     CHECK(handler_symbol("foo") == "bekc_ffi_foo");
     CHECK(handler_symbol_nograph("foo") == "bekc_ffi_foo_nograph");
@@ -324,7 +348,8 @@ const char* kKernel =
 TEST_CASE("codegen: the wrapper compiles for a matching spec", "[codegen][compile]") {
     bekc::test::TempDir dir;
     Compiled c = compile_wrapper(
-        dir, kKernel, function("scale", {arg(), ret(), attr("s", AttrType::Float32), stream()}, 3, "k.cpp"));
+        dir, kKernel,
+        function("scale", {arg(), ret(), attr("s", AttrType::Float32), stream()}, 3, "k.cpp"));
     INFO(c.output);
     CHECK(c.exit_code == 0);
 }
@@ -333,7 +358,8 @@ TEST_CASE("codegen: a spec that does not match the signature fails at the annota
           "[codegen][compile]") {
     bekc::test::TempDir dir;
     Compiled c = compile_wrapper(
-        dir, kKernel, function("scale", {arg(), ret(), attr("s", AttrType::Float64), stream()}, 3, "k.cpp"));
+        dir, kKernel,
+        function("scale", {arg(), ret(), attr("s", AttrType::Float64), stream()}, 3, "k.cpp"));
     INFO(c.output);
     CHECK(c.exit_code != 0);
     CHECK(contains(c.output, "k.cpp:3:"));

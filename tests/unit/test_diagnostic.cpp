@@ -10,8 +10,8 @@ using namespace bekc;
 
 namespace {
 
-Diagnostic diag(std::string file, int line, int column, std::string message,
-                std::string fix = {}, std::string source = {}) {
+Diagnostic diag(std::string file, int line, int column, std::string message, std::string fix = {},
+                std::string source = {}) {
     Diagnostic d;
     d.where = {std::move(file), line, column};
     d.message = std::move(message);

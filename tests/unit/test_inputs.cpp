@@ -65,11 +65,13 @@ TEST_CASE("inputs: a function exported by two inputs", "[inputs]") {
     write_file(dir / "b.cpp", std::string("\n") + kF);
     const std::string a = (dir / "a.cu").string(), b = (dir / "b.cpp").string();
     ScannedInputs s = scan_inputs({a, b}, {});
-    CHECK(render_all(s.diagnostics) ==
-          b + ":2: error: function 'f' is exported by two inputs\n"
-              "    // @BE f\n"
-              "note: it is also exported at " + a + ":1; a module's target names must be "
-              "unique: rename one\n");
+    CHECK(render_all(s.diagnostics) == b +
+                                           ":2: error: function 'f' is exported by two inputs\n"
+                                           "    // @BE f\n"
+                                           "note: it is also exported at " +
+                                           a +
+                                           ":1; a module's target names must be "
+                                           "unique: rename one\n");
     REQUIRE(s.files.size() == 2);
     CHECK(s.files[0].cuda);
     CHECK_FALSE(s.files[1].cuda);
@@ -109,7 +111,8 @@ TEST_CASE("inputs: explicit specs across files", "[inputs]") {
 
 TEST_CASE("inputs: --functions JSON", "[inputs]") {
     TempDir dir;
-    write_file(dir / "s.json", R"({"zeta": ["args", "rets"], "alpha": [], "mid": ["attr.k:int32"]})");
+    write_file(dir / "s.json",
+               R"({"zeta": ["args", "rets"], "alpha": [], "mid": ["attr.k:int32"]})");
     auto specs = read_functions_json(dir / "s.json");
     REQUIRE(specs.size() == 3);
     // The file's order is kept.
@@ -133,8 +136,8 @@ TEST_CASE("inputs: --functions JSON errors", "[inputs]") {
     CHECK(fatal([&] { read_functions_json(dir / "missing.json"); }) ==
           (dir / "missing.json").string() +
               ": error: cannot read --functions file: No such file or directory");
-    CHECK(with("{\"f\": [\"arg\",]}").rfind(at + "not valid JSON: parse error at line 1, column 14: ",
-                                            0) == 0);
+    CHECK(with("{\"f\": [\"arg\",]}")
+              .rfind(at + "not valid JSON: parse error at line 1, column 14: ", 0) == 0);
     CHECK(with("[\"f\"]") == at + "not a JSON object" + shape);
     CHECK(with("{}") == at + "names no function" + shape);
     CHECK(with("{\"my-f\": []}") == at + "function name 'my-f' is not an ASCII C++ identifier "

@@ -22,13 +22,16 @@ std::string comments(const Lexed& l) {
     return out;
 }
 
-Lexed lex_all(std::string_view text) { return lex(text, /*all_tokens=*/true); }
+Lexed lex_all(std::string_view text) {
+    return lex(text, /*all_tokens=*/true);
+}
 
 }  // namespace
 
 TEST_CASE("lexer: identifiers, numbers, punctuators", "[lexer]") {
     Lexed l = lex_all("BE::Tensor x->y(1.5e-3f, 0x1Fu, 1'000) && a<<b >>c ## d");
-    CHECK(texts(l.tokens) == "BE :: Tensor x -> y ( 1.5e - 3f , 0x1Fu , 1'000 ) && a << b >> c ## d");
+    CHECK(texts(l.tokens) ==
+          "BE :: Tensor x -> y ( 1.5e - 3f , 0x1Fu , 1'000 ) && a << b >> c ## d");
     CHECK(l.tokens[0].kind == LexKind::Ident);
     CHECK(l.tokens[7].kind == LexKind::Number);
     CHECK(l.tokens[1].kind == LexKind::Punct);
@@ -37,8 +40,7 @@ TEST_CASE("lexer: identifiers, numbers, punctuators", "[lexer]") {
 
 TEST_CASE("lexer: literals are single tokens, comments are dropped", "[lexer]") {
     Lexed l = lex_all("f(\"a // b\", 'c', u8\"x\", L'y', R\"d(\n)\" \n)d\") /* g( */ h");
-    CHECK(texts(l.tokens) ==
-          "f ( \"a // b\" , 'c' , u8\"x\" , L'y' , R\"d(\n)\" \n)d\" ) h");
+    CHECK(texts(l.tokens) == "f ( \"a // b\" , 'c' , u8\"x\" , L'y' , R\"d(\n)\" \n)d\" ) h");
     CHECK(l.tokens[2].kind == LexKind::String);
     CHECK(comments(l).empty());
     // An unterminated literal ends at the end of its line, as compilers recover.
@@ -72,10 +74,11 @@ TEST_CASE("lexer: #if 0 groups are skipped up to #else, #elif or #endif", "[lexe
 }
 
 TEST_CASE("lexer: function-like #defines are collected", "[lexer]") {
-    Lexed l = lex_all("#define OBJ (1)\n"
-                  "#define F(a, b) a##b(c) \\\n  more\n"
-                  "# define V(x, ...) x __VA_ARGS__ // note\n"
-                  "#define BAD(a\n");
+    Lexed l = lex_all(
+        "#define OBJ (1)\n"
+        "#define F(a, b) a##b(c) \\\n  more\n"
+        "# define V(x, ...) x __VA_ARGS__ // note\n"
+        "#define BAD(a\n");
     REQUIRE(l.macros.size() == 2);
     CHECK(l.macros[0].name == "F");
     CHECK(l.macros[0].params == std::vector<std::string_view>{"a", "b"});
@@ -116,8 +119,7 @@ TEST_CASE("lexer: lines and columns", "[lexer]") {
     CHECK(lex_all("").line_starts == std::vector<uint32_t>{0});
 }
 
-TEST_CASE("lexer: tokens are 16 bytes and keep long literals whole up to 16 MiB",
-          "[lexer]") {
+TEST_CASE("lexer: tokens are 16 bytes and keep long literals whole up to 16 MiB", "[lexer]") {
     CHECK(sizeof(LexToken) == 16);
     std::string big = "x = \"" + std::string(20 << 20, 'a') + "\"; y";
     Lexed l = lex_all(big);
@@ -126,4 +128,32 @@ TEST_CASE("lexer: tokens are 16 bytes and keep long literals whole up to 16 MiB"
     CHECK(l.tokens[2].text().size() == LexToken::kMaxLength);
     CHECK(l.tokens[4].text() == "y");
     CHECK(l.tokens[4].offset == big.size() - 1);
+}
+
+TEST_CASE("lexer: for the scanner, only the tokens it looks at are kept", "[lexer]") {
+    std::string filler;
+    for (int i = 0; i < 20; ++i) filler += "x = 1;\n";
+    // A call of a macro before its #define is not an invocation (as in the C
+    // preprocessor), nor is a call of an ordinary function.
+    const std::string text =
+        "f(1); N(1);\n#define N(x) x\n" + filler + "N(2);\n// @BE z\nfoo(4); bar(5);\n";
+    Lexed l = lex(text);  // the tokens point into `text`
+    CHECK(texts(l.tokens) == "N ( 2 ) foo ( 4 )");
+    REQUIRE(l.calls.size() == 2);
+    CHECK(l.calls[0].name == "N");
+    CHECK(l.tokens[l.calls[0].close].text() == ")");
+    CHECK(l.calls[1].name == "foo");
+    // `void name(...)` is kept with the 16 tokens after it, which tell a
+    // definition from a prototype.
+    const std::string text2 = "void g(int x, h(y));\n" + filler;
+    l = lex(text2);
+    CHECK(texts(l.tokens) == "void g ( int x , h ( y ) ) ; x = 1 ; x = 1 ; x = 1 ; x = 1");
+    REQUIRE(l.calls.size() == 2);
+    CHECK(l.calls[0].name == "g");
+    CHECK(l.calls[0].after_void);
+    CHECK(l.calls[0].close == 10);
+    CHECK(l.calls[1].name == "h");
+    CHECK(l.calls[1].close == 9);
+    // Whatever is kept, lines and comments cover the whole file.
+    CHECK(l.line_starts.size() == 22);
 }

@@ -88,9 +88,10 @@ TEST_CASE("macro: the first-character filter still finds every macro", "[macro]"
 }
 
 TEST_CASE("macro: a runaway expansion stops at the budget", "[macro]") {
-    std::string text = "#define A(x) x x x x x x x x x x\n"
-                       "#define B(x) A(A(A(A(A(A(A(x)))))))\n"
-                       "B(1)\n";
+    std::string text =
+        "#define A(x) x x x x x x x x x x\n"
+        "#define B(x) A(A(A(A(A(A(A(x)))))))\n"
+        "B(1)\n";
     Lexed l = lex(text);
     MacroExpander m(l);
     REQUIRE(l.calls.size() >= 1);

@@ -3,8 +3,8 @@
 // tests/integration/test_remote_cache.py runs the whole against nginx.
 #include <catch2/catch.hpp>
 
-#include <sys/socket.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -45,7 +45,8 @@ std::string ustar_header(const std::string& name, size_t size, char type = '0',
     std::memcpy(h.data() + 263, "00", 2);
     std::memcpy(h.data() + 345, prefix.data(), std::min<size_t>(prefix.size(), 155));
     unsigned sum = 0;
-    for (size_t i = 0; i < 512; ++i) sum += (i >= 148 && i < 156) ? ' ' : static_cast<unsigned char>(h[i]);
+    for (size_t i = 0; i < 512; ++i)
+        sum += (i >= 148 && i < 156) ? ' ' : static_cast<unsigned char>(h[i]);
     if (bad_checksum) ++sum;
     std::string s = fmt::format("{:06o}", sum);
     std::memcpy(h.data() + 148, s.data(), 6);
@@ -62,13 +63,16 @@ std::string member(const std::string& name, const std::string& data, char type =
 
 const std::string kEnd(1024, '\0');
 
-std::expected<std::vector<std::string>, std::string> unpack(const TempDir& tmp, const std::string& bytes) {
+std::expected<std::vector<std::string>, std::string> unpack(const TempDir& tmp,
+                                                            const std::string& bytes) {
     write_file(tmp / "in.tar", bytes);
     fs::create_directories(tmp / "out");
     return read_entry_archive(tmp / "in.tar", tmp / "out");
 }
 
-std::string key_of(const std::string& seed) { return KeyBuilder("test").add("seed", seed).digest(); }
+std::string key_of(const std::string& seed) {
+    return KeyBuilder("test").add("seed", seed).digest();
+}
 
 EnvLookup env_of(std::map<std::string, std::string> vars) {
     return [vars](std::string_view name) -> std::optional<std::string> {
@@ -124,7 +128,8 @@ TEST_CASE("entry archives round-trip every size around the block boundary", "[re
         c.argv = {tar->string(), "-xf", (tmp / "a.tar").string(), "-C", (tmp / "tar-out").string()};
         auto r = run_process(c);
         REQUIRE(r.ok());
-        for (const auto& [name, bytes] : content) CHECK(test::read_file(tmp / "tar-out" / name) == bytes);
+        for (const auto& [name, bytes] : content)
+            CHECK(test::read_file(tmp / "tar-out" / name) == bytes);
     }
 }
 
@@ -149,23 +154,49 @@ TEST_CASE("the archive reader rejects what a hostile or broken remote sends", "[
         REQUIRE_FALSE(r);
         CHECK_THAT(r.error(), Catch::Contains(why));
     };
-    SECTION("parent directory") { rejected(good + member("../escaped", "evil") + kEnd, "not a plain file name"); }
-    SECTION("absolute path") { rejected(member((tmp / "abs").string(), "evil") + kEnd, "not a plain file name"); }
-    SECTION("subdirectory") { rejected(member("sub/x", "evil") + kEnd, "not a plain file name"); }
+    SECTION("parent directory") {
+        rejected(good + member("../escaped", "evil") + kEnd, "not a plain file name");
+    }
+    SECTION("absolute path") {
+        rejected(member((tmp / "abs").string(), "evil") + kEnd, "not a plain file name");
+    }
+    SECTION("subdirectory") {
+        rejected(member("sub/x", "evil") + kEnd, "not a plain file name");
+    }
     SECTION("name in the prefix field") {
         std::string h = ustar_header("x", 0, '0', "dir");
         rejected(h + kEnd, "not a plain file name");
     }
-    SECTION("symlink") { rejected(member("link", "", '2') + kEnd, "not a regular file"); }
-    SECTION("hard link") { rejected(member("link", "", '1') + kEnd, "not a regular file"); }
-    SECTION("pax header") { rejected(member("pax", "30 path=../../x\n", 'x') + kEnd, "not a regular file"); }
-    SECTION("directory") { rejected(member("d", "", '5') + kEnd, "not a regular file"); }
-    SECTION("duplicate") { rejected(good + good + kEnd, "appears twice"); }
-    SECTION("bad checksum") { rejected(ustar_header("a", 0, '0', "", true) + kEnd, "bad checksum"); }
-    SECTION("not ustar") { rejected(std::string(512, 'x') + kEnd, "not a ustar archive"); }
-    SECTION("truncated data") { rejected(ustar_header("a", 4096) + std::string(100, 'a'), "truncated"); }
-    SECTION("no end marker") { rejected(good, "truncated"); }
-    SECTION("empty file") { rejected("", "truncated"); }
+    SECTION("symlink") {
+        rejected(member("link", "", '2') + kEnd, "not a regular file");
+    }
+    SECTION("hard link") {
+        rejected(member("link", "", '1') + kEnd, "not a regular file");
+    }
+    SECTION("pax header") {
+        rejected(member("pax", "30 path=../../x\n", 'x') + kEnd, "not a regular file");
+    }
+    SECTION("directory") {
+        rejected(member("d", "", '5') + kEnd, "not a regular file");
+    }
+    SECTION("duplicate") {
+        rejected(good + good + kEnd, "appears twice");
+    }
+    SECTION("bad checksum") {
+        rejected(ustar_header("a", 0, '0', "", true) + kEnd, "bad checksum");
+    }
+    SECTION("not ustar") {
+        rejected(std::string(512, 'x') + kEnd, "not a ustar archive");
+    }
+    SECTION("truncated data") {
+        rejected(ustar_header("a", 4096) + std::string(100, 'a'), "truncated");
+    }
+    SECTION("no end marker") {
+        rejected(good, "truncated");
+    }
+    SECTION("empty file") {
+        rejected("", "truncated");
+    }
     SECTION("too many members") {
         std::string many;
         for (size_t i = 0; i <= kMaxArchiveMembers; ++i) many += member(fmt::format("m{}", i), "");
@@ -175,7 +206,8 @@ TEST_CASE("the archive reader rejects what a hostile or broken remote sends", "[
     CHECK_FALSE(fs::exists(tmp.path().parent_path() / "escaped"));
 }
 
-TEST_CASE("the archive reader never writes through a symlink already in the directory", "[remote]") {
+TEST_CASE("the archive reader never writes through a symlink already in the directory",
+          "[remote]") {
     TempDir tmp;
     fs::create_directories(tmp / "out");
     write_file(tmp / "target", "keep");
@@ -210,8 +242,9 @@ TEST_CASE("remote direct records round-trip, merge and are validated", "[remote]
     auto bad = [](const std::string& doc) { return !parse_remote_records(doc); };
     std::string key = key_of("k"), sha = sha256_hex("x");
     auto doc = [&](const std::string& k, const std::string& path, const std::string& s) {
-        return fmt::format(R"({{"format":1,"records":[{{"key":"{}","files":[{{"path":"{}","sha256":"{}"}}],"absent":[]}}]}})",
-                           k, path, s);
+        return fmt::format(
+            R"({{"format":1,"records":[{{"key":"{}","files":[{{"path":"{}","sha256":"{}"}}],"absent":[]}}]}})",
+            k, path, s);
     };
     CHECK_FALSE(bad(doc(key, "/a.h", sha)));
     CHECK(bad(doc("../../etc", "/a.h", sha)));
@@ -256,8 +289,9 @@ TEST_CASE("remote configuration: flags, then the environment", "[remote]") {
     CHECK_FALSE(remote_config(std::nullopt, false, env_of({})));
     CHECK_FALSE(remote_config(std::string(""), false, env_of({{"BEKC_REMOTE_CACHE", "http://e"}})));
 
-    auto c = remote_config(std::nullopt, false,
-                           env_of({{"BEKC_REMOTE_CACHE", "http://env/x"}, {"BEKC_REMOTE_TOKEN", "t"}}));
+    auto c =
+        remote_config(std::nullopt, false,
+                      env_of({{"BEKC_REMOTE_CACHE", "http://env/x"}, {"BEKC_REMOTE_TOKEN", "t"}}));
     REQUIRE(c);
     CHECK(c->url == "http://env/x");
     CHECK(c->token == "t");
@@ -265,24 +299,32 @@ TEST_CASE("remote configuration: flags, then the environment", "[remote]") {
     CHECK(c->timeout == std::chrono::seconds(10));
     CHECK(c->problem.empty());
 
-    auto f = remote_config(std::string("https://flag"), true, env_of({{"BEKC_REMOTE_CACHE", "http://env"}}));
+    auto f = remote_config(std::string("https://flag"), true,
+                           env_of({{"BEKC_REMOTE_CACHE", "http://env"}}));
     REQUIRE(f);
     CHECK(f->url == "https://flag");
     CHECK(f->read_only);
 
     for (const char* yes : {"1", "true", "YES"})
-        CHECK(remote_config(std::string("http://h"), false, env_of({{"BEKC_REMOTE_CACHE_READONLY", yes}}))->read_only);
-    CHECK_FALSE(remote_config(std::string("http://h"), false, env_of({{"BEKC_REMOTE_CACHE_READONLY", "0"}}))->read_only);
+        CHECK(remote_config(std::string("http://h"), false,
+                            env_of({{"BEKC_REMOTE_CACHE_READONLY", yes}}))
+                  ->read_only);
+    CHECK_FALSE(
+        remote_config(std::string("http://h"), false, env_of({{"BEKC_REMOTE_CACHE_READONLY", "0"}}))
+            ->read_only);
 
-    CHECK(remote_config(std::string("http://h"), false, env_of({{"BEKC_REMOTE_TIMEOUT", "3"}}))->timeout ==
-          std::chrono::seconds(3));
+    CHECK(remote_config(std::string("http://h"), false, env_of({{"BEKC_REMOTE_TIMEOUT", "3"}}))
+              ->timeout == std::chrono::seconds(3));
     for (const char* t : {"0", "x", "3s", "99999"})
-        CHECK_FALSE(remote_config(std::string("http://h"), false, env_of({{"BEKC_REMOTE_TIMEOUT", t}}))->problem.empty());
+        CHECK_FALSE(
+            remote_config(std::string("http://h"), false, env_of({{"BEKC_REMOTE_TIMEOUT", t}}))
+                ->problem.empty());
     CHECK_FALSE(remote_config(std::string("ftp://h"), false, env_of({}))->problem.empty());
     CHECK_FALSE(remote_config(std::string("-K/etc/passwd"), false, env_of({}))->problem.empty());
     CHECK_FALSE(remote_config(std::string("http://h/a b"), false, env_of({}))->problem.empty());
     CHECK_FALSE(remote_config(std::string("http://h"), false,
-                              env_of({{"BEKC_REMOTE_TOKEN", "t\r\nX-Evil: 1"}}))->problem.empty());
+                              env_of({{"BEKC_REMOTE_TOKEN", "t\r\nX-Evil: 1"}}))
+                    ->problem.empty());
     CHECK(remote_config(std::string("HTTP://h"), false, env_of({}))->problem.empty());
 }
 
@@ -294,14 +336,20 @@ TEST_CASE("display_url hides credentials and trailing slashes", "[remote]") {
 
 // --------------------------------------------------------------------------- curl
 TEST_CASE("curl's arguments: no token, no redirects, the URL last", "[remote]") {
-    CurlRequest r{"/usr/bin/curl", false, "http://h/bekc/direct/k.json", "/tmp/out", fs::path("/tmp/auth"),
+    CurlRequest r{"/usr/bin/curl",
+                  false,
+                  "http://h/bekc/direct/k.json",
+                  "/tmp/out",
+                  fs::path("/tmp/auth"),
                   {std::chrono::seconds(2), std::chrono::seconds(10), 1024}};
     auto argv = curl_argv(r);
     CHECK(argv[0] == "/usr/bin/curl");
     CHECK(argv[1] == "-q");
     CHECK(argv[argv.size() - 2] == "--url");
     CHECK(argv.back() == r.url);
-    auto has = [&](const std::string& a) { return std::find(argv.begin(), argv.end(), a) != argv.end(); };
+    auto has = [&](const std::string& a) {
+        return std::find(argv.begin(), argv.end(), a) != argv.end();
+    };
     CHECK(has("@/tmp/auth"));
     CHECK(has("=http,https"));
     CHECK(has("--max-filesize"));
@@ -312,7 +360,8 @@ TEST_CASE("curl's arguments: no token, no redirects, the URL last", "[remote]") 
     r.header_file.reset();
     argv = curl_argv(r);
     CHECK(std::find(argv.begin(), argv.end(), "--upload-file") != argv.end());
-    CHECK(std::none_of(argv.begin(), argv.end(), [](const std::string& a) { return a.starts_with("@"); }));
+    CHECK(std::none_of(argv.begin(), argv.end(),
+                       [](const std::string& a) { return a.starts_with("@"); }));
 }
 
 TEST_CASE("what a curl run means", "[remote]") {
@@ -326,7 +375,8 @@ TEST_CASE("what a curl run means", "[remote]") {
     auto refused = interpret_curl(exited(7, "curl: (7) Failed to connect\nbekc-http-status:000\n"));
     CHECK(refused.kind == HttpResult::Kind::Unreachable);
     CHECK(refused.message == "curl: (7) Failed to connect");
-    CHECK(interpret_curl(exited(28, "curl: (28) timed out\n")).kind == HttpResult::Kind::Unreachable);
+    CHECK(interpret_curl(exited(28, "curl: (28) timed out\n")).kind ==
+          HttpResult::Kind::Unreachable);
     CHECK(interpret_curl(exited(63, "curl: (63) too large\n")).kind == HttpResult::Kind::Failed);
     ProcessResult spawn;
     spawn.status = ProcessStatus::SpawnFailed;

@@ -50,12 +50,14 @@ TEST_CASE("parse_function_option (--function): name and tokens", "[scanner][expl
 TEST_CASE("parse_function_option (--function): bad names", "[scanner][explicit]") {
     CHECK(parse_error("=arg,ret") ==
           "--function '=arg,ret': no function name before '=' (expected 'name=arg,arg,ret')");
-    CHECK(parse_error("") == "--function '': no function name before '=' (expected "
-                             "'name=arg,arg,ret')");
+    CHECK(parse_error("") ==
+          "--function '': no function name before '=' (expected "
+          "'name=arg,arg,ret')");
     CHECK(parse_error("2f=arg") ==
           "--function '2f=arg': '2f' is not an ASCII C++ identifier (expected 'name=arg,arg,ret')");
-    CHECK(parse_error("my-kernel=ret") == "--function 'my-kernel=ret': 'my-kernel' is not an "
-                                          "ASCII C++ identifier (expected 'name=arg,arg,ret')");
+    CHECK(parse_error("my-kernel=ret") ==
+          "--function 'my-kernel=ret': 'my-kernel' is not an "
+          "ASCII C++ identifier (expected 'name=arg,arg,ret')");
     CHECK(parse_error("for=ret") ==
           "--function 'for=ret': 'for' is a C++ keyword (expected 'name=arg,arg,ret')");
 }

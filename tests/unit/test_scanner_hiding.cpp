@@ -30,8 +30,7 @@ std::string only_live(const std::string& hidden) {
 }  // namespace
 
 TEST_CASE("hiding: block comments", "[scanner][hiding]") {
-    for (std::string hidden : {"/* // @BE a ret */",
-                               "/*\n// @BE a ret\n*/",
+    for (std::string hidden : {"/* // @BE a ret */", "/*\n// @BE a ret\n*/",
                                "/* a comment\n * // @BE a ret\n */ int x;"}) {
         INFO(hidden);
         CHECK(specs(with_live(hidden)) == only_live(hidden));
@@ -40,10 +39,8 @@ TEST_CASE("hiding: block comments", "[scanner][hiding]") {
 
 TEST_CASE("hiding: string, character and raw string literals", "[scanner][hiding]") {
     for (std::string hidden :
-         {"const char* s = \"// @BE a ret\";",
-          "const char* s = \"\\\" // @BE a ret\";",
-          "const char* s = u8\"// @BE a ret\";",
-          "const wchar_t* s = L\"// @BE a ret\";",
+         {"const char* s = \"// @BE a ret\";", "const char* s = \"\\\" // @BE a ret\";",
+          "const char* s = u8\"// @BE a ret\";", "const wchar_t* s = L\"// @BE a ret\";",
           "char c = '\"'; const char* s = \"// @BE a ret\";",
           "const char* s = R\"(\n// @BE a ret\n)\";",
           "const char* s = R\"x(\n)\"\n// @BE a ret\n)x\";",
@@ -73,8 +70,9 @@ TEST_CASE("hiding: comments and literals inside #if 0 do not end it early", "[sc
     // in prose is not a character literal that runs on.
     CHECK(specs("#if 0\n// see /* here\n// @BE a ret\n#endif\n// @BE b ret\n"
                 "void b(BE::Tensor y) {}\n// */\n") == "b(ret) @5\n");
-    CHECK(specs("#if 0\nconst char* s = \"/*\";\n#endif\n// @BE b ret\nvoid b(BE::Tensor y) {}\n") ==
-          "b(ret) @4\n");
+    CHECK(
+        specs("#if 0\nconst char* s = \"/*\";\n#endif\n// @BE b ret\nvoid b(BE::Tensor y) {}\n") ==
+        "b(ret) @4\n");
     CHECK(specs("#if 0\nthis isn't code\n#endif\n// @BE b ret\nvoid b(BE::Tensor y) {}\n") ==
           "b(ret) @4\n");
     // A block comment may hide the #endif.
@@ -89,8 +87,8 @@ TEST_CASE("hiding: a // comment continued with a backslash", "[scanner][hiding]"
     CHECK(specs(with_live("// a note \\\r\n// @BE a ret")) ==
           only_live("// a note \\\r\n// @BE a ret"));
     // An annotation continued on the next line keeps its tokens.
-    CHECK(specs("// @BE f arg \\\n   ret attr.n\nvoid f(const BE::Tensor x, BE::Tensor y, int n) {}\n") ==
-          "f(arg, ret, attr.n:int32) @1\n");
+    CHECK(specs("// @BE f arg \\\n   ret attr.n\nvoid f(const BE::Tensor x, BE::Tensor y, int n) "
+                "{}\n") == "f(arg, ret, attr.n:int32) @1\n");
 }
 
 TEST_CASE("hiding: annotations in code lines and directives", "[scanner][hiding]") {
@@ -125,6 +123,7 @@ TEST_CASE("hiding: CRLF files", "[scanner][hiding]") {
 }
 
 TEST_CASE("hiding: a macro defined over CRLF continuation lines", "[scanner][hiding]") {
-    CHECK(specs("#define M(N, T) \\\r\n  void N(const BE::Tensor x, \\\r\n  BE::Tensor y, T a) {}\r\n"
-                "// @BE m_f32\r\nM(m_f32, float)\r\n") == "m_f32(arg, ret, attr.a:float32) @4\n");
+    CHECK(
+        specs("#define M(N, T) \\\r\n  void N(const BE::Tensor x, \\\r\n  BE::Tensor y, T a) {}\r\n"
+              "// @BE m_f32\r\nM(m_f32, float)\r\n") == "m_f32(arg, ret, attr.a:float32) @4\n");
 }

@@ -20,20 +20,41 @@ struct Spelling {
 // Every C++ spelling the scanner accepts (lib/scan/spec.cpp), with its type.
 constexpr Spelling kSpellings[] = {
     {"bool", "bool"},
-    {"int8_t", "int8"},           {"std::int8_t", "int8"},        {"char", "int8"},
+    {"int8_t", "int8"},
+    {"std::int8_t", "int8"},
+    {"char", "int8"},
     {"signed char", "int8"},
-    {"uint8_t", "uint8"},         {"std::uint8_t", "uint8"},      {"unsigned char", "uint8"},
-    {"int16_t", "int16"},         {"std::int16_t", "int16"},      {"short", "int16"},
-    {"short int", "int16"},       {"signed short", "int16"},      {"signed short int", "int16"},
-    {"uint16_t", "uint16"},       {"std::uint16_t", "uint16"},    {"unsigned short", "uint16"},
+    {"uint8_t", "uint8"},
+    {"std::uint8_t", "uint8"},
+    {"unsigned char", "uint8"},
+    {"int16_t", "int16"},
+    {"std::int16_t", "int16"},
+    {"short", "int16"},
+    {"short int", "int16"},
+    {"signed short", "int16"},
+    {"signed short int", "int16"},
+    {"uint16_t", "uint16"},
+    {"std::uint16_t", "uint16"},
+    {"unsigned short", "uint16"},
     {"unsigned short int", "uint16"},
-    {"int32_t", "int32"},         {"std::int32_t", "int32"},      {"int", "int32"},
-    {"signed", "int32"},          {"signed int", "int32"},
-    {"uint32_t", "uint32"},       {"std::uint32_t", "uint32"},    {"unsigned int", "uint32"},
+    {"int32_t", "int32"},
+    {"std::int32_t", "int32"},
+    {"int", "int32"},
+    {"signed", "int32"},
+    {"signed int", "int32"},
+    {"uint32_t", "uint32"},
+    {"std::uint32_t", "uint32"},
+    {"unsigned int", "uint32"},
     {"unsigned", "uint32"},
-    {"int64_t", "int64"},         {"std::int64_t", "int64"},      {"long long", "int64"},
-    {"long long int", "int64"},   {"signed long long", "int64"},  {"signed long long int", "int64"},
-    {"uint64_t", "uint64"},       {"std::uint64_t", "uint64"},    {"unsigned long long", "uint64"},
+    {"int64_t", "int64"},
+    {"std::int64_t", "int64"},
+    {"long long", "int64"},
+    {"long long int", "int64"},
+    {"signed long long", "int64"},
+    {"signed long long int", "int64"},
+    {"uint64_t", "uint64"},
+    {"std::uint64_t", "uint64"},
+    {"unsigned long long", "uint64"},
     {"unsigned long long int", "uint64"},
     {"float", "float32"},
     {"double", "float64"},
@@ -116,12 +137,11 @@ TEST_CASE("infer: BE::Tensor* and BE::Tensor&& cannot receive a buffer", "[scann
           "                         ^\n"
           "note: take inputs as 'const BE::Tensor' (or 'const BE::Tensor&') and outputs as "
           "'BE::Tensor', by value\n");
-    CHECK(errors("// @BE f\nvoid f(BE::Tensor&& y) {}\n").find(
-              "parameter 'BE::Tensor&& y' cannot receive a buffer") != std::string::npos);
+    CHECK(errors("// @BE f\nvoid f(BE::Tensor&& y) {}\n")
+              .find("parameter 'BE::Tensor&& y' cannot receive a buffer") != std::string::npos);
 }
 
-TEST_CASE("infer: pointers, references and unknown types are not inferable",
-          "[scanner][infer]") {
+TEST_CASE("infer: pointers, references and unknown types are not inferable", "[scanner][infer]") {
     const std::string fix =
         "note: pointers, references and other types are not inferable: write the spec inline "
         "with explicit types, e.g. '// @BE <function> arg ret attr.<name>:<type>'\n";
@@ -129,20 +149,23 @@ TEST_CASE("infer: pointers, references and unknown types are not inferable",
           "k.cu:3:8: error: function 'f': cannot infer an arg_spec token from parameter "
           "'const float* p'\n"
           "           const float* p) {}\n"
-          "           ^\n" + fix);
+          "           ^\n" +
+              fix);
     CHECK(errors("// @BE f\nvoid f(BE::Tensor y, const float &r) {}\n") ==
           "k.cu:2:22: error: function 'f': cannot infer an arg_spec token from parameter "
           "'const float& r'\n"
           "    void f(BE::Tensor y, const float &r) {}\n"
-          "                         ^\n" + fix);
+          "                         ^\n" +
+              fix);
     CHECK(errors("// @BE f\nvoid f(BE::Tensor y, size_t n) {}\n") ==
           "k.cu:2:22: error: function 'f': cannot infer an arg_spec token from parameter "
           "'size_t n'\n"
           "    void f(BE::Tensor y, size_t n) {}\n"
-          "                         ^\n" + fix);
+          "                         ^\n" +
+              fix);
     // Template arguments hold commas that do not split parameters.
-    CHECK(errors("// @BE f\nvoid f(BE::Tensor y, std::array<int, 3> a) {}\n").find(
-              "parameter 'std::array<int,3> a'") != std::string::npos);
+    CHECK(errors("// @BE f\nvoid f(BE::Tensor y, std::array<int, 3> a) {}\n")
+              .find("parameter 'std::array<int,3> a'") != std::string::npos);
 }
 
 TEST_CASE("infer: a cudaStream_t parameter is told to be int64_t", "[scanner][infer]") {

@@ -76,21 +76,22 @@ TEST_CASE("macros: a macro from a header, with a full inline spec", "[scanner][m
 }
 
 TEST_CASE("macros: a macro from a header, without a full spec", "[scanner][macros]") {
-    const std::string fix_start = "note: bekc cannot see a signature made by a macro from a "
-                                  "header: give the full spec inline, every attribute with its "
-                                  "type, e.g. '// @BE ";
+    const std::string fix_start =
+        "note: bekc cannot see a signature made by a macro from a "
+        "header: give the full spec inline, every attribute with its "
+        "type, e.g. '// @BE ";
     CHECK(errors("#include \"defs.h\"\n// @BE axpy_f32\nBE_DEFINE_AXPY(_f32, float)\n") ==
           "k.cu:2:8: error: annotated function 'axpy_f32' not found: it comes from macro "
           "'BE_DEFINE_AXPY', which is not #defined in this file\n"
           "    // @BE axpy_f32\n"
-          "           ^\n" + fix_start + "axpy_f32 arg ret attr.<name>:<type>'\n");
+          "           ^\n" +
+              fix_start + "axpy_f32 arg ret attr.<name>:<type>'\n");
     // A bare attribute needs the signature, so it is not a full spec either.
     CHECK(errors("// @BE axpy_f32 arg ret attr.alpha\nBE_DEFINE_AXPY(_f32, float)\n")
               .find("it comes from macro 'BE_DEFINE_AXPY'") != std::string::npos);
 }
 
-TEST_CASE("macros: errors in a macro-made signature point at the annotation",
-          "[scanner][macros]") {
+TEST_CASE("macros: errors in a macro-made signature point at the annotation", "[scanner][macros]") {
     CHECK(errors("#define DEF(NAME, T) void NAME(BE::Tensor y, T* p) {}\n"
                  "// @BE f\nDEF(f, float)\n") ==
           "k.cu:2:1: error: function 'f' (in the expansion of macro 'DEF'): cannot infer an "
@@ -113,10 +114,11 @@ TEST_CASE("macros: runaway macros stop", "[scanner][macros]") {
     // An unclosed invocation hides nothing after it.
     CHECK(specs("#define M(x) x\nM(\n// @BE g\nvoid g(BE::Tensor y) {}\n") == "g(ret) @3\n");
     // Exponential growth hits the expansion budget and says so.
-    std::string bomb = "#define A(x) x x x x x x x x x x\n"
-                       "#define B(x) A(A(A(A(A(A(A(x)))))))\n"
-                       "// @BE f\nvoid f(BE::Tensor y) {}\n"
-                       "B(1)\n";
+    std::string bomb =
+        "#define A(x) x x x x x x x x x x\n"
+        "#define B(x) A(A(A(A(A(A(A(x)))))))\n"
+        "// @BE f\nvoid f(BE::Tensor y) {}\n"
+        "B(1)\n";
     auto r = scan(bomb);
     REQUIRE(r.diagnostics.size() == 1);
     CHECK(r.diagnostics[0].render().rfind("k.cu:5:1: error: expanding macro 'B' produces more "

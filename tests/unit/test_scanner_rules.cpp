@@ -31,16 +31,17 @@ TEST_CASE("rules: no stream in a CPU build", "[scanner][rules]") {
     const std::string fix =
         "note: CPU handlers have no CUDA stream: remove the 'stream' token and the int64_t "
         "parameter, or compile the file as .cu\n";
-    CHECK(errors("// @BE f ret ctx.stream\nvoid f(BE::Tensor y, int64_t stream) {}\n",
-                 "k.cpp") ==
+    CHECK(errors("// @BE f ret ctx.stream\nvoid f(BE::Tensor y, int64_t stream) {}\n", "k.cpp") ==
           "k.cpp:1:14: error: function 'f': 'stream' in a CPU (.cpp) build\n"
           "    // @BE f ret ctx.stream\n"
-          "                 ^\n" + fix);
+          "                 ^\n" +
+              fix);
     // Inferred from `int64_t stream`: reported at the annotation.
     CHECK(errors("// @BE f\nvoid f(BE::Tensor y, int64_t stream) {}\n", "k.cc") ==
           "k.cc:1:1: error: function 'f': 'stream' in a CPU (.cpp) build\n"
           "    // @BE f\n"
-          "    ^\n" + fix);
+          "    ^\n" +
+              fix);
     // The same file as .cu is fine.
     CHECK(spec_of("// @BE f\nvoid f(BE::Tensor y, int64_t stream) {}\n") == "ret stream");
 }
@@ -70,12 +71,14 @@ TEST_CASE("rules: unknown tokens, with a suggestion when one is close", "[scanne
           "k.cu:1:10: error: function 'f': unknown arg_spec token 'agr'\n"
           "    // @BE f agr ret\n"
           "             ^\n"
-          "note: did you mean 'arg'? " + list);
+          "note: did you mean 'arg'? " +
+              list);
     CHECK(errors("// @BE f ret foo\nvoid f(BE::Tensor y, float a) {}\n") ==
           "k.cu:1:14: error: function 'f': unknown arg_spec token 'foo'\n"
           "    // @BE f ret foo\n"
           "                 ^\n"
-          "note: " + list);
+          "note: " +
+              list);
     CHECK(errors("// @BE f ret strem\nvoid f(BE::Tensor y, int64_t stream) {}\n")
               .find("note: did you mean 'stream'? ") != std::string::npos);
     CHECK(errors("// @BE f ret attr:alpha\nvoid f(BE::Tensor y, float alpha) {}\n")
@@ -92,7 +95,8 @@ TEST_CASE("rules: unknown attribute types, with \"did you mean\"", "[scanner][ru
           "k.cu:1:21: error: function 'f': unknown attribute type 'float' in 'attr.a:float'\n"
           "    // @BE f ret attr.a:float\n"
           "                        ^\n"
-          "note: did you mean 'attr.a:float32'? " + types);
+          "note: did you mean 'attr.a:float32'? " +
+              types);
     CHECK(errors("// @BE f ret attr.a:flaot64\nvoid f(BE::Tensor y, double a) {}\n")
               .find("note: did you mean 'attr.a:float64'? ") != std::string::npos);
     CHECK(errors("// @BE f ret attrs.n:uint\nvoid f(BE::Tensor y, unsigned n) {}\n")
@@ -101,7 +105,8 @@ TEST_CASE("rules: unknown attribute types, with \"did you mean\"", "[scanner][ru
           "k.cu:1:21: error: function 'f': unknown attribute type 'quux' in 'attr.a:quux'\n"
           "    // @BE f ret attr.a:quux\n"
           "                        ^\n"
-          "note: " + types);
+          "note: " +
+              types);
 }
 
 TEST_CASE("rules: function and attribute names must be ASCII identifiers", "[scanner][rules]") {
@@ -111,15 +116,18 @@ TEST_CASE("rules: function and attribute names must be ASCII identifiers", "[sca
     CHECK(errors("// @BE caf\xc3\xa9\nvoid caf\xc3\xa9(BE::Tensor y) {}\n") ==
           "k.cu:1:8: error: function name 'caf\xc3\xa9' is not an ASCII C++ identifier\n"
           "    // @BE caf\xc3\xa9\n"
-          "           ^\n" + fix);
+          "           ^\n" +
+              fix);
     CHECK(errors("// @BE 2f\n") ==
           "k.cu:1:8: error: function name '2f' is not an ASCII C++ identifier\n"
           "    // @BE 2f\n"
-          "           ^\n" + fix);
+          "           ^\n" +
+              fix);
     CHECK(errors("// @BE delete ret\n") ==
           "k.cu:1:8: error: function name 'delete' is a C++ keyword\n"
           "    // @BE delete ret\n"
-          "           ^\n" + fix);
+          "           ^\n" +
+              fix);
     const std::string attr_fix =
         "note: attribute names are emitted into generated C++: use ASCII letters, digits and "
         "'_', not starting with a digit, and not a C++ keyword\n";
@@ -127,12 +135,14 @@ TEST_CASE("rules: function and attribute names must be ASCII identifiers", "[sca
           "k.cu:1:19: error: function 'f': attribute name 'for' in 'attr.for:int32' is a C++ "
           "keyword\n"
           "    // @BE f ret attr.for:int32\n"
-          "                      ^\n" + attr_fix);
+          "                      ^\n" +
+              attr_fix);
     CHECK(errors("// @BE f ret attrs.\xce\xb1\nvoid f(BE::Tensor y, int n) {}\n") ==
           "k.cu:1:20: error: function 'f': attribute name '\xce\xb1' in 'attrs.\xce\xb1' is not "
           "an ASCII C++ identifier\n"
           "    // @BE f ret attrs.\xce\xb1\n"
-          "                       ^\n" + attr_fix);
+          "                       ^\n" +
+              attr_fix);
 }
 
 TEST_CASE("rules: an annotation without a function", "[scanner][rules]") {
@@ -147,7 +157,8 @@ TEST_CASE("rules: an annotation without a function", "[scanner][rules]") {
 }
 
 TEST_CASE("rules: the annotated function must exist", "[scanner][rules]") {
-    CHECK(errors("// @BE vector_add arg ret\nvoid vector_ad(const BE::Tensor a, BE::Tensor b) {}\n") ==
+    CHECK(errors(
+              "// @BE vector_add arg ret\nvoid vector_ad(const BE::Tensor a, BE::Tensor b) {}\n") ==
           "k.cu:1:8: error: annotated function 'vector_add' not found\n"
           "    // @BE vector_add arg ret\n"
           "           ^\n"
@@ -181,12 +192,14 @@ TEST_CASE("rules: a bare attr.x takes its type from the parameter x", "[scanner]
           "k.cu:1:14: error: function 'f': cannot infer the type of 'attr.k': no parameter is "
           "named 'k'\n"
           "    // @BE f ret attr.k\n"
-          "                 ^\n" + fix);
+          "                 ^\n" +
+              fix);
     CHECK(errors("// @BE f ret attr.k\nvoid f(BE::Tensor y, const int* k) {}\n") ==
           "k.cu:1:14: error: function 'f': cannot infer the type of 'attr.k': parameter "
           "'const int* k' is not a scalar bekc can infer\n"
           "    // @BE f ret attr.k\n"
-          "                 ^\n" + fix);
+          "                 ^\n" +
+              fix);
 }
 
 TEST_CASE("rules: a file without any annotation", "[scanner][rules]") {
