@@ -402,8 +402,13 @@ BuildResult run_build(const BuildOptions& options) {
     }
 
     fs::path include = materialize_runtime_headers(p.cache_root);
-    fs::path dir = p.cache_root / "tmp" / ("build." + unique_suffix());
+    // Named by the direct key, which this process holds the lock of: the same
+    // inputs always compile at the same paths, so a compiler launcher (ccache,
+    // sccache) in front sees the same command and can serve it. A directory
+    // left by a killed build of the same key is removed first.
+    fs::path dir = p.cache_root / "tmp" / ("build." + direct_key.substr(0, 32));
     std::error_code ec;
+    fs::remove_all(dir, ec);
     fs::create_directories(dir, ec);
     if (ec)
         throw FatalError("bekc: error: cannot create " + dir.string() + ": " + ec.message(),
