@@ -22,7 +22,7 @@ export BEKC_BINARY=$ROOT/build/bekc
 export BEKC_TEST_CACHE=$(mktemp -d)
 # Separate runs: each folder has its own conftest module.
 for suite in python integration; do
-  .venv/bin/python -m pytest -q -p no:cacheprovider --junitxml="$RESULTS/pytest-$suite.xml" \
+  .venv/bin/python -m pytest -q --junitxml="$RESULTS/pytest-$suite.xml" \
       "tests/$suite" || status=1
 done
 
