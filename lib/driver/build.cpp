@@ -29,6 +29,7 @@
 #include "store/hash.hpp"
 #include "store/layout.hpp"
 #include "store/lock.hpp"
+#include "util/env.hpp"
 #include "util/error.hpp"
 
 namespace bekc {
@@ -325,11 +326,9 @@ void write_depfile(const fs::path& file, const Entry& entry, const std::vector<S
 
 fs::path resolve_cache_root(const std::optional<std::string>& flag) {
     if (flag) return fs::absolute(*flag);
-    if (const char* v = std::getenv("BEKC_CACHE_DIR"); v && *v) return fs::absolute(v);
-    if (const char* v = std::getenv("XDG_CACHE_HOME"); v && *v) return fs::path(v) / "bekc";
-    if (const char* v = std::getenv("HOME"); v && *v) return fs::path(v) / ".cache" / "bekc";
-    throw FatalError("bekc: error: no cache directory: set --cache-dir, $BEKC_CACHE_DIR or $HOME",
-                     kExitUsage);
+    auto dir = default_cache_dir(system_env());
+    if (!dir) throw FatalError("bekc: error: " + dir.error(), kExitUsage);
+    return fs::absolute(*dir);
 }
 
 BuildResult run_build(const BuildOptions& options) {
