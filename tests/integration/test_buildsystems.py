@@ -54,6 +54,15 @@ def key_of(manifest: Path) -> str:
     return json.loads(manifest.read_text())["key"]
 
 
+def age(*outputs: Path, seconds: int = 5) -> None:
+    """Move outputs' mtimes into the past, so that a file written next is
+    strictly newer even where the filesystem keeps whole seconds (as CI's does)."""
+    for out in outputs:
+        st = out.stat()
+        past = st.st_mtime_ns - seconds * 1_000_000_000
+        os.utime(out, ns=(st.st_atime_ns, past))
+
+
 def edit(path: Path, old: str, new: str) -> None:
     text = path.read_text()
     assert old in text, f"{path} no longer contains {old!r}"
@@ -100,6 +109,7 @@ def test_cmake_project(generator, prefix, tmp_path):
     assert CMAKE_STEP not in noop.stdout, noop.stdout
     assert manifest.stat().st_mtime_ns == stamp1
 
+    age(*(p for p in manifest.parent.iterdir() if p.is_file()))
     edit(src / "kernels" / "ops.h", "kBias = 1.0f", "kBias = 4.0f")
     rebuilt = run(["cmake", "--build", build], env=env)
     assert CMAKE_STEP in rebuilt.stdout, "editing an included header must rerun bekc"
@@ -172,11 +182,13 @@ def test_make_project(bekc_path, tmp_path):
     assert manifest.stat().st_mtime_ns == stamp1
 
     # Touched but unchanged: bekc reruns, its cache answers, the key stays.
+    age(manifest)
     os.utime(proj / "kernels.h")
     touched = run(make + ["BEKC_FLAGS=-O3 --json"], env=env)
     assert json.loads(touched.stdout.strip().splitlines()[-1])["cache_hit"] is True
     assert key_of(manifest) == key1
 
+    age(manifest)
     edit(proj / "kernels.h", "KERNELS_OFFSET 1.0f", "KERNELS_OFFSET 3.0f")
     rebuilt = run(make, env=env)
     assert str(bekc_path) in rebuilt.stdout, "editing an included header must rerun bekc"
