@@ -7,7 +7,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 RESULTS=$ROOT/build/test-results
-FUZZ_SECONDS=${FUZZ_SECONDS:-60}
+FUZZ_SECONDS=${FUZZ_SECONDS:-30}
 
 bash scripts/setup.sh || { echo "0 passed, 1 failed"; exit 1; }
 rm -rf "$RESULTS"; mkdir -p "$RESULTS"
@@ -28,10 +28,11 @@ done
 
 step "unit tests under ASan+UBSan"
 if BUILD_DIR=build-asan BUILD_TYPE=Debug CMAKE_EXTRA="-DBEKC_SANITIZE=ON" \
-   BUILD_TARGETS="bekc bekc_unit_tests" bash scripts/setup.sh; then
-  # The unit tests (which also run the sanitized bekc binary where they spawn it).
+   BUILD_TARGETS="bekc bekc_unit_tests bekc_numba_harness" bash scripts/setup.sh; then
+  # The unit tests (which also run the sanitized bekc binary where they spawn
+  # it) and libbekc_numba's harness.
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-     ctest --output-on-failure -j"$(nproc)" -L unit --output-junit "$RESULTS/ctest-asan.xml") || status=1
+     ctest --output-on-failure -j"$(nproc)" -L 'unit|sanitized' --output-junit "$RESULTS/ctest-asan.xml") || status=1
 else
   echo '<testsuite><testcase name="asan-build"><failure message="build failed"/></testcase></testsuite>' \
     > "$RESULTS/asan-build.xml"; status=1
@@ -49,7 +50,8 @@ if [[ -f tests/fuzz/run_fuzz.sh ]]; then
 fi
 
 step "clang-format"
-mapfile -t sources < <(git ls-files 'lib/*.cpp' 'lib/*.hpp' 'cli/*.cpp' 'cli/*.hpp' 'tests/unit/*.cpp')
+mapfile -t sources < <(git ls-files 'lib/*.cpp' 'lib/*.hpp' 'cli/*.cpp' 'cli/*.hpp' 'tests/unit/*.cpp' \
+                         'runtime/numba/*.cpp' 'tests/harness/numba_harness.cpp' 'tests/harness/fake_libcuda.cpp')
 if clang-format --dry-run --Werror "${sources[@]}" > "$RESULTS/format.log" 2>&1; then
   echo '<testsuite><testcase name="clang-format"/></testsuite>' > "$RESULTS/format.xml"
 else

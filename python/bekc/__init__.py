@@ -14,6 +14,10 @@ brainevent's loaders (``load_cuda_inline``, ``load_cuda_file``,
 ``set_cache_dir``, ``get_cache_dir``) keep their parameters and drive the
 ``bekc`` binary (found through ``$BEKC``, ``PATH``, then ``bekc/bin/bekc``).
 
+``numba_cuda_kernel`` and ``numba_cuda_callable`` turn ``@numba.cuda.jit``
+kernels into JAX calls (the first with no Python per call);
+``XLACustomKernel`` is one primitive with an implementation per platform.
+
 Importing this package does not import JAX; JAX is needed to register and call.
 """
 
@@ -45,6 +49,8 @@ from ._compat import (
     load_cuda_inline,
     set_cache_dir,
 )
+from ._numba_cuda import NotAKernelError, numba_cuda_callable, numba_cuda_kernel, resolve_launch
+from ._custom_kernel import KernelEntry, XLACustomKernel
 
 __all__ = [
     "__version__",
@@ -53,6 +59,8 @@ __all__ = [
     "load_cpp_inline", "load_cpp_file",
     "clear_cache", "set_cache_dir", "get_cache_dir",
     "find_binary", "build_argv", "cast_attr", "ATTR_TYPES",
+    "numba_cuda_kernel", "numba_cuda_callable", "resolve_launch", "XLACustomKernel",
+    "KernelEntry", "NotAKernelError",
     "BekcError", "ManifestError", "LibraryHashMismatchError", "LibraryLoadError",
     "RegistrationError", "TargetConflictError", "BinaryNotFoundError", "CompileError",
 ]

@@ -26,7 +26,10 @@ step "doctor" "$BEKC" doctor
 XLA_INC=$($PY -c 'import jax.ffi; print(jax.ffi.include_dir())')
 step "ABI layout vs this jaxlib" bash tests/abi/run_layout_test.sh "$XLA_INC"
 step "pytest tests/gpu" $PY -m pytest -q -p no:cacheprovider tests/gpu
-[[ -f tests/gpu/test_numba_cuda.py ]] || true
+if $PY -c 'import numba.cuda' 2>/dev/null || $PY -c 'import numpy as np; np.row_stack = np.vstack; import numba.cuda' 2>/dev/null; then
+  step "bench: Numba-CUDA kernels per call and in a fori_loop" \
+    $PY bench/numba/bench_numba.py --calls "${BEKC_NUMBA_BENCH_CALLS:-10000}"
+fi
 if [[ -f bench/overhead/bench_gpu_overhead.py ]]; then
   step "bench: per-call overhead on CUDA" $PY bench/overhead/bench_gpu_overhead.py
 fi

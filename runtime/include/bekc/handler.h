@@ -161,7 +161,7 @@ BEKC_RT_NOINLINE inline bool is_metadata_query(BekcXla_CallFrame* f, bool comman
         m->api_version.extension_start = nullptr;
         m->api_version.major_version = BEKC_XLA_HANDLER_API_MAJOR;
         m->api_version.minor_version = BEKC_XLA_HANDLER_API_MINOR;
-        m->traits = command_buffer ? BEKC_XLA_TRAIT_COMMAND_BUFFER_COMPATIBLE : 0u;
+        m->traits = command_buffer ? uint32_t{BEKC_XLA_TRAIT_COMMAND_BUFFER_COMPATIBLE} : 0u;
         return true;
     }
     return false;

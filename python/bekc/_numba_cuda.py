@@ -1,0 +1,482 @@
+"""Numba-CUDA kernels as JAX custom calls.
+
+``numba_cuda_kernel(kernel, outs, grid=..., block=...)`` wraps one
+``@cuda.jit`` kernel. The kernel is compiled by Numba once per input
+signature; each call then goes through ``libbekc_numba`` (built with bekc,
+``runtime/numba/bekc_numba.cpp``), whose handler passes XLA's buffers in the
+layout Numba's kernels take and launches the kernel with ``cuLaunchKernel`` on
+XLA's stream. No Python runs per call, and the handler reports XLA's
+command-buffer trait, so calls inside ``jax.lax`` loops can be captured in CUDA
+graphs.
+
+``numba_cuda_callable(fn, outs)`` wraps a Python function that receives Numba
+device arrays (zero-copy views of XLA's buffers) and XLA's stream. The call
+frame is decoded in compiled code; Python gets the device pointers.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import os
+import threading
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from ._errors import BekcError, LibraryLoadError
+
+__all__ = ["numba_cuda_kernel", "numba_cuda_callable", "resolve_launch", "find_numba_library",
+           "NotAKernelError", "LAUNCH_TARGET", "CALL_TARGET"]
+
+LAUNCH_TARGET = "bekc.numba_cuda_kernel"
+CALL_TARGET = "bekc.numba_cuda_callable"
+_ABI_VERSION = 2
+_LIBRARY_NAME = "libbekc_numba.so"
+
+# The XLA element types (xla_ffi_abi.h) a Numba array can hold.
+_XLA_DTYPES = {
+    "bool": 1, "int8": 2, "int16": 3, "int32": 4, "int64": 5, "uint8": 6, "uint16": 7,
+    "uint32": 8, "uint64": 9, "float16": 10, "float32": 11, "float64": 12,
+    "complex64": 15, "complex128": 18,
+}
+
+# CUDA limits on launch dimensions.
+_MAX_GRID = (2**31 - 1, 65535, 65535)
+_MAX_BLOCK = (1024, 1024, 64)
+_MAX_THREADS_PER_BLOCK = 1024
+
+
+class NotAKernelError(BekcError, TypeError, AssertionError):
+    """The object given is not a ``@numba.cuda.jit`` kernel.
+
+    Also an ``AssertionError``, which is what brainevent raises for this.
+    """
+
+
+# --------------------------------------------------------------------------- launch shape
+def _dims(value, what: str) -> Tuple[int, ...]:
+    dims = (value,) if isinstance(value, int) or hasattr(value, "__index__") else value
+    try:
+        dims = tuple(int(d.__index__()) for d in dims)
+    except (AttributeError, TypeError):
+        raise ValueError(f"{what} must be an int or a tuple of 1 to 3 ints, got {value!r}") from None
+    if not 1 <= len(dims) <= 3:
+        raise ValueError(f"{what} must have 1 to 3 dimensions, got {len(dims)}: {value!r}")
+    if any(d <= 0 for d in dims):
+        raise ValueError(f"{what} must be positive in every dimension, got {value!r}")
+    return dims
+
+
+def _pad3(dims: Tuple[int, ...]) -> Tuple[int, int, int]:
+    return tuple(dims) + (1,) * (3 - len(dims))  # type: ignore[return-value]
+
+
+def resolve_launch(grid=None, block=None, launch_dims=None,
+                   threads_per_block: int = 256) -> Tuple[Tuple[int, int, int], Tuple[int, int, int]]:
+    """The (grid, block) a launch configuration gives, as 3-tuples.
+
+    Either ``grid`` and ``block`` together, or ``launch_dims``: the number of
+    threads per dimension. With ``launch_dims`` the block is
+    ``threads_per_block`` threads for a 1-D launch, ``(s, s)`` with
+    ``s = isqrt(threads_per_block)`` for 2-D (16x16 by default) and
+    ``(8, 8, threads_per_block // 64)`` for 3-D (8x8x4 by default); the grid
+    is the ceiling of each dimension over the block's.
+    """
+    explicit = grid is not None or block is not None
+    if explicit and launch_dims is not None:
+        raise ValueError("pass either grid and block, or launch_dims, not both")
+    if not explicit and launch_dims is None:
+        raise ValueError("a launch configuration is needed: pass grid and block, or launch_dims "
+                         "(the number of threads to launch)")
+    if explicit:
+        if grid is None or block is None:
+            missing = "block" if block is None else "grid"
+            raise ValueError(f"grid and block go together: {missing} is missing")
+        g, b = _dims(grid, "grid"), _dims(block, "block")
+    else:
+        n = _dims(launch_dims, "launch_dims")
+        tpb = int(threads_per_block)
+        if not 1 <= tpb <= _MAX_THREADS_PER_BLOCK:
+            raise ValueError(f"threads_per_block must be 1 to {_MAX_THREADS_PER_BLOCK}, got "
+                             f"{threads_per_block!r}")
+        if len(n) == 1:
+            b = (tpb,)
+        elif len(n) == 2:
+            side = max(1, math.isqrt(tpb))
+            b = (side, side)
+        else:
+            b = (8, 8, max(1, tpb // 64)) if tpb >= 64 else (tpb, 1, 1)
+        g = tuple(-(-d // s) for d, s in zip(n, b))
+    g3, b3 = _pad3(g), _pad3(b)
+    for i, axis in enumerate("xyz"):
+        if g3[i] > _MAX_GRID[i]:
+            raise ValueError(f"grid {axis} is {g3[i]}, more than CUDA's {_MAX_GRID[i]}")
+        if b3[i] > _MAX_BLOCK[i]:
+            raise ValueError(f"block {axis} is {b3[i]}, more than CUDA's {_MAX_BLOCK[i]}")
+    if b3[0] * b3[1] * b3[2] > _MAX_THREADS_PER_BLOCK:
+        raise ValueError(f"block {b3} has {b3[0] * b3[1] * b3[2]} threads; CUDA allows at most "
+                         f"{_MAX_THREADS_PER_BLOCK}")
+    return g3, b3
+
+
+# --------------------------------------------------------------------------- native library
+_LOCK = threading.RLock()
+_NATIVE: Optional["_Native"] = None
+
+
+def find_numba_library() -> str:
+    """Path of ``libbekc_numba.so``: ``$BEKC_NUMBA_LIBRARY``, the package's
+    ``lib/`` (an installed tree), then the directory of the ``bekc`` binary (a
+    build tree)."""
+    env = os.environ.get("BEKC_NUMBA_LIBRARY", "")
+    if env:
+        if os.path.isfile(env):
+            return os.path.abspath(env)
+        raise LibraryLoadError(f"$BEKC_NUMBA_LIBRARY is {env!r}, which is not a file")
+    tried = []
+    here = os.path.dirname(os.path.abspath(__file__))
+    candidates = [os.path.join(here, "lib", _LIBRARY_NAME)]
+    try:
+        from ._binary import find_binary
+        candidates.append(os.path.join(os.path.dirname(os.path.realpath(find_binary())),
+                                       _LIBRARY_NAME))
+    except BekcError as e:
+        tried.append(f"next to the bekc binary ({e})")
+    for c in candidates:
+        if os.path.isfile(c):
+            return c
+        tried.append(c)
+    raise LibraryLoadError(
+        f"cannot find {_LIBRARY_NAME}, which bekc.numba_cuda_kernel needs. Looked at: "
+        + "; ".join(tried) + ". Build it with `cmake --build build --target bekc_numba` "
+        "(it lands beside build/bekc), install bekc, or set BEKC_NUMBA_LIBRARY=/path/to/it.")
+
+
+_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, ctypes.POINTER(ctypes.c_uint64),
+                             ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
+
+
+class _Native:
+    """The loaded library, with its two FFI targets registered with JAX."""
+
+    def __init__(self, path: str) -> None:
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError as e:
+            raise LibraryLoadError(f"cannot load {path}: {e}") from e
+        version = lib.bekc_numba_abi_version()
+        if version != _ABI_VERSION:
+            raise LibraryLoadError(
+                f"{path} speaks ABI {version}, this bekc package {_ABI_VERSION}: rebuild it "
+                f"from the same bekc checkout")
+        lib.bekc_numba_add_launch.restype = ctypes.c_int64
+        lib.bekc_numba_add_launch.argtypes = (
+            ctypes.c_char_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint32),
+            ctypes.POINTER(ctypes.c_uint32), ctypes.c_uint32, ctypes.c_int, ctypes.c_int64,
+            ctypes.c_int64, ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_int32),
+            ctypes.c_char_p, ctypes.c_size_t)
+        lib.bekc_numba_launch_stats.restype = ctypes.c_int64
+        lib.bekc_numba_launch_stats.argtypes = (ctypes.c_int64, ctypes.POINTER(ctypes.c_int64))
+        lib.bekc_numba_add_callable.restype = ctypes.c_int64
+        lib.bekc_numba_add_callable.argtypes = (ctypes.c_char_p, _CALLBACK, ctypes.c_int64,
+                                                ctypes.c_int64)
+        self.path = path
+        self.lib = lib
+        self.callbacks: List[Any] = []  # ctypes callbacks must outlive every call
+
+        import jax
+        for target, symbol in ((LAUNCH_TARGET, lib.bekc_numba_launch),
+                               (CALL_TARGET, lib.bekc_numba_call)):
+            try:
+                jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(symbol), platform="CUDA")
+            except Exception as e:
+                raise LibraryLoadError(
+                    f"jax.ffi.register_ffi_target({target!r}, platform='CUDA') failed: {e}") from e
+
+    def add_launch(self, name: str, handle: int, grid, block, shared_mem: int, cooperative: bool,
+                   dtypes: Sequence[int], ranks: Sequence[int], num_args: int) -> int:
+        n = len(dtypes)
+        error = ctypes.create_string_buffer(512)
+        id_ = self.lib.bekc_numba_add_launch(
+            name.encode(), ctypes.c_void_p(handle), (ctypes.c_uint32 * 3)(*grid),
+            (ctypes.c_uint32 * 3)(*block), int(shared_mem), int(bool(cooperative)), num_args,
+            n - num_args, (ctypes.c_int32 * n)(*dtypes), (ctypes.c_int32 * n)(*ranks),
+            error, len(error))
+        if id_ < 0:
+            raise BekcError(error.value.decode(errors="replace"))
+        return int(id_)
+
+    def launch_stats(self, id_: int) -> Tuple[int, int]:
+        captured = ctypes.c_int64(0)
+        launches = self.lib.bekc_numba_launch_stats(id_, ctypes.byref(captured))
+        return int(launches), int(captured.value)
+
+    def add_callable(self, name: str, callback, num_args: int, num_rets: int) -> int:
+        c_callback = _CALLBACK(callback)
+        id_ = self.lib.bekc_numba_add_callable(name.encode(), c_callback, num_args, num_rets)
+        if id_ < 0:
+            raise BekcError(f"{name}: libbekc_numba refused the callable")
+        self.callbacks.append(c_callback)
+        return int(id_)
+
+
+def _native() -> _Native:
+    global _NATIVE
+    with _LOCK:
+        if _NATIVE is None:
+            _NATIVE = _Native(find_numba_library())
+        return _NATIVE
+
+
+# --------------------------------------------------------------------------- Numba
+def _numba_cuda():
+    """``numba.cuda``, or ImportError saying what to install."""
+    import numpy as np
+    # numba-cuda up to at least 0.30 names np.row_stack at import time, which
+    # NumPy 2.5 removed; it was always an alias of np.vstack.
+    if not hasattr(np, "row_stack"):
+        np.row_stack = np.vstack
+    try:
+        from numba import cuda
+    except ImportError as e:
+        raise ImportError("bekc.numba_cuda_kernel needs Numba with CUDA support: "
+                          "pip install numba-cuda") from e
+    return cuda
+
+
+def _check_kernel(kernel) -> None:
+    cuda = _numba_cuda()
+    from numba.cuda.dispatcher import CUDADispatcher
+    if not isinstance(kernel, CUDADispatcher):
+        kind = type(kernel).__name__
+        hint = (" (a plain Python function: decorate it with @numba.cuda.jit)"
+                if callable(kernel) else "")
+        raise NotAKernelError(
+            f"numba_cuda_kernel expects a @numba.cuda.jit kernel, got {kind}{hint}")
+    del cuda
+
+
+def _handle_value(handle) -> int:
+    value = getattr(handle, "value", None)  # a ctypes c_void_p (Numba's ctypes binding)
+    return int(value if value is not None else handle)  # cuda.bindings CUfunction / CUkernel
+
+
+def _flatten_outs(outs):
+    import jax
+    leaves, tree = jax.tree_util.tree_flatten(outs)
+    if not leaves:
+        raise ValueError("outs must hold at least one jax.ShapeDtypeStruct")
+    specs = []
+    for o in leaves:
+        if not (hasattr(o, "shape") and hasattr(o, "dtype")):
+            raise TypeError(f"outs must be jax.ShapeDtypeStruct values (shape and dtype), got "
+                            f"{type(o).__name__}")
+        specs.append(jax.ShapeDtypeStruct(tuple(o.shape), o.dtype))
+    return specs, tree
+
+
+def _signature(args, specs) -> Tuple[Tuple[str, int], ...]:
+    import numpy as np
+    sig = []
+    for a in list(args) + list(specs):
+        dtype = np.dtype(a.dtype)
+        sig.append((dtype.name, len(a.shape)))
+    return tuple(sig)
+
+
+def _xla_dtype(name: str, where: str) -> int:
+    try:
+        return _XLA_DTYPES[name]
+    except KeyError:
+        raise TypeError(f"{where} has dtype {name}, which Numba-CUDA arrays cannot hold "
+                        f"(supported: {', '.join(_XLA_DTYPES)})") from None
+
+
+def _as_arrays(args):
+    import jax.numpy as jnp
+    return [a if hasattr(a, "shape") and hasattr(a, "dtype") else jnp.asarray(a) for a in args]
+
+
+def _kernel_name(kernel) -> str:
+    return getattr(getattr(kernel, "py_func", None), "__qualname__", None) or repr(kernel)
+
+
+class _NumbaKernelCall:
+    """The callable :func:`numba_cuda_kernel` returns."""
+
+    def __init__(self, kernel, outs, grid, block, shared_mem, vmap_method, aliases) -> None:
+        self.kernel = kernel
+        self.name = _kernel_name(kernel)
+        self.specs, self.tree = _flatten_outs(outs)
+        self.grid, self.block = grid, block
+        self.shared_mem = int(shared_mem)
+        if self.shared_mem < 0:
+            raise ValueError(f"shared_mem must be >= 0, got {shared_mem!r}")
+        self.vmap_method = vmap_method
+        self.aliases = dict(aliases) if aliases else None
+        self._ids: Dict[Tuple[Tuple[str, int], ...], int] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"<bekc numba_cuda_kernel {self.name} grid={self.grid} block={self.block}>"
+
+    def _entry(self, sig, num_args: int) -> int:
+        with self._lock:
+            id_ = self._ids.get(sig)
+            if id_ is not None:
+                return id_
+            dtypes = []
+            for i, (name, _) in enumerate(sig):
+                where = (f"input {i}" if i < num_args else f"output {i - num_args}")
+                dtypes.append(_xla_dtype(name, f"{self.name}: {where}"))
+            native = _native()
+            cuda = _numba_cuda()
+            import numpy as np
+            from numba import from_dtype, types
+            numba_sig = tuple(types.Array(from_dtype(np.dtype(name)), ndim, "C")
+                              for name, ndim in sig)
+            compiled = self.kernel.compile(numba_sig)
+            if getattr(compiled, "debug", False):
+                raise BekcError(
+                    f"{self.name} was compiled with debug=True: its device-side exceptions are "
+                    f"read back by Numba's own launcher, so launch it from numba_cuda_callable")
+            if getattr(compiled, "extensions", None):
+                raise BekcError(f"{self.name} has Numba launch extensions, which bekc cannot apply")
+            library = getattr(compiled, "library", None) or compiled._codelibrary
+            with cuda.gpus[0]:
+                handle = _handle_value(library.get_cufunc().handle)
+            id_ = native.add_launch(self.name, handle, self.grid, self.block, self.shared_mem,
+                                    bool(getattr(compiled, "cooperative", False)), dtypes,
+                                    [ndim for _, ndim in sig], num_args)
+            self._ids[sig] = id_
+            return id_
+
+    def launch_stats(self) -> Dict[str, int]:
+        """How many launches the compiled handler made, over every signature,
+        and how many of them went into a CUDA graph being captured (a captured
+        launch replays without calling the handler again)."""
+        native = _native()
+        launches = captured = 0
+        for id_ in list(self._ids.values()):
+            n, c = native.launch_stats(id_)
+            launches, captured = launches + n, captured + c
+        return {"launches": launches, "captured": captured}
+
+    def __call__(self, *args):
+        import jax
+        import numpy as np
+        arrays = _as_arrays(args)
+        sig = _signature(arrays, self.specs)
+        id_ = self._entry(sig, len(arrays))
+        kwargs = {"vmap_method": self.vmap_method}
+        if self.aliases:
+            kwargs["input_output_aliases"] = self.aliases
+        out = jax.ffi.ffi_call(LAUNCH_TARGET, self.specs, **kwargs)(*arrays, bekc_id=np.int64(id_))
+        return jax.tree_util.tree_unflatten(self.tree, list(out))
+
+
+def numba_cuda_kernel(kernel, outs, *, grid=None, block=None, launch_dims=None,
+                      threads_per_block: int = 256, shared_mem: int = 0,
+                      vmap_method: Optional[str] = None,
+                      input_output_aliases: Optional[Dict[int, int]] = None) -> Callable:
+    """A JAX-callable function from one ``@numba.cuda.jit`` kernel.
+
+    The kernel takes the inputs, then the outputs, as arrays, and writes the
+    outputs in place. ``outs`` is a ``jax.ShapeDtypeStruct`` or a pytree of
+    them; the result has the same structure. Either ``grid`` and ``block`` or
+    ``launch_dims`` configure the launch (see :func:`resolve_launch`);
+    ``shared_mem`` is the dynamic shared memory in bytes. ``vmap_method`` and
+    ``input_output_aliases`` go to ``jax.ffi.ffi_call``.
+
+    Numba compiles the kernel once per input signature (dtypes and ranks) on
+    first use; calls inside ``jax.jit`` then run no Python. Create the
+    function once and reuse it.
+    """
+    _check_kernel(kernel)
+    g, b = resolve_launch(grid, block, launch_dims, threads_per_block)
+    return _NumbaKernelCall(kernel, outs, g, b, shared_mem, vmap_method, input_output_aliases)
+
+
+# --------------------------------------------------------------------------- callables
+class _NumbaCallable:
+    """The callable :func:`numba_cuda_callable` returns."""
+
+    def __init__(self, fn, outs, vmap_method, aliases) -> None:
+        if not callable(fn):
+            raise TypeError(f"numba_cuda_callable expects a Python callable, got "
+                            f"{type(fn).__name__}")
+        self.fn = fn
+        self.name = getattr(fn, "__qualname__", None) or repr(fn)
+        self.specs, self.tree = _flatten_outs(outs)
+        self.vmap_method = vmap_method
+        self.aliases = dict(aliases) if aliases else None
+        self._ids: Dict[Tuple[Tuple[int, ...], ...], int] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"<bekc numba_cuda_callable {self.name}>"
+
+    def _entry(self, layouts, num_args: int) -> int:
+        with self._lock:
+            id_ = self._ids.get(layouts)
+            if id_ is not None:
+                return id_
+            native = _native()
+            cuda = _numba_cuda()
+            fn, name = self.fn, self.name
+            interfaces = [{"shape": shape, "typestr": typestr, "strides": None, "version": 3}
+                          for shape, typestr in layouts]
+            streams: Dict[int, Any] = {}
+
+            def callback(_id, pointers, count, stream, error, error_size):
+                try:
+                    arrays = []
+                    for i in range(count):
+                        desc = dict(interfaces[i])
+                        desc["data"] = (pointers[i], False)
+                        arrays.append(cuda.from_cuda_array_interface(desc, owner=None, sync=False))
+                    s = streams.get(stream or 0)
+                    if s is None:
+                        s = streams[stream or 0] = (cuda.external_stream(stream) if stream
+                                                    else cuda.default_stream())
+                    fn(*arrays, s)
+                    return 0
+                except BaseException as e:  # noqa: BLE001 - reported to XLA, then to the caller
+                    message = f"{type(e).__name__}: {e}".encode(errors="replace")
+                    message = message[: max(0, error_size - 1)]
+                    ctypes.memmove(error, message, len(message))
+                    ctypes.memset(error + len(message), 0, 1)
+                    return 1
+
+            id_ = native.add_callable(name, callback, num_args, len(layouts) - num_args)
+            self._ids[layouts] = id_
+            return id_
+
+    def __call__(self, *args):
+        import jax
+        import numpy as np
+        arrays = _as_arrays(args)
+        layouts = []
+        for i, a in enumerate(list(arrays) + list(self.specs)):
+            dtype = np.dtype(a.dtype)
+            where = f"input {i}" if i < len(arrays) else f"output {i - len(arrays)}"
+            _xla_dtype(dtype.name, f"{self.name}: {where}")
+            layouts.append((tuple(int(d) for d in a.shape), dtype.str))
+        id_ = self._entry(tuple(layouts), len(arrays))
+        kwargs = {"vmap_method": self.vmap_method}
+        if self.aliases:
+            kwargs["input_output_aliases"] = self.aliases
+        out = jax.ffi.ffi_call(CALL_TARGET, self.specs, **kwargs)(*arrays, bekc_id=np.int64(id_))
+        return jax.tree_util.tree_unflatten(self.tree, list(out))
+
+
+def numba_cuda_callable(fn, outs, *, vmap_method: Optional[str] = None,
+                        input_output_aliases: Optional[Dict[int, int]] = None) -> Callable:
+    """A JAX-callable function from a Python function that launches Numba kernels.
+
+    ``fn(*inputs, *outputs, stream)`` receives Numba device arrays that view
+    XLA's buffers (no copy) and XLA's stream as a Numba stream; it may launch
+    several kernels on that stream and allocate temporaries. ``outs`` is a
+    ``jax.ShapeDtypeStruct`` or a pytree of them. An exception raised by
+    ``fn`` becomes an error of the JAX call that ran it.
+    """
+    return _NumbaCallable(fn, outs, vmap_method, input_output_aliases)
