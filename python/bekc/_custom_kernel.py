@@ -128,6 +128,8 @@ class XLACustomKernel:
         self.def_kernel("bekc", "cpu", kernel, asdefault=asdefault)
 
     def set_default(self, platform: str, backend: str) -> None:
+        """Makes ``backend`` the default for ``platform`` from the next trace
+        on; a function already jitted keeps the backend it was traced with."""
         platform = "gpu" if platform == "cuda" else platform
         if backend not in self._kernels.get(platform, {}):
             raise ValueError(f"{self.name}: no {backend!r} kernel for {platform}; registered: "
@@ -141,9 +143,9 @@ class XLACustomKernel:
     def _register_lowering(self, platform: str) -> None:
         from jax.interpreters import mlir
 
-        def lower(*args, outs, backend=None, **kwargs):
+        def lower(*args, outs, backend=None, bekc_defaults=(), **kwargs):
             kernels = self._kernels.get(platform, {})
-            chosen = backend or self._defaults.get(platform)
+            chosen = backend or dict(bekc_defaults).get(platform)
             if chosen not in kernels:
                 raise BekcError(f"{self.name}: no {chosen!r} kernel for {platform}; registered: "
                                 f"{', '.join(kernels) or 'none'}")
@@ -156,6 +158,12 @@ class XLACustomKernel:
             if len(result) != len(outs):
                 raise BekcError(f"{self.name}: the {chosen} kernel for {platform} returned "
                                 f"{len(result)} arrays; outs lists {len(outs)}")
+            for i, (r, o) in enumerate(zip(result, outs)):
+                shape, dtype = tuple(getattr(r, "shape", ())), getattr(r, "dtype", None)
+                if shape != tuple(o.shape) or dtype != o.dtype:
+                    raise BekcError(f"{self.name}: the {chosen} kernel for {platform} returned "
+                                    f"output {i} as {dtype}{list(shape)}; outs says "
+                                    f"{o.dtype}{list(o.shape)}")
             return list(result)
 
         rule = mlir.lower_fun(lower, multiple_results=True)
@@ -171,7 +179,7 @@ class XLACustomKernel:
         """
         import jax
         for k, v in kwargs.items():
-            if _is_tracer(v):
+            if any(_is_tracer(leaf) for leaf in jax.tree_util.tree_leaves(v)):
                 raise TypeError(
                     f"{self.name}: keyword argument {k!r} is a traced value, but kernel "
                     f"generators need it as a Python value at trace time. Under jax.jit, mark "
@@ -184,5 +192,8 @@ class XLACustomKernel:
         except TypeError as e:
             raise TypeError(f"{self.name}: keyword arguments must be hashable (use tuples, not "
                             f"lists): {e}") from None
-        result = self.primitive.bind(*ins, outs=avals, **kwargs)
+        # The defaults as they are now are a parameter of the call, so that a
+        # later set_default is not hidden by JAX's caches of earlier lowerings.
+        defaults = tuple(sorted(self._defaults.items()))
+        result = self.primitive.bind(*ins, outs=avals, bekc_defaults=defaults, **kwargs)
         return jax.tree_util.tree_unflatten(tree, list(result))

@@ -54,8 +54,12 @@ class NotAKernelError(BekcError, TypeError, AssertionError):
 
 # --------------------------------------------------------------------------- launch shape
 def _dims(value, what: str) -> Tuple[int, ...]:
-    dims = (value,) if isinstance(value, int) or hasattr(value, "__index__") else value
+    if getattr(value, "ndim", 0) >= 1 and hasattr(value, "tolist"):
+        value = value.tolist()  # a NumPy array of sizes
+    dims = (value,) if hasattr(value, "__index__") else value
     try:
+        if any(isinstance(d, bool) for d in dims):
+            raise TypeError
         dims = tuple(int(d.__index__()) for d in dims)
     except (AttributeError, TypeError):
         raise ValueError(f"{what} must be an int or a tuple of 1 to 3 ints, got {value!r}") from None
@@ -94,7 +98,12 @@ def resolve_launch(grid=None, block=None, launch_dims=None,
         g, b = _dims(grid, "grid"), _dims(block, "block")
     else:
         n = _dims(launch_dims, "launch_dims")
-        tpb = int(threads_per_block)
+        try:
+            if isinstance(threads_per_block, bool):
+                raise TypeError
+            tpb = threads_per_block.__index__()
+        except (AttributeError, TypeError):
+            raise ValueError(f"threads_per_block must be an int, got {threads_per_block!r}") from None
         if not 1 <= tpb <= _MAX_THREADS_PER_BLOCK:
             raise ValueError(f"threads_per_block must be 1 to {_MAX_THREADS_PER_BLOCK}, got "
                              f"{threads_per_block!r}")
@@ -125,8 +134,9 @@ _NATIVE: Optional["_Native"] = None
 
 def find_numba_library() -> str:
     """Path of ``libbekc_numba.so``: ``$BEKC_NUMBA_LIBRARY``, the package's
-    ``lib/`` (an installed tree), then the directory of the ``bekc`` binary (a
-    build tree)."""
+    ``lib/`` (an installed tree), the directory of the ``bekc`` binary (a
+    build tree), then the install prefix that binary belongs to (a package
+    installed with pip next to an installed bekc)."""
     env = os.environ.get("BEKC_NUMBA_LIBRARY", "")
     if env:
         if os.path.isfile(env):
@@ -137,8 +147,10 @@ def find_numba_library() -> str:
     candidates = [os.path.join(here, "lib", _LIBRARY_NAME)]
     try:
         from ._binary import find_binary
-        candidates.append(os.path.join(os.path.dirname(os.path.realpath(find_binary())),
-                                       _LIBRARY_NAME))
+        bindir = os.path.dirname(os.path.realpath(find_binary()))
+        candidates.append(os.path.join(bindir, _LIBRARY_NAME))  # a build tree
+        candidates.append(os.path.join(os.path.dirname(bindir), "lib", "bekc", "python", "bekc",
+                                       "lib", _LIBRARY_NAME))  # an install prefix
     except BekcError as e:
         tried.append(f"next to the bekc binary ({e})")
     for c in candidates:
@@ -163,7 +175,11 @@ class _Native:
             lib = ctypes.CDLL(path)
         except OSError as e:
             raise LibraryLoadError(f"cannot load {path}: {e}") from e
-        version = lib.bekc_numba_abi_version()
+        try:
+            version = lib.bekc_numba_abi_version()
+        except AttributeError:
+            raise LibraryLoadError(f"{path} is not libbekc_numba (it has no "
+                                   f"bekc_numba_abi_version)") from None
         if version != _ABI_VERSION:
             raise LibraryLoadError(
                 f"{path} speaks ABI {version}, this bekc package {_ABI_VERSION}: rebuild it "
@@ -328,8 +344,8 @@ class _NumbaKernelCall:
             for i, (name, _) in enumerate(sig):
                 where = (f"input {i}" if i < num_args else f"output {i - num_args}")
                 dtypes.append(_xla_dtype(name, f"{self.name}: {where}"))
-            native = _native()
             cuda = _numba_cuda()
+            native = _native()
             import numpy as np
             from numba import from_dtype, types
             numba_sig = tuple(types.Array(from_dtype(np.dtype(name)), ndim, "C")
@@ -420,8 +436,8 @@ class _NumbaCallable:
             id_ = self._ids.get(layouts)
             if id_ is not None:
                 return id_
-            native = _native()
             cuda = _numba_cuda()
+            native = _native()
             fn, name = self.fn, self.name
             interfaces = [{"shape": shape, "typestr": typestr, "strides": None, "version": 3}
                           for shape, typestr in layouts]

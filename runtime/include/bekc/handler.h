@@ -101,7 +101,9 @@ public:
 private:
     BEKC_RT_NOINLINE static BE::Tensor tensor(void* p) {
         const auto* b = static_cast<const BekcXla_Buffer*>(p);
-        return BE::Tensor(b->data, to_be_dtype(b->dtype), static_cast<int>(b->rank), b->dims);
+        // check_buffers has checked the rank and dtype of every buffer.
+        return BE::Tensor(BE::Tensor::Unchecked{}, b->data, to_be_dtype(b->dtype),
+                          static_cast<int>(b->rank), b->dims);
     }
 
     const BekcXla_CallFrame* frame_;
@@ -167,7 +169,8 @@ BEKC_RT_NOINLINE inline bool is_metadata_query(BekcXla_CallFrame* f, bool comman
     return false;
 }
 
-// Checks buffer kinds, dtypes and ranks of args or rets.
+// Checks buffer kinds, dtypes, ranks and dimensions of args or rets, so that
+// Frame can build each BE::Tensor without checks of its own.
 BEKC_RT_NOINLINE inline BekcXla_Error* check_buffers(const BekcXla_CallFrame* f,
                                                      const FunctionInfo& info, const char* kind,
                                                      int64_t n, const int32_t* types,
@@ -185,6 +188,11 @@ BEKC_RT_NOINLINE inline BekcXla_Error* check_buffers(const BekcXla_CallFrame* f,
             return fail(f->api, bad, "%s: %s %lld has rank %lld; BE::Tensor supports 0 to %d dimensions",
                         info.target, kind, index, static_cast<long long>(b->rank),
                         static_cast<int>(BE::Tensor::kMaxDims));
+        for (int64_t d = 0; d < b->rank; ++d)
+            if (b->dims[d] < 0)
+                return fail(f->api, bad, "%s: %s %lld has a negative dimension %lld: %lld",
+                            info.target, kind, index, static_cast<long long>(d),
+                            static_cast<long long>(b->dims[d]));
     }
     return nullptr;
 }

@@ -29,14 +29,19 @@ class Tensor {
         // reference to it, which device code cannot do.
         BE_CHECK(ndim >= 0 && ndim <= kMaxDims)
             << "BE::Tensor supports 0 to " << int{kMaxDims} << " dimensions, got " << ndim;
-        int64_t stride = 1;
-        for (int i = ndim - 1; i >= 0; --i) {
+        for (int i = 0; i < ndim; ++i)
             BE_CHECK(dims[i] >= 0) << "dimension " << i << " is negative: " << dims[i];
-            shape_[i] = dims[i];
-            strides_[i] = stride;
-            stride *= dims[i];
-        }
-        numel_ = stride;
+        set_shape(dims);
+    }
+
+    // The same view without the checks, for bekc's handlers: they have
+    // checked the rank against kMaxDims already, and XLA's dimensions are
+    // never negative. It keeps the checks' message formatting out of every
+    // wrapper translation unit, which costs compile time (docs/benchmarks.md).
+    struct Unchecked {};
+    BE_HOST_DEVICE Tensor(Unchecked, void* data, DType dtype, int ndim, const int64_t* dims)
+        : data_(data), ndim_(ndim), dtype_(dtype) {
+        set_shape(dims);
     }
 
     BE_HOST_DEVICE void* data_ptr() const { return data_; }
@@ -75,6 +80,16 @@ class Tensor {
     }
 
   private:
+    BE_HOST_DEVICE void set_shape(const int64_t* dims) {
+        int64_t stride = 1;
+        for (int i = ndim_ - 1; i >= 0; --i) {
+            shape_[i] = dims[i];
+            strides_[i] = stride;
+            stride *= dims[i];
+        }
+        numel_ = stride;
+    }
+
     BE_HOST_DEVICE int wrap_dim(int i) const {
         int d = i < 0 ? i + ndim_ : i;
         BE_CHECK(d >= 0 && d < ndim_)
