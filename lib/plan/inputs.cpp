@@ -61,6 +61,41 @@ std::vector<ExplicitSpec> unique_specs(const std::vector<ExplicitSpec>& specs,
     return out;
 }
 
+// `f` in one input and `f_nograph` in another would both define the handler
+// symbol bekc_ffi_f_nograph (the second's handler, and the first's variant
+// without the command-buffer trait) and fail at link time, naming generated
+// objects: report it at the second's annotation instead. Within one input the
+// wrapper generator reports the same clash (codegen/wrapper.cpp).
+void check_nograph_clashes(ScannedInputs& out, const std::map<std::string, Location>& defined) {
+    static const std::string kSuffix = "_nograph";
+    for (auto& file : out.files) {
+        auto& fns = file.functions;
+        for (auto it = fns.begin(); it != fns.end();) {
+            const std::string& name = it->name;
+            const bool suffixed =
+                name.size() > kSuffix.size() &&
+                name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0;
+            auto base = suffixed ? defined.find(name.substr(0, name.size() - kSuffix.size()))
+                                 : defined.end();
+            if (base == defined.end() || base->second.file == it->annotation.file) {
+                ++it;
+                continue;
+            }
+            const std::string base_name = base->first;
+            out.diagnostics.push_back(
+                make_error(file.text, it->annotation,
+                           "exported functions '" + base_name + "' and '" + name +
+                               "' would both define the handler symbol 'bekc_ffi_" + name + "'",
+                           "'" + base_name + "' is exported at " + base->second.file + ":" +
+                               std::to_string(base->second.line) +
+                               ", and bekc names its variant without the "
+                               "command-buffer trait 'bekc_ffi_" +
+                               name + "'; rename '" + name + "'"));
+            it = fns.erase(it);
+        }
+    }
+}
+
 }  // namespace
 
 ScannedInputs scan_inputs(const std::vector<fs::path>& paths,
@@ -94,6 +129,7 @@ ScannedInputs scan_inputs(const std::vector<fs::path>& paths,
         }
         out.files.push_back(std::move(f));
     }
+    if (kind == InputsAre::OneModule) check_nograph_clashes(out, defined);
     for (const auto& spec : explicit_specs) {
         if (std::find(found_explicit.begin(), found_explicit.end(), spec.name) !=
             found_explicit.end())

@@ -50,10 +50,6 @@ def test_distinct_names_build(tmp_path):
     assert r.returncode == 0, r.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="bekc bug (lib/plan/inputs.cpp checks duplicate function "
-                   "names across inputs, not handler symbols): `foo` in a.cpp and `foo_nograph` in "
-                   "b.cpp end in a linker error 'multiple definition of bekc_ffi_foo_nograph' "
-                   "naming generated objects")
 def test_clash_across_files_is_a_spec_error_at_the_annotation(tmp_path):
     (tmp_path / "a.cpp").write_text(FOO)
     (tmp_path / "b.cpp").write_text(FOO_NOGRAPH)

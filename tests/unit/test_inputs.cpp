@@ -59,6 +59,35 @@ TEST_CASE("inputs: bad inputs are usage errors", "[inputs]") {
           missing + ": error: no such file or directory");
 }
 
+TEST_CASE("inputs: f in one input and f_nograph in another clash at the second's annotation",
+          "[inputs]") {
+    TempDir dir;
+    const std::string f =
+        "#include \"brainevent/common.h\"\n// @BE f\nvoid f(const BE::Tensor x, BE::Tensor y) {}\n";
+    const std::string g =
+        "\n// @BE f_nograph\nvoid f_nograph(const BE::Tensor x, BE::Tensor y) {}\n";
+    write_file(dir / "a.cpp", f);
+    write_file(dir / "b.cpp", g);
+    const std::string a = (dir / "a.cpp").string(), b = (dir / "b.cpp").string();
+    ScannedInputs s = scan_inputs({a, b}, {});
+    CHECK(render_all(s.diagnostics) ==
+          b +
+              ":2: error: exported functions 'f' and 'f_nograph' would both define the handler "
+              "symbol 'bekc_ffi_f_nograph'\n"
+              "    // @BE f_nograph\n"
+              "note: 'f' is exported at " +
+              a +
+              ":2, and bekc names its variant without the "
+              "command-buffer trait 'bekc_ffi_f_nograph'; rename 'f_nograph'\n");
+    CHECK(s.files[1].functions.empty());
+    // In the other order the clash is the same, reported at f_nograph's annotation.
+    s = scan_inputs({b, a}, {});
+    REQUIRE(s.diagnostics.size() == 1);
+    CHECK(render_all(s.diagnostics).rfind(b + ":2: error:", 0) == 0);
+    // `bekc inspect` reports each file on its own: no clash.
+    CHECK(scan_inputs({a, b}, {}, InputsAre::Independent).diagnostics.empty());
+}
+
 TEST_CASE("inputs: a function exported by two inputs", "[inputs]") {
     TempDir dir;
     write_file(dir / "a.cu", kF);
