@@ -12,7 +12,7 @@ FUZZ_SECONDS=${FUZZ_SECONDS:-30}
 bash scripts/setup.sh || { echo "0 passed, 1 failed"; exit 1; }
 rm -rf "$RESULTS"; mkdir -p "$RESULTS"
 status=0
-step() { printf '\n=== %s\n' "$*"; }
+step() { printf '\n=== %s (at %ds)\n' "$*" "$SECONDS"; }
 
 step "unit tests (ctest)"
 (cd build && ctest --output-on-failure -j"$(nproc)" --output-junit "$RESULTS/ctest.xml") || status=1
