@@ -180,6 +180,13 @@ Compiled compile(const Prepared& p, const fs::path& dir, const fs::path& runtime
     }
     req.library = dir / p.library_file;
     req.launcher = p.launcher;
+    RuntimeObjectRequest rt{p.cache_root, runtime_include, p.cxx.path.string(), p.cxx.identity(),
+                            p.flags.cxx_std};
+    req.runtime_object =
+        dry_run ? runtime_object_path(rt) : ensure_runtime_object(rt, p.options.verbose);
+    if (p.nvcc && !dry_run)
+        req.runtime_object =
+            safe_path_for_nvcc(req.runtime_object->parent_path()) / req.runtime_object->filename();
     for (size_t i = 0; i < p.scanned.files.size(); ++i) {
         const SourceFile& f = p.scanned.files[i];
         std::string wrapper_name =

@@ -18,4 +18,23 @@ fs::path materialize_runtime_headers(const fs::path& cache_root);
 // Where they would be, without creating anything (for --dry-run).
 fs::path runtime_include_dir(const fs::path& cache_root);
 
+// The handler support code (bekc/handler_rt.cpp) compiled by one host
+// compiler: <cache_root>/runtime/<hash>/obj/<compiler key>/bekc_rt.o. Every
+// library links it, so wrappers only declare those functions.
+struct RuntimeObjectRequest {
+    fs::path cache_root;
+    fs::path include;          // materialize_runtime_headers(cache_root)
+    std::string cxx;           // the host compiler, as found
+    std::string cxx_identity;  // Tool::identity(): a new compiler gets a new object
+    std::string cxx_std;       // -std=...: the object follows the library's standard
+};
+
+// Where the object is, or will be.
+fs::path runtime_object_path(const RuntimeObjectRequest& r);
+
+// Compiles the object when it is missing (once, under a lock; published by
+// rename) and returns its path. The command is printed to stderr with
+// `verbose`. A compiler failure throws FatalError with its output.
+fs::path ensure_runtime_object(const RuntimeObjectRequest& r, bool verbose);
+
 }  // namespace bekc

@@ -53,12 +53,15 @@ CompileStep compile_step(const PlanRequest& r, const PlanUnit& u, bool link_too)
         a.push_back("-shared");
     else
         a.push_back("-c");
-    append(a, {u.wrapper.string(), "-o", out.string()});
+    a.push_back(u.wrapper.string());
+    if (link_too && r.runtime_object) a.push_back(r.runtime_object->string());
+    append(a, {"-o", out.string()});
     if (link_too) append(a, r.flags.ldflags);
     if (r.launcher) a.insert(a.begin(), r.launcher->string());
     s.command.description = (u.cuda ? "nvcc " : "c++ ") +
                             (u.display.empty() ? u.wrapper.filename().string() : u.display);
     s.command.inputs = {u.wrapper.string()};
+    if (link_too && r.runtime_object) s.command.inputs.push_back(r.runtime_object->string());
     s.command.outputs = {out.string(), s.depfile.string()};
     return s;
 }
@@ -86,6 +89,10 @@ BuildPlan make_build_plan(const PlanRequest& r) {
         plan.compiles.push_back(compile_step(r, u, /*link_too=*/false));
         a.push_back(u.wrapper.string() + ".o");
         link.inputs.push_back(u.wrapper.string() + ".o");
+    }
+    if (r.runtime_object) {
+        a.push_back(r.runtime_object->string());
+        link.inputs.push_back(r.runtime_object->string());
     }
     append(a, {"-o", r.library.string()});
     append(a, r.flags.ldflags);

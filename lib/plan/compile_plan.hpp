@@ -35,6 +35,9 @@ struct PlanRequest {
     PlanFlags flags;
     fs::path runtime_include;  // where brainevent/common.h and bekc/handler.h are
     fs::path library;          // output .so
+    // bekc_rt.o (ensure_runtime_object): linked into the library with the
+    // wrappers' objects, which only declare the handler support functions.
+    std::optional<fs::path> runtime_object;
     // A compiler launcher (ccache, sccache, distcc...) put in front of every
     // compile, not the link: `launcher nvcc ...`. It never changes the output,
     // so it is not part of the cache key.

@@ -31,6 +31,8 @@
 #include <string>
 #include <vector>
 
+// The handler support functions, defined in this translation unit.
+#define BEKC_RT_IMPLEMENTATION
 #include "bekc/handler.h"
 
 namespace {

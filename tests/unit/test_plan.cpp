@@ -288,6 +288,35 @@ TEST_CASE("plan: --ldflag reaches a single-input compile-and-link, after the sou
     }
 }
 
+TEST_CASE("plan: the handler support object is linked into the library, once", "[plan]") {
+    const std::string rt = "/cache/runtime/abc/obj/0123/bekc_rt.o";
+    SECTION("one input: compiled and linked in one run, the object after the source") {
+        for (PlanUnit u : {cu("0_k"), cpp("0_k")}) {
+            PlanRequest r = request({u});
+            r.runtime_object = rt;
+            r.flags.ldflags = {"-lm"};
+            BuildPlan plan = make_build_plan(r);
+            const Argv& a = plan.compiles.at(0).command.argv;
+            INFO(joined(a));
+            CHECK(index_of(a, rt) == index_of(a, u.wrapper.string()) + 1);
+            CHECK(index_of(a, rt) < index_of(a, "-lm"));
+            CHECK(has(plan.compiles.at(0).command.inputs, rt));
+        }
+    }
+    SECTION("several inputs: only the link names it, after the objects") {
+        PlanRequest r = request({cu("0_a"), cpp("1_b")});
+        r.runtime_object = rt;
+        BuildPlan plan = make_build_plan(r);
+        for (const auto& s : plan.compiles) CHECK_FALSE(has(s.command.argv, rt));
+        REQUIRE(plan.link.has_value());
+        const Argv& l = plan.link->argv;
+        INFO(joined(l));
+        CHECK(index_of(l, rt) > index_of(l, kBuild + "/1_b.bekc.cpp.o"));
+        CHECK(std::count(l.begin(), l.end(), rt) == 1);
+        CHECK(has(plan.link->inputs, rt));
+    }
+}
+
 TEST_CASE("plan: --std reaches both compilers", "[plan][flags]") {
     PlanRequest r = request({cu("0_a"), cpp("1_b")});
     r.flags.cxx_std = "c++20";

@@ -1,7 +1,13 @@
-// Support code for the XLA FFI handlers bekc generates: one copy per wrapper
-// translation unit, included after the user's source. The generated code per
+// Support code for the XLA FFI handlers bekc generates, included by each
+// wrapper translation unit after the user's source. The generated code per
 // function is only a table (FunctionInfo) and a call; everything that checks
 // a call frame lives here, once, where it can be read and tested.
+//
+// The functions below are only declared in a wrapper. Their definitions
+// (under BEKC_RT_IMPLEMENTATION) are compiled once per host compiler into an
+// object in bekc's cache (bekc/handler_rt.cpp) and linked into every library,
+// so no build compiles and optimises them again: in every wrapper they were
+// most of what the handlers added to a small file's compile time.
 //
 // Each check XLA's own handlers make is made here too, with an
 // INVALID_ARGUMENT error that names the target and says what was expected and
@@ -23,10 +29,11 @@
 
 #define BEKC_EXPORT __attribute__((visibility("default")))
 
-// The checks and error formatting are compiled once per wrapper translation
-// unit and called from each handler, not inlined into every one: inlined at
-// -O3 they made the host compiler's share of a build about 2x (see
-// docs/benchmarks.md), and a call per XLA invocation costs nothing measurable.
+// The checks and error formatting are called from each handler, not inlined
+// into every one: inlined at -O3 they made the host compiler's share of a
+// build about 2x (see docs/benchmarks.md), and a call per XLA invocation costs
+// nothing measurable. (A translation unit that defines BEKC_RT_IMPLEMENTATION
+// itself, like libbekc_numba, gets them once, inline in that unit.)
 #define BEKC_RT_NOINLINE __attribute__((noinline))
 
 namespace bekc_rt {
@@ -99,18 +106,48 @@ public:
     }
 
 private:
-    BEKC_RT_NOINLINE static BE::Tensor tensor(void* p) {
-        const auto* b = static_cast<const BekcXla_Buffer*>(p);
-        // check_buffers has checked the rank and dtype of every buffer.
-        return BE::Tensor(BE::Tensor::Unchecked{}, b->data, to_be_dtype(b->dtype),
-                          static_cast<int>(b->rank), b->dims);
-    }
+    static BE::Tensor tensor(void* p);
 
     const BekcXla_CallFrame* frame_;
     int64_t stream_;
 };
 
-BEKC_RT_NOINLINE inline BekcXla_Error* make_error(const BekcXla_Api* api, int32_t code,
+// ---- declarations (definitions below, under BEKC_RT_IMPLEMENTATION) ----
+
+BekcXla_Error* make_error(const BekcXla_Api* api, int32_t code, const char* message);
+
+// An error whose message is printf-formatted.
+__attribute__((format(printf, 3, 4))) BekcXla_Error* fail(const BekcXla_Api* api, int32_t code,
+                                                          const char* format, ...);
+
+// When XLA registers a handler it calls it once with a metadata extension in
+// the chain: fill in the version and traits, and do nothing else. Returns
+// true when this call was that query.
+bool is_metadata_query(BekcXla_CallFrame* f, bool command_buffer, BekcXla_Error** error);
+
+// Checks buffer kinds, dtypes, ranks and dimensions of args or rets.
+BekcXla_Error* check_buffers(const BekcXla_CallFrame* f, const FunctionInfo& info,
+                             const char* kind, int64_t n, const int32_t* types,
+                             void* const* buffers);
+
+// Checks attribute names (in order) and scalar dtypes.
+BekcXla_Error* check_attrs(const BekcXla_CallFrame* f, const FunctionInfo& info);
+
+// The whole handler: metadata query, checks, stream, call, exceptions.
+BekcXla_Error* handle(BekcXla_CallFrame* f, const FunctionInfo& info,
+                      void (*call)(const Frame&), bool command_buffer);
+
+#if defined(BEKC_RT_IMPLEMENTATION)
+// ---- definitions: bekc/handler_rt.cpp, once per host compiler ----
+
+BEKC_RT_NOINLINE BE::Tensor Frame::tensor(void* p) {
+    const auto* b = static_cast<const BekcXla_Buffer*>(p);
+    // check_buffers has checked the rank, dtype and dimensions of every buffer.
+    return BE::Tensor(BE::Tensor::Unchecked{}, b->data, to_be_dtype(b->dtype),
+                      static_cast<int>(b->rank), b->dims);
+}
+
+BEKC_RT_NOINLINE BekcXla_Error* make_error(const BekcXla_Api* api, int32_t code,
                                                   const char* message) {
     BekcXla_ErrorCreateArgs args;
     args.struct_size = BEKC_XLA_ERROR_CREATE_ARGS_STRUCT_SIZE;
@@ -124,7 +161,7 @@ BEKC_RT_NOINLINE inline BekcXla_Error* make_error(const BekcXla_Api* api, int32_
 // vsnprintf rather than std::string concatenation: the concatenations,
 // instantiated and optimised in every wrapper at -O3, cost more compile time
 // than the rest of the handler code together.
-__attribute__((format(printf, 3, 4))) BEKC_RT_NOINLINE inline BekcXla_Error* fail(
+__attribute__((format(printf, 3, 4))) BEKC_RT_NOINLINE BekcXla_Error* fail(
     const BekcXla_Api* api, int32_t code, const char* format, ...) {
     va_list args, again;
     va_start(args, format);
@@ -142,7 +179,7 @@ __attribute__((format(printf, 3, 4))) BEKC_RT_NOINLINE inline BekcXla_Error* fai
 // When XLA registers a handler it calls it once with a metadata extension in
 // the chain: fill in the version and traits, and do nothing else. Returns
 // true when this call was that query.
-BEKC_RT_NOINLINE inline bool is_metadata_query(BekcXla_CallFrame* f, bool command_buffer,
+BEKC_RT_NOINLINE bool is_metadata_query(BekcXla_CallFrame* f, bool command_buffer,
                                                BekcXla_Error** error) {
     for (BekcXla_InternalExtension* e = f->extension_start; e; e = e->next) {
         if (e->type != BEKC_XLA_EXTENSION_METADATA) continue;
@@ -171,7 +208,7 @@ BEKC_RT_NOINLINE inline bool is_metadata_query(BekcXla_CallFrame* f, bool comman
 
 // Checks buffer kinds, dtypes, ranks and dimensions of args or rets, so that
 // Frame can build each BE::Tensor without checks of its own.
-BEKC_RT_NOINLINE inline BekcXla_Error* check_buffers(const BekcXla_CallFrame* f,
+BEKC_RT_NOINLINE BekcXla_Error* check_buffers(const BekcXla_CallFrame* f,
                                                      const FunctionInfo& info, const char* kind,
                                                      int64_t n, const int32_t* types,
                                                      void* const* buffers) {
@@ -207,7 +244,7 @@ inline bool attr_dtype_matches(const AttrSpec& want, int32_t got) {
            (got == BEKC_XLA_DTYPE_BF16 && std::strcmp(want.type, "bfloat16") == 0);
 }
 
-BEKC_RT_NOINLINE inline BekcXla_Error* check_attrs(const BekcXla_CallFrame* f,
+BEKC_RT_NOINLINE BekcXla_Error* check_attrs(const BekcXla_CallFrame* f,
                                                    const FunctionInfo& info) {
     const int32_t bad = BEKC_XLA_ERROR_INVALID_ARGUMENT;
     const BekcXla_Attrs& a = f->attrs;
@@ -248,7 +285,7 @@ BEKC_RT_NOINLINE inline BekcXla_Error* check_attrs(const BekcXla_CallFrame* f,
 }
 
 // The whole handler: metadata query, checks, stream, call, exceptions.
-BEKC_RT_NOINLINE inline BekcXla_Error* handle(BekcXla_CallFrame* f, const FunctionInfo& info,
+BEKC_RT_NOINLINE BekcXla_Error* handle(BekcXla_CallFrame* f, const FunctionInfo& info,
                                               void (*call)(const Frame&), bool command_buffer) {
     const int32_t bad = BEKC_XLA_ERROR_INVALID_ARGUMENT;
     BekcXla_Error* error = nullptr;
@@ -290,5 +327,7 @@ BEKC_RT_NOINLINE inline BekcXla_Error* handle(BekcXla_CallFrame* f, const Functi
     }
     return nullptr;
 }
+
+#endif  // BEKC_RT_IMPLEMENTATION
 
 }  // namespace bekc_rt
