@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import stat
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -428,3 +429,26 @@ def test_cuda_header_edits_and_arch_changes_miss(bekc, kernels, nvcc):
     # The same arch list spelled differently is the same build.
     same = bekc.build(src, "--arch", "8.0,80", FAST, "--cuda-flag=-DCUDA_FLAG_SEEN")
     assert same.hit is True and same.key == e.key
+
+
+def test_handler_support_object_is_compiled_once_per_compiler_and_linked_after(bekc, kernels):
+    """The first build with a host compiler compiles bekc_rt.o into the cache;
+    every build links it, and later builds do not compile it again. The
+    support functions end up in each library, hidden."""
+    d = bekc.workdir
+    first = bekc.build(kernels.cpp(d / "a.cpp", fn="first_fn"), FAST, "-v")
+    objects = list((bekc.cache_dir / "runtime").glob("*/obj/*/bekc_rt.o"))
+    assert len(objects) == 1, objects
+    assert "handler_rt.cpp" in first.stderr and str(objects[0]) in first.stderr
+    stamp = objects[0].stat().st_mtime_ns
+    second = bekc.build(kernels.cpp(d / "b.cpp", fn="second_fn"), FAST, "-v")
+    assert "handler_rt.cpp" not in second.stderr
+    assert str(objects[0]) in second.stderr  # linked
+    assert objects[0].stat().st_mtime_ns == stamp
+    for b, fn in ((first, "first_fn"), (second, "second_fn")):
+        nm = subprocess.run(["nm", "-D", "--defined-only", b.library], capture_output=True,
+                            text=True)
+        assert f"bekc_ffi_{fn}" in nm.stdout
+        # The support functions are in the library, and not exported.
+        local = subprocess.run(["nm", "-C", b.library], capture_output=True, text=True).stdout
+        assert "bekc_rt::handle(" in local and "bekc_rt::handle(" not in nm.stdout
