@@ -39,7 +39,9 @@ fi
 XLA_INCLUDE=$(.venv/bin/python -c 'import jax.ffi; print(jax.ffi.include_dir())')
 BUILD_DIR=${BUILD_DIR:-build}
 log "building bekc in $BUILD_DIR"
-cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} \
+# Release: debug information costs about 40% of the compile time of lib/,
+# and CI builds twice (the ASan pass is a Debug build).
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-Release} \
       -DBEKC_BUILD_TESTS=ON -DBEKC_XLA_INCLUDE_DIR="$XLA_INCLUDE" ${CMAKE_EXTRA:-} >/dev/null
 # BUILD_TARGETS narrows the build (the ASan pass builds only what it runs).
 targets=()
