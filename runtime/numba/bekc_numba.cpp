@@ -216,17 +216,7 @@ int64_t itemsize(int32_t dtype) {
 bool begin(BekcXla_CallFrame* f, const char* target, bool command_buffer, int64_t* id,
            BekcXla_Error** error) {
     const int32_t bad = BEKC_XLA_ERROR_INVALID_ARGUMENT;
-    if (bekc_rt::is_metadata_query(f, command_buffer, error)) return false;
-    if (f->struct_size < BEKC_XLA_CALL_FRAME_STRUCT_SIZE) {
-        *error = fail(f->api, bad, "%s: call frame is %zu bytes, expected at least %zu", target,
-                      f->struct_size, static_cast<size_t>(BEKC_XLA_CALL_FRAME_STRUCT_SIZE));
-        return false;
-    }
-    if (f->stage != BEKC_XLA_STAGE_EXECUTE) {
-        *error = fail(f->api, bad, "%s: wrong execution stage: expected 3 (execute), got %d",
-                      target, static_cast<int>(f->stage));
-        return false;
-    }
+    if (!bekc_rt::begin_call(f, target, command_buffer, error)) return false;
     const BekcXla_Attrs& a = f->attrs;
     static const char kName[] = "bekc_id";
     const auto* s = a.size == 1 ? static_cast<const BekcXla_Scalar*>(a.attrs[0]) : nullptr;
@@ -241,17 +231,6 @@ bool begin(BekcXla_CallFrame* f, const char* target, bool command_buffer, int64_
     }
     std::memcpy(id, s->value, sizeof *id);
     return true;
-}
-
-BekcXla_Error* get_stream(BekcXla_CallFrame* f, CUstream* stream) {
-    BekcXla_StreamGetArgs args;
-    args.struct_size = BEKC_XLA_STREAM_GET_ARGS_STRUCT_SIZE;
-    args.extension_start = nullptr;
-    args.ctx = f->ctx;
-    args.stream = nullptr;
-    BekcXla_Error* error = f->api->stream_get(&args);
-    *stream = args.stream;
-    return error;
 }
 
 // Checks counts, kinds, dtypes and ranks against the signature Numba compiled.
@@ -399,7 +378,7 @@ BEKC_EXPORT BekcXla_Error* bekc_numba_launch(BekcXla_CallFrame* f) {
     if (d.problem)
         return fail(f->api, BEKC_XLA_ERROR_INTERNAL, "%s: %s", k->name.c_str(), d.problem);
     CUstream stream = nullptr;
-    if ((error = get_stream(f, &stream))) return error;
+    if ((error = bekc_rt::get_stream(f, &stream))) return error;
 
     thread_local std::vector<int64_t> values;
     thread_local std::vector<void*> params;
@@ -447,7 +426,7 @@ BEKC_EXPORT BekcXla_Error* bekc_numba_call(BekcXla_CallFrame* f) {
                     static_cast<long long>(c->num_rets), static_cast<long long>(f->args.size),
                     static_cast<long long>(f->rets.size));
     CUstream stream = nullptr;
-    if ((error = get_stream(f, &stream))) return error;
+    if ((error = bekc_rt::get_stream(f, &stream))) return error;
     thread_local std::vector<uint64_t> pointers;
     pointers.clear();
     for (int64_t i = 0; i < f->args.size + f->rets.size; ++i) {

@@ -32,8 +32,9 @@
 // The checks and error formatting are called from each handler, not inlined
 // into every one: inlined at -O3 they made the host compiler's share of a
 // build about 2x (see docs/benchmarks.md), and a call per XLA invocation costs
-// nothing measurable. (A translation unit that defines BEKC_RT_IMPLEMENTATION
-// itself, like libbekc_numba, gets them once, inline in that unit.)
+// nothing measurable. A translation unit that defines BEKC_RT_IMPLEMENTATION
+// before including this header (bekc/handler_rt.cpp, libbekc_numba) holds
+// the definitions.
 #define BEKC_RT_NOINLINE __attribute__((noinline))
 
 namespace bekc_rt {
@@ -125,6 +126,15 @@ __attribute__((format(printf, 3, 4))) BekcXla_Error* fail(const BekcXla_Api* api
 // true when this call was that query.
 bool is_metadata_query(BekcXla_CallFrame* f, bool command_buffer, BekcXla_Error** error);
 
+// The start of every handler: answers the metadata query, then checks the
+// call frame's size and the execution stage. Returns true when the handler
+// should go on; otherwise *error is what it returns (null after the query).
+bool begin_call(BekcXla_CallFrame* f, const char* target, bool command_buffer,
+                BekcXla_Error** error);
+
+// XLA's stream for this call (a cudaStream_t on CUDA).
+BekcXla_Error* get_stream(BekcXla_CallFrame* f, void** stream);
+
 // Checks buffer kinds, dtypes, ranks and dimensions of args or rets.
 BekcXla_Error* check_buffers(const BekcXla_CallFrame* f, const FunctionInfo& info,
                              const char* kind, int64_t n, const int32_t* types,
@@ -157,10 +167,9 @@ BEKC_RT_NOINLINE BekcXla_Error* make_error(const BekcXla_Api* api, int32_t code,
     return api->error_create(&args);
 }
 
-// An error whose message is printf-formatted. Messages are built with
-// vsnprintf rather than std::string concatenation: the concatenations,
-// instantiated and optimised in every wrapper at -O3, cost more compile time
-// than the rest of the handler code together.
+// Messages are built with vsnprintf rather than std::string concatenation:
+// the concatenations, instantiated and optimised in every wrapper at -O3, cost
+// more compile time than the rest of the handler code together.
 __attribute__((format(printf, 3, 4))) BEKC_RT_NOINLINE BekcXla_Error* fail(
     const BekcXla_Api* api, int32_t code, const char* format, ...) {
     va_list args, again;
@@ -176,9 +185,6 @@ __attribute__((format(printf, 3, 4))) BEKC_RT_NOINLINE BekcXla_Error* fail(
     return error;
 }
 
-// When XLA registers a handler it calls it once with a metadata extension in
-// the chain: fill in the version and traits, and do nothing else. Returns
-// true when this call was that query.
 BEKC_RT_NOINLINE bool is_metadata_query(BekcXla_CallFrame* f, bool command_buffer,
                                                BekcXla_Error** error) {
     for (BekcXla_InternalExtension* e = f->extension_start; e; e = e->next) {
@@ -204,6 +210,35 @@ BEKC_RT_NOINLINE bool is_metadata_query(BekcXla_CallFrame* f, bool command_buffe
         return true;
     }
     return false;
+}
+
+BEKC_RT_NOINLINE bool begin_call(BekcXla_CallFrame* f, const char* target, bool command_buffer,
+                                 BekcXla_Error** error) {
+    const int32_t bad = BEKC_XLA_ERROR_INVALID_ARGUMENT;
+    *error = nullptr;
+    if (is_metadata_query(f, command_buffer, error)) return false;
+    if (f->struct_size < BEKC_XLA_CALL_FRAME_STRUCT_SIZE) {
+        *error = fail(f->api, bad, "%s: call frame is %zu bytes, expected at least %zu", target,
+                      f->struct_size, static_cast<size_t>(BEKC_XLA_CALL_FRAME_STRUCT_SIZE));
+        return false;
+    }
+    if (f->stage != BEKC_XLA_STAGE_EXECUTE) {
+        *error = fail(f->api, bad, "%s: wrong execution stage: expected 3 (execute), got %d",
+                      target, static_cast<int>(f->stage));
+        return false;
+    }
+    return true;
+}
+
+BEKC_RT_NOINLINE BekcXla_Error* get_stream(BekcXla_CallFrame* f, void** stream) {
+    BekcXla_StreamGetArgs args;
+    args.struct_size = BEKC_XLA_STREAM_GET_ARGS_STRUCT_SIZE;
+    args.extension_start = nullptr;
+    args.ctx = f->ctx;
+    args.stream = nullptr;
+    BekcXla_Error* error = f->api->stream_get(&args);
+    *stream = args.stream;
+    return error;
 }
 
 // Checks buffer kinds, dtypes, ranks and dimensions of args or rets, so that
@@ -284,18 +319,11 @@ BEKC_RT_NOINLINE BekcXla_Error* check_attrs(const BekcXla_CallFrame* f,
     return nullptr;
 }
 
-// The whole handler: metadata query, checks, stream, call, exceptions.
 BEKC_RT_NOINLINE BekcXla_Error* handle(BekcXla_CallFrame* f, const FunctionInfo& info,
                                               void (*call)(const Frame&), bool command_buffer) {
     const int32_t bad = BEKC_XLA_ERROR_INVALID_ARGUMENT;
     BekcXla_Error* error = nullptr;
-    if (is_metadata_query(f, command_buffer, &error)) return error;
-    if (f->struct_size < BEKC_XLA_CALL_FRAME_STRUCT_SIZE)
-        return fail(f->api, bad, "%s: call frame is %zu bytes, expected at least %zu", info.target,
-                    f->struct_size, static_cast<size_t>(BEKC_XLA_CALL_FRAME_STRUCT_SIZE));
-    if (f->stage != BEKC_XLA_STAGE_EXECUTE)
-        return fail(f->api, bad, "%s: wrong execution stage: expected 3 (execute), got %d",
-                    info.target, static_cast<int>(f->stage));
+    if (!begin_call(f, info.target, command_buffer, &error)) return error;
     const char* const kinds[3] = {"arguments", "results", "attributes"};
     const int64_t want[3] = {info.num_args, info.num_rets, info.num_attrs};
     const int64_t got[3] = {f->args.size, f->rets.size, f->attrs.size};
@@ -308,18 +336,10 @@ BEKC_RT_NOINLINE BekcXla_Error* handle(BekcXla_CallFrame* f, const FunctionInfo&
     if ((error = check_buffers(f, info, "result", f->rets.size, f->rets.types, f->rets.rets)))
         return error;
     if ((error = check_attrs(f, info))) return error;
-    int64_t stream = 0;
-    if (info.needs_stream) {
-        BekcXla_StreamGetArgs args;
-        args.struct_size = BEKC_XLA_STREAM_GET_ARGS_STRUCT_SIZE;
-        args.extension_start = nullptr;
-        args.ctx = f->ctx;
-        args.stream = nullptr;
-        if ((error = f->api->stream_get(&args))) return error;
-        stream = reinterpret_cast<int64_t>(args.stream);
-    }
+    void* stream = nullptr;
+    if (info.needs_stream && (error = get_stream(f, &stream))) return error;
     try {
-        call(Frame(f, stream));
+        call(Frame(f, reinterpret_cast<int64_t>(stream)));
     } catch (const std::exception& e) {
         return fail(f->api, BEKC_XLA_ERROR_INTERNAL, "%s: %s", info.target, e.what());
     } catch (...) {
