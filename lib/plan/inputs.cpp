@@ -4,6 +4,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "codegen/wrapper.hpp"
 #include "util/error.hpp"
 
 namespace bekc {
@@ -67,30 +68,28 @@ std::vector<ExplicitSpec> unique_specs(const std::vector<ExplicitSpec>& specs,
 // objects: report it at the second's annotation instead. Within one input the
 // wrapper generator reports the same clash (codegen/wrapper.cpp).
 void check_nograph_clashes(ScannedInputs& out, const std::map<std::string, Location>& defined) {
-    static const std::string kSuffix = "_nograph";
+    // The variant symbol of every exported function, and that function.
+    std::map<std::string, const std::pair<const std::string, Location>*> variants;
+    for (const auto& d : defined) variants.emplace(handler_symbol_nograph(d.first), &d);
     for (auto& file : out.files) {
         auto& fns = file.functions;
         for (auto it = fns.begin(); it != fns.end();) {
-            const std::string& name = it->name;
-            const bool suffixed =
-                name.size() > kSuffix.size() &&
-                name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0;
-            auto base = suffixed ? defined.find(name.substr(0, name.size() - kSuffix.size()))
-                                 : defined.end();
-            if (base == defined.end() || base->second.file == it->annotation.file) {
+            const std::string symbol = handler_symbol(it->name);
+            auto v = variants.find(symbol);
+            if (v == variants.end() || v->second->second.file == it->annotation.file) {
                 ++it;
                 continue;
             }
-            const std::string base_name = base->first;
+            const std::string& base = v->second->first;
+            const Location& base_at = v->second->second;
             out.diagnostics.push_back(
                 make_error(file.text, it->annotation,
-                           "exported functions '" + base_name + "' and '" + name +
-                               "' would both define the handler symbol 'bekc_ffi_" + name + "'",
-                           "'" + base_name + "' is exported at " + base->second.file + ":" +
-                               std::to_string(base->second.line) +
-                               ", and bekc names its variant without the "
-                               "command-buffer trait 'bekc_ffi_" +
-                               name + "'; rename '" + name + "'"));
+                           "exported functions '" + base + "' and '" + it->name +
+                               "' would both define the handler symbol '" + symbol + "'",
+                           "'" + base + "' is exported at " + base_at.file + ":" +
+                               std::to_string(base_at.line) +
+                               ", and bekc names its variant without the command-buffer trait '" +
+                               symbol + "'; rename '" + it->name + "'"));
             it = fns.erase(it);
         }
     }
