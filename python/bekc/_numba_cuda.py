@@ -316,55 +316,95 @@ def _kernel_name(kernel) -> str:
     return getattr(getattr(kernel, "py_func", None), "__qualname__", None) or repr(kernel)
 
 
-class _NumbaKernelCall:
+class _EntryCall:
+    """What numba_cuda_kernel and numba_cuda_callable return: a function of
+    arrays that calls ``target`` with the library entry for the arrays'
+    layout, made once per layout by ``_make_entry``."""
+
+    target = ""
+
+    def __init__(self, name: str, outs, vmap_method, aliases) -> None:
+        self.name = name
+        self.specs, self.tree = _flatten_outs(outs)
+        self.vmap_method = vmap_method
+        self.aliases = dict(aliases) if aliases else None
+        self._ids: Dict[Any, int] = {}
+        self._lock = threading.Lock()
+
+    def _dtypes(self, arrays) -> List[int]:
+        """The XLA dtypes of the inputs, then the outputs; TypeError naming the
+        first one Numba cannot hold."""
+        import numpy as np
+        n = len(arrays)
+        return [_xla_dtype(np.dtype(a.dtype).name,
+                           f"{self.name}: {f'input {i}' if i < n else f'output {i - n}'}")
+                for i, a in enumerate(list(arrays) + list(self.specs))]
+
+    def _key(self, arrays):
+        raise NotImplementedError
+
+    def _make_entry(self, key, arrays) -> int:
+        raise NotImplementedError
+
+    def _entry(self, key, arrays) -> int:
+        with self._lock:
+            id_ = self._ids.get(key)
+            if id_ is None:
+                id_ = self._ids[key] = self._make_entry(key, arrays)
+            return id_
+
+    def __call__(self, *args):
+        import jax
+        import numpy as np
+        arrays = _as_arrays(args)
+        id_ = self._entry(self._key(arrays), arrays)
+        kwargs = {"vmap_method": self.vmap_method}
+        if self.aliases:
+            kwargs["input_output_aliases"] = self.aliases
+        out = jax.ffi.ffi_call(self.target, self.specs, **kwargs)(*arrays, bekc_id=np.int64(id_))
+        return jax.tree_util.tree_unflatten(self.tree, list(out))
+
+
+class _NumbaKernelCall(_EntryCall):
     """The callable :func:`numba_cuda_kernel` returns."""
 
+    target = LAUNCH_TARGET
+
     def __init__(self, kernel, outs, grid, block, shared_mem, vmap_method, aliases) -> None:
+        super().__init__(_kernel_name(kernel), outs, vmap_method, aliases)
         self.kernel = kernel
-        self.name = _kernel_name(kernel)
-        self.specs, self.tree = _flatten_outs(outs)
         self.grid, self.block = grid, block
         self.shared_mem = int(shared_mem)
         if self.shared_mem < 0:
             raise ValueError(f"shared_mem must be >= 0, got {shared_mem!r}")
-        self.vmap_method = vmap_method
-        self.aliases = dict(aliases) if aliases else None
-        self._ids: Dict[Tuple[Tuple[str, int], ...], int] = {}
-        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"<bekc numba_cuda_kernel {self.name} grid={self.grid} block={self.block}>"
 
-    def _entry(self, sig, num_args: int) -> int:
-        with self._lock:
-            id_ = self._ids.get(sig)
-            if id_ is not None:
-                return id_
-            dtypes = []
-            for i, (name, _) in enumerate(sig):
-                where = (f"input {i}" if i < num_args else f"output {i - num_args}")
-                dtypes.append(_xla_dtype(name, f"{self.name}: {where}"))
-            cuda = _numba_cuda()
-            native = _native()
-            import numpy as np
-            from numba import from_dtype, types
-            numba_sig = tuple(types.Array(from_dtype(np.dtype(name)), ndim, "C")
-                              for name, ndim in sig)
-            compiled = self.kernel.compile(numba_sig)
-            if getattr(compiled, "debug", False):
-                raise BekcError(
-                    f"{self.name} was compiled with debug=True: its device-side exceptions are "
-                    f"read back by Numba's own launcher, so launch it from numba_cuda_callable")
-            if getattr(compiled, "extensions", None):
-                raise BekcError(f"{self.name} has Numba launch extensions, which bekc cannot apply")
-            library = getattr(compiled, "library", None) or compiled._codelibrary
-            with cuda.gpus[0]:
-                handle = _handle_value(library.get_cufunc().handle)
-            id_ = native.add_launch(self.name, handle, self.grid, self.block, self.shared_mem,
-                                    bool(getattr(compiled, "cooperative", False)), dtypes,
-                                    [ndim for _, ndim in sig], num_args)
-            self._ids[sig] = id_
-            return id_
+    def _key(self, arrays):
+        self._dtypes(arrays)  # refuse what Numba cannot hold before importing it
+        return _signature(arrays, self.specs)
+
+    def _make_entry(self, sig, arrays) -> int:
+        dtypes = self._dtypes(arrays)
+        cuda = _numba_cuda()
+        native = _native()
+        import numpy as np
+        from numba import from_dtype, types
+        numba_sig = tuple(types.Array(from_dtype(np.dtype(name)), ndim, "C") for name, ndim in sig)
+        compiled = self.kernel.compile(numba_sig)
+        if getattr(compiled, "debug", False):
+            raise BekcError(
+                f"{self.name} was compiled with debug=True: its device-side exceptions are "
+                f"read back by Numba's own launcher, so launch it from numba_cuda_callable")
+        if getattr(compiled, "extensions", None):
+            raise BekcError(f"{self.name} has Numba launch extensions, which bekc cannot apply")
+        library = getattr(compiled, "library", None) or compiled._codelibrary
+        with cuda.gpus[0]:
+            handle = _handle_value(library.get_cufunc().handle)
+        return native.add_launch(self.name, handle, self.grid, self.block, self.shared_mem,
+                                 bool(getattr(compiled, "cooperative", False)), dtypes,
+                                 [ndim for _, ndim in sig], len(arrays))
 
     def launch_stats(self) -> Dict[str, int]:
         """How many launches the compiled handler made, over every signature,
@@ -376,18 +416,6 @@ class _NumbaKernelCall:
             n, c = native.launch_stats(id_)
             launches, captured = launches + n, captured + c
         return {"launches": launches, "captured": captured}
-
-    def __call__(self, *args):
-        import jax
-        import numpy as np
-        arrays = _as_arrays(args)
-        sig = _signature(arrays, self.specs)
-        id_ = self._entry(sig, len(arrays))
-        kwargs = {"vmap_method": self.vmap_method}
-        if self.aliases:
-            kwargs["input_output_aliases"] = self.aliases
-        out = jax.ffi.ffi_call(LAUNCH_TARGET, self.specs, **kwargs)(*arrays, bekc_id=np.int64(id_))
-        return jax.tree_util.tree_unflatten(self.tree, list(out))
 
 
 def numba_cuda_kernel(kernel, outs, *, grid=None, block=None, launch_dims=None,
@@ -413,76 +441,58 @@ def numba_cuda_kernel(kernel, outs, *, grid=None, block=None, launch_dims=None,
 
 
 # --------------------------------------------------------------------------- callables
-class _NumbaCallable:
+class _NumbaCallable(_EntryCall):
     """The callable :func:`numba_cuda_callable` returns."""
+
+    target = CALL_TARGET
 
     def __init__(self, fn, outs, vmap_method, aliases) -> None:
         if not callable(fn):
             raise TypeError(f"numba_cuda_callable expects a Python callable, got "
                             f"{type(fn).__name__}")
+        super().__init__(getattr(fn, "__qualname__", None) or repr(fn), outs, vmap_method,
+                         aliases)
         self.fn = fn
-        self.name = getattr(fn, "__qualname__", None) or repr(fn)
-        self.specs, self.tree = _flatten_outs(outs)
-        self.vmap_method = vmap_method
-        self.aliases = dict(aliases) if aliases else None
-        self._ids: Dict[Tuple[Tuple[int, ...], ...], int] = {}
-        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"<bekc numba_cuda_callable {self.name}>"
 
-    def _entry(self, layouts, num_args: int) -> int:
-        with self._lock:
-            id_ = self._ids.get(layouts)
-            if id_ is not None:
-                return id_
-            cuda = _numba_cuda()
-            native = _native()
-            fn, name = self.fn, self.name
-            interfaces = [{"shape": shape, "typestr": typestr, "strides": None, "version": 3}
-                          for shape, typestr in layouts]
-            streams: Dict[int, Any] = {}
-
-            def callback(_id, pointers, count, stream, error, error_size):
-                try:
-                    arrays = []
-                    for i in range(count):
-                        desc = dict(interfaces[i])
-                        desc["data"] = (pointers[i], False)
-                        arrays.append(cuda.from_cuda_array_interface(desc, owner=None, sync=False))
-                    s = streams.get(stream or 0)
-                    if s is None:
-                        s = streams[stream or 0] = (cuda.external_stream(stream) if stream
-                                                    else cuda.default_stream())
-                    fn(*arrays, s)
-                    return 0
-                except BaseException as e:  # noqa: BLE001 - reported to XLA, then to the caller
-                    message = f"{type(e).__name__}: {e}".encode(errors="replace")
-                    message = message[: max(0, error_size - 1)]
-                    ctypes.memmove(error, message, len(message))
-                    ctypes.memset(error + len(message), 0, 1)
-                    return 1
-
-            id_ = native.add_callable(name, callback, num_args, len(layouts) - num_args)
-            self._ids[layouts] = id_
-            return id_
-
-    def __call__(self, *args):
-        import jax
+    def _key(self, arrays):
         import numpy as np
-        arrays = _as_arrays(args)
-        layouts = []
-        for i, a in enumerate(list(arrays) + list(self.specs)):
-            dtype = np.dtype(a.dtype)
-            where = f"input {i}" if i < len(arrays) else f"output {i - len(arrays)}"
-            _xla_dtype(dtype.name, f"{self.name}: {where}")
-            layouts.append((tuple(int(d) for d in a.shape), dtype.str))
-        id_ = self._entry(tuple(layouts), len(arrays))
-        kwargs = {"vmap_method": self.vmap_method}
-        if self.aliases:
-            kwargs["input_output_aliases"] = self.aliases
-        out = jax.ffi.ffi_call(CALL_TARGET, self.specs, **kwargs)(*arrays, bekc_id=np.int64(id_))
-        return jax.tree_util.tree_unflatten(self.tree, list(out))
+        self._dtypes(arrays)
+        return tuple((tuple(int(d) for d in a.shape), np.dtype(a.dtype).str)
+                     for a in list(arrays) + list(self.specs))
+
+    def _make_entry(self, layouts, arrays) -> int:
+        cuda = _numba_cuda()
+        native = _native()
+        fn = self.fn
+        interfaces = [{"shape": shape, "typestr": typestr, "strides": None, "version": 3}
+                      for shape, typestr in layouts]
+        streams: Dict[int, Any] = {}
+
+        def callback(_id, pointers, count, stream, error, error_size):
+            try:
+                arrays = []
+                for i in range(count):
+                    desc = dict(interfaces[i])
+                    desc["data"] = (pointers[i], False)
+                    arrays.append(cuda.from_cuda_array_interface(desc, owner=None, sync=False))
+                s = streams.get(stream or 0)
+                if s is None:
+                    s = streams[stream or 0] = (cuda.external_stream(stream) if stream
+                                                else cuda.default_stream())
+                fn(*arrays, s)
+                return 0
+            except BaseException as e:  # noqa: BLE001 - reported to XLA, then to the caller
+                message = f"{type(e).__name__}: {e}".encode(errors="replace")
+                message = message[: max(0, error_size - 1)]
+                ctypes.memmove(error, message, len(message))
+                ctypes.memset(error + len(message), 0, 1)
+                return 1
+
+        n = len(arrays)
+        return native.add_callable(self.name, callback, n, len(layouts) - n)
 
 
 def numba_cuda_callable(fn, outs, *, vmap_method: Optional[str] = None,
