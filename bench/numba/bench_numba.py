@@ -220,7 +220,7 @@ def in_loop(steps, init, iterations, repeats):
             t0 = time.perf_counter_ns()
             jax.block_until_ready(g(init))
             samples[k].append((time.perf_counter_ns() - t0) / iterations)
-    return {k: statistics.median(v) / 1e3 for k, v in samples.items()}, loops
+    return {k: statistics.median(v) / 1e3 for k, v in samples.items()}
 
 
 def main() -> int:
@@ -286,30 +286,26 @@ def main() -> int:
     print(f"# {_common.environment()}, {jax.devices()[0].device_kind}")
     print(f"# XLA_FLAGS={os.environ.get('XLA_FLAGS', '').strip()}")
     cols = ["bekc numba", "CUDA C++", "bridge", "jax.numpy"]
-    print()
-    print("per call, median us (one jitted call + block_until_ready)")
-    print(f"{'operation':<12}" + "".join(f"{c:>12}" for c in cols)
-          + f"{'bekc/C++':>10}{'bridge/bekc':>13}")
-    for wname, (args, fns) in workloads.items():
-        jitted = {k: jax.jit(fns[k]) for k in cols}
-        t = per_call(jitted, args, opts.calls)
-        print(f"{wname:<12}" + "".join(f"{t[c]:>12.2f}" for c in cols)
+
+    def table(title):
+        print()
+        print(title)
+        print(f"{'operation':<12}" + "".join(f"{c:>12}" for c in cols)
+              + f"{'bekc/C++':>10}{'bridge/bekc':>13}")
+
+    def row(wname, t, digits):
+        print(f"{wname:<12}" + "".join(f"{t[c]:>12.{digits}f}" for c in cols)
               + f"{t['bekc numba'] / t['CUDA C++']:>10.3f}{t['bridge'] / t['bekc numba']:>13.2f}")
 
-    print()
-    print("per call, back to back, us (median over 20 batches of the mean of calls/20 calls)")
-    print(f"{'operation':<12}" + "".join(f"{c:>12}" for c in cols)
-          + f"{'bekc/C++':>10}{'bridge/bekc':>13}")
-    for wname, (args, fns) in workloads.items():
-        jitted = {k: jax.jit(fns[k]) for k in cols}
-        t = back_to_back(jitted, args, opts.calls)
-        print(f"{wname:<12}" + "".join(f"{t[c]:>12.2f}" for c in cols)
-              + f"{t['bekc numba'] / t['CUDA C++']:>10.3f}{t['bridge'] / t['bekc numba']:>13.2f}")
+    for title, measure in (
+            ("per call, median us (one jitted call + block_until_ready)", per_call),
+            ("per call, back to back, us (median over 20 batches of the mean of calls/20 calls)",
+             back_to_back)):
+        table(title)
+        for wname, (args, fns) in workloads.items():
+            row(wname, measure({k: jax.jit(fns[k]) for k in cols}, args, opts.calls), 2)
 
-    print()
-    print(f"lax.fori_loop of {opts.loop} steps, median us per step")
-    print(f"{'operation':<12}" + "".join(f"{c:>12}" for c in cols)
-          + f"{'bekc/C++':>10}{'bridge/bekc':>13}")
+    table(f"lax.fori_loop of {opts.loop} steps, median us per step")
     steps = {
         "LIF step": (V, {k: (lambda v, f=f: f(v, th, rest)[1])
                          for k, f in workloads["LIF step"][1].items()}),
@@ -319,9 +315,7 @@ def main() -> int:
     kernels = {"LIF step": lif_bekc, "vector add": add_bekc}
     for wname, (init, fns) in steps.items():
         before = kernels[wname].launch_stats()
-        t, loops = in_loop({k: fns[k] for k in cols}, init, opts.loop, opts.repeats)
-        print(f"{wname:<12}" + "".join(f"{t[c]:>12.3f}" for c in cols)
-              + f"{t['bekc numba'] / t['CUDA C++']:>10.3f}{t['bridge'] / t['bekc numba']:>13.2f}")
+        row(wname, in_loop({k: fns[k] for k in cols}, init, opts.loop, opts.repeats), 3)
         after = kernels[wname].launch_stats()
         runs = 2 + opts.repeats
         print(f"#   {wname}: bekc numba handler ran {after['launches'] - before['launches']} times "
