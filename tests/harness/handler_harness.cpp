@@ -31,6 +31,7 @@
 
 using harness::BuiltLibrary;
 using harness::FrameBuilder;
+using harness::MetadataQuery;
 using harness::Outcome;
 
 namespace {
@@ -195,37 +196,6 @@ TEST_CASE("manifest names every function and the library exports both handler va
 
 namespace {
 
-struct MetadataQuery {
-    // Filled with a sentinel so that any byte the handler writes shows.
-    BekcXla_Metadata metadata;
-    BekcXla_MetadataExtension ext;
-    BekcXla_InternalExtension other;  // an unrelated extension ahead of it in the chain
-    BekcXla_CallFrame frame;
-
-    explicit MetadataQuery(const BekcXla_Api* api, bool other_first = false) {
-        std::memset(&metadata, 0x5C, sizeof metadata);
-        metadata.struct_size = BEKC_XLA_METADATA_STRUCT_SIZE;
-        std::memset(&ext, 0, sizeof ext);
-        ext.extension_base.struct_size = BEKC_XLA_METADATA_EXTENSION_STRUCT_SIZE;
-        ext.extension_base.type = BEKC_XLA_EXTENSION_METADATA;
-        ext.extension_base.next = nullptr;
-        ext.metadata = &metadata;
-        other.struct_size = BEKC_XLA_INTERNAL_EXTENSION_STRUCT_SIZE;
-        other.type = 99;
-        other.next = &ext.extension_base;
-        // As XLA builds it: only the sizes, the extension and (since some
-        // jaxlib releases) the api; everything else zero.
-        std::memset(&frame, 0, sizeof frame);
-        frame.struct_size = BEKC_XLA_CALL_FRAME_STRUCT_SIZE;
-        frame.extension_start = other_first ? &other : &ext.extension_base;
-        frame.api = api;
-        frame.ctx = nullptr;
-        frame.stage = BEKC_XLA_STAGE_EXECUTE;
-        frame.args.struct_size = BEKC_XLA_ARGS_STRUCT_SIZE;
-        frame.rets.struct_size = BEKC_XLA_RETS_STRUCT_SIZE;
-        frame.attrs.struct_size = BEKC_XLA_ATTRS_STRUCT_SIZE;
-    }
-};
 
 void check_metadata(BekcXla_Handler* h, bool want_trait, const BekcXla_Api* api, bool other_first) {
     MetadataQuery q(api, other_first);

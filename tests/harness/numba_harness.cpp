@@ -36,6 +36,7 @@
 extern char** environ;
 
 using harness::FrameBuilder;
+using harness::MetadataQuery;
 using harness::Outcome;
 
 namespace {
@@ -290,36 +291,7 @@ FrameBuilder& with_id(FrameBuilder& fb, int64_t id) {
     return fb.attr("bekc_id", BEKC_XLA_DTYPE_S64, id);
 }
 
-// ---- the metadata query (as in handler_harness.cpp) ----
-
-struct MetadataQuery {
-    BekcXla_Metadata metadata;
-    BekcXla_MetadataExtension ext;
-    BekcXla_InternalExtension other;  // an unrelated extension ahead of it in the chain
-    BekcXla_CallFrame frame;
-
-    explicit MetadataQuery(const BekcXla_Api* api, bool other_first) {
-        std::memset(&metadata, 0x5C, sizeof metadata);
-        metadata.struct_size = BEKC_XLA_METADATA_STRUCT_SIZE;
-        std::memset(&ext, 0, sizeof ext);
-        ext.extension_base.struct_size = BEKC_XLA_METADATA_EXTENSION_STRUCT_SIZE;
-        ext.extension_base.type = BEKC_XLA_EXTENSION_METADATA;
-        ext.extension_base.next = nullptr;
-        ext.metadata = &metadata;
-        other.struct_size = BEKC_XLA_INTERNAL_EXTENSION_STRUCT_SIZE;
-        other.type = 99;
-        other.next = &ext.extension_base;
-        // As XLA builds it: sizes, the extension, maybe the api; no attributes.
-        std::memset(&frame, 0, sizeof frame);
-        frame.struct_size = BEKC_XLA_CALL_FRAME_STRUCT_SIZE;
-        frame.extension_start = other_first ? &other : &ext.extension_base;
-        frame.api = api;
-        frame.stage = BEKC_XLA_STAGE_EXECUTE;
-        frame.args.struct_size = BEKC_XLA_ARGS_STRUCT_SIZE;
-        frame.rets.struct_size = BEKC_XLA_RETS_STRUCT_SIZE;
-        frame.attrs.struct_size = BEKC_XLA_ATTRS_STRUCT_SIZE;
-    }
-};
+// ---- the metadata query (harness::MetadataQuery) ----
 
 void check_metadata(BekcXla_Handler* h, bool want_trait, const BekcXla_Api* api, bool other_first) {
     MetadataQuery q(api, other_first);
