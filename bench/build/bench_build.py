@@ -242,6 +242,9 @@ def main() -> int:
           f"`--version` of the tools, publish, process start)")
     print(f"first build in an empty cache (also writes the runtime headers, asks the tools' "
           f"versions and compiles bekc_rt.o): {fmt_s(m['bekc_empty_cache'])}")
+    print(f"cost above bare nvcc: bekc {fmt_s(m['bekc'] - m['bare'])}, the ffi.h TU "
+          f"{fmt_s(m['ffi'] - m['bare'])}; bare nvcc alone is {m['bare'] / m['ffi']:.2f}x "
+          f"the ffi.h TU, the floor of the ffi.h ratio")
 
     if args.json_out:
         Path(args.json_out).write_text(json.dumps({

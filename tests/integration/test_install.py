@@ -170,3 +170,34 @@ def test_cmake_package_follows_a_moved_prefix(prefix, tmp_path):
     assert Path(probe["loc"]) == moved / "bin" / "bekc"
     assert Path(probe["python"]) == moved / PY_SUBDIR
     assert probe["version"].startswith("0.")
+
+
+def _cmake_cache(build_dir: Path) -> dict:
+    cache = build_dir / "CMakeCache.txt"
+    if not cache.is_file():
+        pytest.skip(f"{build_dir} is not a CMake build tree")
+    entries = {}
+    for line in cache.read_text().splitlines():
+        if line and not line.startswith(("#", "//")) and "=" in line:
+            key, value = line.split("=", 1)
+            entries[key.split(":", 1)[0]] = value
+    return entries
+
+
+def test_default_build_needs_only_glibc_at_run_time(bekc_path):
+    """BEKC_STATIC (the default) links libstdc++, libgcc, libcrypto and fmt into
+    the binary: a hit is mostly process start-up, and the binary copies onto
+    other distributions (docs/install.md)."""
+    cache = _cmake_cache(bekc_path.parent)
+    if cache.get("BEKC_SANITIZE") == "ON" or cache.get("BEKC_STATIC") == "OFF":
+        pytest.skip("built with -DBEKC_STATIC=OFF or a sanitizer: shared libraries by design")
+    if shutil.which("readelf") is None:
+        pytest.skip("readelf not installed")
+    dynamic = run(["readelf", "--dynamic", str(bekc_path)], check=True).stdout
+    needed = {line.split("[", 1)[1].split("]", 1)[0]
+              for line in dynamic.splitlines() if "(NEEDED)" in line}
+    assert needed, dynamic
+    glibc = {"libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0", "ld-linux-x86-64.so.2"}
+    assert needed <= glibc, f"bekc needs shared libraries beyond glibc: {sorted(needed - glibc)}"
+    # Linked statically, it still works: the build's own version check.
+    assert run([str(bekc_path), "--version"], check=True).stdout.startswith("bekc ")
