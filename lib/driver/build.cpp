@@ -324,8 +324,11 @@ void write_depfile(const fs::path& file, const Entry& entry, const std::vector<S
     for (const auto& p : prereqs) out += " \\\n  " + make_escape(p);
     out += "\n";
     // Every header also gets an empty rule, so deleting one does not break make.
-    for (size_t i = inputs.size(); i < prereqs.size(); ++i)
-        out += "\n" + make_escape(prereqs[i]) + ":\n";
+    for (size_t i = inputs.size(); i < prereqs.size(); ++i) {
+        out += '\n';
+        out += make_escape(prereqs[i]);
+        out += ":\n";
+    }
     write_file_atomic(file, out);
 }
 
