@@ -16,8 +16,8 @@ neurons, fused into one kernel) and a vector add (10,000 float32).
 
 Per call: median of --calls single jitted calls (block_until_ready each),
 interleaved; the same without waiting for each call (the host's cost of a
-call); and the mean of calls dispatched back to back. In a loop: a jitted lax.fori_loop of --loop steps, median of
---repeats runs, per step.
+call); and the mean of calls dispatched back to back. In a loop: a jitted
+lax.fori_loop of --loop steps, median of --repeats runs, per step.
 
 The two parts run in separate processes, because XLA reads XLA_FLAGS once:
 the per-call measures with XLA's default command-buffer settings (any

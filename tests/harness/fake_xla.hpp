@@ -262,6 +262,19 @@ struct MetadataQuery {
         frame.rets.struct_size = BEKC_XLA_RETS_STRUCT_SIZE;
         frame.attrs.struct_size = BEKC_XLA_ATTRS_STRUCT_SIZE;
     }
+
+    // What `metadata` must hold after a handler answered: API version 0.1
+    // and the traits set, every other byte (padding, state_type_id) as before.
+    BekcXla_Metadata expected(bool command_buffer_trait) const {
+        BekcXla_Metadata want;
+        std::memcpy(&want, &metadata, sizeof want);
+        want.api_version.struct_size = BEKC_XLA_API_VERSION_STRUCT_SIZE;
+        want.api_version.extension_start = nullptr;
+        want.api_version.major_version = 0;
+        want.api_version.minor_version = 1;
+        want.traits = command_buffer_trait ? 1u : 0u;
+        return want;
+    }
 };
 
 }  // namespace harness

@@ -201,13 +201,7 @@ void check_metadata(BekcXla_Handler* h, bool want_trait, const BekcXla_Api* api,
     MetadataQuery q(api, other_first);
     BekcXla_CallFrame frame_before = q.frame;
     BekcXla_MetadataExtension ext_before = q.ext;
-    BekcXla_Metadata expected;
-    std::memcpy(&expected, &q.metadata, sizeof expected);
-    expected.api_version.struct_size = BEKC_XLA_API_VERSION_STRUCT_SIZE;
-    expected.api_version.extension_start = nullptr;
-    expected.api_version.major_version = 0;
-    expected.api_version.minor_version = 1;
-    expected.traits = want_trait ? 1u : 0u;
+    const BekcXla_Metadata expected = q.expected(want_trait);
 
     Outcome o = call(h, q.frame);
     CHECK(o.ok);

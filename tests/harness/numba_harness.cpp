@@ -295,13 +295,7 @@ FrameBuilder& with_id(FrameBuilder& fb, int64_t id) {
 
 void check_metadata(BekcXla_Handler* h, bool want_trait, const BekcXla_Api* api, bool other_first) {
     MetadataQuery q(api, other_first);
-    BekcXla_Metadata expected;
-    std::memcpy(&expected, &q.metadata, sizeof expected);
-    expected.api_version.struct_size = BEKC_XLA_API_VERSION_STRUCT_SIZE;
-    expected.api_version.extension_start = nullptr;
-    expected.api_version.major_version = 0;
-    expected.api_version.minor_version = 1;
-    expected.traits = want_trait ? 1u : 0u;
+    const BekcXla_Metadata expected = q.expected(want_trait);
 
     Outcome o = call(h, q.frame);
     CHECK(o.ok);
