@@ -1,10 +1,12 @@
 #include "scan/scanner.hpp"
 
 #include <algorithm>
+#include <memory>
 #include <unordered_map>
 
 #include "scan/lexer.hpp"
 #include "scan/macro.hpp"
+#include "scan/scope.hpp"
 #include "scan/signature.hpp"
 
 namespace bekc {
@@ -72,7 +74,9 @@ class Scanner {
         const auto& toks = lexed_.tokens;
         std::vector<SignatureSite> found;
         size_t next = 0;  // calls before this index lie inside one already handled
-        for (const auto& call : lexed_.calls) {
+        const auto& calls = lexed_.calls;
+        for (size_t c = 0; c < calls.size(); ++c) {
+            const auto& call = calls[c];
             const size_t i = call.index;
             if (i < next || call.close == Lexed::kUnclosed) continue;
             if (expander_.is_macro(call.name)) {
@@ -83,7 +87,8 @@ class Scanner {
                 for (size_t s = first; s < found.size(); ++s) found[s].offset = toks[i].offset;
                 next = call.close + 1;
             } else if (call.after_void) {
-                add_signature(toks, i - 1, call.close, {}, found);
+                if (!add_with_macro_params(c, found))
+                    add_signature(toks, i - 1, call.close, {}, found);
                 next = call.close + 1;
             }
         }
@@ -91,22 +96,176 @@ class Scanner {
         for (size_t s = 0; s < sites_.size(); ++s) by_name_[sites_[s].name].push_back(s);
     }
 
-    // The site a name refers to: the first definition at or after `after`,
-    // else the first definition, else the first prototype at or after `after`,
-    // else the first prototype. A prototype may leave its parameters unnamed;
-    // the definition's names are the ones inference needs.
-    const SignatureSite* site_for(std::string_view name, uint32_t after) const {
-        auto it = by_name_.find(name);
-        if (it == by_name_.end()) return nullptr;
+    // `void f(PARAMS(float))` with PARAMS a macro of this file: the site with
+    // its parameter list expanded. False when no macro is invoked in it, but
+    // in default arguments, which are dropped anyway.
+    bool add_with_macro_params(size_t c, std::vector<SignatureSite>& found) {
+        const auto& toks = lexed_.tokens;
+        const auto& calls = lexed_.calls;
+        const size_t i = calls[c].index, close = calls[c].close;
+        std::string_view macro;
+        std::vector<LexToken> spliced(toks.begin() + static_cast<long>(i) - 1,
+                                      toks.begin() + static_cast<long>(i) + 2);
+        size_t at = i + 2, walked = i + 2;
+        int depth = 0;
+        bool in_default = false;
+        for (size_t d = c + 1; d < calls.size() && calls[d].index < close; ++d) {
+            const auto& inner = calls[d];
+            if (inner.index < at || inner.close == Lexed::kUnclosed || inner.close >= close ||
+                !expander_.is_macro(inner.name))
+                continue;
+            for (; walked < inner.index; ++walked) {
+                const LexToken& t = toks[walked];
+                if (is(t, "(") || is(t, "[") || is(t, "{")) ++depth;
+                if (is(t, ")") || is(t, "]") || is(t, "}")) --depth;
+                if (depth == 0 && is(t, ",")) in_default = false;
+                if (depth == 0 && is(t, "=")) in_default = true;
+            }
+            if (in_default) continue;
+            spliced.insert(spliced.end(), toks.begin() + static_cast<long>(at),
+                           toks.begin() + static_cast<long>(inner.index));
+            std::vector<LexToken> expansion = expander_.expand_at(toks, inner.index, inner.close);
+            if (expander_.exhausted() && !bomb_) bomb_ = &toks[inner.index];
+            spliced.insert(spliced.end(), expansion.begin(), expansion.end());
+            if (macro.empty()) macro = inner.name;
+            at = inner.close + 1;
+        }
+        if (macro.empty()) return false;
+        const size_t end = std::min<size_t>(toks.size(), close + 17);  // `)` and what follows
+        spliced.insert(spliced.end(), toks.begin() + static_cast<long>(at),
+                       toks.begin() + static_cast<long>(end));
+        add_signature(spliced, 0, spliced.size() - (end - close), macro, found);
+        found.back().offset = toks[i - 1].offset;
+        return true;
+    }
+
+    // Every token of the file, read once and only when a name has several
+    // signatures or a parameter's type may be an alias: which scope each
+    // part of the file is in, and the names it declares for BE::Tensor.
+    struct FileView {
+        ScopeMap scopes;
+        TensorAliases aliases;
+    };
+    const FileView& view() {
+        if (!view_) {
+            Lexed all = lex(text_, /*all_tokens=*/true);
+            view_ = std::make_unique<FileView>(
+                FileView{ScopeMap(all.tokens), TensorAliases(all.tokens)});
+        }
+        return *view_;
+    }
+
+    // A parameter as the spec check reads it: through an alias of BE::Tensor
+    // when its type may be one and `want_aliases`.
+    ParamInfo info_of(const SignatureSite& site, const Param& p, bool want_aliases) {
+        ParamInfo info = classify_param(p, view_ ? &view_->aliases : nullptr, site.offset);
+        if (!view_ && want_aliases && info.type == TypeClass::Other && !info.unknown_name.empty())
+            info = classify_param(p, &view().aliases, site.offset);
+        return info;
+    }
+
+    std::string where_is(const SignatureSite& site) const {
+        return std::string(file_) + ":" + std::to_string(lexed_.line_of(site.offset));
+    }
+
+    // The first definition at or after `after`, else the first definition,
+    // else the first prototype at or after `after`, else the first prototype.
+    static const SignatureSite* first_by_rank(const std::vector<const SignatureSite*>& sites,
+                                              uint32_t after) {
         const SignatureSite* best[4] = {};
-        for (size_t s : it->second) {
-            const SignatureSite& site = sites_[s];
-            int rank = (site.definition ? 0 : 2) + (site.offset >= after ? 0 : 1);
-            if (!best[rank]) best[rank] = &site;
+        for (const SignatureSite* s : sites) {
+            int rank = (s->definition ? 0 : 2) + (s->offset >= after ? 0 : 1);
+            if (!best[rank]) best[rank] = s;
         }
         for (const SignatureSite* b : best)
             if (b) return b;
         return nullptr;
+    }
+
+    // Parameters written with the same tokens (comments and spacing aside).
+    static bool written_alike(const SignatureSite& a, const SignatureSite& b) {
+        if (a.params.size() != b.params.size()) return false;
+        for (size_t i = 0; i < a.params.size(); ++i) {
+            const auto &x = a.params[i].tokens, &y = b.params[i].tokens;
+            if (x.size() != y.size()) return false;
+            for (size_t k = 0; k < x.size(); ++k)
+                if (x[k].text() != y[k].text()) return false;
+        }
+        return true;
+    }
+
+    // The site an annotation (or, with `a` null, an explicit spec) exports.
+    // A name with one signature in the file, or (for an annotation) several
+    // written alike, names it. Otherwise only those in the annotation's
+    // scope count (global scope for explicit specs): the one right after the
+    // annotation, else their common parameter types, which several that
+    // differ make ambiguous. A prototype gives way to the definition with
+    // its parameter types, whose names inference needs. Returns null with
+    // `failed` set after reporting an error.
+    const SignatureSite* select_site(const std::string& name, const Annotation* a, bool& failed) {
+        failed = false;
+        auto it = by_name_.find(name);
+        if (it == by_name_.end()) return nullptr;
+        const uint32_t after = a ? a->offset : 0;
+        std::vector<const SignatureSite*> all;
+        for (size_t s : it->second) all.push_back(&sites_[s]);
+        // Written alike, any of them gives the same spec: no need to read the
+        // whole file for their scopes. One in another scope only is left to
+        // the compiler, which reports at the annotation that the handler
+        // cannot see it; an explicit spec, which has no annotation, is checked.
+        if (a && std::all_of(all.begin(), all.end(),
+                             [&](const SignatureSite* s) { return written_alike(*all[0], *s); }))
+            return first_by_rank(all, after);
+        const FileView& v = view();
+        const uint32_t scope = v.scopes.at(after);
+        std::vector<const SignatureSite*> here, elsewhere;
+        for (const SignatureSite* s : all)
+            (v.scopes.at(s->offset) == scope ? here : elsewhere).push_back(s);
+        if (here.empty()) {
+            if (!a) return nullptr;  // another input may define it there; the driver checks
+            failed = true;
+            Location where = at(a->offset);
+            where.column = a->name_column;
+            error(where,
+                  "annotated function '" + name + "' not found in " + v.scopes.describe(scope) +
+                      ": the '" + name + "' at " + where_is(*elsewhere[0]) + " is in " +
+                      v.scopes.describe(v.scopes.at(elsewhere[0]->offset)) +
+                      ", a different function",
+                  "bekc exports the function declared in the annotation's scope and calls it "
+                  "by its plain name from global scope: declare 'void " +
+                      name + "(...)' there");
+            return nullptr;
+        }
+        const SignatureSite* chosen = nullptr;
+        if (a) {
+            auto next =
+                std::lower_bound(sites_.begin(), sites_.end(), a->offset,
+                                 [](const SignatureSite& s, uint32_t o) { return s.offset < o; });
+            for (auto s = next; s != sites_.end() && s->offset == next->offset; ++s)
+                if (s->name == name && std::find(here.begin(), here.end(), &*s) != here.end())
+                    chosen = &*s;
+        }
+        std::string key = parameter_types_key(chosen ? *chosen : *here[0], &v.aliases);
+        std::vector<const SignatureSite*> same;
+        for (const SignatureSite* s : here) {
+            if (parameter_types_key(*s, &v.aliases) == key) {
+                same.push_back(s);
+            } else if (!chosen) {
+                failed = true;
+                Location where = a ? at(a->offset) : at(here[0]->offset);
+                if (a) where.column = a->name_column;
+                error(where,
+                      "function '" + name + "' is ambiguous: " + where_is(*here[0]) + " and " +
+                          where_is(*s) + " declare it with different parameters",
+                      a ? "bekc exports one function per name: put the annotation directly "
+                          "above the one to export, or rename the other"
+                        : "bekc exports one function per name: rename one of them, or move "
+                          "it into a namespace");
+                return nullptr;
+            }
+        }
+        if (chosen && chosen->definition) return chosen;
+        return first_by_rank(same, after);
     }
 
     std::vector<Annotation> find_annotations() {
@@ -181,7 +340,7 @@ class Scanner {
     bool infer(const std::string& name, const SignatureSite& site, Location where,
                std::vector<ParsedToken>& out) {
         for (const auto& p : site.params) {
-            ParamInfo info = classify_param(p);
+            ParamInfo info = info_of(site, p, /*want_aliases=*/true);
             if (info.kind == ParamKind::Invalid) {
                 error(param_location(site, p, where),
                       "function '" + name + "'" + macro_note(site) + ": " + info.problem, info.fix);
@@ -192,13 +351,32 @@ class Scanner {
         return true;
     }
 
+    // A lone parameter spelled with one unknown name (`void f(PARAMS)`) may be
+    // an object-like macro, which bekc does not expand.
+    std::string object_macro_hint(const SignatureSite& site) {
+        for (const auto& p : site.params) {
+            if (p.tokens.size() != 1) continue;
+            ParamInfo info = classify_param(p);
+            if (!info.unknown_name.empty())
+                return "; if '" + info.unknown_name +
+                       "' is a macro, write the parameters out: bekc expands only "
+                       "function-like macros #defined in this file";
+        }
+        return {};
+    }
+
     // Gives bare `attr.x` tokens their type from the parameter named x, and
-    // marks `const BE::Tensor&` inputs. Checks the count when it can.
+    // marks `const BE::Tensor&` inputs. Checks the count when it can, then
+    // each token against the parameter it stands for, as written: top-level
+    // const is not part of a function's type, so the compiler cannot tell an
+    // input `const BE::Tensor x` from an output `BE::Tensor x`. Errors are
+    // reported at the token in an annotation, else at the parameter.
     bool resolve_with_signature(const std::string& name, const SignatureSite* site, Location where,
-                                std::vector<ParsedToken>& tokens) {
+                                std::vector<ParsedToken>& tokens,
+                                const std::vector<RawToken>& written, std::string_view origin) {
         std::vector<ParamInfo> infos;
         if (site)
-            for (const auto& p : site->params) infos.push_back(classify_param(p));
+            for (const auto& p : site->params) infos.push_back(info_of(*site, p, false));
         for (size_t i = 0; i < tokens.size(); ++i) {
             Token& t = tokens[i].token;
             if (t.kind == TokenKind::Arg && i < infos.size() &&
@@ -226,12 +404,36 @@ class Scanner {
             }
             t.attr_type = match->scalar;
         }
-        if (site && site->params.size() != tokens.size()) {
-            error(where,
-                  "function '" + name + "': the arg_spec has " + std::to_string(tokens.size()) +
-                      " tokens but the signature" + macro_note(*site) + " has " +
-                      std::to_string(site->params.size()) + " parameters",
-                  "the spec lists one token per C++ parameter, in order");
+        if (!site) return true;
+        if (site->params.size() != tokens.size()) {
+            error(
+                where,
+                "function '" + name + "': the arg_spec has " + std::to_string(tokens.size()) +
+                    " tokens but the signature" + macro_note(*site) + " has " +
+                    std::to_string(site->params.size()) + " parameters",
+                "the spec lists one token per C++ parameter, in order" + object_macro_hint(*site));
+            return false;
+        }
+        for (size_t i = 0; i < tokens.size(); ++i) {
+            Token& t = tokens[i].token;
+            ParamInfo& info = infos[i];
+            if ((t.kind == TokenKind::Arg || t.kind == TokenKind::Ret) &&
+                info.type == TypeClass::Other && !info.unknown_name.empty())
+                info = info_of(*site, site->params[i], /*want_aliases=*/true);
+            if (t.kind == TokenKind::Arg && info.kind == ParamKind::TensorIn)
+                t.by_reference = info.by_reference;
+            auto mismatch = check_token(t, written[i].text, i + 1, info);
+            if (!mismatch) continue;
+            Location loc = where;
+            if (tokens[i].column > 0)
+                loc.column = tokens[i].column;
+            else
+                loc = param_location(*site, site->params[i], where);
+            error(loc,
+                  "function '" + name + "'" +
+                      (origin.empty() ? "" : " (spec from " + std::string(origin) + ")") +
+                      macro_note(*site) + ": " + mismatch->message,
+                  mismatch->fix);
             return false;
         }
         return true;
@@ -266,7 +468,9 @@ class Scanner {
 
     void resolve_annotation(const Annotation& a) {
         Location where = at(a.offset);
-        const SignatureSite* site = site_for(a.name, a.offset);
+        bool failed = false;
+        const SignatureSite* site = select_site(a.name, &a, failed);
+        if (failed) return;
         std::vector<ParsedToken> tokens;
         if (!parse_tokens(a.name, a.tokens, where, tokens)) return;
         bool complete =
@@ -291,14 +495,16 @@ class Scanner {
         }
         if (tokens.empty()) {
             if (!infer(a.name, *site, where, tokens)) return;
-        } else if (!resolve_with_signature(a.name, site, where, tokens)) {
+        } else if (!resolve_with_signature(a.name, site, where, tokens, a.tokens, {})) {
             return;
         }
         emit(a.name, where, tokens);
     }
 
     void resolve_explicit(const ExplicitSpec& spec) {
-        const SignatureSite* site = site_for(spec.name, 0);
+        bool failed = false;
+        const SignatureSite* site = select_site(spec.name, nullptr, failed);
+        if (failed) result_.explicit_found.push_back(spec.name);
         if (!site) return;  // another input may define it; the driver checks
         result_.explicit_found.push_back(spec.name);
         Location where = at(site->offset);
@@ -318,7 +524,8 @@ class Scanner {
         }
         if (tokens.empty()) {
             if (!infer(spec.name, *site, where, tokens)) return;
-        } else if (!resolve_with_signature(spec.name, site, where, tokens)) {
+        } else if (!resolve_with_signature(spec.name, site, where, tokens, spec.tokens,
+                                           spec.origin)) {
             return;
         }
         emit(spec.name, where, tokens);
@@ -332,6 +539,7 @@ class Scanner {
     std::vector<SignatureSite> sites_;
     const LexToken* bomb_ = nullptr;  // the invocation that ran out of expansion budget
     std::unordered_map<std::string_view, std::vector<size_t>> by_name_;
+    std::unique_ptr<FileView> view_;  // see view()
     ScanResult result_;
 };
 
