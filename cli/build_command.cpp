@@ -4,12 +4,14 @@
 
 #include "commands.hpp"
 #include "driver/build.hpp"
+#include "driver/package_build.hpp"
 
 namespace bekc::cli {
 
 namespace {
 
 int build(const BuildOptions& o) {
+    if (is_kernel_package(o)) return run_package_build(o);
     BuildResult r = run_build(o);
     if (o.dry_run) return r.exit_code;
     if (o.json) {
@@ -60,6 +62,15 @@ Action add_build_command(CLI::App& app) {
         ->allow_extra_args(false);
     cmd->add_option("--ldflag", o->ldflags, "Extra linker flag (write --ldflag=-lcublas)")
         ->allow_extra_args(false);
+    cmd->add_option("--linker-arg", o->linker_args,
+                    "One argument for the linker, passed as -Xlinker ARG (write "
+                    "--linker-arg=-rpath=/opt/lib); nvcc splits on commas, so CUDA builds refuse "
+                    "an ARG with one")
+        ->allow_extra_args(false);
+    cmd->add_option("--xla-include", o->xla_include,
+                    "Where XLA's FFI headers are, for sources that include xla/ffi/api/ffi.h "
+                    "(default: $BEKC_XLA_INCLUDE, else the jaxlib of the active virtualenv or of "
+                    "python3 on PATH)");
     cmd->add_option("--function", o->functions,
                     "Export NAME with this spec instead of the annotations: 'NAME=arg,ret,...'")
         ->allow_extra_args(false);

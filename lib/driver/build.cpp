@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -20,6 +21,7 @@
 #include "driver/runtime_headers.hpp"
 #include "driver/safe_paths.hpp"
 #include "driver/tool_versions.hpp"
+#include "driver/xla_headers.hpp"
 #include "plan/compile_plan.hpp"
 #include "plan/inputs.hpp"
 #include "remote/remote_cache.hpp"
@@ -91,7 +93,46 @@ PlanFlags plan_flags(const BuildOptions& o) {
     f.cuda_flags = o.cuda_flags;
     f.cxx_flags = o.cxx_flags;
     f.ldflags = o.ldflags;
+    f.linker_args = o.linker_args;
     return f;
+}
+
+// nvcc reads a -Xlinker value as a list split at commas and white space, and
+// hands the link to the host compiler through a shell: an argument holding one
+// of these characters cannot reach the linker whole from a CUDA build. Empty
+// ones are always mistakes.
+void check_linker_args(const std::vector<std::string>& args, bool nvcc_links) {
+    constexpr std::string_view kNvccSplits = ", \t\n\r\f\v'\"\\;$`&|<>()*?[]{}!";
+    for (const auto& a : args) {
+        if (a.empty()) throw FatalError("bekc: error: --linker-arg is empty", kExitUsage);
+        size_t bad = nvcc_links ? a.find_first_of(kNvccSplits) : std::string::npos;
+        if (bad == std::string::npos) continue;
+        std::string shown = std::isspace(static_cast<unsigned char>(a[bad])) ? "white space"
+                            : a[bad] == ','                                  ? "a comma"
+                                            : std::string("'") + a[bad] + "'";
+        throw FatalError("bekc: error: --linker-arg '" + a + "' has " + shown +
+                             ", which nvcc splits or hands to a shell, so a CUDA build cannot "
+                             "pass it to the linker whole; split it into several --linker-arg "
+                             "values or use a path without it",
+                         kExitUsage);
+    }
+}
+
+// XLA's FFI headers go on the include path when the user named them, or when a
+// source includes them (or brainevent's dtypes.h / ffi_compat.h) directly; a
+// source that needs them when none can be found is an error at its #include.
+std::string resolve_xla_include(const BuildOptions& o, const ScannedInputs& scanned) {
+    std::optional<XlaHeaders> found = find_xla_headers(o.xla_include, system_env());
+    for (const auto& f : scanned.files)
+        for (const auto& inc : find_includes(f.text, f.path.string())) {
+            if (!needs_xla_headers(inc)) continue;
+            if (!found) {
+                std::fputs(missing_xla_headers_message(inc, f.text).c_str(), stderr);
+                throw FatalError("", kExitSourceError);
+            }
+            return found->dir.string();
+        }
+    return found && found->explicit_choice ? found->dir.string() : std::string();
 }
 
 // Everything decided before anything is compiled.
@@ -144,6 +185,8 @@ Prepared prepare(const BuildOptions& in, const Reporter& report) {
         p.archs = resolve_archs(o, p.cache_root, report);
     }
     p.flags = plan_flags(o);
+    check_linker_args(p.flags.linker_args, any_cuda);
+    p.flags.xla_include = resolve_xla_include(o, p.scanned);
     p.launcher = find_launcher(o.launcher, lookup);
     p.library_file = "lib" + o.name + ".so";
     p.key_inputs = {o.name,
@@ -177,6 +220,8 @@ Compiled compile(const Prepared& p, const fs::path& dir, const fs::path& runtime
     if (p.nvcc && !dry_run) {
         req.runtime_include = safe_path_for_nvcc(runtime_include);
         for (auto& d : req.flags.include_dirs) d = safe_path_for_nvcc(d).string();
+        if (!req.flags.xla_include.empty())
+            req.flags.xla_include = safe_path_for_nvcc(req.flags.xla_include).string();
     }
     req.library = dir / p.library_file;
     req.launcher = p.launcher;
@@ -225,6 +270,14 @@ Compiled compile(const Prepared& p, const fs::path& dir, const fs::path& runtime
     auto fail = [&](const ProcessResult& r) {
         std::string log = verbose ? r.output : trim_compile_log(r.output);
         std::fputs(log.c_str(), stderr);
+        // A header of the user's includes XLA's, which bekc adds only for
+        // sources that include it themselves.
+        if (p.flags.xla_include.empty() && r.output.find("xla/ffi/api/ffi.h") != std::string::npos)
+            std::fputs(
+                "note: XLA's FFI headers are on the include path only when a source "
+                "includes them itself or they are named: pass --xla-include DIR or set "
+                "$BEKC_XLA_INCLUDE=DIR (DIR: what jax.ffi.include_dir() prints)\n",
+                stderr);
         if (r.status == ProcessStatus::SpawnFailed)
             throw FatalError("bekc: error: cannot run the compiler: " + r.error, kExitToolchain);
         throw FatalError("bekc: error: compilation failed (" + r.describe() + ")",

@@ -17,8 +17,10 @@ struct BuildOptions {
     std::string arch = "auto";  // list, "native" or "auto"
     std::string cxx_std = "c++17";
     std::vector<std::string> include_dirs, defines, cuda_flags, cxx_flags, ldflags;
-    std::vector<std::string> functions;  // --function values
-    std::string functions_json;          // --functions
+    std::vector<std::string> linker_args;    // --linker-arg: one argument each for the linker
+    std::optional<std::string> xla_include;  // --xla-include, else $BEKC_XLA_INCLUDE, else jaxlib
+    std::vector<std::string> functions;      // --function values
+    std::string functions_json;              // --functions
     bool no_cuda_graph = false;
     bool force = false;
     std::optional<std::string> cache_dir, output_dir, depfile, compile_commands, nvcc, cxx;

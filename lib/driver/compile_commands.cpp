@@ -22,9 +22,8 @@ nlohmann::ordered_json entries(const CompileCommandsRequest& r) {
             if (!r.archs.empty()) args.push_back("--cuda-gpu-arch=" + r.archs.back().sm());
         }
         args.push_back("-std=" + r.flags.cxx_std);
-        args.push_back("-I" + r.runtime_include.string());
-        for (const auto& d : r.flags.include_dirs) args.push_back("-I" + d);
-        for (const auto& d : r.flags.defines) args.push_back("-D" + d);
+        for (auto& flag : preprocessor_flags(r.runtime_include, r.flags))
+            args.push_back(std::move(flag));
         args.insert(args.end(), {"-c", file});
         out.push_back({{"directory", cwd}, {"file", file}, {"arguments", args}});
     }

@@ -56,7 +56,8 @@ KeyBuilder direct_key_builder(const KeyInputs& in) {
     k.add("std", in.flags.cxx_std);
     k.add_list("include_dirs", in.flags.include_dirs).add_list("defines", in.flags.defines);
     k.add_list("cuda_flags", in.flags.cuda_flags).add_list("cxx_flags", in.flags.cxx_flags);
-    k.add_list("ldflags", in.flags.ldflags);
+    k.add_list("ldflags", in.flags.ldflags).add_list("linker_args", in.flags.linker_args);
+    k.add("xla_include", in.flags.xla_include);
     return k;
 }
 
@@ -122,17 +123,23 @@ DependencySet classify_dependencies(const std::vector<std::string>& deps, const 
     for (const auto& f : *in.files) inputs.insert(fs::absolute(f.path).lexically_normal());
     for (const auto& d : in.flags.include_dirs)
         include_dirs.push_back(fs::path(d).lexically_normal());
-    std::vector<fs::path> recorded;
+    std::vector<fs::path> recorded, runtime_used;
     std::error_code ec;
     fs::path runtime_root = fs::weakly_canonical(runtime_include.parent_path(), ec);
+    fs::path runtime_dir = fs::weakly_canonical(runtime_include, ec);
     for (const auto& d : deps) {
         fs::path p = fs::absolute(d).lexically_normal();
         if (!seen.insert(p).second) continue;
         // Runtime headers may be reported through the plain-named link nvcc
         // was given (driver/safe_paths.hpp): compare real paths for those.
-        if (inputs.count(p) || under(p, build_dir) || under(p, runtime_root) ||
-            under(fs::weakly_canonical(p, ec), runtime_root) || is_toolchain_header(p, in))
+        // They are covered by bekc's version, but a user's directory searched
+        // before them may come to hold one of their names.
+        fs::path real = fs::weakly_canonical(p, ec);
+        if (under(p, runtime_root) || under(real, runtime_root)) {
+            if (under(real, runtime_dir)) runtime_used.push_back(real);
             continue;
+        }
+        if (inputs.count(p) || under(p, build_dir) || is_toolchain_header(p, in)) continue;
         auto sha = sha256_file(p);
         if (!sha)
             throw FatalError(
@@ -149,10 +156,17 @@ DependencySet classify_dependencies(const std::vector<std::string>& deps, const 
     for (const auto& i : inputs) includer_set.insert(i.parent_path());
     for (const auto& h : out.user_headers) includer_set.insert(fs::path(h).parent_path());
     std::vector<fs::path> includers(includer_set.begin(), includer_set.end());
-    std::vector<fs::path> user_order = include_dirs, system_order = include_dirs;
+    // The -I order of preprocessor_flags(): the user's directories, bekc's
+    // runtime headers, XLA's headers.
+    std::vector<fs::path> user_order = include_dirs;
+    user_order.push_back(runtime_dir);
+    if (!in.flags.xla_include.empty()) user_order.emplace_back(in.flags.xla_include);
+    std::vector<fs::path> system_order = user_order;
     system_order.insert(system_order.end(), system_include_dirs().begin(),
                         system_include_dirs().end());
     std::set<fs::path> absent;
+    for (const auto& p : runtime_used)
+        for (auto& c : shadow_candidates(p, user_order, includers)) absent.insert(std::move(c));
     for (const auto& p : recorded) {
         bool system = is_system_header(p);
         for (auto& c : shadow_candidates(p, system ? system_order : user_order,

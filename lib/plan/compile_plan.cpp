@@ -8,11 +8,12 @@ void append(std::vector<std::string>& to, const std::vector<std::string>& from) 
     to.insert(to.end(), from.begin(), from.end());
 }
 
-// Include paths and defines, the same for both compilers.
-std::vector<std::string> preprocessor_flags(const PlanRequest& r) {
-    std::vector<std::string> out = {"-I" + r.runtime_include.string()};
-    for (const auto& d : r.flags.include_dirs) out.push_back("-I" + d);
-    for (const auto& d : r.flags.defines) out.push_back("-D" + d);
+// What reaches the linker after the library's inputs: --ldflag values as
+// they are, then each --linker-arg behind -Xlinker, which nvcc and the host
+// compilers all forward as one argument.
+std::vector<std::string> link_flags(const PlanFlags& f) {
+    std::vector<std::string> out = f.ldflags;
+    for (const auto& a : f.linker_args) append(out, {"-Xlinker", a});
     return out;
 }
 
@@ -46,7 +47,7 @@ CompileStep compile_step(const PlanRequest& r, const PlanUnit& u, bool link_too)
     fs::path out = link_too ? r.library : fs::path(u.wrapper.string() + ".o");
     std::vector<std::string>& a = s.command.argv;
     a = u.cuda ? nvcc_common(r) : cxx_common(r);
-    append(a, preprocessor_flags(r));
+    append(a, preprocessor_flags(r.runtime_include, r.flags));
     append(a, u.cuda ? r.flags.cuda_flags : r.flags.cxx_flags);
     append(a, {"-MD", "-MF", s.depfile.string()});
     if (link_too)
@@ -56,7 +57,7 @@ CompileStep compile_step(const PlanRequest& r, const PlanUnit& u, bool link_too)
     a.push_back(u.wrapper.string());
     if (link_too && r.runtime_object) a.push_back(r.runtime_object->string());
     append(a, {"-o", out.string()});
-    if (link_too) append(a, r.flags.ldflags);
+    if (link_too) append(a, link_flags(r.flags));
     if (r.launcher) a.insert(a.begin(), r.launcher->string());
     s.command.description = (u.cuda ? "nvcc " : "c++ ") +
                             (u.display.empty() ? u.wrapper.filename().string() : u.display);
@@ -67,6 +68,16 @@ CompileStep compile_step(const PlanRequest& r, const PlanUnit& u, bool link_too)
 }
 
 }  // namespace
+
+std::vector<std::string> preprocessor_flags(const fs::path& runtime_include,
+                                            const PlanFlags& flags) {
+    std::vector<std::string> out;
+    for (const auto& d : flags.include_dirs) out.push_back("-I" + d);
+    out.push_back("-I" + runtime_include.string());
+    if (!flags.xla_include.empty()) out.push_back("-I" + flags.xla_include);
+    for (const auto& d : flags.defines) out.push_back("-D" + d);
+    return out;
+}
 
 BuildPlan make_build_plan(const PlanRequest& r) {
     BuildPlan plan;
@@ -95,7 +106,7 @@ BuildPlan make_build_plan(const PlanRequest& r) {
         link.inputs.push_back(r.runtime_object->string());
     }
     append(a, {"-o", r.library.string()});
-    append(a, r.flags.ldflags);
+    append(a, link_flags(r.flags));
     link.outputs = {r.library.string()};
     link.description = "link " + r.library.filename().string();
     plan.link = std::move(link);

@@ -19,7 +19,19 @@ struct PlanFlags {
     bool fast_math = false;
     std::string cxx_std = "c++17";
     std::vector<std::string> include_dirs, defines, cuda_flags, cxx_flags, ldflags;
+    // Each handed to the linker as exactly one argument (`-Xlinker ARG`).
+    std::vector<std::string> linker_args;
+    // XLA's FFI headers (xla/ffi/api/ffi.h), for sources that include them.
+    std::string xla_include;
 };
+
+// The include and define flags every compile gets, in search order: the
+// user's -I directories first, so a user's own brainevent/ headers (for
+// instance brainevent's real ones) are never shadowed by bekc's copies; then
+// bekc's runtime headers, which fill in whatever the user's directories lack;
+// then XLA's FFI headers when a source needs them.
+std::vector<std::string> preprocessor_flags(const fs::path& runtime_include,
+                                            const PlanFlags& flags);
 
 struct PlanUnit {
     fs::path wrapper;  // generated translation unit (.cu or .cpp) in the staging dir

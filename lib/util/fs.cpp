@@ -61,4 +61,10 @@ void write_file_atomic(const fs::path& path, std::string_view content) {
     }
 }
 
+fs::path resolved_path(const fs::path& path) {
+    std::error_code ec;
+    fs::path r = fs::weakly_canonical(fs::absolute(path), ec);
+    return ec ? fs::absolute(path).lexically_normal() : r;
+}
+
 }  // namespace bekc

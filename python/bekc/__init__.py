@@ -13,6 +13,8 @@ brainevent's loaders (``load_cuda_inline``, ``load_cuda_file``,
 ``load_cuda_dir``, ``load_cpp_inline``, ``load_cpp_file``, ``clear_cache``,
 ``set_cache_dir``, ``get_cache_dir``) keep their parameters and drive the
 ``bekc`` binary (found through ``$BEKC``, ``PATH``, then ``bekc/bin/bekc``).
+``use_for_brainevent()`` makes an installed brainevent use them for every
+kernel it builds itself.
 
 ``numba_cuda_kernel`` and ``numba_cuda_callable`` turn ``@numba.cuda.jit``
 kernels into JAX calls (the first with no Python per call);
@@ -49,6 +51,13 @@ from ._compat import (
     load_cuda_inline,
     set_cache_dir,
 )
+from ._brainevent import (
+    SUPPORTED_BRAINEVENT_VERSIONS,
+    BrainEventNotInstalledError,
+    BrainEventPatch,
+    UnsupportedBrainEventVersionError,
+    use_for_brainevent,
+)
 from ._numba_cuda import NotAKernelError, numba_cuda_callable, numba_cuda_kernel, resolve_launch
 from ._custom_kernel import KernelEntry, XLACustomKernel
 
@@ -58,9 +67,11 @@ __all__ = [
     "load_cuda_inline", "load_cuda_file", "load_cuda_dir",
     "load_cpp_inline", "load_cpp_file",
     "clear_cache", "set_cache_dir", "get_cache_dir",
+    "use_for_brainevent", "BrainEventPatch", "SUPPORTED_BRAINEVENT_VERSIONS",
     "find_binary", "build_argv", "cast_attr", "ATTR_TYPES",
     "numba_cuda_kernel", "numba_cuda_callable", "resolve_launch", "XLACustomKernel",
     "KernelEntry", "NotAKernelError",
     "BekcError", "ManifestError", "LibraryHashMismatchError", "LibraryLoadError",
     "RegistrationError", "TargetConflictError", "BinaryNotFoundError", "CompileError",
+    "BrainEventNotInstalledError", "UnsupportedBrainEventVersionError",
 ]

@@ -19,8 +19,11 @@ fingerprints every included header, then decides.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
+import pathlib
 import re
+import sys
 import tempfile
 from typing import Dict, Iterable, List, Optional, Sequence, Union
 
@@ -106,34 +109,124 @@ def _remove_inline_sources(name: Optional[str]) -> None:
 
 # --------------------------------------------------------------------------- argv
 _ARCH_WORDS = {"native", "auto", "all", "all-major"}
+# brainevent's spellings: "8.6", "86", "sm_86", "compute_86", "9.0a", any case.
+_ARCH_SPELLING = re.compile(r"(?:sm_|compute_)?(\d+)(?:\.(\d))?([a-z]?)")
+# brainevent's environment pin, read when no compute_capability is given.
+ARCH_ENV = "BRAINEVENT_COMPUTE_CAPABILITIES"
+
+
+def _arch_tokens(cc) -> list:
+    """Comma-split, stripped, non-empty tokens of a string, int or list of them."""
+    items = list(cc) if isinstance(cc, (list, tuple)) else [cc]
+    tokens: list = []
+    for item in items:
+        if isinstance(item, bool):
+            raise TypeError(f"compute_capability must be a string like 'sm_86', got {item!r}")
+        if isinstance(item, int):
+            tokens.append(str(item))
+            continue
+        tokens += [p.strip() for p in str(item).split(",") if p.strip()]
+    return tokens
+
+
+def _normalize_arch_token(token: str, whole) -> str:
+    s = token.lower()
+    if s in _ARCH_WORDS:
+        return s
+    m = _ARCH_SPELLING.fullmatch(s)
+    if m:
+        digits = m.group(1) + (m.group(2) or "")
+        # nvcc's sm_XX / sm_XXX; no CUDA GPU has a major version below 2.
+        if 2 <= len(digits) <= 3 and int(digits[:-1]) >= 2:
+            return f"sm_{digits}{m.group(3)}"
+    raise ValueError(
+        f"compute_capability {whole!r}: {token!r} is not a compute capability; use e.g. "
+        f"'sm_86', '8.6', 'compute_86', 86, a list or comma-separated string of those, "
+        f"or 'native'/'auto'")
 
 
 def _normalize_arch(cc) -> Optional[str]:
-    """``"sm_86"``, ``"86"``, ``86``, ``"8.6"``, ``"9.0a"``, lists -> bekc's ``--arch`` LIST."""
+    """brainevent's compute-capability spellings -> bekc's ``--arch`` LIST.
+
+    ``"8.6"``, ``"86"``, ``86``, ``"sm_86"``, ``"SM_86"``, ``"compute_86"`` all
+    mean ``sm_86`` (SASS, plus PTX for the highest, as in brainevent); lists and
+    comma-separated strings are split and de-duplicated. ``None``, ``""`` and an
+    empty list give ``None``: no explicit choice (brainevent then looks at its
+    pins, see :func:`_resolve_arch`).
+    """
     if cc is None:
         return None
-    if isinstance(cc, (list, tuple)):
-        parts = [_normalize_arch(c) for c in cc]
-        return ",".join(p for p in parts if p)
-    if isinstance(cc, bool):
-        raise TypeError(f"compute_capability must be a string like 'sm_86', got {cc!r}")
-    if isinstance(cc, int):
-        return f"sm_{cc}"
-    s = str(cc).strip()
-    if "," in s:
-        return _normalize_arch([p for p in s.split(",") if p.strip()])
-    if s.lower() in _ARCH_WORDS:
-        return s.lower()
-    m = re.fullmatch(r"(\d+)\.(\d)([a-z]?)", s)
-    if m:
-        return f"sm_{m.group(1)}{m.group(2)}{m.group(3)}"
-    if re.fullmatch(r"\d+[a-z]?", s):
-        return f"sm_{s}"
-    if re.fullmatch(r"(sm|compute)_\d+[a-z]?", s):
-        return s
-    raise ValueError(
-        f"compute_capability {cc!r} not understood; use e.g. 'sm_86', '8.6', 86, "
-        f"a list of those, or 'native'/'auto'")
+    tokens = _arch_tokens(cc)
+    out: List[str] = []
+    for t in tokens:
+        n = _normalize_arch_token(t, cc)
+        if n not in out:
+            out.append(n)
+    if len(out) > 1 and any(n in _ARCH_WORDS for n in out):
+        raise ValueError(f"compute_capability {cc!r}: 'native', 'auto', 'all' and "
+                         f"'all-major' cannot be combined with other architectures")
+    return ",".join(out) or None
+
+
+def _pinned_arch() -> Optional[str]:
+    """brainevent's pins, in its order: ``brainevent.config.set_compute_capability``,
+    then ``$BRAINEVENT_COMPUTE_CAPABILITIES``.
+
+    The first is process state of an imported brainevent, so it is read only
+    when ``brainevent.config`` is already in ``sys.modules`` (nothing else can
+    have set it); bekc never imports brainevent for it.
+    """
+    config = sys.modules.get("brainevent.config")
+    getter = getattr(config, "get_compute_capability", None)
+    if getter is not None:
+        arch = _normalize_arch(getter())
+        if arch:
+            return arch
+    env = os.environ.get(ARCH_ENV, "").strip()
+    if env:
+        try:
+            return _normalize_arch(env)
+        except ValueError as e:
+            raise ValueError(f"${ARCH_ENV}: {e}") from None
+    return None
+
+
+def _resolve_arch(cc) -> Optional[str]:
+    """The CUDA loaders' ``--arch``: ``compute_capability``, else brainevent's pins,
+    else ``None`` (bekc's default, ``auto``: the GPUs present)."""
+    return _normalize_arch(cc) or _pinned_arch()
+
+
+# --------------------------------------------------------------------------- include dirs
+def _package_dir(name: str) -> Optional[str]:
+    """The directory of top-level package ``name``, found without importing it."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    if spec.origin and os.path.isabs(spec.origin):
+        return os.path.dirname(spec.origin)
+    locations = list(spec.submodule_search_locations or ())
+    return locations[0] if locations else None
+
+
+def _brainevent_include_dir() -> Optional[str]:
+    """The real path of the installed brainevent's ``include`` directory, or ``None``."""
+    d = _package_dir("brainevent")
+    inc = os.path.join(d, "include") if d else None
+    return os.path.realpath(inc) if inc and os.path.isdir(inc) else None
+
+
+def _xla_include_dir() -> Optional[str]:
+    """The real path of jaxlib's ``include`` directory (what ``jax.ffi.include_dir()``
+    returns) when it holds XLA's FFI headers, or ``None``."""
+    d = _package_dir("jaxlib")
+    inc = os.path.join(d, "include") if d else None
+    if inc and os.path.isfile(os.path.join(inc, "xla", "ffi", "api", "ffi.h")):
+        return os.path.realpath(inc)
+    return None
 
 
 def _check_token(text: str, what: str) -> str:
@@ -184,13 +277,22 @@ def build_argv(
     allow_cuda_graph: bool = True,
     cache_dir: Optional[str] = None,
     binary: str = "bekc",
+    brainevent_include: Optional[str] = None,
+    xla_include: Optional[str] = None,
 ) -> List[str]:
     """The ``bekc build`` argument vector for a brainevent-style call.
 
-    ``flag_kind`` is ``"cuda"`` (``extra_flags`` become ``--cuda-flag=F``) or
-    ``"cxx"`` (``--cxx-flag=F``). Options with values use the ``--opt=value``
-    form so values starting with ``-`` are never mistaken for options; paths
-    are made absolute.
+    ``flag_kind`` is ``"cuda"`` (``extra_flags`` become ``--cuda-flag=F``, each
+    ``extra_ldflags`` entry one ``--linker-arg=E``: one argument for the
+    linker, as brainevent's ``-Xlinker E``) or ``"cxx"`` (``--cxx-flag=F`` and
+    ``--ldflag=E``: the entry goes to the compiler driver as it is, as in
+    brainevent). An ``extra_ldflags`` entry that cannot be passed that way
+    raises ``TypeError``/``ValueError`` naming it. ``brainevent_include`` is
+    added as ``-I`` after ``extra_include_paths`` (the user's directories are
+    never shadowed), ``xla_include`` as ``--xla-include``; the loaders fill both
+    in from the installed packages. Options with values use the
+    ``--opt=value`` form so values starting with ``-`` are never mistaken for
+    options; paths are made absolute.
     """
     if not isinstance(name, str) or not name or "\0" in name:
         raise ValueError(f"name must be a non-empty string, got {name!r}")
@@ -203,20 +305,23 @@ def build_argv(
     argv += [f"--name={name}", "--json", f"-O{optimization_level}"]
     if verbose:
         argv.append("-v")
-    if target_prefix is not None:
+    if target_prefix:  # brainevent: `target_prefix or name`
         argv.append(f"--target-prefix={target_prefix}")
     if use_fast_math:
         argv.append("--fast-math")
     arch = _normalize_arch(compute_capability)
     if arch:
         argv.append(f"--arch={arch}")
-    for inc in extra_include_paths or ():
-        argv += ["-I", os.path.abspath(os.fspath(inc))]
+    for inc in _as_paths(extra_include_paths):
+        argv += ["-I", os.path.abspath(inc)]
+    if brainevent_include:
+        argv += ["-I", brainevent_include]
+    if xla_include:
+        argv.append(f"--xla-include={xla_include}")
     opt = "--cuda-flag" if flag_kind == "cuda" else "--cxx-flag"
     for f in _as_list(extra_flags, "extra flags"):
         argv.append(f"{opt}={f}")
-    for f in _as_list(extra_ldflags, "extra_ldflags"):
-        argv.append(f"--ldflag={f}")
+    argv += _linker_args(extra_ldflags, flag_kind)
     if not allow_cuda_graph:
         argv.append("--no-cuda-graph")
     if force_rebuild:
@@ -231,6 +336,48 @@ def build_argv(
         argv += ["-o", os.path.abspath(os.fspath(build_directory))]
     argv += _function_args(functions)
     return argv
+
+
+def _as_paths(paths) -> List[str]:
+    if paths is None:
+        return []
+    if isinstance(paths, (str, os.PathLike)):
+        return [os.fspath(paths)]
+    return [os.fspath(p) for p in paths]
+
+
+def _linker_args(entries, flag_kind: str) -> List[str]:
+    """brainevent's ``extra_ldflags`` as bekc options, each entry checked first.
+
+    CUDA: brainevent passes each entry to the host linker as one argument
+    (``-Xlinker E``); bekc's ``--linker-arg=E`` does the same. nvcc splits an
+    ``-Xlinker`` value at commas, so an entry with a comma cannot reach the
+    linker whole and is refused here. C++: each entry goes to the compiler
+    driver as it is (``--ldflag=E``), so ``-Wl,-rpath,/x`` is fine there.
+    """
+    if entries is None:
+        return []
+    if isinstance(entries, (str, os.PathLike)):
+        entries = [entries]  # one entry; a list is expected, but be forgiving
+    cuda = flag_kind == "cuda"
+    out = []
+    for e in entries:
+        value = os.fspath(e) if isinstance(e, os.PathLike) else e
+        if not isinstance(value, str):
+            raise TypeError(f"extra_ldflags entry {e!r} is not a string")
+        if not value:
+            raise ValueError("extra_ldflags entry '' is empty; leave it out")
+        if "\0" in value or "\n" in value or "\r" in value:
+            raise ValueError(f"extra_ldflags entry {value!r} contains a NUL or a line break, "
+                             f"which no linker argument can hold")
+        if cuda and "," in value:
+            raise ValueError(
+                f"extra_ldflags entry {value!r} has a comma: a CUDA build passes each entry "
+                f"to the linker as one argument through nvcc's -Xlinker, which splits at "
+                f"commas. Pass the parts as separate entries (e.g. '-rpath=/dir' instead of "
+                f"'-Wl,-rpath,/dir').")
+        out.append(("--linker-arg=" if cuda else "--ldflag=") + value)
+    return out
 
 
 def _as_list(flags, what: str) -> List[str]:
@@ -307,7 +454,7 @@ def _stat_sig(path: str):
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _memo_get(key: tuple, auto_register: bool) -> Optional[Module]:
+def _memo_get(key: tuple, auto_register: bool, replace: bool) -> Optional[Module]:
     hit = _INLINE_MEMO.get(key)
     if hit is None:
         return None
@@ -319,18 +466,18 @@ def _memo_get(key: tuple, auto_register: bool) -> Optional[Module]:
         _INLINE_MEMO.pop(key, None)
         return None
     if auto_register and not module.registered:
-        module.register()
+        module.register(replace=replace)
     return module
 
 
 def _build_and_load(argv_tail: List[str], *, verbose: bool, auto_register: bool,
-                    memo_key: Optional[tuple] = None) -> Module:
+                    replace: bool = False, memo_key: Optional[tuple] = None) -> Module:
     argv = [find_binary()] + argv_tail
     result = run_bekc(argv, verbose=verbose)
     manifest = result.get("manifest") if isinstance(result, dict) else None
     if not manifest:
         raise BekcError(f"bekc --json output has no 'manifest': {result!r}")
-    module = load(manifest, register=auto_register)
+    module = load(manifest, register=auto_register, replace=replace)
     if memo_key is not None:
         try:
             lpath = result.get("library") or module.library_path
@@ -340,30 +487,38 @@ def _build_and_load(argv_tail: List[str], *, verbose: bool, auto_register: bool,
     return module
 
 
-def _load_inline(name, sources, ext, flag_kind, functions, extra_flags, *, extra_ldflags,
-                 extra_include_paths, build_directory, verbose, compute_capability,
-                 force_rebuild, auto_register, target_prefix, ninja_workers,
-                 optimization_level, use_fast_math, allow_cuda_graph) -> Module:
+def _loader_argv(inputs, *, flag_kind: str, compute_capability=None, **options) -> List[str]:
+    """``build_argv`` plus what brainevent's pipeline adds to every build: its
+    ``include`` directory and XLA's FFI headers (``jax.ffi.include_dir()``), and,
+    for CUDA, its compute-capability pins."""
+    arch = _resolve_arch(compute_capability) if flag_kind == "cuda" else None
+    return build_argv(inputs, flag_kind=flag_kind, compute_capability=arch,
+                      cache_dir=_CACHE_DIR_OVERRIDE, brainevent_include=_brainevent_include_dir(),
+                      xla_include=_xla_include_dir(), **options)
+
+
+def _load_inline(name, sources, ext, flag_kind, functions, extra_flags, *, replace,
+                 auto_register, **options) -> Module:
+    """``options``: the keyword arguments of :func:`build_argv` a loader takes."""
     text = _join_sources(sources)
     src = _inline_source_path(text, name, ext)
-    argv = build_argv(
-        [src], name=name, functions=functions, flag_kind=flag_kind, extra_flags=extra_flags,
-        extra_ldflags=extra_ldflags, extra_include_paths=extra_include_paths,
-        build_directory=build_directory, verbose=verbose, compute_capability=compute_capability,
-        force_rebuild=force_rebuild, target_prefix=target_prefix, ninja_workers=ninja_workers,
-        optimization_level=optimization_level, use_fast_math=use_fast_math,
-        allow_cuda_graph=allow_cuda_graph, cache_dir=_CACHE_DIR_OVERRIDE)
+    argv = _loader_argv([src], name=name, functions=functions, flag_kind=flag_kind,
+                        extra_flags=extra_flags, **options)
     tail = argv[1:]
+    force_rebuild = options["force_rebuild"]
+    # brainevent: force_rebuild re-registers as replace would.
+    replace = bool(replace or force_rebuild)
     memo_key = None
-    if _memo_safe(text, extra_include_paths, extra_flags):
+    if _memo_safe(text, options["extra_include_paths"], extra_flags):
         memo_key = (tuple(a for a in tail if a not in ("--force", "-v")),
                     os.environ.get("BEKC", ""))
         if not force_rebuild:
-            module = _memo_get(memo_key, auto_register)
+            module = _memo_get(memo_key, auto_register, replace)
             if module is not None:
                 return module
     _ensure_source_file(src, text)
-    return _build_and_load(tail, verbose=verbose, auto_register=auto_register, memo_key=memo_key)
+    return _build_and_load(tail, verbose=options["verbose"], auto_register=auto_register,
+                           replace=replace, memo_key=memo_key)
 
 
 # --------------------------------------------------------------------------- public loaders
@@ -379,6 +534,7 @@ def load_cuda_inline(
     verbose: bool = False,
     compute_capability=None,
     force_rebuild: bool = False,
+    replace: bool = False,
     auto_register: bool = True,
     target_prefix: Optional[str] = None,
     ninja_workers: Optional[int] = None,
@@ -392,21 +548,34 @@ def load_cuda_inline(
     maps names to arg_spec tokens (``{"vector_add": ["arg", "arg", "ret",
     "stream"]}``), lists bare names (spec inferred), or is ``None`` (``// @BE``
     annotations). Targets are registered as ``<target_prefix or name>.<fn>``
-    unless ``auto_register=False``. ``extra_cuda_cflags`` -> ``--cuda-flag``,
-    ``extra_ldflags`` -> ``--ldflag``, ``extra_include_paths`` -> ``-I``,
-    ``build_directory`` -> ``-o``, ``compute_capability`` -> ``--arch``,
-    ``force_rebuild`` -> ``--force``, ``ninja_workers`` -> ``-j``,
-    ``optimization_level`` -> ``-O<n>``, ``use_fast_math`` -> ``--fast-math``,
-    ``allow_cuda_graph=False`` -> ``--no-cuda-graph``, ``verbose`` -> ``-v``.
+    unless ``auto_register=False``.
+
+    ``extra_cuda_cflags`` -> ``--cuda-flag`` each; ``extra_ldflags`` -> one
+    ``--linker-arg`` per entry (one linker argument, brainevent's ``-Xlinker``;
+    an entry with a comma raises ``ValueError``); ``extra_include_paths`` ->
+    ``-I``, ahead of brainevent's ``include`` directory (added when brainevent
+    is installed), and jaxlib's XLA FFI headers go in as ``--xla-include``;
+    ``build_directory`` -> ``-o`` (the library and manifest are placed there);
+    ``compute_capability`` (``"8.6"``, ``"sm_86"``, ``"compute_86"``, lists) ->
+    ``--arch``, and when it is ``None`` brainevent's pins
+    (``brainevent.config.set_compute_capability``, then
+    ``$BRAINEVENT_COMPUTE_CAPABILITIES``) apply; ``force_rebuild`` ->
+    ``--force``; ``replace``: see :func:`bekc.load` (XLA cannot re-point a
+    registered target, so a changed library under a registered name raises
+    :class:`bekc.TargetConflictError`, with or without it);
+    ``ninja_workers`` -> ``-j``; ``optimization_level`` -> ``-O<n>``;
+    ``use_fast_math`` -> ``--fast-math``; ``allow_cuda_graph=False`` ->
+    ``--no-cuda-graph``; ``verbose`` -> ``-v``.
     Raises :class:`bekc.CompileError` with bekc's diagnostics on failure.
     """
     return _load_inline(
         name, cuda_sources, ".cu", "cuda", functions, extra_cuda_cflags,
         extra_ldflags=extra_ldflags, extra_include_paths=extra_include_paths,
         build_directory=build_directory, verbose=verbose, compute_capability=compute_capability,
-        force_rebuild=force_rebuild, auto_register=auto_register, target_prefix=target_prefix,
-        ninja_workers=ninja_workers, optimization_level=optimization_level,
-        use_fast_math=use_fast_math, allow_cuda_graph=allow_cuda_graph)
+        force_rebuild=force_rebuild, replace=replace, auto_register=auto_register,
+        target_prefix=target_prefix, ninja_workers=ninja_workers,
+        optimization_level=optimization_level, use_fast_math=use_fast_math,
+        allow_cuda_graph=allow_cuda_graph)
 
 
 def load_cpp_inline(
@@ -420,6 +589,7 @@ def load_cpp_inline(
     build_directory: Optional[str] = None,
     verbose: bool = False,
     force_rebuild: bool = False,
+    replace: bool = False,
     auto_register: bool = True,
     target_prefix: Optional[str] = None,
     ninja_workers: Optional[int] = None,
@@ -430,31 +600,35 @@ def load_cpp_inline(
 
     Same parameters as :func:`load_cuda_inline`, with ``extra_cflags``
     (-> ``--cxx-flag``) in place of ``extra_cuda_cflags`` and no CUDA options.
-    Targets are registered for platform ``"cpu"``.
+    Each ``extra_ldflags`` entry goes to the compiler driver as it is
+    (``--ldflag``), as in brainevent. Targets are registered for platform
+    ``"cpu"``.
     """
     return _load_inline(
         name, cpp_sources, ".cpp", "cxx", functions, extra_cflags,
         extra_ldflags=extra_ldflags, extra_include_paths=extra_include_paths,
         build_directory=build_directory, verbose=verbose, compute_capability=None,
-        force_rebuild=force_rebuild, auto_register=auto_register, target_prefix=target_prefix,
-        ninja_workers=ninja_workers, optimization_level=optimization_level,
-        use_fast_math=use_fast_math, allow_cuda_graph=True)
+        force_rebuild=force_rebuild, replace=replace, auto_register=auto_register,
+        target_prefix=target_prefix, ninja_workers=ninja_workers,
+        optimization_level=optimization_level, use_fast_math=use_fast_math,
+        allow_cuda_graph=True)
 
 
 def _load_files(files: List[str], name: str, flag_kind: str, functions, extra_flags, *,
                 extra_ldflags=None, extra_include_paths=None, build_directory=None,
-                verbose=False, compute_capability=None, force_rebuild=False,
+                verbose=False, compute_capability=None, force_rebuild=False, replace=False,
                 auto_register=True, target_prefix=None, ninja_workers=None,
                 optimization_level=3, use_fast_math=False, allow_cuda_graph=True) -> Module:
-    argv = build_argv(
+    argv = _loader_argv(
         files, name=name, functions=functions, flag_kind=flag_kind, extra_flags=extra_flags,
         extra_ldflags=extra_ldflags, extra_include_paths=extra_include_paths,
         build_directory=build_directory, verbose=verbose, compute_capability=compute_capability,
         force_rebuild=force_rebuild, target_prefix=target_prefix, ninja_workers=ninja_workers,
         optimization_level=optimization_level, use_fast_math=use_fast_math,
-        allow_cuda_graph=allow_cuda_graph, cache_dir=_CACHE_DIR_OVERRIDE)
+        allow_cuda_graph=allow_cuda_graph)
     # Files on disk may include headers bekc alone tracks: always ask bekc (a hit costs ms).
-    return _build_and_load(argv[1:], verbose=verbose, auto_register=auto_register)
+    return _build_and_load(argv[1:], verbose=verbose, auto_register=auto_register,
+                           replace=bool(replace or force_rebuild))
 
 
 def _stem(path) -> str:
@@ -462,47 +636,53 @@ def _stem(path) -> str:
 
 
 def _existing_file(path) -> str:
-    p = os.path.abspath(os.fspath(path))
+    """The real path of a source file: one file reached through different
+    spellings (symlinks, ``..``) is one input, so one bekc cache key."""
+    p = os.path.realpath(os.fspath(path))
     if not os.path.isfile(p):
-        raise FileNotFoundError(f"source file not found: {p}")
+        raise FileNotFoundError(f"source file not found: {os.path.abspath(os.fspath(path))}")
     return p
 
 
 def load_cuda_file(filepath, functions: Functions = None, *, name: Optional[str] = None,
                    extra_cuda_cflags=None, **kwargs) -> Module:
-    """Compile one ``.cu`` file (passed to bekc as is, so diagnostics name it) and
-    load it. ``name`` defaults to the file stem; other keywords as in
-    :func:`load_cuda_inline`."""
+    """Compile one ``.cu`` file (passed to bekc by its real path, so diagnostics
+    name it) and load it. ``name`` defaults to the file stem as spelled; other
+    keywords as in :func:`load_cuda_inline`."""
     p = _existing_file(filepath)
-    return _load_files([p], name or _stem(p), "cuda", functions, extra_cuda_cflags, **kwargs)
+    return _load_files([p], name or _stem(filepath), "cuda", functions, extra_cuda_cflags,
+                       **kwargs)
 
 
 def load_cuda_dir(directory, functions: Functions = None, *, name: Optional[str] = None,
                   file_patterns: Optional[List[str]] = None, extra_cuda_cflags=None,
                   **kwargs) -> Module:
     """Compile every file of ``directory`` matching ``file_patterns`` (default
-    ``["*.cu"]``; ``.cpp`` files matched too become CPU targets) into one module.
+    ``["*.cu"]``; ``pathlib`` glob patterns, so ``"**/*.cu"`` recurses, as in
+    brainevent; ``.cpp`` files matched too become CPU targets) into one module.
     ``name`` defaults to the directory name; other keywords as in
     :func:`load_cuda_inline`."""
-    import glob
-    d = os.path.abspath(os.fspath(directory))
+    spelled = os.path.abspath(os.fspath(directory))
+    d = os.path.realpath(spelled)
     if not os.path.isdir(d):
-        raise FileNotFoundError(f"not a directory: {d}")
+        raise FileNotFoundError(f"not a directory: {spelled}")
     patterns = list(file_patterns or ["*.cu"])
     files: List[str] = []
+    root = pathlib.Path(d)
     for pat in patterns:
-        for p in sorted(glob.glob(os.path.join(glob.escape(d), pat))):
-            if os.path.isfile(p) and p not in files:
-                files.append(p)
+        for p in sorted(str(m) for m in root.glob(pat)):
+            real = os.path.realpath(p)
+            if os.path.isfile(real) and real not in files:
+                files.append(real)
     if not files:
-        raise FileNotFoundError(f"no source files matching {patterns} in {d}")
-    return _load_files(files, name or os.path.basename(d.rstrip(os.sep)), "cuda", functions,
-                       extra_cuda_cflags, **kwargs)
+        raise FileNotFoundError(f"no source files matching {patterns} in {spelled}")
+    return _load_files(files, name or os.path.basename(spelled.rstrip(os.sep)), "cuda",
+                       functions, extra_cuda_cflags, **kwargs)
 
 
 def load_cpp_file(filepath, functions: Functions = None, *, name: Optional[str] = None,
                   extra_cflags=None, **kwargs) -> Module:
     """Compile one C++ file for the CPU and load it. ``name`` defaults to the file
-    stem; other keywords as in :func:`load_cpp_inline`."""
+    stem as spelled; other keywords as in :func:`load_cpp_inline`."""
     p = _existing_file(filepath)
-    return _load_files([p], name or _stem(p), "cxx", functions, extra_cflags, **kwargs)
+    return _load_files([p], name or _stem(filepath), "cxx", functions, extra_cflags, **kwargs)

@@ -21,7 +21,13 @@ class BekcError(Exception):
 
 
 class ManifestError(BekcError, ValueError):
-    """The manifest is unreadable, has the wrong schema, or is inconsistent."""
+    """The manifest is unreadable, has the wrong schema, or is inconsistent.
+
+    Also raised when a manifest asks for what the loader refuses to trust: a
+    library outside the manifest's directory, a field of the wrong type or
+    range, or a symbol that bekc does not generate or that the library does not
+    define itself (docs/manifest.md, "What the loader checks").
+    """
 
 
 class LibraryHashMismatchError(ManifestError):

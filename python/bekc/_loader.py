@@ -9,6 +9,15 @@ keeps one registry of every target name it registered, guarded by a lock:
 * a different library claiming an already registered name raises
   :class:`~bekc.TargetConflictError` before anything is registered.
 
+``replace=True`` (brainevent's parameter) keeps these rules. XLA offers no way
+to re-point a registered target at new code: jaxlib's CPU registry rejects a
+second handler under a registered name, its CUDA registry keeps the first one
+without a word, and every compiled executable holds the handler it was built
+with. brainevent 0.2.1 refuses such a replacement too. So with ``replace=True``
+the same library (same bytes or same cache key) is again a no-op, and a
+changed one raises :class:`~bekc.TargetConflictError` saying that the
+replacement cannot be done and how to load the new code under another name.
+
 Targets whose platform is ``"CUDA"`` are registered even when the installed
 jaxlib has no CUDA backend: ``jax.ffi.register_ffi_target`` then only queues
 them (jaxlib keeps them until a CUDA backend appears), and calling one on the
@@ -23,7 +32,9 @@ import difflib
 import hashlib
 import json
 import os
+import re
 import shutil
+import stat
 import tempfile
 import threading
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -41,12 +52,33 @@ __all__ = ["load", "Module", "KernelFunction", "registered_targets"]
 
 SCHEMA_VERSION = 1
 MANIFEST_NAME = "manifest.json"
+# A manifest is a few KiB per target; a file larger than this is not one, and
+# is refused before it is read (see docs/manifest.md, "What the loader checks").
+MAX_MANIFEST_BYTES = 16 << 20
+# The handler symbols bekc generates for function F (lib/codegen/wrapper.cpp:
+# handler_symbol, handler_symbol_nograph); a manifest may name no others.
+SYMBOL_PREFIX = "bekc_ffi_"
+NOGRAPH_SUFFIX = "_nograph"
+PLATFORMS = ("CUDA", "cpu")
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_TARGET_PREFIX = re.compile(r"[A-Za-z0-9_.]+")  # `bekc build --target-prefix`'s rule
+_SHA256_HEX = re.compile(r"[0-9a-fA-F]{64}")
+_ATTR_TOKEN = re.compile(r"attr\.([A-Za-z_][A-Za-z0-9_]*):([a-z0-9]+)")
+_SPEC_WORDS = frozenset(("arg", "ret", "stream"))
+# Files are opened without blocking (a FIFO), without becoming a controlling
+# terminal, and closed on exec.
+_OPEN_FLAGS = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+               | getattr(os, "O_CLOEXEC", 0))
 
 _LOCK = threading.RLock()
 # target name -> _Claim of the library that registered it (this process).
 _REGISTRY: Dict[str, "_Claim"] = {}
 # library sha256 -> ctypes.CDLL (kept alive for the life of the process).
 _LIBS_BY_SHA: Dict[str, ctypes.CDLL] = {}
+# library sha256 -> (path given to dlopen, (st_dev, st_ino) of that file), to
+# tell the library's own symbols from those of its dependencies.
+_LIB_FILES: Dict[str, Tuple[str, tuple]] = {}
 # absolute library path -> sha256 of what was dlopen()ed from it.
 _SHA_BY_LOADED_PATH: Dict[str, str] = {}
 # (sha256, target signature) -> Module
@@ -90,18 +122,17 @@ def _stat_sig(st: os.stat_result) -> tuple:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _sha256_file(path: str, st: Optional[os.stat_result] = None) -> str:
-    st = st if st is not None else os.stat(path)
+def _sha256_fd(fd: int, path: str, st: os.stat_result) -> str:
+    """SHA-256 of the open regular file ``fd`` (memoized by path and stat)."""
     memo_key = (path,) + _stat_sig(st)
     sha = _SHA_MEMO.get(memo_key)
     if sha is None:
         h = hashlib.sha256()
-        with open(path, "rb") as f:
-            while True:
-                chunk = f.read(1 << 20)
-                if not chunk:
-                    break
-                h.update(chunk)
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            h.update(chunk)
         sha = h.hexdigest()
         _SHA_MEMO[memo_key] = sha
     return sha
@@ -114,28 +145,85 @@ def _resolve_manifest_path(manifest_or_dir) -> str:
     return path
 
 
-def _read_manifest(path: str) -> dict:
+def _file_kind(st: os.stat_result) -> str:
+    for test, kind in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(st.st_mode):
+            return kind
+    return "not a regular file"
+
+
+def _require_regular(st: os.stat_result, what: str) -> None:
+    if not stat.S_ISREG(st.st_mode):
+        raise ManifestError(f"{what} is {_file_kind(st)}, not a regular file")
+
+
+def _read_manifest_bytes(path: str) -> Tuple[bytes, os.stat_result]:
+    """The manifest's bytes and the fstat of the file they were read from.
+
+    Only a regular file of at most MAX_MANIFEST_BYTES is read: a FIFO,
+    /dev/zero or a directory passed as the manifest neither blocks nor fills
+    memory. It is checked with stat before it is opened (so no device is
+    opened) and with fstat after (in case it was swapped in between).
+    """
+    what = f"bekc manifest {path}"
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        before = os.stat(path)
     except FileNotFoundError:
         raise ManifestError(f"bekc manifest not found: {path}") from None
+    except (OSError, ValueError) as e:  # ValueError: a NUL in the path
+        raise ManifestError(f"cannot read bekc manifest {path}: {e}") from None
+    _require_regular(before, what)
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
     except OSError as e:
         raise ManifestError(f"cannot read bekc manifest {path}: {e}") from None
     try:
+        st = os.fstat(fd)
+        _require_regular(st, what)
+        limit = f"a bekc manifest is at most {MAX_MANIFEST_BYTES >> 20} MiB"
+        if st.st_size > MAX_MANIFEST_BYTES:
+            raise ManifestError(f"{what} is {st.st_size} bytes: {limit}")
+        # Sized from fstat (a 1 MiB buffer per read costs an mmap), at least a
+        # page for files that report no size (procfs).
+        step = max(st.st_size + 1, 4096)
+        chunks, left = [], MAX_MANIFEST_BYTES + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, step))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        if left <= 0:  # the file grew past the limit while being read
+            raise ManifestError(f"{what} is over {MAX_MANIFEST_BYTES} bytes: {limit}")
+    except OSError as e:
+        raise ManifestError(f"cannot read bekc manifest {path}: {e}") from None
+    finally:
+        os.close(fd)
+    return b"".join(chunks), st
+
+
+def _read_manifest(path: str) -> Tuple[dict, os.stat_result]:
+    data, st = _read_manifest_bytes(path)
+    try:
         manifest = json.loads(data)
-    except ValueError as e:
+    except RecursionError:
+        raise ManifestError(f"{path} is not a bekc manifest: its JSON is nested too deeply "
+                            f"to be read") from None
+    except ValueError as e:  # also UnicodeDecodeError
         raise ManifestError(f"{path} is not valid JSON: {e}") from None
     if not isinstance(manifest, dict):
-        raise ManifestError(f"{path}: a bekc manifest is a JSON object, got {type(manifest).__name__}")
+        raise ManifestError(f"{path}: a bekc manifest is a JSON object, got {_json_type(manifest)}")
     schema = manifest.get("schema")
-    if schema != SCHEMA_VERSION:
+    # type() is int, not isinstance: JSON true is a Python int too.
+    if type(schema) is not int or schema != SCHEMA_VERSION:
         raise ManifestError(
             f"{path}: unsupported manifest schema {schema!r}; this loader (bekc "
             f"{_version()}) reads schema {SCHEMA_VERSION}. Rebuild with a matching "
             f"`bekc build`, or install the bekc Python package that ships with that binary.")
     _validate(manifest, path)
-    return manifest
+    return manifest, st
 
 
 def _version() -> str:
@@ -143,57 +231,169 @@ def _version() -> str:
     return __version__
 
 
-def _attrs_from_spec(arg_spec) -> List[dict]:
-    attrs = []
-    for tok in arg_spec:
-        if isinstance(tok, str) and tok.startswith("attr."):
-            name, _, typ = tok[5:].partition(":")
-            attrs.append({"name": name, "type": typ})
-    return attrs
+_JSON_TYPES = {bool: "true/false", int: "an integer", float: "a number", str: "a string",
+               list: "an array", dict: "an object", type(None): "null"}
+
+
+def _json_type(value) -> str:
+    return _JSON_TYPES.get(type(value), type(value).__name__)
+
+
+def _got(value) -> str:
+    """``value`` for an error message: its JSON type and a short repr."""
+    text = repr(value)
+    if len(text) > 80:
+        text = text[:77] + "..."
+    return f"{_json_type(value)} ({text})"
+
+
+def _bad(path: str, field: str, problem: str) -> ManifestError:
+    return ManifestError(f"{path}: '{field}' {problem}")
+
+
+def _is_count(value) -> bool:
+    return type(value) is int and value >= 0  # not bool: JSON true is no count
+
+
+def _check_library_name(library, path: str) -> None:
+    """``library`` must name a file in the manifest's own directory: a plain name."""
+    if not isinstance(library, str) or not library:
+        raise _bad(path, "library", f"must be a non-empty string, got {_got(library)}")
+    if "/" in library or "\0" in library or library in (".", ".."):
+        raise _bad(path, "library",
+                   f"must be a plain file name in the manifest's own directory (no '/', not "
+                   f"'.' or '..', no NUL), got {library!r}: bekc writes the library next to "
+                   f"its manifest, and the loader opens nothing else")
 
 
 def _validate(manifest: dict, path: str) -> None:
+    """Check the type and range of every field the loader reads (ManifestError)."""
     for field in ("name", "library", "library_sha256", "targets"):
         if field not in manifest:
             raise ManifestError(f"{path}: manifest has no '{field}' field")
-    if not isinstance(manifest["library"], str) or not manifest["library"]:
-        raise ManifestError(f"{path}: 'library' must be a non-empty string")
+    name = manifest["name"]
+    if not isinstance(name, str) or not name:
+        raise _bad(path, "name", f"must be a non-empty string, got {_got(name)}")
+    key = manifest.get("key")
+    if key is not None and not isinstance(key, str):
+        raise _bad(path, "key", f"must be a string (the cache key), got {_got(key)}")
+    _check_library_name(manifest["library"], path)
     sha = manifest["library_sha256"]
-    if not (isinstance(sha, str) and len(sha) == 64):
-        raise ManifestError(f"{path}: 'library_sha256' must be 64 hex digits, got {sha!r}")
+    if not (isinstance(sha, str) and _SHA256_HEX.fullmatch(sha)):
+        raise _bad(path, "library_sha256", f"must be 64 hex digits, got {_got(sha)}")
     targets = manifest["targets"]
     if not isinstance(targets, list):
-        raise ManifestError(f"{path}: 'targets' must be a list")
-    seen_names, seen_functions = set(), set()
+        raise _bad(path, "targets", f"must be an array, got {_got(targets)}")
+    seen: Dict[str, set] = {"name": set(), "function": set(), "symbol": set()}
     for i, t in enumerate(targets):
-        if not isinstance(t, dict):
-            raise ManifestError(f"{path}: targets[{i}] is not an object")
-        for field in ("name", "symbol", "function", "platform", "num_args", "num_rets"):
-            if field not in t:
-                raise ManifestError(f"{path}: targets[{i}] has no '{field}' field")
-        if "attrs" not in t:
-            t["attrs"] = _attrs_from_spec(t.get("arg_spec", ()))
-        for a in t["attrs"]:
-            if not (isinstance(a, dict) and "name" in a and "type" in a):
-                raise ManifestError(f"{path}: target {t['name']!r} has a malformed attr entry {a!r}")
-            if a["type"] not in ATTR_TYPES:
-                raise ManifestError(
-                    f"{path}: target {t['name']!r} attribute {a['name']!r} has unknown type "
-                    f"{a['type']!r} (known: {', '.join(sorted(ATTR_TYPES))})")
-        if t["name"] in seen_names:
-            raise ManifestError(f"{path}: target name {t['name']!r} appears twice")
-        if t["function"] in seen_functions:
-            raise ManifestError(f"{path}: function {t['function']!r} appears twice")
-        seen_names.add(t["name"])
-        seen_functions.add(t["function"])
+        _validate_target(t, i, path)
+        for field, names in seen.items():
+            if t[field] in names:
+                raise _bad(path, f"targets[{i}].{field}", f"{t[field]!r} appears twice")
+            names.add(t[field])
+
+
+_TARGET_FIELDS = ("name", "symbol", "function", "platform", "num_args", "num_rets")
+_TARGET_FIELD_SET = frozenset(_TARGET_FIELDS)
+
+
+# Field paths in messages are formatted only when a check fails: this runs for
+# every target of every manifest read (hundreds in one library).
+def _validate_target(t, i: int, path: str) -> None:
+    if not isinstance(t, dict):
+        raise _bad(path, f"targets[{i}]", f"must be an object, got {_got(t)}")
+    if not t.keys() >= _TARGET_FIELD_SET:
+        field = next(f for f in _TARGET_FIELDS if f not in t)
+        raise ManifestError(f"{path}: targets[{i}] has no '{field}' field")
+    fn = t["function"]
+    if not (isinstance(fn, str) and _IDENTIFIER.fullmatch(fn)):
+        raise _bad(path, f"targets[{i}].function",
+                   f"must be an ASCII C++ identifier, got {_got(fn)}")
+    name = t["name"]
+    if not (isinstance(name, str) and name.endswith("." + fn)
+            and _TARGET_PREFIX.fullmatch(name, 0, len(name) - len(fn) - 1)):
+        raise _bad(path, f"targets[{i}].name",
+                   f"must be '<target_prefix>.{fn}' (a prefix of ASCII letters, digits, '_' "
+                   f"and '.'), got {_got(name)}")
+    symbol = t["symbol"]
+    handler = SYMBOL_PREFIX + fn
+    if not (isinstance(symbol, str) and (symbol == handler or symbol == handler + NOGRAPH_SUFFIX)):
+        raise _bad(path, f"targets[{i}].symbol",
+                   f"must be '{handler}' or '{handler}{NOGRAPH_SUFFIX}', the handlers bekc "
+                   f"generates for function '{fn}'; got {_got(symbol)}")
+    platform = t["platform"]
+    if not (isinstance(platform, str) and platform in PLATFORMS):
+        raise _bad(path, f"targets[{i}].platform",
+                   f"must be one of {', '.join(map(repr, PLATFORMS))}, got {_got(platform)}")
+    for field in ("num_args", "num_rets"):
+        if not _is_count(t[field]):
+            raise _bad(path, f"targets[{i}].{field}",
+                       f"must be a non-negative integer, got {_got(t[field])}")
+    spec_attrs = _validate_arg_spec(t, i, path) if "arg_spec" in t else []
+    attrs = t.setdefault("attrs", spec_attrs)
+    if attrs is spec_attrs:
+        return  # taken from arg_spec, which was checked
+    if not isinstance(attrs, list):
+        raise _bad(path, f"targets[{i}].attrs", f"must be an array of objects, got {_got(attrs)}")
+    names = set()
+    for j, a in enumerate(attrs):
+        if not (isinstance(a, dict) and "name" in a and "type" in a):
+            raise _bad(path, f"targets[{i}].attrs[{j}]",
+                       f"is a malformed attr entry {_got(a)}: it must be "
+                       f"{{\"name\": ..., \"type\": ...}}")
+        if not (isinstance(a["name"], str) and _IDENTIFIER.fullmatch(a["name"])):
+            raise _bad(path, f"targets[{i}].attrs[{j}].name",
+                       f"must be an identifier, got {_got(a['name'])}")
+        if not (isinstance(a["type"], str) and a["type"] in ATTR_TYPES):
+            raise _bad(path, f"targets[{i}].attrs[{j}].type",
+                       f"of target {name!r} attribute {a['name']!r} has unknown type "
+                       f"{a['type']!r} (known: {', '.join(sorted(ATTR_TYPES))})")
+        if a["name"] in names:
+            raise _bad(path, f"targets[{i}].attrs[{j}].name", f"{a['name']!r} appears twice")
+        names.add(a["name"])
+    if "arg_spec" in t and attrs != spec_attrs and [(a["name"], a["type"]) for a in attrs] != [
+            (a["name"], a["type"]) for a in spec_attrs]:
+        raise _bad(path, f"targets[{i}].attrs",
+                   "does not match the attr.<name>:<type> tokens of its arg_spec")
+
+
+def _validate_arg_spec(t: dict, i: int, path: str) -> List[dict]:
+    """Check ``arg_spec`` against ``num_args``/``num_rets``; returns its attributes."""
+    spec = t["arg_spec"]
+    if not isinstance(spec, list):
+        raise _bad(path, f"targets[{i}].arg_spec", f"must be an array of strings, got {_got(spec)}")
+    attrs = []
+    for j, tok in enumerate(spec):
+        if isinstance(tok, str) and tok in _SPEC_WORDS:
+            continue
+        m = _ATTR_TOKEN.fullmatch(tok) if isinstance(tok, str) else None
+        if m is None:
+            raise _bad(path, f"targets[{i}].arg_spec[{j}]",
+                       f"must be 'arg', 'ret', 'stream' or 'attr.<name>:<type>', got {_got(tok)}")
+        if m.group(2) not in ATTR_TYPES:
+            raise _bad(path, f"targets[{i}].arg_spec[{j}]",
+                       f"has unknown attribute type {m.group(2)!r} (known: "
+                       f"{', '.join(sorted(ATTR_TYPES))})")
+        attrs.append({"name": m.group(1), "type": m.group(2)})
+    for field, word in (("num_args", "arg"), ("num_rets", "ret")):
+        n = spec.count(word)
+        if n != t[field]:
+            raise _bad(path, f"targets[{i}].{field}",
+                       f"is {t[field]}, but arg_spec has {n} '{word}' tokens")
+    if len({a["name"] for a in attrs}) != len(attrs):
+        raise _bad(path, f"targets[{i}].arg_spec", "names an attribute twice")
+    return attrs
 
 
 def _target_signature(manifest: dict) -> tuple:
     return tuple(sorted((t["name"], t["symbol"], t["platform"]) for t in manifest["targets"]))
 
 
-def _dlopen(lib_path: str, sha: str, manifest: dict) -> ctypes.CDLL:
-    """dlopen the library once per content hash and keep the handle alive."""
+def _dlopen(lib_path: str, sha: str, manifest: dict, st: os.stat_result) -> ctypes.CDLL:
+    """dlopen the library once per content hash and keep the handle alive.
+
+    ``st`` is the fstat of the file that was hashed (at ``lib_path``).
+    """
     lib = _LIBS_BY_SHA.get(sha)
     if lib is not None:
         return lib
@@ -204,6 +404,7 @@ def _dlopen(lib_path: str, sha: str, manifest: dict) -> ctypes.CDLL:
         tmpdir = tempfile.mkdtemp(prefix=f"bekc-{sha[:16]}-")
         open_path = os.path.join(tmpdir, os.path.basename(lib_path))
         shutil.copy2(lib_path, open_path)
+        st = os.stat(open_path)
     try:
         lib = ctypes.CDLL(open_path, mode=getattr(os, "RTLD_LOCAL", 0) | getattr(os, "RTLD_NOW", 2))
     except OSError as e:
@@ -214,28 +415,89 @@ def _dlopen(lib_path: str, sha: str, manifest: dict) -> ctypes.CDLL:
                     "nvidia-* wheels) even to be loaded.")
         raise LibraryLoadError(f"cannot load bekc library {lib_path}: {e}.{hint}") from None
     _LIBS_BY_SHA[sha] = lib
+    _LIB_FILES[sha] = (open_path, (st.st_dev, st.st_ino))
     _SHA_BY_LOADED_PATH.setdefault(lib_path, sha)
     return lib
+
+
+class _DlInfo(ctypes.Structure):
+    """``Dl_info`` of <dlfcn.h>, filled in by ``dladdr``."""
+    _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
+                ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
 
 
 _SYMBOL_API = None
 
 
 def _symbol_api():
-    """(dlsym, PyCapsule_New) as private ctypes prototypes, or None off POSIX."""
+    """(dlsym, PyCapsule_New, dladdr) as private ctypes prototypes, or None off POSIX."""
     global _SYMBOL_API
     if _SYMBOL_API is None:
         try:
-            dlsym = ctypes.CDLL(None).dlsym
+            libc = ctypes.CDLL(None)
+            dlsym = libc.dlsym
             dlsym.restype = ctypes.c_void_p
             dlsym.argtypes = (ctypes.c_void_p, ctypes.c_char_p)
+            dladdr = libc.dladdr
+            dladdr.restype = ctypes.c_int
+            dladdr.argtypes = (ctypes.c_void_p, ctypes.POINTER(_DlInfo))
             capsule_new = ctypes.PYFUNCTYPE(
                 ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)(
                     ("PyCapsule_New", ctypes.pythonapi))
-            _SYMBOL_API = (dlsym, capsule_new)
+            _SYMBOL_API = (dlsym, capsule_new, dladdr)
         except (AttributeError, OSError, TypeError):
             _SYMBOL_API = False
     return _SYMBOL_API or None
+
+
+def _defined_in(fname: Optional[bytes], open_path: str, file_id: tuple) -> bool:
+    """Whether ``dladdr``'s ``dli_fname`` is the file dlopen()ed as ``open_path``.
+
+    The dynamic linker records the path it was given, so the names usually
+    match; otherwise (the same file mapped earlier under another name) the
+    device and inode decide.
+    """
+    if not fname:
+        return False
+    name = os.fsdecode(fname)
+    if name == open_path:
+        return True
+    try:
+        st = os.stat(name)
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) == file_id
+
+
+def _check_symbols(library: ctypes.CDLL, sha: str, lib_path: str, manifest: dict,
+                   path: str) -> None:
+    """Every target's symbol must be defined in the library itself.
+
+    dlsym() on a library handle also searches its dependencies (libc's
+    ``abort`` or ``free`` would be found), so the address it returns is
+    checked with dladdr() to lie in the dlopen()ed file.
+    """
+    api = _symbol_api()
+    if api is None:  # pragma: no cover - non-POSIX
+        raise LibraryLoadError(f"cannot check the symbols of bekc library {lib_path}: this "
+                               f"platform offers no dlsym/dladdr")
+    dlsym, _, dladdr = api
+    open_path, file_id = _LIB_FILES[sha]
+    info = _DlInfo()
+    for i, t in enumerate(manifest["targets"]):
+        sym = t["symbol"]
+        addr = dlsym(library._handle, sym.encode())
+        if not addr:
+            raise LibraryLoadError(
+                f"bekc library {lib_path} has no symbol {sym!r} (target {t['name']!r}); "
+                f"the manifest and library do not belong together")
+        found = dladdr(addr, ctypes.byref(info)) != 0
+        if not (found and _defined_in(info.dli_fname, open_path, file_id)):
+            where = os.fsdecode(info.dli_fname) if found and info.dli_fname else "no known file"
+            raise ManifestError(
+                f"{path}: 'targets[{i}].symbol' {sym!r} is not defined in the library "
+                f"{lib_path} itself: the dynamic linker found it in {where}. A manifest may "
+                f"name only handlers that its own library defines.")
 
 
 def _capsules(library: ctypes.CDLL, library_path: str, targets) -> list:
@@ -264,16 +526,22 @@ def _capsules(library: ctypes.CDLL, library_path: str, targets) -> list:
     return out
 
 
-def load(manifest_or_dir, *, register: bool = True) -> "Module":
+def load(manifest_or_dir, *, register: bool = True, replace: bool = False) -> "Module":
     """Load a bekc build and register its FFI targets with JAX.
 
     ``manifest_or_dir`` is a ``manifest.json`` path or a directory holding one.
-    Checks the manifest schema and the library's SHA-256, loads the library
-    with ``ctypes`` and registers every target under its manifest name
+    Checks the manifest (every field it reads; the library must be a file of
+    the manifest's directory with the recorded SHA-256, each symbol a handler
+    bekc generates that the library itself defines: docs/manifest.md, "What
+    the loader checks"; failures are :class:`~bekc.ManifestError`), loads the
+    library with ``ctypes`` and registers every target under its manifest name
     (``<prefix>.<function>``). Loading the same library again is a no-op that
     returns the same :class:`Module`; another library claiming a registered
     name raises :class:`~bekc.TargetConflictError`. With ``register=False``
     nothing is registered (call :meth:`Module.register` later).
+    ``replace=True`` asks for brainevent's replacement of registered targets;
+    XLA cannot do it, so a changed library still raises
+    :class:`~bekc.TargetConflictError` (see the module documentation).
     """
     path = _resolve_manifest_path(manifest_or_dir)
     with _LOCK:
@@ -284,24 +552,16 @@ def load(manifest_or_dir, *, register: bool = True) -> "Module":
             try:
                 if _stat_sig(os.stat(path)) == msig and _stat_sig(os.stat(lib_path)) == lsig:
                     if register and not module.registered:
-                        module.register()
+                        module.register(replace=replace)
                     return module
             except OSError:
                 pass
             del _LOAD_MEMO[path]
 
-        try:
-            mst = os.stat(path)
-        except OSError:
-            mst = None
-        manifest = _read_manifest(path)
-        lib_path = os.path.normpath(os.path.join(os.path.dirname(path), manifest["library"]))
-        try:
-            lst = os.stat(lib_path)
-        except OSError as e:
-            raise ManifestError(
-                f"{path}: library {lib_path} named by the manifest cannot be read: {e}") from None
-        actual = _sha256_file(lib_path, lst)
+        manifest, mst = _read_manifest(path)
+        # A plain file name (checked by _read_manifest): a file of this directory.
+        lib_path = os.path.join(os.path.dirname(path), manifest["library"])
+        lst, actual = _hash_library(lib_path, path)
         expected = manifest["library_sha256"].lower()
         if actual != expected:
             raise LibraryHashMismatchError(
@@ -311,38 +571,60 @@ def load(manifest_or_dir, *, register: bool = True) -> "Module":
                 f"`bekc cache verify` for cache entries).",
                 library=lib_path, expected=expected, actual=actual)
 
-        module = _module_for(manifest, path, lib_path, actual, register)
-        if mst is not None:
-            _LOAD_MEMO[path] = (_stat_sig(mst), lib_path, _stat_sig(lst), module)
+        module = _module_for(manifest, path, lib_path, actual, lst, register, replace)
+        _LOAD_MEMO[path] = (_stat_sig(mst), lib_path, _stat_sig(lst), module)
         return module
 
 
-def _module_for(manifest: dict, path: str, lib_path: str, sha: str, register: bool) -> "Module":
+def _hash_library(lib_path: str, path: str) -> Tuple[os.stat_result, str]:
+    """(fstat, SHA-256) of the library, which must be a regular file."""
+    try:
+        fd = os.open(lib_path, _OPEN_FLAGS)
+    except OSError as e:
+        raise ManifestError(
+            f"{path}: library {lib_path} named by the manifest cannot be read: {e}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _bad(path, "library", f"names {lib_path}, which is {_file_kind(st)}, "
+                                        f"not a regular file")
+        return st, _sha256_fd(fd, lib_path, st)
+    except OSError as e:
+        raise ManifestError(
+            f"{path}: library {lib_path} named by the manifest cannot be read: {e}") from None
+    finally:
+        os.close(fd)
+
+
+def _module_for(manifest: dict, path: str, lib_path: str, sha: str, st: os.stat_result,
+                register: bool, replace: bool = False) -> "Module":
+    """The Module for a checked manifest; ``st`` is the fstat of the hashed library."""
     key = manifest.get("key") or ""
     sig = _target_signature(manifest)
     claims = {t["name"]: _Claim(sha, key, t["symbol"], t["platform"], lib_path, None)
               for t in manifest["targets"]}
     if register:
-        _check_conflicts(claims)
+        _check_conflicts(claims, replace)
     # Reuse a module that already holds the same targets from an equivalent library.
     existing = _MODULES.get((sha, sig))
     if existing is None and key:
         existing = _MODULES.get(("key:" + key, sig))
     if existing is not None:
         if register and not existing.registered:
-            existing.register()
+            existing.register(replace=replace)
         return existing
-    lib = _dlopen(lib_path, sha, manifest)
+    lib = _dlopen(lib_path, sha, manifest, st)
+    _check_symbols(lib, sha, lib_path, manifest, path)
     module = Module(manifest, path, lib_path, sha, lib)
     _MODULES[(sha, sig)] = module
     if key:
         _MODULES.setdefault(("key:" + key, sig), module)
     if register:
-        module.register()
+        module.register(replace=replace)
     return module
 
 
-def _check_conflicts(claims: Dict[str, _Claim]) -> None:
+def _check_conflicts(claims: Dict[str, _Claim], replace: bool = False) -> None:
     conflicts = []
     for name, claim in claims.items():
         old = _REGISTRY.get(name)
@@ -356,13 +638,19 @@ def _check_conflicts(claims: Dict[str, _Claim]) -> None:
     if old.sha256 == new.sha256:
         detail = (f" Same library, different handler symbol ({old.symbol} vs {new.symbol}; "
                   f"e.g. a --no-cuda-graph manifest) or platform ({old.platform} vs {new.platform}).")
+    # With replace=True the caller asked for exactly what XLA cannot do: say so first.
+    lead = "cannot replace FFI target as replace=True asks: " if replace else ""
+    why = ("XLA cannot re-point a registered target: the CPU registry rejects a second "
+           "handler, the CUDA registry silently keeps the first, and compiled executables hold "
+           "the old one (brainevent refuses this replacement too)." if replace else
+           "XLA cannot replace a registered target.")
     raise TargetConflictError(
-        f"FFI target {name!r}{more} is already registered from library {old.library_path} "
-        f"(sha256 {old.sha256[:16]}...), and library {new.library_path} "
-        f"(sha256 {new.sha256[:16]}...) claims the same name.{detail} XLA cannot replace a "
-        f"registered target. Rebuild one of them under another prefix "
-        f"(`bekc build --target-prefix OTHER ...`, or target_prefix='OTHER' / another name in "
-        f"load_cuda_inline), or restart the process to pick up the new library.")
+        f"{lead}FFI target {name!r}{more} is already registered from library "
+        f"{old.library_path} (sha256 {old.sha256[:16]}...), and library {new.library_path} "
+        f"(sha256 {new.sha256[:16]}...) claims the same name.{detail} {why} Rebuild one of "
+        f"them under another prefix (`bekc build --target-prefix OTHER ...`, or "
+        f"target_prefix='OTHER' / another name in load_cuda_inline), or restart the process "
+        f"to pick up the new library.")
 
 
 def _suggest(name: str, candidates) -> List[str]:
@@ -479,8 +767,15 @@ class Module:
 
     ``mod.<function>(*arrays, out=None, vmap_method=None, **attrs)`` calls a
     target (see :class:`KernelFunction`); ``mod["function"]`` or
-    ``mod["prefix.function"]`` works for any name. ``mod.targets`` maps target
-    names to their manifest entries, ``mod.manifest`` is the parsed manifest.
+    ``mod["prefix.function"]`` works for any name, including a function whose
+    name is also an attribute of the module (``mod["path"]``). ``mod.targets``
+    maps target names to their manifest entries, ``mod.manifest`` is the parsed
+    manifest.
+
+    brainevent's ``CompiledModule`` interface is here too: ``path`` (the
+    library), ``function_names``, ``content_hash`` (``"sha256:"`` and the first
+    16 hex digits of the library's SHA-256) and ``get_handler(name)`` (a ctypes
+    function pointer to the function's FFI handler).
     """
 
     def __init__(self, manifest: dict, manifest_path: str, library_path: str,
@@ -495,10 +790,59 @@ class Module:
         self.functions = {t["function"]: KernelFunction(t) for t in manifest["targets"]}
         self.platforms = tuple(sorted({t["platform"] for t in manifest["targets"]}))
         self.registered = False
+        self._handlers: Dict[str, Any] = {}
+
+    # -- brainevent's CompiledModule ------------------------------------------
+    @property
+    def path(self) -> str:
+        """The shared library's path (brainevent's ``CompiledModule.path``)."""
+        return self.library_path
+
+    @property
+    def function_names(self) -> List[str]:
+        """The user function names, in manifest order."""
+        return list(self.functions)
+
+    @property
+    def content_hash(self) -> str:
+        """``"sha256:"`` plus the first 16 hex digits of the library's SHA-256,
+        brainevent's format (the hash was checked against the manifest at load)."""
+        return "sha256:" + self.library_sha256[:16]
+
+    def get_handler(self, name: str):
+        """The ctypes function pointer of function ``name``'s FFI handler.
+
+        It is the symbol the manifest names for the function (the one that is
+        registered), typed ``void* (void*)`` as in brainevent, so
+        ``jax.ffi.pycapsule(mod.get_handler(name))`` works. ``KeyError`` lists
+        the available names when ``name`` is not a function of this module.
+        """
+        fn = self._handlers.get(name)
+        if fn is not None:
+            return fn
+        kernel = self.functions.get(name)
+        if kernel is None:
+            raise KeyError(f"function {name!r} not found in bekc module {self.name!r}; "
+                           f"available: {list(self.functions)}")
+        symbol = kernel.info["symbol"]
+        try:
+            fn = self.library[symbol]  # a new pointer object: the CDLL's cache stays untyped
+        except AttributeError:
+            raise LibraryLoadError(
+                f"bekc library {self.library_path} has no symbol {symbol!r} (function "
+                f"{name!r}); the manifest and library do not belong together") from None
+        fn.restype = ctypes.c_void_p
+        fn.argtypes = [ctypes.c_void_p]
+        self._handlers[name] = fn
+        return fn
 
     # -- registration ---------------------------------------------------------
-    def register(self) -> "Module":
-        """Register every target with JAX (no-op for those already registered)."""
+    def register(self, *, replace: bool = False) -> "Module":
+        """Register every target with JAX (no-op for those already registered).
+
+        ``replace=True`` is accepted for brainevent's sake; a target registered
+        from a different library still raises :class:`~bekc.TargetConflictError`.
+        """
         with _LOCK:
             if self.registered:
                 return self
@@ -506,7 +850,7 @@ class Module:
             claims = {t["name"]: _Claim(self.library_sha256, key, t["symbol"], t["platform"],
                                         self.library_path, self)
                       for t in self.manifest["targets"]}
-            _check_conflicts(claims)
+            _check_conflicts(claims, replace)
             todo = [t for t in self.manifest["targets"] if t["name"] not in _REGISTRY]
             if todo:
                 import jax  # lazy: only registering and calling need JAX
@@ -531,6 +875,8 @@ class Module:
             raise KeyError(self._unknown(name))
         return fn
 
+    # Only reached when normal lookup fails, so the attributes and methods above
+    # always win over a function of the same name (reach that one as mod["name"]).
     def __getattr__(self, name: str) -> KernelFunction:
         if name.startswith("__") or "functions" not in self.__dict__:
             raise AttributeError(name)
@@ -559,6 +905,7 @@ class Module:
 
     def __repr__(self) -> str:
         state = "" if self.registered else ", not registered"
-        return (f"<bekc.Module {self.name!r}: {len(self.targets)} target"
-                f"{'s' if len(self.targets) != 1 else ''} [{', '.join(self.platforms) or '-'}]"
-                f" from {self.library_path}{state}>")
+        n = len(self.targets)
+        return (f"<bekc.Module {self.name!r}: {n} target{'s' if n != 1 else ''} "
+                f"[{', '.join(self.platforms) or '-'}], path={self.library_path!r}, "
+                f"functions={self.function_names}{state}>")

@@ -37,11 +37,12 @@ def unique_prefix(base: str = "t") -> str:
 
 
 REF_TARGETS = [
-    # function, symbol, num_args, num_rets, attrs
-    ("ref_add", "ref_add", 2, 1, []),
-    ("ref_scale", "ref_scale", 1, 1, [("scale", "float32")]),
-    ("ref_two_out", "ref_two_out", 1, 2, []),
-    ("ref_attrs", "ref_attrs", 1, 1, [
+    # function, symbol, num_args, num_rets, attrs. The loader accepts only the
+    # symbols bekc generates (bekc_ffi_<function>), so ref_ffi.cc uses them too.
+    ("ref_add", "bekc_ffi_ref_add", 2, 1, []),
+    ("ref_scale", "bekc_ffi_ref_scale", 1, 1, [("scale", "float32")]),
+    ("ref_two_out", "bekc_ffi_ref_two_out", 1, 2, []),
+    ("ref_attrs", "bekc_ffi_ref_attrs", 1, 1, [
         ("b", "bool"), ("i8", "int8"), ("u8", "uint8"), ("i16", "int16"), ("u16", "uint16"),
         ("i32", "int32"), ("u32", "uint32"), ("i64", "int64"), ("u64", "uint64"),
         ("f32", "float32"), ("f64", "float64"), ("h", "float16"), ("bh", "bfloat16")]),

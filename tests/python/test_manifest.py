@@ -68,14 +68,14 @@ def test_missing_top_level_field(tmp_path, field):
 
 def test_unknown_attr_type(tmp_path):
     path = make_manifest(tmp_path / "b", _fake_lib(tmp_path), unique_prefix(),
-                         targets=[("f", "s", 1, 1, [("x", "float128")])])
+                         targets=[("f", "bekc_ffi_f", 1, 1, [("x", "float128")])])
     with pytest.raises(bekc.ManifestError, match="float128"):
         bekc.load(path)
 
 
 def test_duplicate_target(tmp_path):
     path = make_manifest(tmp_path / "b", _fake_lib(tmp_path), unique_prefix(),
-                         targets=[("f", "s", 1, 1, []), ("f", "s", 1, 1, [])])
+                         targets=[("f", "bekc_ffi_f", 1, 1, []), ("f", "bekc_ffi_f", 1, 1, [])])
     with pytest.raises(bekc.ManifestError, match="twice"):
         bekc.load(path)
 

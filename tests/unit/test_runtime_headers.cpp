@@ -276,6 +276,17 @@ std::type_index all(DType dtype) {
     return seen;
 }
 
+std::type_index signed_index(DType dtype) {
+    std::type_index seen = typeid(void);
+    BE_DISPATCH_SIGNED_INDEX(dtype, index_t, { seen = typeid(index_t); });
+    return seen;
+}
+std::type_index csr_indptr(DType dtype) {
+    std::type_index seen = typeid(void);
+    BE_DISPATCH_CSR_INDPTR(dtype, indptr_t, { seen = typeid(indptr_t); });
+    return seen;
+}
+
 struct DispatchCase {
     const char* macro;
     std::type_index (*dispatch)(DType);
@@ -289,10 +300,13 @@ std::vector<DispatchCase> dispatch_cases() {
     const std::vector<P> half_types = {P{DType::Float16, typeid(BE::float16_t)},
                                        P{DType::BFloat16, typeid(BE::bfloat16_t)}};
     const std::vector<P> integral_types = {
-        P{DType::Int8, typeid(int8_t)},     P{DType::Int16, typeid(int16_t)},
-        P{DType::Int32, typeid(int32_t)},   P{DType::Int64, typeid(int64_t)},
-        P{DType::UInt8, typeid(uint8_t)},   P{DType::UInt16, typeid(uint16_t)},
-        P{DType::UInt32, typeid(uint32_t)}, P{DType::UInt64, typeid(uint64_t)}};
+        P{DType::Bool, typeid(bool)},       P{DType::Int8, typeid(int8_t)},
+        P{DType::Int16, typeid(int16_t)},   P{DType::Int32, typeid(int32_t)},
+        P{DType::Int64, typeid(int64_t)},   P{DType::UInt8, typeid(uint8_t)},
+        P{DType::UInt16, typeid(uint16_t)}, P{DType::UInt32, typeid(uint32_t)},
+        P{DType::UInt64, typeid(uint64_t)}};
+    const std::vector<P> signed_index_types = {P{DType::Int32, typeid(int32_t)},
+                                               P{DType::Int64, typeid(int64_t)}};
     const std::vector<P> complex_types = {P{DType::Complex64, typeid(BE::complex64_t)},
                                           P{DType::Complex128, typeid(BE::complex128_t)}};
     auto join = [](std::initializer_list<std::vector<P>> parts) {
@@ -302,16 +316,14 @@ std::vector<DispatchCase> dispatch_cases() {
     };
     return {
         {"BE_DISPATCH_FLOATING", floating, floating_types},
-        {"BE_DISPATCH_FLOATING_AND_HALF", floating_and_half, join({half_types, floating_types})},
+        // A host compiler has no arithmetic half type; brainevent leaves them out too.
+        {"BE_DISPATCH_FLOATING_AND_HALF", floating_and_half, floating_types},
         {"BE_DISPATCH_INTEGRAL", integral, integral_types},
         {"BE_DISPATCH_ALL_TYPES", all_types, join({floating_types, integral_types})},
         {"BE_DISPATCH_COMPLEX", complex, complex_types},
-        {"BE_DISPATCH_ALL", all,
-         join({floating_types,
-               half_types,
-               integral_types,
-               {P{DType::Bool, typeid(bool)}},
-               complex_types})},
+        {"BE_DISPATCH_ALL", all, join({floating_types, half_types, integral_types, complex_types})},
+        {"BE_DISPATCH_SIGNED_INDEX", signed_index, signed_index_types},
+        {"BE_DISPATCH_CSR_INDPTR", csr_indptr, signed_index_types},
     };
 }
 
@@ -338,8 +350,101 @@ TEST_CASE("Each dispatch macro rejects the other dtypes, naming them", "[runtime
             CHECK_THAT(e.message(), Catch::Contains(std::string("unsupported dtype ") +
                                                     BE::dtype_name(dtype) + " (supported: "));
             CHECK(ends_with(e.file(), "test_runtime_headers.cpp"));
+            CHECK_THROWS_AS(c.dispatch(dtype), BE::CheckError);
         }
     }
+}
+
+TEST_CASE("BE_DISPATCH_SIGNED_INDEX_PAIR sees both names and says which dtype failed",
+          "[runtime_headers]") {
+    auto widths = [](DType index, DType offset) {
+        int seen = 0;
+        BE_DISPATCH_SIGNED_INDEX_PAIR(index, offset, index_t, offset_t, {
+            std::pair<index_t, offset_t> both{1, 2};
+            seen = static_cast<int>(10 * sizeof(both.first) + sizeof(both.second));
+        });
+        return seen;
+    };
+    CHECK(widths(DType::Int32, DType::Int32) == 44);
+    CHECK(widths(DType::Int32, DType::Int64) == 48);
+    CHECK(widths(DType::Int64, DType::Int32) == 84);
+    CHECK(widths(DType::Int64, DType::Int64) == 88);
+    CHECK(thrown_error([&] { widths(DType::UInt32, DType::Int32); }).message() ==
+          "BE_DISPATCH_SIGNED_INDEX_PAIR(index, ...): unsupported dtype uint32 "
+          "(supported: int32, int64)");
+    CHECK(thrown_error([&] { widths(DType::Int32, DType::Float32); }).message() ==
+          "BE_DISPATCH_SIGNED_INDEX_PAIR(..., offset): unsupported dtype float32 "
+          "(supported: int32, int64)");
+}
+
+TEST_CASE("BE_CHECK_CSR_INDICES_INT32 accepts int32 only", "[runtime_headers]") {
+    const int64_t dims[1] = {4};
+    const BE::Tensor indices(nullptr, DType::Int32, 1, dims);
+    const BE::Tensor wide(nullptr, DType::Int64, 1, dims);
+    CHECK_NOTHROW(BE_CHECK_CSR_INDICES_INT32(indices));  // an expression, unlike brainevent's
+    const BE::Error e = thrown_error([&] { BE_CHECK_CSR_INDICES_INT32(wide); });
+    CHECK(e.message() ==
+          "BE_CHECK_CSR_INDICES_INT32(wide) failed: CSR column indices must be int32, got int64");
+    CHECK_THROWS_AS(BE_CHECK_CSR_INDICES_INT32(wide), BE::CheckError);
+}
+
+TEST_CASE("Tensor takes brainevent's constructor argument order", "[runtime_headers]") {
+    float storage[6] = {};
+    const int64_t dims[2] = {2, 3};
+    const BE::Tensor t(storage, dims, 2, DType::Float32);
+    CHECK(t.data_ptr<float>() == storage);
+    CHECK(t.dtype() == DType::Float32);
+    CHECK((t.ndim() == 2 && t.shape(0) == 2 && t.shape(1) == 3));
+    CHECK((t.stride(0) == 3 && t.stride(1) == 1));
+    CHECK(t.numel_checked_int() == 6);
+    CHECK(BE::kMaxDim == 8);
+
+    // As brainevent does, a rank out of range is std::out_of_range.
+    const int64_t nine[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+    CHECK_THROWS_AS(BE::Tensor(nullptr, nine, 9, DType::UInt8), std::out_of_range);
+    CHECK_THROWS_AS(BE::Tensor(nullptr, nine, -1, DType::UInt8), std::out_of_range);
+}
+
+TEST_CASE("numel_checked_int throws std::overflow_error past INT_MAX", "[runtime_headers]") {
+    const int64_t fits[2] = {46340, 46340};  // 2147395600
+    CHECK(BE::Tensor(nullptr, fits, 2, DType::UInt8).numel_checked_int() == 2147395600);
+    const int64_t over[2] = {65536, 32768};  // 2^31
+    CHECK_THROWS_AS(BE::Tensor(nullptr, over, 2, DType::UInt8).numel_checked_int(),
+                    std::overflow_error);
+}
+
+TEST_CASE("CheckError and CudaError are brainevent's exception types", "[runtime_headers]") {
+    STATIC_REQUIRE(std::is_base_of_v<BE::Error, BE::CheckError>);
+    STATIC_REQUIRE(std::is_base_of_v<BE::Error, BE::CudaError>);
+    STATIC_REQUIRE(std::is_base_of_v<std::runtime_error, BE::CudaError>);
+    CHECK_THROWS_AS([] { BE_CHECK(false); }(), BE::CheckError);
+
+    // brainevent builds them from the message alone.
+    const BE::CudaError e(std::string("no device"));
+    CHECK(std::string(e.what()) == "no device");
+    CHECK(e.message() == "no device");
+    CHECK(std::string(e.file()).empty());
+    CHECK(e.line() == 0);
+}
+
+TEST_CASE("CheckFailMessageStream throws when its full expression ends", "[runtime_headers]") {
+    using BE::internal::CheckFailMessageStream;
+    using BE::internal::Voidify;
+    int line = 0;
+    const BE::Error e = thrown_error([&] {
+        // clang-format off
+        line = __LINE__; Voidify() & CheckFailMessageStream(__FILE__, __LINE__, "n > 0") << "n is " << -1;
+        // clang-format on
+    });
+    CHECK(e.message() == "BE_CHECK(n > 0) failed: n is -1");
+    CHECK(e.line() == line);
+    CHECK_THROWS_AS(Voidify() & CheckFailMessageStream(__FILE__, __LINE__, "x"), BE::CheckError);
+    // The nullptr form is the passing branch: it neither formats nor throws.
+    CHECK_NOTHROW(Voidify() & CheckFailMessageStream(nullptr) << "unused" << 1);
+}
+
+TEST_CASE("The headers say they are bekc's", "[runtime_headers]") {
+    CHECK(BEKC_BRAINEVENT_HEADERS == 1);
 }
 
 TEST_CASE("Dispatch evaluates the dtype once and its block may return", "[runtime_headers]") {

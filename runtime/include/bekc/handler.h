@@ -47,6 +47,10 @@ struct AttrSpec {
     const char* type;  // the spec's type name ("float16" arrives as uint16 bits)
 };
 
+// The most dimensions a BE::Tensor holds, in bekc's headers and in
+// brainevent's alike.
+constexpr int kMaxRank = 8;
+
 struct FunctionInfo {
     const char* target;
     int64_t num_args;
@@ -107,7 +111,20 @@ public:
     }
 
 private:
-    static BE::Tensor tensor(void* p);
+    // Defined here, in every wrapper, not in bekc_rt.o: the runtime object is
+    // compiled once against bekc's brainevent/ headers, while a wrapper may
+    // see brainevent's own (a user's -I comes first), whose BE::Tensor has
+    // another layout. Only the wrapper knows which BE::Tensor it has.
+    static BE::Tensor tensor(void* p) {
+        const auto* b = static_cast<const BekcXla_Buffer*>(p);
+        // check_buffers has checked the rank, dtype and dimensions of every buffer.
+#if defined(BEKC_BRAINEVENT_HEADERS)
+        return BE::Tensor(BE::Tensor::Unchecked{}, b->data, to_be_dtype(b->dtype),
+                          static_cast<int>(b->rank), b->dims);
+#else
+        return BE::Tensor(b->data, b->dims, static_cast<int>(b->rank), to_be_dtype(b->dtype));
+#endif
+    }
 
     const BekcXla_CallFrame* frame_;
     int64_t stream_;
@@ -149,13 +166,6 @@ BekcXla_Error* handle(BekcXla_CallFrame* f, const FunctionInfo& info,
 
 #if defined(BEKC_RT_IMPLEMENTATION)
 // ---- definitions: bekc/handler_rt.cpp, once per host compiler ----
-
-BEKC_RT_NOINLINE BE::Tensor Frame::tensor(void* p) {
-    const auto* b = static_cast<const BekcXla_Buffer*>(p);
-    // check_buffers has checked the rank, dtype and dimensions of every buffer.
-    return BE::Tensor(BE::Tensor::Unchecked{}, b->data, to_be_dtype(b->dtype),
-                      static_cast<int>(b->rank), b->dims);
-}
 
 BEKC_RT_NOINLINE BekcXla_Error* make_error(const BekcXla_Api* api, int32_t code,
                                                   const char* message) {
@@ -256,10 +266,10 @@ BEKC_RT_NOINLINE BekcXla_Error* check_buffers(const BekcXla_CallFrame* f,
         if (to_be_dtype(b->dtype) == BE::DType::Invalid)
             return fail(f->api, bad, "%s: %s %lld has dtype %s, which BE::Tensor cannot represent",
                         info.target, kind, index, xla_dtype_name(b->dtype));
-        if (b->rank < 0 || b->rank > BE::Tensor::kMaxDims)
+        if (b->rank < 0 || b->rank > kMaxRank)
             return fail(f->api, bad, "%s: %s %lld has rank %lld; BE::Tensor supports 0 to %d dimensions",
                         info.target, kind, index, static_cast<long long>(b->rank),
-                        static_cast<int>(BE::Tensor::kMaxDims));
+                        kMaxRank);
         for (int64_t d = 0; d < b->rank; ++d)
             if (b->dims[d] < 0)
                 return fail(f->api, bad, "%s: %s %lld has a negative dimension %lld: %lld",

@@ -11,6 +11,12 @@
 #include <cstddef>
 #include <cstdint>
 
+// Set by bekc's copies of the brainevent headers and by no other. A user's -I
+// may put brainevent's own headers ahead of bekc's; bekc's handler code tests
+// this macro to tell which BE::Tensor it compiles against (brainevent's has
+// no BE::Tensor::Unchecked constructor, for one).
+#define BEKC_BRAINEVENT_HEADERS 1
+
 // A CUDA compiler is parsing this file (any pass); CUDA keywords exist.
 #if defined(__CUDACC__)
 #define BE_CUDA_COMPILER 1

@@ -7,17 +7,40 @@
 // cannot read), and every accessor works in host and device code.
 #pragma once
 
+#include <climits>
+#include <stdexcept>
+#include <string>
+
 #include "brainevent/check.h"
 #include "brainevent/config.h"
 #include "brainevent/dtype.h"
 
 namespace BE {
 
+// XLA buffers have at most this many dimensions for a BE kernel; the handler
+// reports higher ranks as an error before calling the user. brainevent's name;
+// BE::Tensor::kMaxDims is the same number.
+inline constexpr int kMaxDim = 8;
+
+namespace detail {
+
+// The rank check of brainevent's constructor order: std::out_of_range on the
+// host, as brainevent throws; in device code a trap, like BE_CHECK.
+BE_HOST_DEVICE inline void check_rank(int ndim) {
+#if BE_DEVICE_CODE
+    BE_CHECK(ndim >= 0 && ndim <= kMaxDim) << "BE::Tensor rank out of range: " << ndim;
+#else
+    if (ndim < 0 || ndim > kMaxDim)
+        throw std::out_of_range("BE::Tensor supports 0 to " + std::to_string(kMaxDim) +
+                                " dimensions, got " + std::to_string(ndim));
+#endif
+}
+
+}  // namespace detail
+
 class Tensor {
   public:
-    // XLA buffers have at most this many dimensions for a BE kernel; the
-    // handler reports higher ranks as an error before calling the user.
-    static constexpr int kMaxDims = 8;
+    static constexpr int kMaxDims = kMaxDim;
 
     Tensor() = default;
 
@@ -32,6 +55,16 @@ class Tensor {
         for (int i = 0; i < ndim; ++i)
             BE_CHECK(dims[i] >= 0) << "dimension " << i << " is negative: " << dims[i];
         set_shape(dims);
+    }
+
+    // The same view with brainevent's argument order; a rank outside
+    // 0..kMaxDim throws std::out_of_range (see detail::check_rank).
+    BE_HOST_DEVICE Tensor(void* data, const int64_t* shape, int ndim, DType dtype)
+        : data_(data), ndim_(ndim), dtype_(dtype) {
+        detail::check_rank(ndim);
+        for (int i = 0; i < ndim; ++i)
+            BE_CHECK(shape[i] >= 0) << "dimension " << i << " is negative: " << shape[i];
+        set_shape(shape);
     }
 
     // The same view without the checks, for bekc's handlers: they have
@@ -67,6 +100,14 @@ class Tensor {
     // Product of the dimensions: 1 for a rank-0 (scalar) tensor.
     BE_HOST_DEVICE int64_t numel() const { return numel_; }
     BE_HOST_DEVICE size_t nbytes() const { return static_cast<size_t>(numel_) * element_size(); }
+    // numel() as an int, for launch arguments; host only. Throws
+    // std::overflow_error beyond INT_MAX rather than wrap around.
+    int numel_checked_int() const {
+        if (numel_ > INT_MAX)
+            throw std::overflow_error("BE::Tensor has " + std::to_string(numel_) +
+                                      " elements, more than an int holds");
+        return static_cast<int>(numel_);
+    }
 
     // True when the strides are the row-major ones for the shape; size-1
     // dimensions may have any stride, as in NumPy and PyTorch.

@@ -68,13 +68,13 @@ static ffi::Error AttrsImpl(ffi::AnyBuffer, ffi::Result<ffi::AnyBuffer> out, boo
   return ffi::Error::Success();
 }
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(ref_add, AddImpl,
+XLA_FFI_DEFINE_HANDLER_SYMBOL(bekc_ffi_ref_add, AddImpl,
     ffi::Ffi::Bind().Arg<ffi::AnyBuffer>().Arg<ffi::AnyBuffer>().Ret<ffi::AnyBuffer>());
-XLA_FFI_DEFINE_HANDLER_SYMBOL(ref_scale, ScaleImpl,
+XLA_FFI_DEFINE_HANDLER_SYMBOL(bekc_ffi_ref_scale, ScaleImpl,
     ffi::Ffi::Bind().Arg<ffi::AnyBuffer>().Ret<ffi::AnyBuffer>().Attr<float>("scale"));
-XLA_FFI_DEFINE_HANDLER_SYMBOL(ref_two_out, TwoOutImpl,
+XLA_FFI_DEFINE_HANDLER_SYMBOL(bekc_ffi_ref_two_out, TwoOutImpl,
     ffi::Ffi::Bind().Arg<ffi::AnyBuffer>().Ret<ffi::AnyBuffer>().Ret<ffi::AnyBuffer>());
-XLA_FFI_DEFINE_HANDLER_SYMBOL(ref_attrs, AttrsImpl,
+XLA_FFI_DEFINE_HANDLER_SYMBOL(bekc_ffi_ref_attrs, AttrsImpl,
     ffi::Ffi::Bind()
         .Arg<ffi::AnyBuffer>()
         .Ret<ffi::AnyBuffer>()

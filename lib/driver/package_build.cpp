@@ -1,0 +1,244 @@
+#include "driver/package_build.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "driver/build.hpp"
+#include "driver/xla_headers.hpp"
+#include "run/parallel.hpp"
+#include "scan/python_loads.hpp"
+#include "scan/scanner.hpp"
+#include "util/env.hpp"
+#include "util/error.hpp"
+
+namespace bekc {
+
+namespace {
+
+bool is_kernel_source(const fs::path& p) {
+    return is_cuda_source(p.string()) || is_cpu_source(p.string());
+}
+
+// The keyword arguments that leave the library and its cache key unchanged:
+// a call that passes only these (and `name`) is one the prebuild reproduces.
+bool key_neutral(const std::string& keyword) {
+    static const std::set<std::string> kNeutral = {
+        "name", "allow_cuda_graph", "verbose", "auto_register", "replace", "force_rebuild"};
+    return kNeutral.count(keyword) > 0;
+}
+
+// The file a load names: its path literals joined under the .py file's
+// directory (`Path(__file__).parent / "_csr" / "x.cu"`, `.joinpath('x.cu')`).
+std::optional<fs::path> loaded_file(const fs::path& py_dir, const KernelLoad& load) {
+    if (load.path_parts.empty()) return std::nullopt;
+    fs::path p = py_dir;
+    for (const auto& part : load.path_parts) {
+        if (part.empty() || fs::path(part).is_absolute()) return std::nullopt;
+        p /= part;
+    }
+    std::error_code ec;
+    if (!is_kernel_source(p) || !fs::is_regular_file(p, ec)) return std::nullopt;
+    return resolved_path(p);
+}
+
+std::vector<fs::path> files_below(const fs::path& dir, bool (*want)(const fs::path&)) {
+    std::vector<fs::path> out;
+    std::error_code ec;
+    // Symbolic links are not followed: a package is what its directory holds.
+    for (auto it = fs::recursive_directory_iterator(dir, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+        if (it->is_symlink(ec)) {
+            if (it->is_directory(ec)) it.disable_recursion_pending();
+            continue;
+        }
+        if (it->is_regular_file(ec) && want(it->path())) out.push_back(it->path());
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+bool is_python_module(const fs::path& p) {
+    std::string n = p.filename().string();
+    return p.extension() == ".py" && !(n.size() > 8 && n.substr(n.size() - 8) == "_test.py");
+}
+
+bool is_kernel_file(const fs::path& p) {
+    return is_kernel_source(p);
+}
+
+}  // namespace
+
+bool is_kernel_package(const BuildOptions& o) {
+    if (o.inputs.size() != 1) return false;
+    fs::path dir(o.inputs.front());
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec) ||
+        !fs::is_regular_file(dir / "include" / "brainevent" / "common.h", ec))
+        return false;
+    for (const auto& e : fs::directory_iterator(dir, ec))
+        if (e.is_regular_file() && is_kernel_source(e.path())) return false;
+    return true;
+}
+
+std::vector<PackageModule> plan_package(const fs::path& package) {
+    fs::path root = resolved_path(package);
+    std::map<fs::path, std::set<std::string>> names;  // file -> names it is loaded by
+    std::map<std::pair<fs::path, std::string>, std::string> sites;
+    for (const auto& py : files_below(root, is_python_module)) {
+        auto text = read_file(py);
+        if (!text) continue;
+        for (const auto& load : find_kernel_loads(*text)) {
+            bool reproducible =
+                load.positional == 1 && !load.name.empty() && is_cxx_identifier(load.name) &&
+                std::all_of(load.keywords.begin(), load.keywords.end(), key_neutral);
+            if (!reproducible) continue;
+            auto file = loaded_file(py.parent_path(), load);
+            if (!file) continue;
+            names[*file].insert(load.name);
+            std::string site =
+                py.lexically_relative(root).string() + ":" + std::to_string(load.line);
+            sites.emplace(std::make_pair(*file, load.name), site);
+        }
+    }
+    std::vector<PackageModule> out;
+    for (const auto& file : files_below(root, is_kernel_file)) {
+        fs::path f = resolved_path(file);
+        auto it = names.find(f);
+        if (it == names.end()) {
+            std::string stem = f.stem().string();
+            out.push_back({f, is_cxx_identifier(stem) ? stem : "module", ""});
+            continue;
+        }
+        for (const auto& n : it->second) out.push_back({f, n, sites[{f, n}]});
+    }
+    return out;
+}
+
+std::vector<Command> package_commands(const BuildOptions& o,
+                                      const std::vector<PackageModule>& modules,
+                                      const fs::path& self) {
+    fs::path include = resolved_path(fs::path(o.inputs.front()) / "include");
+    // Named explicitly, so each child keys on it whether or not its source
+    // includes XLA's headers: bekc's Python loaders always pass it too.
+    auto xla = find_xla_headers(o.xla_include, system_env());
+    std::vector<std::string> common;
+    for (const auto& d : o.include_dirs) common.push_back("-I" + fs::absolute(d).string());
+    common.push_back("-I" + include.string());
+    if (xla) common.push_back("--xla-include=" + xla->dir.string());
+    common.push_back("-O" + std::to_string(o.opt_level));
+    if (o.fast_math) common.push_back("--fast-math");
+    if (o.arch != "auto") common.push_back("--arch=" + o.arch);
+    if (o.cxx_std != "c++17") common.push_back("--std=" + o.cxx_std);
+    for (const auto& d : o.defines) common.push_back("-D" + d);
+    for (const auto& f : o.cuda_flags) common.push_back("--cuda-flag=" + f);
+    for (const auto& f : o.cxx_flags) common.push_back("--cxx-flag=" + f);
+    for (const auto& f : o.ldflags) common.push_back("--ldflag=" + f);
+    for (const auto& f : o.linker_args) common.push_back("--linker-arg=" + f);
+    common.push_back("--cache-dir=" + resolve_cache_root(o.cache_dir).string());
+    if (o.nvcc) common.push_back("--nvcc=" + *o.nvcc);
+    if (o.cxx) common.push_back("--cxx=" + *o.cxx);
+    if (o.launcher) common.push_back("--launcher=" + *o.launcher);
+    if (o.remote_cache) common.push_back("--remote-cache=" + *o.remote_cache);
+    if (o.remote_read_only) common.push_back("--remote-cache-read-only");
+    if (o.force) common.push_back("--force");
+    if (o.no_cuda_graph) common.push_back("--no-cuda-graph");
+    // One compile each: the parallelism is across modules.
+    common.insert(common.end(), {"-j", "1", "--json"});
+    common.push_back(o.verbose ? "-v" : "-q");
+    std::vector<Command> out;
+    for (const auto& m : modules) {
+        Command c;
+        c.argv = {self.string(), "build", m.source.string(), "--name=" + m.name};
+        c.argv.insert(c.argv.end(), common.begin(), common.end());
+        c.description = m.source.filename().string() + " as " + m.name;
+        c.inputs = {m.source.string()};
+        out.push_back(std::move(c));
+    }
+    return out;
+}
+
+int run_package_build(const BuildOptions& o) {
+    fs::path root = resolved_path(o.inputs.front());
+    std::vector<PackageModule> modules = plan_package(root);
+    if (modules.empty())
+        throw FatalError(o.inputs.front() + ": error: the package holds no kernel file",
+                         kExitUsage);
+    std::error_code ec;
+    fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    if (ec)
+        throw FatalError("bekc: error: cannot find its own executable: " + ec.message(),
+                         kExitInternal);
+    std::vector<Command> commands = package_commands(o, modules, self);
+    if (o.dry_run) {
+        for (const auto& c : commands) std::printf("%s\n", display_command(c).c_str());
+        return kExitOk;
+    }
+    int jobs =
+        o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    size_t done = 0;
+    ParallelOptions po;
+    po.keep_going = true;
+    auto results = run_parallel(
+        commands, jobs,
+        [&](const ProgressEvent& e) {
+            if (e.kind != ProgressEvent::Kind::Finished || o.quiet) return;
+            ++done;
+            std::fprintf(stderr, "[%zu/%zu] %s: %s\n", done, commands.size(),
+                         e.command.description.c_str(),
+                         e.result->ok() ? "done" : e.result->describe().c_str());
+        },
+        po);
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    int failed = 0, hits = 0;
+    size_t as_loaded = 0;
+    for (const auto& m : modules) as_loaded += m.load_site.empty() ? 0 : 1;
+    for (size_t i = 0; i < results.size(); ++i) {
+        const auto& r = results[i];
+        const PackageModule& m = modules[i];
+        if (!r.ok()) {
+            ++failed;
+            std::fprintf(stderr, "bekc: error: %s (as %s) failed:\n%s", m.source.c_str(),
+                         m.name.c_str(), r.output.c_str());
+            continue;
+        }
+        // The child's last line is its --json object.
+        std::string out = r.output;
+        while (!out.empty() && out.back() == '\n') out.pop_back();
+        auto j = nlohmann::json::parse(out.substr(out.rfind('\n') + 1), nullptr, false);
+        if (!j.is_object() || !j.contains("manifest")) {
+            ++failed;
+            std::fprintf(stderr, "bekc: error: %s: unexpected output:\n%s\n", m.source.c_str(),
+                         r.output.c_str());
+            continue;
+        }
+        hits += j.value("cache_hit", false) ? 1 : 0;
+        list.push_back(
+            {{"source", m.source.string()},
+             {"name", m.name},
+             {"loaded_at", m.load_site.empty() ? nlohmann::json() : nlohmann::json(m.load_site)},
+             {"manifest", j["manifest"]},
+             {"cache_hit", j.value("cache_hit", false)}});
+    }
+    if (!o.quiet)
+        std::fprintf(stderr,
+                     "bekc: %zu modules from %s: %zu as the package loads them, %zu under their "
+                     "file names; %d were cache hits, %d failed\n",
+                     modules.size(), root.c_str(), as_loaded, modules.size() - as_loaded, hits,
+                     failed);
+    if (o.json) {
+        nlohmann::ordered_json j = {{"package", root.string()}, {"modules", list}};
+        std::puts(j.dump().c_str());
+    } else {
+        for (const auto& m : list) std::puts(m["manifest"].get<std::string>().c_str());
+    }
+    return failed ? kExitSourceError : kExitOk;
+}
+
+}  // namespace bekc

@@ -1,0 +1,25 @@
+// The kernel files a Python package loads, read from its source text: each
+// `load_cuda_file(...)` / `load_cpp_file(...)` call whose path and module
+// name are string literals. `bekc build <package dir>` builds those files
+// under those names, so the package's first use of each is a cache hit. Pure
+// text processing, like the rest of scan/; it runs no Python.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace bekc {
+
+struct KernelLoad {
+    std::string function;                 // "load_cuda_file" or "load_cpp_file"
+    std::vector<std::string> path_parts;  // literals of the path argument, in order
+    std::string name;                     // the `name=` literal; empty when not a literal
+    std::vector<std::string> keywords;    // every keyword argument, in order
+    int positional = 0;                   // how many positional arguments
+    int line = 0;                         // of the function name
+};
+
+std::vector<KernelLoad> find_kernel_loads(std::string_view python_text);
+
+}  // namespace bekc

@@ -1,0 +1,547 @@
+"""bekc as a drop-in for brainevent 0.2.1's loaders.
+
+* every parameter of brainevent's ``load_cuda_inline``/``load_cuda_file``/
+  ``load_cuda_dir``/``load_cpp_inline``/``load_cpp_file`` exists in bekc's and
+  has its effect on the ``bekc build`` command (the runner is replaced, so
+  nothing is compiled) or on loading;
+* ``bekc.Module`` has brainevent's ``CompiledModule`` interface (a real CPU
+  build);
+* ``bekc.use_for_brainevent()`` against the installed brainevent 0.2.1.
+
+``test_extra_ldflags_reach_the_linker``, ``test_replace_keeps_brainevent_rules``
+and ``test_brainevent_builds_through_bekc_on_cpu`` build through the loaders,
+which pass ``--xla-include`` (and ``--linker-arg``) to bekc: they need a
+binary that has those options.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+brainevent = pytest.importorskip("brainevent")
+import jax.numpy as jnp  # noqa: E402
+from brainevent._op import kernix_pipeline  # noqa: E402
+
+import bekc  # noqa: E402
+from bekc import _brainevent, _compat  # noqa: E402
+from conftest import REPO, sha256_of, unique_prefix  # noqa: E402
+
+LOADERS = ("load_cuda_inline", "load_cuda_file", "load_cuda_dir", "load_cpp_inline",
+           "load_cpp_file")
+ORIGINALS = {n: getattr(kernix_pipeline, n) for n in LOADERS}
+ARCH_ENV = "BRAINEVENT_COMPUTE_CAPABILITIES"
+
+CU_SRC = "// @BE f\nvoid f(const BE::Tensor x, BE::Tensor out) {}\n"
+
+SCALE_SRC = r"""
+#include "brainevent/common.h"
+
+// @BE scale arg ret attr.factor:float32
+void scale(const BE::Tensor x, BE::Tensor out, float factor) {
+    const float* in = static_cast<const float*>(x.data_ptr());
+    float* o = static_cast<float*>(out.data_ptr());
+    for (int64_t i = 0; i < x.numel(); ++i) o[i] = in[i] * factor;
+}
+"""
+
+
+@pytest.fixture(autouse=True)
+def _brainevent_untouched():
+    """Every test starts and ends with brainevent's own loaders and no pins."""
+    bekc.use_for_brainevent(False)
+    brainevent.config.set_compute_capability(None)
+    yield
+    bekc.use_for_brainevent(False)
+    brainevent.config.set_compute_capability(None)
+
+
+class Recorder:
+    """Stands in for the bekc run and for ``bekc.load``; records both."""
+
+    def __init__(self):
+        self.runs = []
+        self.loads = []
+
+    def argv(self, fn, *args, **kwargs):
+        """Call a loader; return the ``bekc build ...`` arguments it ran."""
+        n = len(self.runs)
+        fn(*args, **kwargs)
+        assert len(self.runs) == n + 1, "the loader did not run bekc once"
+        return self.runs[-1][1:]
+
+
+class FakeModule:
+    library_path = "/no-such/libm.so"
+
+
+@pytest.fixture
+def rec(monkeypatch, tmp_path):
+    r = Recorder()
+
+    def run(argv, **kwargs):
+        r.runs.append(list(argv))
+        return {"manifest": str(tmp_path / "no-such" / "manifest.json")}
+
+    def load(path, **kwargs):
+        r.loads.append(kwargs)
+        return FakeModule()
+
+    monkeypatch.setattr(_compat, "run_bekc", run)
+    monkeypatch.setattr(_compat, "find_binary", lambda: "/fake/bekc")
+    monkeypatch.setattr(_compat, "load", load)
+    monkeypatch.setattr(_compat, "_INLINE_MEMO", {})
+    monkeypatch.setattr(_compat, "_CACHE_DIR_OVERRIDE", str(tmp_path / "cache"))
+    monkeypatch.delenv(ARCH_ENV, raising=False)
+    return r
+
+
+@pytest.fixture
+def kernel_files(tmp_path):
+    d = tmp_path / "kernels"
+    d.mkdir()
+    (d / "k.cu").write_text(CU_SRC)
+    (d / "k.cpp").write_text(CU_SRC)
+    return d
+
+
+def opts(argv, prefix):
+    return [a for a in argv if a.startswith(prefix)]
+
+
+def i_dirs(argv):
+    return [argv[i + 1] for i, a in enumerate(argv) if a == "-I"]
+
+
+# --------------------------------------------------------------------------- parameters
+@pytest.mark.parametrize("name", LOADERS)
+def test_every_brainevent_parameter_exists(name, rec, kernel_files):
+    """Same positional parameters, and every keyword with brainevent's default;
+    the file/dir loaders forward brainevent's inline keywords."""
+    theirs = inspect.signature(ORIGINALS[name]).parameters
+    ours = inspect.signature(getattr(bekc, name)).parameters
+    positional = [p.name for p in theirs.values()
+                  if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+    assert [p.name for p in ours.values()][:len(positional)] == positional
+    for p in theirs.values():
+        if p.kind is inspect.Parameter.VAR_KEYWORD:
+            continue
+        assert p.name in ours, f"bekc.{name} has no parameter {p.name!r}"
+        assert ours[p.name].kind is p.kind, p.name
+        assert ours[p.name].default == p.default, p.name
+    inline = "load_cuda_inline" if "cuda" in name else "load_cpp_inline"
+    forwarded = {p.name: p.default for p in inspect.signature(ORIGINALS[inline]).parameters
+                 .values() if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    if name.endswith("_file"):
+        getattr(bekc, name)(kernel_files / ("k.cu" if "cuda" in name else "k.cpp"), **forwarded)
+    elif name.endswith("_dir"):
+        bekc.load_cuda_dir(kernel_files, **forwarded)
+    else:
+        getattr(bekc, name)("m", CU_SRC, **forwarded)
+    assert len(rec.runs) == 1
+    assert "replace" in inspect.signature(bekc.load).parameters
+
+
+CUDA_ARGV_CASES = [
+    # (brainevent keyword arguments, argv items that must be there, prefixes that must not)
+    (dict(extra_cuda_cflags=["-lineinfo", "-Xptxas", "-v"]),
+     ["--cuda-flag=-lineinfo", "--cuda-flag=-Xptxas", "--cuda-flag=-v"], []),
+    (dict(force_rebuild=True), ["--force"], []),
+    (dict(verbose=True), ["-v"], []),
+    (dict(optimization_level=1), ["-O1"], ["-O3"]),
+    (dict(use_fast_math=True), ["--fast-math"], []),
+    (dict(allow_cuda_graph=False), ["--no-cuda-graph"], []),
+    (dict(target_prefix="tp"), ["--target-prefix=tp"], []),
+    # brainevent: `target_prefix or name`
+    (dict(target_prefix=""), ["--name=m"], ["--target-prefix"]),
+    (dict(compute_capability="compute_86"), ["--arch=sm_86"], []),
+    (dict(extra_ldflags=["-lcublas"]), ["--linker-arg=-lcublas"], ["--ldflag"]),
+]
+
+
+@pytest.mark.parametrize("kwargs,want,absent", CUDA_ARGV_CASES,
+                         ids=[next(iter(c[0])) + "=" + repr(next(iter(c[0].values())))
+                              for c in CUDA_ARGV_CASES])
+def test_cuda_parameter_effect_through_brainevent(kwargs, want, absent, rec):
+    """Each parameter, passed the brainevent way, reaches bekc as brainevent means it."""
+    bekc.use_for_brainevent()
+    argv = rec.argv(brainevent.load_cuda_inline, "m", CU_SRC, **kwargs)
+    for w in want:
+        assert w in argv, (w, argv)
+    for a in absent:
+        assert not opts(argv, a), (a, argv)
+
+
+def test_build_directory_and_auto_register_and_replace(rec, tmp_path, monkeypatch):
+    bekc.use_for_brainevent()
+    monkeypatch.chdir(tmp_path)
+    argv = rec.argv(brainevent.load_cuda_inline, "m", CU_SRC, build_directory="out",
+                    auto_register=False)
+    assert argv[argv.index("-o") + 1] == str(tmp_path / "out")
+    assert rec.loads[-1] == {"register": False, "replace": False}
+    rec.argv(brainevent.load_cpp_inline, "m", CU_SRC, replace=True)
+    assert rec.loads[-1] == {"register": True, "replace": True}
+    # brainevent: force_rebuild registers as replace does
+    rec.argv(brainevent.load_cpp_inline, "m", CU_SRC, force_rebuild=True)
+    assert rec.loads[-1]["replace"] is True
+    (tmp_path / "k.cu").write_text(CU_SRC)
+    rec.argv(brainevent.load_cuda_file, tmp_path / "k.cu", replace=True, auto_register=False)
+    assert rec.loads[-1] == {"register": False, "replace": True}
+
+
+def test_extra_ldflags_mapping(rec, kernel_files):
+    """CUDA: each entry is one linker argument (brainevent's ``-Xlinker E``), so
+    ``--linker-arg=E``; C++: each entry goes to the compiler driver (``--ldflag=E``)."""
+    entries = ["/opt/nvidia/cublas/lib/libcublas.so.13", "-rpath=/opt/nvidia/cublas lib",
+               "-L/path with spaces"]
+    want = [f"--linker-arg={e}" for e in entries]
+    for argv in (rec.argv(bekc.load_cuda_inline, "m", CU_SRC, extra_ldflags=entries),
+                 rec.argv(bekc.load_cuda_file, kernel_files / "k.cu", extra_ldflags=entries),
+                 rec.argv(bekc.load_cuda_dir, kernel_files, extra_ldflags=entries)):
+        assert opts(argv, "--linker-arg") == want and not opts(argv, "--ldflag")
+    entries = ["-Wl,-rpath,/opt/lib", "-lm"]
+    for argv in (rec.argv(bekc.load_cpp_inline, "m", CU_SRC, extra_ldflags=entries),
+                 rec.argv(bekc.load_cpp_file, kernel_files / "k.cpp", extra_ldflags=entries)):
+        assert opts(argv, "--ldflag") == [f"--ldflag={e}" for e in entries]
+        assert not opts(argv, "--linker-arg")
+
+
+def _runpath(library):
+    readelf = shutil.which("readelf")
+    if readelf is None:
+        pytest.skip("readelf not found")
+    out = subprocess.run([readelf, "-d", library], capture_output=True, text=True).stdout
+    return re.findall(r"\((?:RUNPATH|RPATH)\)\s+Library r(?:un)?path: \[(.*)\]", out)
+
+
+def test_extra_ldflags_reach_the_linker(bekc_bin):
+    """Real builds: the C++ entry goes to the driver, the CUDA one to the linker."""
+    name = unique_prefix("ld_cpp")
+    mod = bekc.load_cpp_inline(name, SCALE_SRC, extra_ldflags=["-Wl,-rpath,/opt/bekc_cpp_rp"])
+    assert _runpath(mod.path) == ["/opt/bekc_cpp_rp"]
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    if not os.access(nvcc, os.X_OK):
+        pytest.skip("nvcc not found: the CUDA half needs it (no GPU needed)")
+    src = '#include "brainevent/common.h"\n' + CU_SRC.replace("out)", "out, int64_t stream)")
+    cmod = bekc.load_cuda_inline(unique_prefix("ld_cu"), src, compute_capability="8.0",
+                                 extra_ldflags=["-rpath=/opt/bekc_cuda_rp"], auto_register=False)
+    assert _runpath(cmod.path) == ["/opt/bekc_cuda_rp"]
+
+
+def test_unmappable_ldflags_raise_before_bekc_runs(rec):
+    cases = [("load_cuda_inline", 3, TypeError), ("load_cpp_inline", 3, TypeError),
+             ("load_cuda_inline", b"-lm", TypeError), ("load_cuda_inline", "", ValueError),
+             ("load_cpp_inline", "", ValueError), ("load_cuda_inline", "-lm\0x", ValueError),
+             ("load_cpp_inline", "-lm\0x", ValueError), ("load_cuda_inline", "-lm\n-lx", ValueError),
+             ("load_cpp_inline", "-lm\n-lx", ValueError),
+             ("load_cuda_inline", "-Wl,-rpath,/x", ValueError)]
+    for loader, entry, exc in cases:
+        with pytest.raises(exc, match=re.escape(repr(entry))):
+            getattr(bekc, loader)("m", CU_SRC, extra_ldflags=["-lok", entry])
+    assert rec.runs == []
+
+
+def test_compute_capability_spellings(rec):
+    for cc, want in [("8.6", "sm_86"), ("sm_86", "sm_86"), ("SM_86", "sm_86"), (86, "sm_86"),
+                     ("compute_86", "sm_86"), ("9.0a", "sm_90a"), ("12.0", "sm_120"),
+                     (["8.0", "sm_90", "8.0"], "sm_80,sm_90"), ("8.0, 9.0", "sm_80,sm_90"),
+                     (["8.0,8.6", "9.0"], "sm_80,sm_86,sm_90")]:
+        argv = rec.argv(bekc.load_cuda_inline, "m", CU_SRC, compute_capability=cc)
+        assert opts(argv, "--arch") == [f"--arch={want}"], cc
+    for bad in ("1.0", "sm_10", "8", "ampere", "sm_86x1"):
+        with pytest.raises(ValueError, match=re.escape(repr(bad))):
+            bekc.load_cuda_inline("m", CU_SRC, compute_capability=bad)
+    # brainevent: an empty choice is no choice
+    for empty in ("", [], " , "):
+        assert not opts(rec.argv(bekc.load_cuda_inline, "m", CU_SRC, compute_capability=empty),
+                        "--arch")
+
+
+def test_compute_capability_pins(rec, monkeypatch, kernel_files):
+    cuda_calls = [lambda **kw: rec.argv(bekc.load_cuda_inline, "m", CU_SRC, **kw),
+                  lambda **kw: rec.argv(bekc.load_cuda_file, kernel_files / "k.cu", **kw),
+                  lambda **kw: rec.argv(bekc.load_cuda_dir, kernel_files, **kw)]
+    for call in cuda_calls:
+        assert not opts(call(), "--arch")
+    monkeypatch.setenv(ARCH_ENV, "8.6, 9.0")
+    for call in cuda_calls:
+        assert opts(call(), "--arch") == ["--arch=sm_86,sm_90"]
+    brainevent.config.set_compute_capability(["8.0", "8.9"])  # the config pin beats the env
+    for call in cuda_calls:
+        assert opts(call(), "--arch") == ["--arch=sm_80,sm_89"]
+        assert opts(call(compute_capability="7.5"), "--arch") == ["--arch=sm_75"]
+    # C++ builds have no architecture
+    assert not opts(rec.argv(bekc.load_cpp_inline, "m", CU_SRC), "--arch")
+    assert not opts(rec.argv(bekc.load_cpp_file, kernel_files / "k.cpp"), "--arch")
+    brainevent.config.set_compute_capability(None)
+    monkeypatch.setenv(ARCH_ENV, "ampere")
+    with pytest.raises(ValueError, match=ARCH_ENV):
+        bekc.load_cuda_inline("m", CU_SRC)
+
+
+def _real_dir(*parts):
+    return os.path.realpath(os.path.join(*parts))
+
+
+def test_brainevent_and_xla_include_dirs(rec, kernel_files, tmp_path, monkeypatch):
+    be_inc = _real_dir(os.path.dirname(importlib.util.find_spec("brainevent").origin), "include")
+    xla_inc = _real_dir(jax.ffi.include_dir())
+    user = tmp_path / "user_inc"
+    user.mkdir()
+    calls = [lambda: rec.argv(bekc.load_cuda_inline, "m", CU_SRC, extra_include_paths=[user]),
+             lambda: rec.argv(bekc.load_cpp_inline, "m", CU_SRC, extra_include_paths=[user]),
+             lambda: rec.argv(bekc.load_cuda_file, kernel_files / "k.cu",
+                              extra_include_paths=[user]),
+             lambda: rec.argv(bekc.load_cuda_dir, kernel_files, extra_include_paths=[user]),
+             lambda: rec.argv(bekc.load_cpp_file, kernel_files / "k.cpp",
+                              extra_include_paths=[user])]
+    for call in calls:
+        argv = call()
+        assert i_dirs(argv) == [str(user), be_inc]  # the user's directories come first
+        assert opts(argv, "--xla-include") == [f"--xla-include={xla_inc}"]
+    # found without importing: with brainevent and jaxlib not findable, neither is added
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda n, *a: None if n in ("brainevent", "jaxlib") else real(n, *a))
+    for call in calls:
+        argv = call()
+        assert i_dirs(argv) == [str(user)] and not opts(argv, "--xla-include")
+
+
+def test_file_inputs_are_real_paths(rec, tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "k.cu").write_text(CU_SRC)
+    (src / "k.cpp").write_text(CU_SRC)
+    (tmp_path / "alias").symlink_to(src)
+    (src / "other.cu").symlink_to(src / "k.cu")
+    real_cu = os.path.realpath(src / "k.cu")
+    spellings = [src / "k.cu", tmp_path / "alias" / "k.cu", str(src / ".." / "alias" / "k.cu")]
+    inputs = {rec.argv(bekc.load_cuda_file, p)[1] for p in spellings}
+    assert inputs == {real_cu}
+    # the module name still comes from the name as written (brainevent: the stem)
+    assert "--name=other" in rec.argv(bekc.load_cuda_file, src / "other.cu")
+    assert rec.argv(bekc.load_cpp_file, tmp_path / "alias" / "k.cpp")[1] == \
+        os.path.realpath(src / "k.cpp")
+    argv = rec.argv(bekc.load_cuda_dir, tmp_path / "alias")
+    assert argv[1] == real_cu and "--name=alias" in argv
+    assert argv.count(real_cu) == 1  # other.cu is the same file
+
+
+def test_load_cuda_dir_patterns_are_pathlib_globs(rec, tmp_path):
+    (tmp_path / "d" / "sub").mkdir(parents=True)
+    (tmp_path / "d" / "a.cu").write_text(CU_SRC)
+    (tmp_path / "d" / "sub" / "b.cu").write_text(CU_SRC)
+    argv = rec.argv(bekc.load_cuda_dir, tmp_path / "d", file_patterns=["**/*.cu"])
+    assert argv[1:3] == [str(tmp_path / "d" / "a.cu"), str(tmp_path / "d" / "sub" / "b.cu")]
+
+
+# --------------------------------------------------------------------------- the module
+MODULE_SRC = SCALE_SRC + r"""
+// @BE path arg ret
+void path(const BE::Tensor x, BE::Tensor out) {
+    const float* in = static_cast<const float*>(x.data_ptr());
+    float* o = static_cast<float*>(out.data_ptr());
+    for (int64_t i = 0; i < x.numel(); ++i) o[i] = in[i] + 1.0f;
+}
+"""
+
+
+@pytest.fixture
+def built_module(bekc_bin, tmp_path):
+    """A real CPU build by the binary itself (no loader options involved)."""
+    name = unique_prefix("api")
+    src = tmp_path / f"{name}.cpp"
+    src.write_text(MODULE_SRC)
+    out = subprocess.run([bekc_bin, "build", str(src), f"--name={name}", "--json",
+                          f"--cache-dir={bekc.get_cache_dir()}"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return bekc.load(json.loads(out.stdout)["manifest"]), name
+
+
+def test_module_has_compiled_module_interface(built_module):
+    mod, name = built_module
+    assert os.path.isfile(mod.path) and mod.path == mod.library_path
+    assert mod.content_hash == "sha256:" + sha256_of(mod.path)[:16]
+    assert mod.function_names == ["scale", "path"]
+    r = repr(mod)
+    assert repr(mod.path) in r and "['scale', 'path']" in r
+    with pytest.raises(KeyError, match=r"nope.*\['scale', 'path'\]"):
+        mod.get_handler("nope")
+
+    h = mod.get_handler("scale")
+    assert isinstance(h, ctypes._CFuncPtr) and callable(h) and mod.get_handler("scale") is h
+    symbol = mod.functions["scale"].info["symbol"]
+    expected = ctypes.cast(ctypes.CDLL(mod.path)[symbol], ctypes.c_void_p).value
+    assert ctypes.cast(h, ctypes.c_void_p).value == expected
+    # it is the handler: registered under another name, it computes
+    jax.ffi.register_ffi_target(f"{name}.alias", jax.ffi.pycapsule(h), platform="cpu")
+    x = jnp.arange(4, dtype=jnp.float32)
+    y = jax.ffi.ffi_call(f"{name}.alias", jax.ShapeDtypeStruct(x.shape, x.dtype))(
+        x, factor=np.float32(3.0))
+    np.testing.assert_allclose(y, 3 * x)
+
+
+def test_attributes_win_over_kernels_of_the_same_name(built_module):
+    mod, name = built_module
+    assert isinstance(mod.path, str) and mod.path.endswith(f"lib{name}.so")
+    kernel = mod["path"]
+    assert isinstance(kernel, bekc.KernelFunction) and kernel.target == f"{name}.path"
+    x = jnp.arange(4, dtype=jnp.float32)
+    np.testing.assert_allclose(kernel(x), x + 1)
+    assert mod.get_handler("path") is not None
+
+
+def test_replace_keeps_brainevent_rules(bekc_bin):
+    """replace=True: the same library again is a no-op; a changed one cannot be
+    swapped in (XLA keeps the first handler), so it raises, as brainevent does."""
+    name = unique_prefix("repl")
+    mod = bekc.load_cpp_inline(name, SCALE_SRC)
+    assert bekc.load_cpp_inline(name, SCALE_SRC, replace=True) is mod
+    assert bekc.load_cpp_inline(name, SCALE_SRC, force_rebuild=True, replace=True) is mod
+    changed = SCALE_SRC.replace("in[i] * factor", "in[i] * factor * 2.0f")
+    with pytest.raises(bekc.TargetConflictError, match="cannot replace FFI target") as e:
+        bekc.load_cpp_inline(name, changed, replace=True)
+    assert "XLA cannot re-point" in str(e.value) and "target_prefix" in str(e.value)
+    with pytest.raises(bekc.TargetConflictError) as e:  # the same refusal without replace
+        bekc.load_cpp_inline(name, changed)
+    assert "cannot replace FFI target" not in str(e.value)
+    x = jnp.arange(4, dtype=jnp.float32)
+    np.testing.assert_allclose(mod.scale(x, factor=2.0), 2 * x)  # the first one still serves
+    other = bekc.load_cpp_inline(name, changed, target_prefix=name + "_v2")
+    np.testing.assert_allclose(other.scale(x, factor=2.0), 4 * x)
+
+
+# --------------------------------------------------------------------------- use_for_brainevent
+def _holders(values):
+    ids = {id(v) for v in values}
+    return sorted((n, a) for n, m in list(sys.modules.items())
+                  if m is not None and (n == "brainevent" or n.startswith("brainevent."))
+                  for a, v in list(vars(m).items()) if id(v) in ids)
+
+
+def test_use_for_brainevent_replaces_every_reference():
+    import brainevent._dense.binary as dense  # imported before the call
+    before = _holders(ORIGINALS.values())
+    assert ("brainevent._dense.binary", "load_cuda_file") in before
+    report = bekc.use_for_brainevent()
+    assert report.enabled and report.version == "0.2.1"
+    assert report.replaced == len(before) and set(before) <= set(report.references)
+    assert _holders(ORIGINALS.values()) == []
+    for name in LOADERS:
+        for module in (brainevent, brainevent._op, kernix_pipeline):
+            assert getattr(module, name) is getattr(bekc, name), (module.__name__, name)
+    assert dense.load_cuda_file is bekc.load_cuda_file
+    # a later `from brainevent._op import ...` gets bekc's
+    ns = {}
+    exec("from brainevent._op import load_cuda_file, load_cpp_inline", ns)
+    assert ns["load_cuda_file"] is bekc.load_cuda_file
+    assert ns["load_cpp_inline"] is bekc.load_cpp_inline
+    # the submodules that name a loader are found from the source, tests excluded
+    found = _brainevent._modules_naming_loaders(brainevent)
+    assert {"brainevent._dense.binary", "brainevent._op", "brainevent._op.kernix_pipeline",
+            "brainevent._misc"} <= set(found)
+    assert not [m for m in found if m.endswith("_test")]
+
+
+def test_use_for_brainevent_is_idempotent_and_undoable():
+    first = bekc.use_for_brainevent()
+    again = bekc.use_for_brainevent()
+    assert again.replaced == 0 and again.references == first.references
+    undone = again.undo()
+    assert not undone.enabled and undone.restored == first.replaced
+    for name in LOADERS:
+        assert getattr(brainevent, name) is ORIGINALS[name]
+        assert getattr(brainevent._op, name) is ORIGINALS[name]
+    assert len(_holders(ORIGINALS.values())) == first.replaced
+    assert _holders([getattr(bekc, n) for n in LOADERS]) == []
+    assert bekc.use_for_brainevent(False).restored == 0
+    assert bekc.use_for_brainevent().replaced == first.replaced
+
+
+def test_use_for_brainevent_checks_the_version(monkeypatch):
+    monkeypatch.setattr(brainevent, "__version__", "0.3.0")
+    with pytest.raises(bekc.UnsupportedBrainEventVersionError) as e:
+        bekc.use_for_brainevent()
+    assert isinstance(e.value, bekc.BekcError)
+    assert "0.3.0" in str(e.value) and "0.2.1" in str(e.value)
+    assert brainevent.load_cuda_file is ORIGINALS["load_cuda_file"]  # nothing changed
+    # the supported versions are data
+    monkeypatch.setattr(_brainevent, "SUPPORTED_BRAINEVENT_VERSIONS",
+                        frozenset({"0.2.1", "0.3.0"}))
+    assert bekc.use_for_brainevent().version == "0.3.0"
+
+
+@pytest.mark.parametrize("how", ["sys.modules", "find_spec"])
+def test_use_for_brainevent_without_brainevent(how, monkeypatch):
+    if how == "sys.modules":
+        monkeypatch.setitem(sys.modules, "brainevent", None)
+    else:
+        real = importlib.util.find_spec
+        monkeypatch.setattr(importlib.util, "find_spec",
+                            lambda n, *a: None if n == "brainevent" else real(n, *a))
+    with pytest.raises(bekc.BrainEventNotInstalledError) as e:
+        bekc.use_for_brainevent()
+    assert isinstance(e.value, ImportError) and isinstance(e.value, bekc.BekcError)
+    assert "pip install brainevent==0.2.1" in str(e.value)
+
+
+def test_use_for_brainevent_in_a_fresh_process():
+    """Importing bekc imports neither brainevent nor JAX; the call imports
+    brainevent and its loader-holding submodules and leaves no original behind."""
+    code = f"""
+import json, sys
+sys.path.insert(0, {os.path.join(REPO, "python")!r})
+import bekc
+assert "brainevent" not in sys.modules and "jax" not in sys.modules
+report = bekc.use_for_brainevent()
+from brainevent._op import kernix_pipeline as kp
+mine = {{id(getattr(bekc, n)) for n in {LOADERS!r}}}
+left = [(n, a) for n, m in list(sys.modules.items()) if m is not None and
+        (n == "brainevent" or n.startswith("brainevent.")) for a, v in vars(m).items()
+        if callable(v) and getattr(v, "__module__", "") == "brainevent._op.kernix_pipeline"
+        and a in {LOADERS!r}]
+print(json.dumps({{"replaced": report.replaced, "left": left,
+                  "pipeline": all(id(getattr(kp, n)) in mine for n in {LOADERS!r})}}))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["left"] == [] and result["pipeline"] and result["replaced"] >= 30
+
+
+# --------------------------------------------------------------------------- end to end
+def test_brainevent_builds_through_bekc_on_cpu(bekc_bin, tmp_path):
+    bekc.use_for_brainevent()
+    name = unique_prefix("be_cpu")
+    mod = brainevent.load_cpp_inline(name=name, cpp_sources=SCALE_SRC)
+    assert isinstance(mod, bekc.Module)
+    assert os.path.realpath(mod.path).startswith(os.path.realpath(bekc.get_cache_dir()))
+    assert mod.function_names == ["scale"]
+    assert mod.content_hash == "sha256:" + hashlib.sha256(open(mod.path, "rb").read()).hexdigest()[:16]
+    x = jnp.arange(8, dtype=jnp.float32)
+    y = jax.ffi.ffi_call(f"{name}.scale", jax.ShapeDtypeStruct(x.shape, x.dtype))(
+        x, factor=np.float32(1.5))
+    np.testing.assert_allclose(y, 1.5 * x)
+    np.testing.assert_allclose(jax.jit(lambda v: mod.scale(v, factor=2.0))(x), 2 * x)
+    # the file loader, reached the way brainevent's own modules reach it
+    src = tmp_path / f"{name}_file.cpp"
+    src.write_text(SCALE_SRC)
+    from brainevent._op import load_cpp_file
+    fmod = load_cpp_file(src)
+    np.testing.assert_allclose(fmod.scale(x, factor=3.0), 3 * x)

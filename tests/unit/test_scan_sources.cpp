@@ -1,0 +1,82 @@
+// The two scans of other people's text: the `#include` lines of a kernel
+// source (scan/includes) and the kernel loads of a Python package
+// (scan/python_loads).
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "scan/includes.hpp"
+#include "scan/python_loads.hpp"
+
+using namespace bekc;
+
+TEST_CASE("find_includes: quoted and angled, with their lines and columns", "[includes]") {
+    auto incs = find_includes(
+        "// header\n#include <cstdio>\n  #  include \"xla/ffi/api/ffi.h\"\n#if 0\n#include "
+        "\"brainevent/dtypes.h\"\n#endif\n",
+        "k.cu");
+    REQUIRE(incs.size() == 3);
+    CHECK(incs[0].header == "cstdio");
+    CHECK(incs[0].angled);
+    CHECK(incs[0].where.line == 2);
+    CHECK(incs[1].header == "xla/ffi/api/ffi.h");
+    CHECK_FALSE(incs[1].angled);
+    CHECK(incs[1].where.line == 3);
+    CHECK(incs[1].where.column == 3);
+    CHECK(incs[1].where.file == "k.cu");
+    // Inside #if 0 still counts: what the preprocessor will take is not known here.
+    CHECK(incs[2].header == "brainevent/dtypes.h");
+}
+
+TEST_CASE("find_includes: comments and other directives are not includes", "[includes]") {
+    auto incs = find_includes(
+        "/* #include \"a.h\"\n#include \"b.h\" */\n// #include \"c.h\"\n#define X "
+        "#include\n#include\n#include \"\"\nint x; /* open\n*/ #include \"d.h\"\n",
+        "k.cu");
+    REQUIRE(incs.empty());
+}
+
+TEST_CASE("find_includes: CRLF line ends and a last line without one", "[includes]") {
+    auto incs = find_includes("#include \"a.h\"\r\n#include <b.h>", "k.cpp");
+    REQUIRE(incs.size() == 2);
+    CHECK(incs[0].header == "a.h");
+    CHECK(incs[1].header == "b.h");
+    CHECK(incs[1].where.line == 2);
+}
+
+TEST_CASE("find_kernel_loads: the literal path and name of each call", "[python_loads]") {
+    auto loads = find_kernel_loads(
+        "from x import load_cuda_file\n"
+        "def load_cuda_file(path, name=None):\n    pass\n"
+        "load_cuda_file(Path(__file__).parent.joinpath('csr.cu'), name='jit_csr')\n"
+        "m = load_cuda_file(\n    Path(__file__).resolve().parent / \"_csr\" / \"a.cu\",\n"
+        "    name=\"csr_to_csc\",  # a comment (with a paren\n    allow_cuda_graph=False,\n)\n");
+    REQUIRE(loads.size() == 2);
+    CHECK(loads[0].function == "load_cuda_file");
+    CHECK(loads[0].path_parts == std::vector<std::string>{"csr.cu"});
+    CHECK(loads[0].name == "jit_csr");
+    CHECK(loads[0].positional == 1);
+    CHECK(loads[0].line == 4);
+    CHECK(loads[1].path_parts == std::vector<std::string>{"_csr", "a.cu"});
+    CHECK(loads[1].name == "csr_to_csc");
+    CHECK(loads[1].keywords == std::vector<std::string>{"name", "allow_cuda_graph"});
+    CHECK(loads[1].line == 5);
+}
+
+TEST_CASE("find_kernel_loads: computed names and extra arguments are visible", "[python_loads]") {
+    auto loads = find_kernel_loads(
+        "load_cuda_file(p.joinpath('h.cu'), name=_mod, extra_cuda_cflags=flags(cfg))\n"
+        "load_cuda_file(p.joinpath('f.cu'), name=f'x_{n}')\n"
+        "load_cpp_file('k.cpp', {'f': ['arg']}, name='k' + s)\n"
+        "x.load_cuda_file(p.joinpath('g.cu'), name='g', extra_ldflags=[str(lib)])\n");
+    REQUIRE(loads.size() == 4);
+    CHECK(loads[0].name.empty());
+    CHECK(loads[0].keywords == std::vector<std::string>{"name", "extra_cuda_cflags"});
+    CHECK(loads[1].name.empty());  // an f-string is not a literal
+    CHECK(loads[2].name == "g");
+    CHECK(loads[2].keywords == std::vector<std::string>{"name", "extra_ldflags"});
+    // load_cpp_file calls come after every load_cuda_file call.
+    CHECK(loads[3].function == "load_cpp_file");
+    CHECK(loads[3].positional == 2);
+    CHECK(loads[3].name.empty());
+    CHECK(loads[3].line == 3);
+}
