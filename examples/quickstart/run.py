@@ -34,7 +34,26 @@ def run_cpu(mod):
     nxt = v + (drive - v) / 10.0
     ok &= check("lif_step spikes", spikes, nxt >= -55.0)
     ok &= check("lif_step v_out", v_out, jnp.where(nxt >= -55.0, -70.0, nxt))
+    ok &= raises("scale_f64 on float32", lambda: mod.scale_f64(a, factor=3.0),
+                 "scale_f64 takes float64, got float32")
     return ok
+
+
+def why(error):
+    """The kernel's own words: the text after "failed: ", without jaxlib's suffix."""
+    return str(error).split("failed: ")[-1].split(" [executable_name=")[0]
+
+
+def raises(name, call, text):
+    """A wrong call raises an exception that says what is wrong; the process goes on."""
+    try:
+        jax.block_until_ready(call())
+    except Exception as e:  # jax.errors.JaxRuntimeError
+        ok = text in str(e)
+        print(f"  {name:<28} {'raises' if ok else 'WRONG ERROR'}: {why(e)}")
+        return ok
+    print(f"  {name:<28} WRONG: no error")
+    return False
 
 
 def run_cuda(mod):
@@ -42,6 +61,8 @@ def run_cuda(mod):
     b = jnp.full(1024, 2.0, dtype=jnp.float32)
     ok = check("vector_add (jit)", jax.jit(mod.vector_add)(a, b), a + b)
     ok &= check("scale_by scale_factor=3.0", mod.scale_by(a, scale_factor=3.0), a * 3.0)
+    ok &= raises("vector_add of 1024 + 1000", lambda: mod.vector_add(a, b[:1000]),
+                 "sizes differ: 1024 + 1000 -> 1024")
     return ok
 
 
@@ -53,7 +74,9 @@ def main(paths):
         print(mod)
         kinds = {t["platform"] for t in mod.targets.values()}
         if "cpu" in kinds:
-            ok &= run_cpu(mod)
+            # CPU targets run on JAX's cpu device, also where a GPU is the default.
+            with jax.default_device(jax.devices("cpu")[0]):
+                ok &= run_cpu(mod)
         elif "gpu" in platforms or "cuda" in platforms:
             ok &= run_cuda(mod)
         else:

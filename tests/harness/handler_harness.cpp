@@ -560,6 +560,61 @@ TEST_CASE("an unsupported dtype in BE_DISPATCH_FLOATING is an INTERNAL error nam
     CHECK(o[0] == 5);
 }
 
+TEST_CASE("data_ptr<T>() on a buffer of another width is an INTERNAL error naming it", "[cpu]") {
+    // `stats` reads and writes float32 without checking dtypes; data_ptr<float>()
+    // stops it before it reads or writes past a buffer of another width.
+    const auto src = kernel("handlers_cpu.cpp");
+    auto at = [&](const char* needle) {
+        return "handlers_cpu.stats: " + src.string() + ":" + std::to_string(line_of(src, needle)) +
+               ": ";
+    };
+    const std::string hint = "; check the dtype first, or dispatch on it (BE_DISPATCH_*)";
+    std::vector<double> wide(12, 1.5);
+    std::vector<float> x = random_floats(12, 11), prod(12, -777.0f), rows(3, -777.0f);
+    float total = -777.0f;
+    SECTION("argument 0 is float64") {
+        FrameBuilder fb;
+        fb.arg(BEKC_XLA_DTYPE_F64, wide.data(), {3, 4})
+            .arg(BEKC_XLA_DTYPE_F32, x.data(), {3, 4})
+            .ret(BEKC_XLA_DTYPE_F32, &total, {})
+            .ret(BEKC_XLA_DTYPE_F32, prod.data(), {3, 4})
+            .ret(BEKC_XLA_DTYPE_F32, rows.data(), {3});
+        require_error(call("stats", fb.frame()), kInternal,
+                      at("const float* a = x.data_ptr<float>()") +
+                          "data_ptr<float>() on argument 0 (float64): float has 4 bytes, float64 "
+                          "elements have 8" +
+                          hint);
+    }
+    SECTION("result 1 is int16") {
+        std::vector<int16_t> narrow(12, 99);
+        FrameBuilder fb;
+        fb.arg(BEKC_XLA_DTYPE_F32, x.data(), {3, 4})
+            .arg(BEKC_XLA_DTYPE_F32, x.data(), {3, 4})
+            .ret(BEKC_XLA_DTYPE_F32, &total, {})
+            .ret(BEKC_XLA_DTYPE_S16, narrow.data(), {3, 4})
+            .ret(BEKC_XLA_DTYPE_F32, rows.data(), {3});
+        require_error(call("stats", fb.frame()), kInternal,
+                      at("prod.data_ptr<float>()") +
+                          "data_ptr<float>() on result 1 (int16): float has 4 bytes, int16 "
+                          "elements have 2" +
+                          hint);
+        CHECK(std::all_of(narrow.begin(), narrow.end(), [](int16_t v) { return v == 99; }));
+    }
+    SECTION("a same-width view is allowed: int32 read as float") {
+        std::vector<int32_t> bits(12, 0x3F800000);  // the bits of 1.0f
+        FrameBuilder fb;
+        fb.arg(BEKC_XLA_DTYPE_S32, bits.data(), {3, 4})
+            .arg(BEKC_XLA_DTYPE_U32, bits.data(), {3, 4})
+            .ret(BEKC_XLA_DTYPE_F32, &total, {})
+            .ret(BEKC_XLA_DTYPE_F32, prod.data(), {3, 4})
+            .ret(BEKC_XLA_DTYPE_F32, rows.data(), {3});
+        REQUIRE(call("stats", fb.frame()).ok);
+        CHECK(total == 12.0f);
+        CHECK(rows[2] == 4.0f);
+    }
+    CHECK(std::all_of(prod.begin(), prod.end(), [](float v) { return v == -777.0f || v == 1.0f; }));
+}
+
 TEST_CASE("std::exception and non-standard exceptions become INTERNAL errors", "[cpu]") {
     float x = 1.0f, y = -777.0f;
     FrameBuilder a;

@@ -474,3 +474,154 @@ TEST_CASE("Half and complex stand-ins have the sizes of their dtypes", "[runtime
     STATIC_REQUIRE(sizeof(BE::complex128_t) == BE::dtype_size(DType::Complex128));
     STATIC_REQUIRE(alignof(BE::complex128_t) == 16);
 }
+
+namespace {
+
+// A tensor as bekc's handlers build it: tagged with the argument or result it views.
+BE::Tensor handler_tensor(void* data, DType dtype, BE::Tensor::Origin origin, int index) {
+    static const int64_t dims[1] = {4};
+    return BE::Tensor(BE::Tensor::Unchecked{}, data, dtype, 1, dims, origin, index);
+}
+
+}  // namespace
+
+TEST_CASE("data_ptr<T>() accepts T of the dtype's width, const or not", "[runtime_headers]") {
+    alignas(16) unsigned char storage[64] = {};
+    auto tensor = [&](DType dtype) {
+        return handler_tensor(storage, dtype, BE::Tensor::Origin::Argument, 0);
+    };
+    CHECK(tensor(DType::Float32).data_ptr<float>() == reinterpret_cast<float*>(storage));
+    CHECK(tensor(DType::Float32).data_ptr<const float>() == reinterpret_cast<float*>(storage));
+    CHECK(tensor(DType::Float64).data_ptr<double>() != nullptr);
+    CHECK(tensor(DType::Bool).data_ptr<bool>() != nullptr);
+    CHECK(tensor(DType::Complex64).data_ptr<BE::complex64_t>() != nullptr);
+    CHECK(tensor(DType::Complex128).data_ptr<const BE::complex128_t>() != nullptr);
+    // Same-width reinterpretations stay allowed, as in brainevent.
+    CHECK(tensor(DType::Float16).data_ptr<uint16_t>() != nullptr);
+    CHECK(tensor(DType::BFloat16).data_ptr<const int16_t>() != nullptr);
+    CHECK(tensor(DType::Float16).data_ptr<BE::float16_t>() != nullptr);
+    CHECK(tensor(DType::Float32).data_ptr<uint32_t>() != nullptr);
+    CHECK(tensor(DType::Int64).data_ptr<double>() != nullptr);
+    CHECK(tensor(DType::Complex64).data_ptr<uint64_t>() != nullptr);
+    struct Rgb {
+        unsigned char r, g, b;
+    };
+    CHECK(tensor(DType::UInt8).data_ptr<uint8_t>() != nullptr);
+    CHECK_THROWS_AS(tensor(DType::UInt8).data_ptr<Rgb>(), BE::CheckError);
+}
+
+TEST_CASE("data_ptr<T>() of a byte type views any dtype", "[runtime_headers]") {
+    alignas(16) unsigned char storage[64] = {};
+    for (DType dtype : kAllDTypes) {
+        CAPTURE(BE::dtype_name(dtype));
+        const BE::Tensor t = handler_tensor(storage, dtype, BE::Tensor::Origin::Result, 2);
+        CHECK(t.data_ptr<void>() == storage);
+        CHECK(t.data_ptr<const void>() == storage);
+        CHECK(t.data_ptr<char>() == reinterpret_cast<char*>(storage));
+        CHECK(t.data_ptr<unsigned char>() == storage);
+        CHECK(t.data_ptr<const std::byte>() == reinterpret_cast<const std::byte*>(storage));
+    }
+}
+
+TEST_CASE("data_ptr<T>() of another width throws, naming the buffer, the dtype and T",
+          "[runtime_headers]") {
+    double storage[8] = {};
+    using Origin = BE::Tensor::Origin;
+    const BE::Tensor x = handler_tensor(storage, DType::Float32, Origin::Argument, 0);
+    int line = 0;
+    const BE::Error e = thrown_error([&] {
+        // clang-format off
+        line = __LINE__; (void)x.data_ptr<double>();
+        // clang-format on
+    });
+    // At the caller's line, like BE_CHECK, not somewhere in tensor.h.
+    CHECK(ends_with(e.file(), "test_runtime_headers.cpp"));
+    CHECK(e.line() == line);
+    CHECK(e.message() ==
+          "data_ptr<double>() on argument 0 (float32): double has 8 bytes, float32 elements have "
+          "4; check the dtype first, or dispatch on it (BE_DISPATCH_*)");
+    CHECK_THROWS_AS(x.data_ptr<double>(), BE::CheckError);
+
+    struct Row {
+        BE::Tensor tensor;
+        std::string (*view)(const BE::Tensor&);
+        const char* message;
+    };
+    const Row rows[] = {
+        {handler_tensor(storage, DType::Int64, Origin::Argument, 3),
+         [](const BE::Tensor& t) { return thrown_error([&] { t.data_ptr<float>(); }).message(); },
+         "data_ptr<float>() on argument 3 (int64): float has 4 bytes, int64 elements have 8"},
+        {handler_tensor(storage, DType::Float16, Origin::Result, 1),
+         [](const BE::Tensor& t) {
+             return thrown_error([&] { t.data_ptr<const int32_t>(); }).message();
+         },
+         "data_ptr<int32_t>() on result 1 (float16): int32_t has 4 bytes, float16 elements have 2"},
+        {handler_tensor(storage, DType::Bool, Origin::Result, 0),
+         [](const BE::Tensor& t) {
+             return thrown_error([&] { t.data_ptr<BE::complex128_t>(); }).message();
+         },
+         "data_ptr<BE::complex128_t>() on result 0 (bool): BE::complex128_t has 16 bytes, bool "
+         "elements have 1"},
+        {handler_tensor(storage, DType::Complex64, Origin::Argument, 0),
+         [](const BE::Tensor& t) { return thrown_error([&] { t.data_ptr<int8_t>(); }).message(); },
+         "data_ptr<int8_t>() on argument 0 (complex64): int8_t has 1 byte, complex64 elements "
+         "have 8"},
+        // A type the table does not name is T; a tensor built by the kernel has no origin.
+        {BE::Tensor(storage, DType::Float32, 0, nullptr),
+         [](const BE::Tensor& t) {
+             struct Vec3 {
+                 float x, y, z;
+             };
+             return thrown_error([&] { t.data_ptr<Vec3>(); }).message();
+         },
+         "data_ptr<T>() on a tensor (float32): T has 12 bytes, float32 elements have 4"},
+    };
+    for (const Row& row : rows) {
+        CAPTURE(row.message);
+        CHECK_THAT(row.view(row.tensor), Catch::StartsWith(row.message));
+    }
+}
+
+TEST_CASE("data_ptr<T>() does not check a tensor of no dtype", "[runtime_headers]") {
+    const BE::Tensor empty;
+    CHECK(empty.data_ptr<double>() == nullptr);
+    CHECK(empty.origin() == BE::Tensor::Origin::Unknown);
+}
+
+TEST_CASE("The origin tag rides in padding: Tensor keeps its size and stays trivially copyable",
+          "[runtime_headers]") {
+    STATIC_REQUIRE(std::is_trivially_copyable_v<BE::Tensor>);
+    STATIC_REQUIRE(std::is_standard_layout_v<BE::Tensor>);
+    // data, shape, strides, numel, ndim and dtype; the tag takes no room of its own.
+    STATIC_REQUIRE(sizeof(BE::Tensor) ==
+                   sizeof(void*) + (2 * BE::kMaxDim + 1) * sizeof(int64_t) + 2 * sizeof(int));
+    float storage[4] = {};
+    const BE::Tensor t = handler_tensor(storage, DType::Float32, BE::Tensor::Origin::Result, 7);
+    BE::Tensor copy;
+    std::memcpy(static_cast<void*>(&copy), &t, sizeof t);
+    CHECK(copy.origin() == BE::Tensor::Origin::Result);
+    CHECK(copy.origin_index() == 7);
+    CHECK(BE::Tensor(storage, DType::Float32, 0, nullptr).origin() == BE::Tensor::Origin::Unknown);
+    // An index the tag cannot hold leaves the tensor without an origin.
+    CHECK(handler_tensor(storage, DType::Float32, BE::Tensor::Origin::Argument, 70000).origin() ==
+          BE::Tensor::Origin::Unknown);
+}
+
+TEST_CASE("data_ptr<T>()'s table has the width of every type it names", "[runtime_headers]") {
+    using BE::detail::ElementView;
+    STATIC_REQUIRE(ElementView<BE::float16_t>::width == sizeof(BE::float16_t));
+    STATIC_REQUIRE(ElementView<BE::bfloat16_t>::width == sizeof(BE::bfloat16_t));
+    STATIC_REQUIRE(ElementView<BE::complex64_t>::width == sizeof(BE::complex64_t));
+    STATIC_REQUIRE(ElementView<BE::complex128_t>::width == sizeof(BE::complex128_t));
+    STATIC_REQUIRE(ElementView<bool>::width == sizeof(bool));
+    STATIC_REQUIRE(ElementView<int8_t>::width == 1);
+    STATIC_REQUIRE(ElementView<uint16_t>::width == 2);
+    STATIC_REQUIRE(ElementView<int64_t>::width == 8);
+    STATIC_REQUIRE(ElementView<double>::width == 8);
+    // The byte views accept every width; so does a type not defined yet.
+    STATIC_REQUIRE(ElementView<void>::width == 0);
+    STATIC_REQUIRE(ElementView<std::byte>::width == 0);
+    STATIC_REQUIRE(ElementView<uint8_t>::width == 0);
+    struct Undefined;
+    STATIC_REQUIRE(ElementView<Undefined>::width == 0);
+}

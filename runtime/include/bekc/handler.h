@@ -98,8 +98,8 @@ class Frame {
 public:
     Frame(const BekcXla_CallFrame* frame, int64_t stream) : frame_(frame), stream_(stream) {}
 
-    BE::Tensor arg(int i) const { return tensor(frame_->args.args[i]); }
-    BE::Tensor ret(int i) const { return tensor(frame_->rets.rets[i]); }
+    BE::Tensor arg(int i) const { return tensor(frame_->args.args[i], kArgument, i); }
+    BE::Tensor ret(int i) const { return tensor(frame_->rets.rets[i], kResult, i); }
     int64_t stream() const { return stream_; }
     // The i-th attribute in name order; its dtype was checked against T's.
     template <class T>
@@ -115,13 +115,22 @@ private:
     // compiled once against bekc's brainevent/ headers, while a wrapper may
     // see brainevent's own (a user's -I comes first), whose BE::Tensor has
     // another layout. Only the wrapper knows which BE::Tensor it has.
-    static BE::Tensor tensor(void* p) {
+    //
+    // bekc's BE::Tensor also records which argument or result it views (its
+    // Origin), so that a data_ptr<T>() of the wrong width can name it.
+    // brainevent's has no such tag, and no check in data_ptr<T>().
+    enum Role { kArgument, kResult };
+    static BE::Tensor tensor(void* p, Role role, int index) {
         const auto* b = static_cast<const BekcXla_Buffer*>(p);
         // check_buffers has checked the rank, dtype and dimensions of every buffer.
 #if defined(BEKC_BRAINEVENT_HEADERS)
+        const auto origin =
+            role == kArgument ? BE::Tensor::Origin::Argument : BE::Tensor::Origin::Result;
         return BE::Tensor(BE::Tensor::Unchecked{}, b->data, to_be_dtype(b->dtype),
-                          static_cast<int>(b->rank), b->dims);
+                          static_cast<int>(b->rank), b->dims, origin, index);
 #else
+        (void)role;
+        (void)index;
         return BE::Tensor(b->data, b->dims, static_cast<int>(b->rank), to_be_dtype(b->dtype));
 #endif
     }
