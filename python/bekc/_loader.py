@@ -751,9 +751,28 @@ class KernelFunction:
                 f"{'s' if self.num_args != 1 else ''} ({self.target}), got {len(arrays)}")
         cast = self.cast_attrs(dict(attrs or {}))
         out_spec = self._out_spec(arrays, out)
+        self._check_layouts(ffi_call_kwargs, arrays, out_spec)
         import jax
         return jax.ffi.ffi_call(self.target, out_spec, vmap_method=vmap_method,
                                 **ffi_call_kwargs)(*arrays, **cast)
+
+    def _check_layouts(self, kwargs: Dict[str, Any], arrays, out_spec) -> None:
+        """BE::Tensor reads every buffer as row-major, and XLA's buffers carry no
+        layout the handler could check: another layout would be read transposed
+        without a word, so only row-major ones (or None) are passed on. In
+        jax.ffi.ffi_call's spelling (major-to-minor) row-major is (0, 1, ..., n-1)."""
+        outs = out_spec if isinstance(out_spec, (list, tuple)) else [out_spec]
+        for key, values in (("input_layouts", arrays), ("output_layouts", outs)):
+            layouts = kwargs.get(key)
+            if layouts is None:
+                continue
+            for i, (layout, value) in enumerate(zip(layouts, values)):
+                ndim = len(getattr(value, "shape", ()))
+                if layout is not None and tuple(layout) != tuple(range(ndim)):
+                    raise ValueError(
+                        f"{self.target}: {key}[{i}] = {tuple(layout)} is not row-major; "
+                        f"BE::Tensor reads every buffer as row-major (C order), so pass "
+                        f"None or {tuple(range(ndim))}")
 
     def __call__(self, *arrays, **kwargs):
         out = kwargs.pop("out", None) if "out" not in self.attr_types else None

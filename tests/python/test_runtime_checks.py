@@ -302,6 +302,21 @@ def test_default_layout_is_row_major(built):
     """)
 
 
+def test_a_layout_other_than_row_major_is_refused_before_the_call(built):
+    # The handler cannot see a layout: the loader refuses one BE::Tensor would misread.
+    errors = run_case(built, """
+        x = jnp.arange(6, dtype=jnp.float32).reshape(2, 3)
+        f = kern["memory_order"]
+        show(lambda: f.call([x], input_layouts=[(1, 0)]))
+        show(lambda: f.call([x], output_layouts=[(1, 0)]))
+        got = f.call([x], input_layouts=[(0, 1)])
+        assert (np.asarray(got) == np.asarray(x)).all()
+    """)
+    assert len(errors) == 2, errors
+    assert "input_layouts[0] = (1, 0) is not row-major" in errors[0], errors
+    assert "output_layouts[0] = (1, 0) is not row-major" in errors[1], errors
+
+
 # ------------------------------------------------------------------ the handler's own checks
 def test_wrong_attribute_count_name_and_dtype(built):
     errs = run_case(built, """
