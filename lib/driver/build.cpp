@@ -122,17 +122,26 @@ void check_linker_args(const std::vector<std::string>& args, bool nvcc_links) {
 // source includes them (or brainevent's dtypes.h / ffi_compat.h) directly; a
 // source that needs them when none can be found is an error at its #include.
 std::string resolve_xla_include(const BuildOptions& o, const ScannedInputs& scanned) {
-    std::optional<XlaHeaders> found = find_xla_headers(o.xla_include, system_env());
-    for (const auto& f : scanned.files)
-        for (const auto& inc : find_includes(f.text, f.path.string())) {
-            if (!needs_xla_headers(inc)) continue;
-            if (!found) {
-                std::fputs(missing_xla_headers_message(inc, f.text).c_str(), stderr);
-                throw FatalError("", kExitSourceError);
+    const SourceFile* needing = nullptr;
+    std::optional<IncludeDirective> include;
+    for (const auto& f : scanned.files) {
+        for (auto& inc : find_includes(f.text, f.path.string()))
+            if (needs_xla_headers(inc)) {
+                needing = &f;
+                include = std::move(inc);
+                break;
             }
-            return found->dir.string();
-        }
-    return found && found->explicit_choice ? found->dir.string() : std::string();
+        if (needing) break;
+    }
+    // Looking for a jaxlib reads directories: only when a source needs one or
+    // the user named the headers, not on every build (a cache hit included).
+    if (!needing && !o.xla_include && !system_env()("BEKC_XLA_INCLUDE")) return {};
+    std::optional<XlaHeaders> found = find_xla_headers(o.xla_include, system_env());
+    if (needing && !found) {
+        std::fputs(missing_xla_headers_message(*include, needing->text).c_str(), stderr);
+        throw FatalError("", kExitSourceError);
+    }
+    return found && (needing || found->explicit_choice) ? found->dir.string() : std::string();
 }
 
 // Everything decided before anything is compiled.
