@@ -1,10 +1,12 @@
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "commands.hpp"
 #include "driver/build.hpp"
 #include "driver/package_build.hpp"
+#include "plan/inputs.hpp"
 
 namespace bekc::cli {
 
@@ -41,9 +43,15 @@ Action add_build_command(CLI::App& app) {
         "print the manifest's path");
     cmd->add_option("inputs", o->inputs, "Kernel sources (.cu, .cpp, .cc, .cxx) or directories")
         ->required();
-    cmd->add_option("--name", o->name, "Module name (default: the first input's stem)");
+    const std::string max_length = std::to_string(kMaxModuleNameLength);
+    cmd->add_option("--name", o->name,
+                    "Module name, an ASCII C++ identifier of at most " + max_length +
+                        " characters; the library is lib<name>.so (default: the first input's "
+                        "stem)");
     cmd->add_option("--target-prefix", o->target_prefix,
-                    "Prefix of the FFI target names, '<prefix>.<function>' (default: --name)");
+                    "Prefix of the FFI target names, '<prefix>.<function>': letters, digits, '_' "
+                    "and '.', at most " +
+                        max_length + " characters (default: --name)");
     cmd->add_option("-O", o->opt_level, "Optimisation level, -O0 to -O3 (default -O3)")
         ->check(CLI::Range(0, 3));
     cmd->add_flag("--fast-math", o->fast_math, "--use_fast_math for nvcc, -ffast-math for C++");

@@ -7,6 +7,7 @@
 #include "driver/build.hpp"
 #include "store/cache.hpp"
 #include "store/size.hpp"
+#include "util/env.hpp"
 #include "util/error.hpp"
 
 namespace bekc::cli {
@@ -17,6 +18,7 @@ struct CacheOptions {
     std::optional<std::string> cache_dir;
     std::optional<std::string> name;
     std::string max_size;
+    std::string new_max_size;
 };
 
 std::string format_time(std::chrono::system_clock::time_point t) {
@@ -26,35 +28,81 @@ std::string format_time(std::chrono::system_clock::time_point t) {
     return buf;
 }
 
+// Maintenance failures (not a cache, permission denied, read-only) exit 4
+// with the cause; nothing is reported as removed that was not.
+template <typename T>
+T or_fail(std::expected<T, std::string> result) {
+    if (!result) throw FatalError("bekc: error: " + result.error(), kExitCache);
+    return std::move(*result);
+}
+
 int list(Cache& cache) {
-    auto entries = cache.list();
+    auto entries = or_fail(cache.list());
     if (entries.empty()) std::printf("(empty) %s\n", cache.path().c_str());
     for (const auto& e : entries)
         std::printf("%-24s %s  %8s  %3zu targets  %s%s\n", e.name.c_str(),
                     e.key.substr(0, 16).c_str(), format_size(e.bytes).c_str(), e.targets,
                     format_time(e.last_use).c_str(),
                     e.problem.empty() ? "" : ("  PROBLEM: " + e.problem).c_str());
-    CacheStats s = cache.stats();
-    std::printf("%zu entries, %s\n", s.entries, format_size(s.bytes).c_str());
+    CacheStats s = or_fail(cache.stats());
+    std::printf("%zu entries (%s); %s in all under %s\n", s.entries,
+                format_size(s.entry_bytes).c_str(), format_size(s.bytes).c_str(),
+                cache.path().c_str());
+    return kExitOk;
+}
+
+int stats(Cache& cache) {
+    CacheStats s = or_fail(cache.stats());
+    auto limit = or_fail(cache.size_limit(system_env()));
+    std::printf("entries         %zu\n", s.entries);
+    std::printf("direct records  %zu\n", s.direct_records);
+    std::printf("entry bytes     %llu (%s)\n", static_cast<unsigned long long>(s.entry_bytes),
+                format_size(s.entry_bytes).c_str());
+    std::printf("total bytes     %llu (%s)\n", static_cast<unsigned long long>(s.bytes),
+                format_size(s.bytes).c_str());
+    std::printf("max size        %s (%s)\n",
+                limit.bytes ? format_size(limit.bytes).c_str() : "no limit", limit.source.c_str());
     return kExitOk;
 }
 
 int verify(Cache& cache) {
-    VerifyReport r = cache.verify();
-    for (const auto& [key, why] : r.removed)
-        std::printf("removed %s: %s\n", key.c_str(), why.c_str());
-    std::printf("%zu entries checked, %zu removed, %zu stale temporary directories removed\n",
-                r.checked, r.removed.size(), r.stale_temps_removed);
+    VerifyReport r = or_fail(cache.verify());
+    for (const auto& [what, why] : r.removed)
+        std::printf("removed %s: %s\n", what.c_str(), why.c_str());
+    std::printf(
+        "%zu entries checked, %zu removed, %zu stale temporary directories removed (and %zu "
+        "runtime trees, records and memos checked)\n",
+        r.checked, r.removed.size(), r.stale_temps_removed, r.checked_other);
     return r.removed.empty() ? kExitOk : kExitCache;
 }
 
 int prune(Cache& cache, const std::string& max_size) {
-    auto bytes = parse_size(max_size);
-    if (!bytes) throw FatalError("bekc: error: --max-size " + bytes.error(), kExitUsage);
-    PruneReport r = cache.prune(*bytes);
+    uint64_t bytes = 0;
+    if (max_size.empty()) {
+        bytes = or_fail(cache.size_limit(system_env())).bytes;
+    } else {
+        auto parsed = parse_size(max_size);
+        if (!parsed) throw FatalError("bekc: error: --max-size " + parsed.error(), kExitUsage);
+        bytes = *parsed;
+    }
+    PruneReport r = or_fail(cache.prune(bytes));
     std::printf("removed %zu entries and %zu records; %s -> %s\n", r.entries_removed,
                 r.records_removed, format_size(r.bytes_before).c_str(),
                 format_size(r.bytes_after).c_str());
+    return kExitOk;
+}
+
+int max_size(Cache& cache, const std::string& value) {
+    if (!value.empty()) {
+        auto parsed = parse_size(value);
+        if (!parsed) throw FatalError("bekc: error: max-size " + parsed.error(), kExitUsage);
+        or_fail(cache.is_cache());
+        if (auto w = cache.store_size_limit(*parsed); !w)
+            throw FatalError("bekc: error: " + w.error(), kExitCache);
+    }
+    auto limit = or_fail(cache.size_limit(system_env()));
+    std::printf("%s (%s)\n", limit.bytes ? format_size(limit.bytes).c_str() : "no limit",
+                limit.source.c_str());
     return kExitOk;
 }
 
@@ -71,11 +119,19 @@ Action add_cache_command(CLI::App& app) {
     auto* ls = cmd->add_subcommand("ls", "List entries, most recently used first");
     auto* clear = cmd->add_subcommand("clear", "Remove every entry, or those of module NAME");
     clear->add_option("name", o->name, "Module name (--name of the build)");
+    auto* st = cmd->add_subcommand("stats", "Counts and sizes, and the size limit in force");
     auto* pr = cmd->add_subcommand("prune", "Remove least recently used entries down to a size");
-    pr->add_option("--max-size", o->max_size, "Size to keep, e.g. 500M, 2G")->required();
-    auto* ver = cmd->add_subcommand("verify", "Check every library's SHA-256; remove bad entries");
+    pr->add_option("--max-size", o->max_size,
+                   "Size to keep, e.g. 500M, 2G (default: the size limit in force)");
+    auto* ver = cmd->add_subcommand(
+        "verify", "Check every file bekc reads from the cache; remove what is damaged");
+    auto* mx = cmd->add_subcommand(
+        "max-size",
+        "Show the size limit, or store SIZE in the cache (0: no limit); $BEKC_CACHE_MAX_SIZE "
+        "overrides it; the default is 5 GB");
+    mx->add_option("size", o->new_max_size, "e.g. 500M, 2G, 0");
     // `bekc cache ls --cache-dir D` as well as `bekc cache --cache-dir D ls`.
-    for (auto* sub : {path, ls, clear, pr, ver}) sub->fallthrough();
+    for (auto* sub : {path, ls, st, clear, pr, ver, mx}) sub->fallthrough();
     return [=] {
         Cache cache(resolve_cache_root(o->cache_dir));
         if (path->parsed()) {
@@ -83,8 +139,10 @@ Action add_cache_command(CLI::App& app) {
             return static_cast<int>(kExitOk);
         }
         if (ls->parsed()) return list(cache);
+        if (st->parsed()) return stats(cache);
+        if (mx->parsed()) return max_size(cache, o->new_max_size);
         if (clear->parsed()) {
-            size_t n = cache.clear(o->name);
+            size_t n = or_fail(cache.clear(o->name));
             std::printf("removed %zu entries\n", n);
             return static_cast<int>(kExitOk);
         }

@@ -42,9 +42,11 @@ int doctor(const std::optional<std::string>& cache_dir) {
                 gpus.archs.empty() ? "none" : arch_list_string(gpus.archs).c_str(),
                 gpus.how.c_str());
     Cache cache(root);
-    CacheStats s = cache.stats();
-    std::printf("%-14s %s (%zu entries, %s)\n", "cache", root.c_str(), s.entries,
-                format_size(s.bytes).c_str());
+    if (auto s = cache.stats())
+        std::printf("%-14s %s (%zu entries, %s)\n", "cache", root.c_str(), s->entries,
+                    format_size(s->bytes).c_str());
+    else
+        std::printf("%-14s %s (%s)\n", "cache", root.c_str(), s.error().c_str());
     std::printf("%-14s %s\n", "runtime hdrs", runtime_include_dir(root).c_str());
     std::optional<fs::path> python = lookup.find("python3");
     std::string jax = "python3 not found on PATH";

@@ -115,6 +115,9 @@ def main() -> int:
     ap.add_argument("--cold-reps", type=int, default=5)
     ap.add_argument("--hit-reps", type=int, default=40)
     ap.add_argument("--jobs-reps", type=int, default=3)
+    ap.add_argument("--baseline-bekc", default=None,
+                    help="an earlier bekc binary: its hits are timed beside this one's "
+                         "(goal: within 10%%)")
     ap.add_argument("--json", dest="json_out", default=None, help="also write the figures here")
     args = ap.parse_args()
 
@@ -128,8 +131,8 @@ def main() -> int:
     def fresh_cache() -> Path:
         return work / f"cache{next(counter)}"
 
-    def bekc_build(*extra, cache: Path):
-        argv = [bekc, "build", *extra, "--arch", args.arch, "--cache-dir", cache, "--json", "-q"]
+    def bekc_build(*extra, cache: Path, binary: Path | None = None):
+        argv = [binary or bekc, "build", *extra, "--arch", args.arch, "--cache-dir", cache, "--json", "-q"]
         if args.nvcc:
             argv += ["--nvcc", args.nvcc]
         seconds, proc = timed(argv, env=env)
@@ -164,7 +167,12 @@ def main() -> int:
     # (b) warm hits.
     hit_cache = fresh_cache()
     bekc_build(SOURCE, cache=hit_cache)
-    hits = {"bekc": [], "ccache": []}
+    hits = {"bekc": [], "ccache": [], "baseline_bekc": []}
+    old = Path(args.baseline_bekc).resolve() if args.baseline_bekc else None
+    if old:
+        old_cache = fresh_cache()
+        bekc_build(SOURCE, cache=old_cache, binary=old)
+        bekc_build(SOURCE, cache=old_cache, binary=old)
     ccache_note = "ccache not found"
     ccache_argv = None
     if args.ccache:
@@ -180,6 +188,10 @@ def main() -> int:
         s, info = bekc_build(SOURCE, cache=hit_cache)
         assert info["cache_hit"] is True
         hits["bekc"].append(s)
+        if old:
+            s, info = bekc_build(SOURCE, cache=old_cache, binary=old)
+            assert info["cache_hit"] is True
+            hits["baseline_bekc"].append(s)
         if ccache_argv:
             hits["ccache"].append(timed(ccache_argv, env=cenv)[0])
     if ccache_argv:
@@ -219,6 +231,10 @@ def main() -> int:
     else:
         rows.append(("(b) warm hit", h["bekc"], "ccache: n/a", float("nan"), float("nan"),
                      "<= 0.50x", False))
+    if "baseline_bekc" in h:
+        rows.append(("(b) warm hit vs earlier bekc", h["bekc"], "--baseline-bekc",
+                     h["baseline_bekc"], h["bekc"] / h["baseline_bekc"], "<= 1.10x",
+                     h["bekc"] / h["baseline_bekc"] <= 1.10))
     rows.append(("(c) 4 inputs: -j2 vs -j1", jm["j2"], "bekc -j1", jm["j1"],
                  jm["j1"] / jm["j2"], ">= 1.80x (speedup)", jm["j1"] / jm["j2"] >= 1.8))
 

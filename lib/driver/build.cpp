@@ -167,6 +167,8 @@ Prepared prepare(const BuildOptions& in, const Reporter& report) {
                          kExitUsage);
     auto paths = expand_inputs(o.inputs);
     if (o.name.empty()) o.name = paths.front().stem().string();
+    check_name_lengths(o.name, in.name.empty() ? "the first input's stem" : "--name",
+                       o.target_prefix);
     if (!is_cxx_identifier(o.name))
         throw FatalError("bekc: error: module name '" + o.name +
                              "' must be an ASCII C++ identifier (it names the library and the "
@@ -198,6 +200,7 @@ Prepared prepare(const BuildOptions& in, const Reporter& report) {
     p.flags.xla_include = resolve_xla_include(o, p.scanned);
     p.launcher = find_launcher(o.launcher, lookup);
     p.library_file = "lib" + o.name + ".so";
+    std::error_code no_cwd;
     p.key_inputs = {o.name,
                     o.target_prefix,
                     &p.scanned.files,
@@ -207,13 +210,14 @@ Prepared prepare(const BuildOptions& in, const Reporter& report) {
                     remembered_tool_version(p.cxx, p.cache_root),
                     p.archs,
                     p.flags,
-                    std::move(specs)};
+                    std::move(specs),
+                    read_compiler_env(process_environment(), any_cuda, fs::current_path(no_cwd))};
     return p;
 }
 
 struct Compiled {
     fs::path dir;  // private build directory holding the library
-    std::vector<std::string> dependencies;
+    ReportedDependencies dependencies;
 };
 
 // Generates wrappers, runs the plan in `dir`, and returns the dependencies
@@ -234,8 +238,13 @@ Compiled compile(const Prepared& p, const fs::path& dir, const fs::path& runtime
     }
     req.library = dir / p.library_file;
     req.launcher = p.launcher;
-    RuntimeObjectRequest rt{p.cache_root, runtime_include, p.cxx.path.string(), p.cxx.identity(),
-                            p.flags.cxx_std};
+    std::string cxx_env;
+    for (const auto& [name, value] : p.key_inputs.env.values)
+        for (const auto& var : kCompilerEnv)
+            if (var.name == name && var.reader == EnvReader::HostCompiler)
+                cxx_env += name + "=" + value + "\n";
+    RuntimeObjectRequest rt{p.cache_root,     runtime_include, p.cxx.path.string(),
+                            p.cxx.identity(), p.flags.cxx_std, cxx_env};
     req.runtime_object =
         dry_run ? runtime_object_path(rt) : ensure_runtime_object(rt, p.options.verbose);
     if (p.nvcc && !dry_run)
@@ -248,9 +257,19 @@ Compiled compile(const Prepared& p, const fs::path& dir, const fs::path& runtime
         fs::path wrapper = dir / wrapper_name;
         WrapperRequest w{fs::absolute(f.path).lexically_normal().string(), f.path.string(),
                          wrapper.string(), p.options.target_prefix, f.functions};
-        if (!dry_run) write_file_atomic(wrapper, render_wrapper(w));
+        if (!dry_run)
+            if (auto written = write_atomic(wrapper, render_wrapper(w)); !written)
+                throw FatalError("bekc: error: " + written.error(), kExitCache);
         req.units.push_back({wrapper, f.cuda, f.path.string()});
     }
+    // The linker lists the files it read. nvcc gets the path through the same
+    // plain-named link as the others and splits -Xlinker values at commas: a
+    // path with one is not asked for, and the flags stand in (keys.cpp).
+    fs::path link_depfile = dir / "link.d";
+    fs::path link_depfile_arg =
+        p.nvcc && !dry_run ? safe_path_for_nvcc(dir) / "link.d" : link_depfile;
+    if (!p.nvcc || link_depfile_arg.string().find(',') == std::string::npos)
+        req.link_depfile = link_depfile_arg;
     BuildPlan plan = make_build_plan(req);
     if (dry_run) {
         for (const auto& s : plan.compiles) std::printf("%s\n", display_command(s.command).c_str());
@@ -267,7 +286,7 @@ Compiled compile(const Prepared& p, const fs::path& dir, const fs::path& runtime
     // with -v every command in full instead.
     bool progress = !p.options.quiet && commands.size() > 1 && ::isatty(STDERR_FILENO);
     size_t started = 0;
-    auto results = run_parallel(commands, jobs, [&](const ProgressEvent& e) {
+    auto on_progress = [&](const ProgressEvent& e) {
         if (e.kind != ProgressEvent::Kind::Started) return;
         ++started;
         if (verbose)
@@ -275,7 +294,20 @@ Compiled compile(const Prepared& p, const fs::path& dir, const fs::path& runtime
         else if (progress)
             std::fprintf(stderr, "[%zu/%zu] %s\n", started, commands.size(),
                          e.command.description.c_str());
-    });
+    };
+    auto results = run_parallel(commands, jobs, on_progress);
+    // A linker without --dependency-file (GNU ld before binutils 2.35) fails
+    // the command that links: that command runs again without the option.
+    auto linker_refused = [&](const ProcessResult& r) {
+        return req.link_depfile && !r.ok() && r.status != ProcessStatus::NotRun &&
+               r.status != ProcessStatus::SpawnFailed &&
+               r.output.find("--dependency-file") != std::string::npos;
+    };
+    if (!plan.link && !results.empty() && linker_refused(results.front())) {
+        req.link_depfile.reset();
+        plan = make_build_plan(req);
+        results = run_parallel({plan.compiles.front().command}, 1, on_progress);
+    }
     auto fail = [&](const ProcessResult& r) {
         std::string log = verbose ? r.output : trim_compile_log(r.output);
         std::fputs(log.c_str(), stderr);
@@ -297,6 +329,13 @@ Compiled compile(const Prepared& p, const fs::path& dir, const fs::path& runtime
     if (plan.link) {
         if (verbose) std::fprintf(stderr, "%s\n", display_command(*plan.link).c_str());
         ProcessResult r = run_process(*plan.link);
+        if (linker_refused(r)) {
+            req.link_depfile.reset();
+            plan.link = make_build_plan(req).link;
+            plan.link_depfile.reset();
+            if (verbose) std::fprintf(stderr, "%s\n", display_command(*plan.link).c_str());
+            r = run_process(*plan.link);
+        }
         if (!r.ok()) fail(r);
     }
     Compiled c{dir, {}};
@@ -306,12 +345,19 @@ Compiled compile(const Prepared& p, const fs::path& dir, const fs::path& runtime
             throw FatalError(
                 "bekc: error: the compiler wrote no dependency file " + s.depfile.string(),
                 kExitToolchain);
-        for (auto& d : parse_depfile(*text)) c.dependencies.push_back(std::move(d));
+        for (auto& d : parse_depfile(*text)) c.dependencies.compile.push_back(std::move(d));
+    }
+    if (plan.link_depfile) {
+        auto text = read_file(link_depfile);
+        if (!text)
+            throw FatalError(
+                "bekc: error: the linker wrote no dependency file " + link_depfile.string(),
+                kExitToolchain);
+        c.dependencies.link = parse_linker_depfile(*text);
+        c.dependencies.link_reported = true;
     }
     return c;
 }
-
-constexpr const char* kDependenciesFile = "dependencies.json";
 
 // The first input or dependency written since the compile started, if any.
 // File timestamps come from a coarse clock that can only lag, so a file
@@ -353,9 +399,9 @@ void place_outputs(const fs::path& dir, BuildResult& result) {
     // leaving the temporary link behind: remove it (a no-op otherwise).
     fs::remove(tmp, ec);
     auto manifest = read_file(result.manifest);
-    if (!manifest)
-        throw FatalError("bekc: error: cannot read " + result.manifest.string(), kExitCache);
-    write_file_atomic(dir / "manifest.json", *manifest);
+    if (!manifest) throw FatalError("bekc: error: " + manifest.error(), kExitCache);
+    if (auto w = write_atomic(dir / "manifest.json", *manifest); !w)
+        throw FatalError("bekc: error: -o: " + w.error(), kExitCache);
     result.manifest = dir / "manifest.json";
     result.library = lib;
 }
@@ -371,12 +417,12 @@ std::string make_escape(const std::string& path) {
     return out;
 }
 
-void write_depfile(const fs::path& file, const Entry& entry, const std::vector<SourceFile>& inputs,
-                   const fs::path& target) {
+void write_depfile(const fs::path& file, const Cache& cache, const Entry& entry,
+                   const std::vector<SourceFile>& inputs, const fs::path& target) {
     std::vector<std::string> prereqs;
     for (const auto& f : inputs)
         prereqs.push_back(fs::absolute(f.path).lexically_normal().string());
-    if (auto text = read_file(entry.dir / kDependenciesFile)) {
+    if (auto text = cache.dir().read(CacheLayout::entry(entry.key) / kDependenciesFile)) {
         auto j = nlohmann::json::parse(*text, nullptr, false);
         if (j.is_array())
             for (const auto& h : j)
@@ -391,7 +437,8 @@ void write_depfile(const fs::path& file, const Entry& entry, const std::vector<S
         out += make_escape(prereqs[i]);
         out += ":\n";
     }
-    write_file_atomic(file, out);
+    if (auto w = write_atomic(file, out); !w)
+        throw FatalError("bekc: error: --depfile: " + w.error(), kExitCache);
 }
 
 }  // namespace
@@ -421,17 +468,24 @@ BuildResult run_build(const BuildOptions& options) {
                                {&p.scanned.files, p.nvcc, p.archs, p.flags,
                                 materialize_runtime_headers(p.cache_root)});
     if (o.dry_run) {
-        compile(p, p.cache_root / "tmp" / "build.<unique>", runtime_include_dir(p.cache_root),
-                true);
+        compile(p, "$TMPDIR/bekc-$UID/build.<direct key>", runtime_include_dir(p.cache_root), true);
         return result;
     }
     Cache cache(p.cache_root);
+    // After publishing: the automatic size limit (store/cache.hpp, amortised).
+    auto keep_under_limit = [&](const Entry& published) {
+        auto limit = cache.size_limit(system_env());
+        if (!limit) return report.warn(limit.error());
+        if (auto problem = cache.enforce_limit(published, direct_key, limit->bytes))
+            report.warn(*problem);
+    };
     auto finish = [&](const Entry& e, bool hit) {
         result.cache_hit = hit;
         result.manifest = e.manifest(!o.no_cuda_graph);
         result.library = e.library;
         if (o.output_dir) place_outputs(fs::path(*o.output_dir), result);
-        if (o.depfile) write_depfile(fs::path(*o.depfile), e, p.scanned.files, result.manifest);
+        if (o.depfile)
+            write_depfile(fs::path(*o.depfile), cache, e, p.scanned.files, result.manifest);
         result.seconds_total = seconds_since(start);
         return result;
     };
@@ -457,7 +511,7 @@ BuildResult run_build(const BuildOptions& options) {
 
     // One compile per direct key: others building the same inputs wait here
     // and then find the entry.
-    auto lock = FileLock::acquire(cache.layout().lock_file(direct_key), std::chrono::minutes(10));
+    auto lock = cache.lock(CacheLayout::lock(direct_key));
     if (!lock) throw FatalError("bekc: error: " + lock.error().message, kExitCache);
     if (auto e = try_hit()) return finish(*e, true);
 
@@ -468,22 +522,23 @@ BuildResult run_build(const BuildOptions& options) {
         if (auto e = remote->fetch(cache, direct_key)) {
             result.miss_reason = "local miss, remote hit";
             result.remote_hit = true;
+            keep_under_limit(*e);
             return finish(*e, true);
         }
     }
 
     fs::path include = materialize_runtime_headers(p.cache_root);
-    // Named by the direct key, which this process holds the lock of: the same
-    // inputs always compile at the same paths, so a compiler launcher (ccache,
-    // sccache) in front sees the same command and can serve it. A directory
-    // left by a killed build of the same key is removed first.
-    fs::path dir = p.cache_root / "tmp" / ("build." + direct_key.substr(0, 32));
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-    fs::create_directories(dir, ec);
-    if (ec)
-        throw FatalError("bekc: error: cannot create " + dir.string() + ": " + ec.message(),
-                         kExitCache);
+    // Compilers write into this user's private directory (util/fs.hpp), never
+    // into the cache, which others may share. Named by the direct key, which
+    // this process holds the lock of: the same inputs always compile at the
+    // same paths, so a compiler launcher (ccache, sccache) in front sees the
+    // same command and can serve it.
+    // The cache's path is part of the name: the same inputs may be built for
+    // two caches at once.
+    auto private_dir = private_temp_dir(
+        "build." + sha256_hex(p.cache_root.string() + "\n" + direct_key).substr(0, 32));
+    if (!private_dir) throw FatalError("bekc: error: " + private_dir.error(), kExitCache);
+    fs::path dir = *private_dir;
     struct Cleanup {
         fs::path dir;
         ~Cleanup() {
@@ -511,32 +566,43 @@ BuildResult run_build(const BuildOptions& options) {
     }
 
     fs::path built = dir / p.library_file;
-    auto outcome =
-        cache.get_or_build(key, [&](const fs::path& staging) -> std::expected<void, std::string> {
+    auto outcome = cache.get_or_build(
+        key,
+        [&](const Staging& staging) -> std::expected<void, std::string> {
             auto sha = sha256_file(built);
             if (!sha) return std::unexpected(sha.error());
-            if (::rename(built.c_str(), (staging / p.library_file).c_str()) != 0)
-                return std::unexpected("cannot move the library into the cache: " +
-                                       std::string(std::strerror(errno)));
+            if (auto moved = staging.move_in(p.library_file, built); !moved) return moved;
             ManifestInput m{
                 o.name,  o.target_prefix,           key,   p.library_file,           *sha,
                 p.nvcc,  p.key_inputs.nvcc_version, p.cxx, p.key_inputs.cxx_version, p.archs,
                 p.flags, &p.scanned.files};
-            if (auto w = write_atomic(staging / std::string(kManifestNoGraphFile),
-                                      render_manifest(m, false));
-                !w)
+            if (auto w = staging.write(kManifestNoGraphFile, render_manifest(m, false)); !w)
                 return w;
             nlohmann::json headers = deps.user_headers;
-            if (auto w = write_atomic(staging / kDependenciesFile, headers.dump()); !w) return w;
-            return write_atomic(staging / std::string(kManifestFile), render_manifest(m, true));
-        });
+            if (auto w = staging.write(kDependenciesFile, headers.dump()); !w) return w;
+            return staging.write(kManifestFile, render_manifest(m, true));
+        },
+        o.force);
     if (!outcome) throw FatalError("bekc: error: " + outcome.error().message, kExitCache);
+    // --force rebuilt an entry that existed under the same key: the same
+    // inputs must give the same library, or the key missed one of them.
+    if (outcome->replaced_sha256) {
+        auto now = sha256_file(outcome->entry.library);
+        if (now && *now != *outcome->replaced_sha256)
+            report.warn("--force rebuilt cache entry " + key +
+                        " and the library differs from the one it replaced (SHA-256 " +
+                        outcome->replaced_sha256->substr(0, 16) + "... before, " +
+                        now->substr(0, 16) +
+                        "... now) although the key is unchanged: an input bekc does not "
+                        "key changed, or the compiler is not deterministic; please report it");
+    }
     if (!outcome->repaired.empty())
         report.warn("replaced a corrupt cache entry: " + outcome->repaired);
     if (changed) return finish(outcome->entry, false);
     if (auto r = cache.record_direct(direct_key, deps.direct); !r)
         report.warn("could not record dependencies for fast hits: " + r.error());
-    if (remote) remote->publish(outcome->entry, direct_key, deps.direct);
+    if (!outcome->hit) keep_under_limit(outcome->entry);
+    if (remote) remote->publish(cache, outcome->entry, direct_key, deps.direct);
     return finish(outcome->entry, false);
 }
 

@@ -30,7 +30,49 @@ nlohmann::ordered_json entries(const CompileCommandsRequest& r) {
     return out;
 }
 
+// One word for the type of a JSON value, for messages.
+std::string type_of(const nlohmann::ordered_json& j) {
+    if (j.is_object()) return "an object";
+    if (j.is_array()) return "an array";
+    if (j.is_string()) return "a string";
+    if (j.is_boolean()) return "a boolean";
+    if (j.is_number()) return "a number";
+    return "null";
+}
+
 }  // namespace
+
+nlohmann::ordered_json read_compile_commands(const fs::path& file) {
+    std::error_code ec;
+    if (fs::status(file, ec).type() == fs::file_type::not_found)
+        return nlohmann::ordered_json::array();
+    const std::string keep =
+        "; --compile-commands leaves it unchanged: fix it, remove it or name another file";
+    auto text = read_file(file, ReadOptions{.max_bytes = kMaxCompileCommandsBytes});
+    if (!text) throw FatalError("bekc: error: --compile-commands: " + text.error(), kExitUsage);
+    // An empty file (touch compile_commands.json) holds no entry to lose.
+    if (text->find_first_not_of(" \t\r\n") == std::string::npos)
+        return nlohmann::ordered_json::array();
+    nlohmann::ordered_json old;
+    try {
+        old = parse_user_json(*text, file);
+    } catch (const FatalError& e) {
+        throw FatalError(e.what() + keep, e.exit_code());
+    }
+    const std::string where = file.string() + ": error: ";
+    if (!old.is_array())
+        throw FatalError(where +
+                             "not a compilation database: a JSON array of entries was "
+                             "expected, the file holds " +
+                             type_of(old) + keep,
+                         kExitUsage);
+    for (size_t i = 0; i < old.size(); ++i)
+        if (!old[i].is_object())
+            throw FatalError(where + "not a compilation database: entry " + std::to_string(i + 1) +
+                                 " is " + type_of(old[i]) + ", not an object" + keep,
+                             kExitUsage);
+    return old;
+}
 
 std::string render_compile_commands(const CompileCommandsRequest& request) {
     return entries(request).dump(2) + "\n";
@@ -41,16 +83,13 @@ void write_compile_commands(const fs::path& file, const CompileCommandsRequest& 
     std::set<std::string> ours;
     for (const auto& e : fresh) ours.insert(e["file"].get<std::string>());
     nlohmann::ordered_json merged = nlohmann::ordered_json::array();
-    if (auto text = read_file(file)) {
-        auto old = nlohmann::ordered_json::parse(*text, nullptr, false);
-        if (old.is_array())
-            for (const auto& e : old)
-                if (e.is_object() && e.contains("file") && e["file"].is_string() &&
-                    !ours.count(e["file"].get<std::string>()))
-                    merged.push_back(e);
-    }
+    for (auto& e : read_compile_commands(file))
+        if (!e.contains("file") || !e["file"].is_string() ||
+            !ours.count(e["file"].get<std::string>()))
+            merged.push_back(std::move(e));
     for (auto& e : fresh) merged.push_back(std::move(e));
-    write_file_atomic(file, merged.dump(2) + "\n");
+    if (auto w = write_atomic(file, merged.dump(2) + "\n"); !w)
+        throw FatalError("bekc: error: --compile-commands: " + w.error(), kExitCache);
 }
 
 }  // namespace bekc

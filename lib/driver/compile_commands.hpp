@@ -3,6 +3,8 @@
 // understand BE::Tensor and the CUDA headers in an editor.
 #pragma once
 
+#include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <vector>
 
@@ -23,8 +25,19 @@ struct CompileCommandsRequest {
 // CUDA files get `-x cuda --cuda-path=... --cuda-gpu-arch=...`.
 std::string render_compile_commands(const CompileCommandsRequest& request);
 
+// The largest compilation database bekc reads to merge into.
+inline constexpr uint64_t kMaxCompileCommandsBytes = uint64_t{256} << 20;
+
+// The entries of an existing compilation database `file`: an empty array when
+// there is no such file or it is empty. Anything else that is not a regular
+// file holding a JSON array of objects (nested at most kMaxJsonDepth deep)
+// throws FatalError (usage error) naming the file and why, so that a database
+// bekc cannot read is never replaced and its entries lost.
+nlohmann::ordered_json read_compile_commands(const fs::path& file);
+
 // Merges the entries into `file`: entries for other files are kept, entries
-// for these sources replaced.
+// for these sources replaced. A `file` read_compile_commands refuses is left
+// unchanged.
 void write_compile_commands(const fs::path& file, const CompileCommandsRequest& request);
 
 }  // namespace bekc

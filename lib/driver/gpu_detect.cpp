@@ -7,6 +7,7 @@
 
 #include "plan/toolchain.hpp"
 #include "run/process.hpp"
+#include "store/cache.hpp"
 #include "store/hash.hpp"
 
 namespace bekc {
@@ -40,13 +41,18 @@ std::optional<std::string> driver_fingerprint() {
 GpuDetection detect_gpus(const fs::path& cache_root) {
     auto fingerprint = driver_fingerprint();
     if (!fingerprint) return {{}, "no NVIDIA driver (" + std::string(kProcDriver) + " is missing)"};
-    fs::path memo = cache_root / "gpus.json";
-    if (auto text = read_file(memo)) {
+    Cache cache(cache_root);
+    if (auto text = cache.read_memo(CacheLayout::gpu_memo())) {
         auto j = nlohmann::json::parse(*text, nullptr, false);
         if (j.is_object() && j.value("fingerprint", "") == *fingerprint && j["archs"].is_array()) {
             std::string list;
-            for (const auto& a : j["archs"]) list += a.get<std::string>() + "\n";
-            return {parse_compute_caps(list), "remembered from nvidia-smi"};
+            bool all_strings = true;
+            for (const auto& a : j["archs"]) {
+                all_strings &= a.is_string();
+                if (a.is_string()) list += a.get<std::string>() + "\n";
+            }
+            // A damaged memo is only a reason to ask nvidia-smi again.
+            if (all_strings) return {parse_compute_caps(list), "remembered from nvidia-smi"};
         }
     }
     auto smi = ToolLookup::system().find("nvidia-smi");
@@ -60,14 +66,9 @@ GpuDetection detect_gpus(const fs::path& cache_root) {
     for (const auto& a : d.archs)
         archs.push_back(std::to_string(a.number / 10) + "." + std::to_string(a.number % 10) +
                         a.suffix);
-    std::error_code ec;
-    fs::create_directories(cache_root, ec);
-    try {
-        write_file_atomic(memo,
-                          nlohmann::json{{"fingerprint", *fingerprint}, {"archs", archs}}.dump());
-    } catch (...) {
-        // A read-only cache still builds; it only asks nvidia-smi again next time.
-    }
+    // A read-only cache still builds; it only asks nvidia-smi again next time.
+    cache.write_memo(CacheLayout::gpu_memo(),
+                     nlohmann::json{{"fingerprint", *fingerprint}, {"archs", archs}}.dump());
     return d;
 }
 

@@ -4,8 +4,10 @@
 #include <set>
 
 #include "driver/runtime_headers.hpp"
+#include "scan/includes.hpp"
 #include "store/hash.hpp"
 #include "util/embedded.hpp"
+#include "util/env.hpp"
 #include "util/error.hpp"
 #include "util/version.hpp"
 
@@ -18,7 +20,8 @@ bool under(const fs::path& p, const fs::path& dir) {
     return !rel.empty() && *rel.begin() != "..";
 }
 
-// The host compilers' own headers: covered by the compiler's identity.
+// The host compilers' own files (headers, startup files, libstdc++):
+// covered by the compiler's identity.
 constexpr std::string_view kCompilerPrivateDirs[] = {"/usr/lib/gcc/", "/usr/include/c++/",
                                                      "/usr/lib/llvm-"};
 
@@ -58,6 +61,20 @@ KeyBuilder direct_key_builder(const KeyInputs& in) {
     k.add_list("cuda_flags", in.flags.cuda_flags).add_list("cxx_flags", in.flags.cxx_flags);
     k.add_list("ldflags", in.flags.ldflags).add_list("linker_args", in.flags.linker_args);
     k.add("xla_include", in.flags.xla_include);
+    // The compilers' and the linker's environment (driver/compiler_env.hpp):
+    // only the variables that are set, so set-but-empty and unset differ. The
+    // path lists also as the directories they mean here, since relative and
+    // empty elements depend on the working directory.
+    for (const auto& [name, value] : in.env.values) k.add("env." + name, value);
+    auto dirs = [&](std::string_view label, const std::vector<fs::path>& list) {
+        if (list.empty()) return;
+        std::vector<std::string> items;
+        for (const auto& d : list) items.push_back(d.string());
+        k.add_list(label, items);
+    };
+    dirs("env.include_dirs", in.env.include_dirs);
+    dirs("env.system_include_dirs", in.env.system_include_dirs);
+    dirs("env.library_dirs", in.env.library_dirs);
     return k;
 }
 
@@ -75,10 +92,24 @@ bool is_toolchain_header(const fs::path& p, const KeyInputs& in) {
 
 namespace {
 
-// The host compiler's search order for <...> after the -I directories.
+// The host compiler's search order for <...> after the -I directories and the
+// include-path variables.
 const std::vector<fs::path>& system_include_dirs() {
     static const std::vector<fs::path> dirs = {"/usr/local/include",
                                                "/usr/include/x86_64-linux-gnu", "/usr/include"};
+    return dirs;
+}
+
+// The linker's own library directories, searched after -L and LIBRARY_PATH,
+// in the order GCC and ld give them on Debian and Ubuntu (x86-64).
+const std::vector<fs::path>& system_library_dirs() {
+    static const std::vector<fs::path> dirs = {"/usr/lib/x86_64-linux-gnu",
+                                               "/usr/lib",
+                                               "/lib/x86_64-linux-gnu",
+                                               "/lib",
+                                               "/usr/local/lib",
+                                               "/lib64",
+                                               "/usr/lib64"};
     return dirs;
 }
 
@@ -113,33 +144,175 @@ bool is_system_header(const fs::path& p) {
     return false;
 }
 
+// The C library and its kin: keyed like any file, but not the user's, so not
+// in --depfile.
+bool is_system_library(const fs::path& p) {
+    for (const fs::path d : {"/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib"})
+        if (under(p, d)) return true;
+    return false;
+}
+
+// What is at a path, as the compilers' and linker's searches see it.
+enum class Presence { Absent, File, Other };
+
+Presence presence(const fs::path& p) {
+    std::error_code ec;
+    fs::file_status st = fs::status(p, ec);
+    if (st.type() == fs::file_type::not_found) return Presence::Absent;
+    return fs::is_regular_file(st) ? Presence::File : Presence::Other;
+}
+
+// Objects a compiler driver links and deletes right after (g++'s /tmp/cc*.o,
+// nvcc's /tmp/tmpxft_*): directly in the system's temporary directory.
+bool is_driver_temporary(const fs::path& p) {
+    fs::path dir = (p.parent_path() / "").lexically_normal();
+    if (dir == fs::path("/tmp/")) return true;
+    auto tmpdir = system_env()("TMPDIR");
+    return tmpdir && dir == (fs::path(*tmpdir) / "").lexically_normal();
+}
+
+// What the link flags say about the linker's inputs.
+struct LinkerSearch {
+    std::vector<fs::path> dirs;      // -L in order, then LIBRARY_PATH's
+    std::vector<std::string> names;  // "m" for -lm, ":libx.a" for -l:libx.a
+    std::vector<fs::path> files;     // arguments that are not options
+};
+
+// The file names -lNAME looks for in each directory, in the order tried
+// (the shared library first, as ld does unless told -static).
+std::vector<std::string> library_file_names(const std::string& name) {
+    if (!name.empty() && name[0] == ':') return {name.substr(1)};
+    return {"lib" + name + ".so", "lib" + name + ".a"};
+}
+
+LinkerSearch linker_search(const KeyInputs& in) {
+    // What reaches the linker, one argument each: --ldflag values with
+    // -Wl,a,b and -Xlinker a taken apart, then every --linker-arg. -L and -l
+    // read the same in the compiler drivers and in ld.
+    std::vector<std::string> args;
+    const auto& ld = in.flags.ldflags;
+    for (size_t i = 0; i < ld.size(); ++i) {
+        if (ld[i].rfind("-Wl,", 0) == 0) {
+            std::string_view rest = std::string_view(ld[i]).substr(4);
+            for (size_t comma; (comma = rest.find(',')) != std::string_view::npos;
+                 rest.remove_prefix(comma + 1))
+                args.emplace_back(rest.substr(0, comma));
+            args.emplace_back(rest);
+        } else if (ld[i] == "-Xlinker" && i + 1 < ld.size()) {
+            args.push_back(ld[++i]);
+        } else {
+            args.push_back(ld[i]);
+        }
+    }
+    args.insert(args.end(), in.flags.linker_args.begin(), in.flags.linker_args.end());
+    auto path = [](std::string_view a) { return fs::absolute(fs::path(a)).lexically_normal(); };
+    LinkerSearch s;
+    for (size_t i = 0; i < args.size(); ++i) {
+        std::string_view a = args[i];
+        bool has_next = i + 1 < args.size();
+        if (a == "-L" || a == "--library-path") {
+            if (has_next) s.dirs.push_back(path(args[++i]));
+        } else if (a.rfind("--library-path=", 0) == 0) {
+            s.dirs.push_back(path(a.substr(15)));
+        } else if (a.rfind("-L", 0) == 0) {
+            s.dirs.push_back(path(a.substr(2)));
+        } else if (a == "-l" || a == "--library") {
+            if (has_next) s.names.push_back(args[++i]);
+        } else if (a.rfind("--library=", 0) == 0) {
+            s.names.emplace_back(a.substr(10));
+        } else if (a.rfind("-l", 0) == 0) {
+            s.names.emplace_back(a.substr(2));
+        } else if (!a.empty() && a[0] != '-') {
+            s.files.push_back(path(a));
+        }
+    }
+    s.dirs.insert(s.dirs.end(), in.env.library_dirs.begin(), in.env.library_dirs.end());
+    return s;
+}
+
+std::vector<fs::path> library_order(const LinkerSearch& s) {
+    std::vector<fs::path> order = s.dirs;
+    order.insert(order.end(), system_library_dirs().begin(), system_library_dirs().end());
+    return order;
+}
+
+// For a linker without --dependency-file: the files the flags name, and what
+// each -l finds, as ld would look for it.
+std::vector<fs::path> link_inputs_from_flags(const LinkerSearch& s) {
+    std::vector<fs::path> out;
+    for (const auto& f : s.files)
+        if (presence(f) == Presence::File) out.push_back(f);
+    std::vector<fs::path> order = library_order(s);
+    for (const auto& name : s.names) {
+        auto found = [&] {
+            for (const auto& dir : order)
+                for (const auto& file : library_file_names(name))
+                    if (presence(dir / file) == Presence::File)
+                        return (dir / file).lexically_normal();
+            return fs::path();
+        }();
+        if (!found.empty()) out.push_back(found);
+    }
+    return out;
+}
+
+// Paths where a new library would be found before `lib`, which the linker
+// found for one of the -l names: the same file names in every directory it
+// searched first, and a shared library beside the static one it settled for.
+void library_shadows(const fs::path& lib, const LinkerSearch& s, std::set<fs::path>& absent) {
+    std::vector<fs::path> order = library_order(s);
+    fs::path dir = lib.parent_path();
+    for (const auto& name : s.names) {
+        std::vector<std::string> files = library_file_names(name);
+        auto at = std::find(files.begin(), files.end(), lib.filename().string());
+        if (at == files.end()) continue;
+        auto add = [&](const fs::path& c) {
+            if (presence(c) == Presence::Absent) absent.insert(c.lexically_normal());
+        };
+        // Found outside every known directory (nvcc's toolkit -L): all of
+        // the user's directories come first.
+        auto pos = std::find(order.begin(), order.end(), dir);
+        auto stop = pos == order.end() ? order.begin() + static_cast<long>(s.dirs.size()) : pos;
+        for (auto d = order.begin(); d != stop; ++d)
+            for (const auto& f : files) add(*d / f);
+        for (auto f = files.begin(); f != at; ++f) add(dir / *f);
+    }
+}
+
+// A `__has_include` found in `file`: the directories it searches, in order.
+// Quoted operands look beside the file first; `_next` resumes after the
+// directory `file` was found in (from the start when it is in none, as GCC
+// does for a primary source).
+std::vector<fs::path> has_include_chain(const HasIncludeOperand& o, const fs::path& file,
+                                        const std::vector<fs::path>& order) {
+    std::vector<fs::path> chain;
+    if (o.next) {
+        auto it = std::find_if(order.begin(), order.end(),
+                               [&](const fs::path& d) { return under(file, d); });
+        if (it != order.end()) return {it + 1, order.end()};
+    }
+    if (!o.angled) chain.push_back(file.parent_path());
+    chain.insert(chain.end(), order.begin(), order.end());
+    return chain;
+}
+
 }  // namespace
 
-DependencySet classify_dependencies(const std::vector<std::string>& deps, const KeyInputs& in,
+DependencySet classify_dependencies(const ReportedDependencies& reported, const KeyInputs& in,
                                     const fs::path& runtime_include, const fs::path& build_dir) {
     DependencySet out;
     std::set<fs::path> inputs, seen;
-    std::vector<fs::path> include_dirs;
     for (const auto& f : *in.files) inputs.insert(fs::absolute(f.path).lexically_normal());
-    for (const auto& d : in.flags.include_dirs)
-        include_dirs.push_back(fs::path(d).lexically_normal());
-    std::vector<fs::path> recorded, runtime_used;
     std::error_code ec;
     fs::path runtime_root = fs::weakly_canonical(runtime_include.parent_path(), ec);
     fs::path runtime_dir = fs::weakly_canonical(runtime_include, ec);
-    for (const auto& d : deps) {
-        fs::path p = fs::absolute(d).lexically_normal();
-        if (!seen.insert(p).second) continue;
-        // Runtime headers may be reported through the plain-named link nvcc
-        // was given (driver/safe_paths.hpp): compare real paths for those.
-        // They are covered by bekc's version, but a user's directory searched
-        // before them may come to hold one of their names.
-        fs::path real = fs::weakly_canonical(p, ec);
-        if (under(p, runtime_root) || under(real, runtime_root)) {
-            if (under(real, runtime_dir)) runtime_used.push_back(real);
-            continue;
-        }
-        if (inputs.count(p) || under(p, build_dir) || is_toolchain_header(p, in)) continue;
+    // Runtime headers may be reported through the plain-named link nvcc was
+    // given (driver/safe_paths.hpp): compare real paths for those. They, and
+    // the handlers' support object, are covered by bekc's version.
+    auto is_runtime = [&](const fs::path& p) {
+        return under(p, runtime_root) || under(fs::weakly_canonical(p, ec), runtime_root);
+    };
+    auto key_file = [&](const fs::path& p) {
         auto sha = sha256_file(p);
         if (!sha)
             throw FatalError(
@@ -147,31 +320,104 @@ DependencySet classify_dependencies(const std::vector<std::string>& deps, const 
                 kExitSourceError);
         out.hashed.emplace_back(p.string(), *sha);
         out.direct.dependencies.push_back({p, *sha});
-        if (!is_system_header(p)) out.user_headers.push_back(p.string());
+    };
+
+    // What the compilers read.
+    std::vector<fs::path> recorded, runtime_used, user_headers;
+    for (const auto& d : reported.compile) {
+        fs::path p = fs::absolute(d).lexically_normal();
+        if (!seen.insert(p).second) continue;
+        if (is_runtime(p)) {
+            // A user's directory searched before them may come to hold one
+            // of their names.
+            fs::path real = fs::weakly_canonical(p, ec);
+            if (under(real, runtime_dir)) runtime_used.push_back(real);
+            continue;
+        }
+        if (inputs.count(p) || under(p, build_dir) || is_toolchain_header(p, in)) continue;
+        key_file(p);
+        if (!is_system_header(p)) user_headers.push_back(p);
         recorded.push_back(p);
     }
+    for (const auto& h : user_headers) out.user_headers.push_back(h.string());
+
+    // What the linker read: its own list, else what the flags name. The
+    // toolchain's startup files and libraries are covered by its identity;
+    // the rest (the user's libraries, the C library) is keyed.
+    LinkerSearch search = linker_search(in);
+    std::vector<fs::path> link_files;
+    if (reported.link_reported) {
+        for (const auto& l : reported.link) {
+            fs::path written = fs::absolute(l.as_written).lexically_normal();
+            fs::path unescaped = fs::absolute(l.unescaped).lexically_normal();
+            link_files.push_back(presence(written) == Presence::Absent &&
+                                         presence(unescaped) != Presence::Absent
+                                     ? unescaped
+                                     : written);
+        }
+    } else {
+        link_files = link_inputs_from_flags(search);
+    }
+    std::vector<fs::path> libraries;  // found for a -l
+    for (const auto& p : link_files) {
+        if (!seen.insert(p).second || inputs.count(p) || under(p, build_dir) || is_runtime(p))
+            continue;
+        libraries.push_back(p);
+        if (is_toolchain_header(p, in)) continue;
+        if (presence(p) == Presence::Absent && is_driver_temporary(p)) continue;
+        key_file(p);
+        if (!is_system_library(p)) out.user_headers.push_back(p.string());
+    }
+
     // Quoted includes look next to the including file first: the inputs' and
     // the user headers' directories.
     std::set<fs::path> includer_set;
     for (const auto& i : inputs) includer_set.insert(i.parent_path());
-    for (const auto& h : out.user_headers) includer_set.insert(fs::path(h).parent_path());
+    for (const auto& h : user_headers) includer_set.insert(h.parent_path());
     std::vector<fs::path> includers(includer_set.begin(), includer_set.end());
-    // The -I order of preprocessor_flags(): the user's directories, bekc's
-    // runtime headers, XLA's headers.
-    std::vector<fs::path> user_order = include_dirs;
-    user_order.push_back(runtime_dir);
-    if (!in.flags.xla_include.empty()) user_order.emplace_back(in.flags.xla_include);
-    std::vector<fs::path> system_order = user_order;
-    system_order.insert(system_order.end(), system_include_dirs().begin(),
-                        system_include_dirs().end());
+    // The compilers' search order: the -I order of preprocessor_flags() (the
+    // user's directories, bekc's runtime headers, XLA's headers), then
+    // $CPATH as more -I, then $CPLUS_INCLUDE_PATH as -isystem, then the
+    // system's directories.
+    std::vector<fs::path> order;
+    for (const auto& d : in.flags.include_dirs) order.push_back(fs::path(d).lexically_normal());
+    order.push_back(runtime_dir);
+    if (!in.flags.xla_include.empty()) order.emplace_back(in.flags.xla_include);
+    order.insert(order.end(), in.env.include_dirs.begin(), in.env.include_dirs.end());
+    order.insert(order.end(), in.env.system_include_dirs.begin(), in.env.system_include_dirs.end());
+    order.insert(order.end(), system_include_dirs().begin(), system_include_dirs().end());
+
     std::set<fs::path> absent;
     for (const auto& p : runtime_used)
-        for (auto& c : shadow_candidates(p, user_order, includers)) absent.insert(std::move(c));
+        for (auto& c : shadow_candidates(p, order, includers)) absent.insert(std::move(c));
     for (const auto& p : recorded) {
         bool system = is_system_header(p);
-        for (auto& c : shadow_candidates(p, system ? system_order : user_order,
-                                         system ? std::vector<fs::path>{} : includers))
+        for (auto& c : shadow_candidates(p, order, system ? std::vector<fs::path>{} : includers))
             absent.insert(std::move(c));
+    }
+    for (const auto& lib : libraries) library_shadows(lib, search, absent);
+
+    // `__has_include` in the inputs and the user's headers: every place the
+    // compiler looked without finding the header must stay empty, and the
+    // file it found (included or not) must stay as it is.
+    std::vector<std::pair<fs::path, std::string>> texts;
+    for (const auto& f : *in.files)
+        texts.emplace_back(fs::absolute(f.path).lexically_normal(), f.text);
+    for (const auto& h : user_headers)
+        if (auto text = read_file(h)) texts.emplace_back(h, std::move(*text));
+    for (const auto& [file, text] : texts) {
+        for (const auto& o : find_has_includes(text, file.string())) {
+            for (const auto& dir : has_include_chain(o, file, order)) {
+                fs::path c = (dir / o.header).lexically_normal();
+                Presence there = presence(c);
+                if (there == Presence::Absent) absent.insert(c);
+                if (there != Presence::File) continue;  // a directory is no header: look on
+                if (seen.insert(c).second && !inputs.count(c) && !under(c, build_dir) &&
+                    !is_runtime(c) && !is_toolchain_header(c, in))
+                    key_file(c);
+                break;
+            }
+        }
     }
     out.direct.must_not_exist.assign(absent.begin(), absent.end());
     return out;

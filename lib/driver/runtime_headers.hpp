@@ -27,6 +27,9 @@ struct RuntimeObjectRequest {
     std::string cxx;           // the host compiler, as found
     std::string cxx_identity;  // Tool::identity(): a new compiler gets a new object
     std::string cxx_std;       // -std=...: the object follows the library's standard
+    // The host compiler's environment that can change the object
+    // ("CPATH=...\n"...: driver/compiler_env.hpp), so it gets its own object.
+    std::string cxx_env;
 };
 
 // Where the object is, or will be.

@@ -14,7 +14,9 @@ bool needs_safe_path(const fs::path& dir) {
 
 fs::path safe_path_for_nvcc(const fs::path& dir) {
     if (!needs_safe_path(dir)) return dir;
-    fs::path base = fs::path("/tmp") / ("bekc-" + std::to_string(::getuid())) / "paths";
+    auto mine = private_user_dir();
+    if (!mine) throw FatalError("bekc: error: " + mine.error(), kExitCache);
+    fs::path base = *mine / "paths";
     fs::path link = base / sha256_hex(dir.string()).substr(0, 20);
     std::error_code ec;
     if (fs::is_symlink(link, ec) && fs::read_symlink(link, ec) == dir) return link;

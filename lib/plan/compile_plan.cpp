@@ -1,5 +1,7 @@
 #include "plan/compile_plan.hpp"
 
+#include <string_view>
+
 namespace bekc {
 
 namespace {
@@ -15,6 +17,14 @@ std::vector<std::string> link_flags(const PlanFlags& f) {
     std::vector<std::string> out = f.ldflags;
     for (const auto& a : f.linker_args) append(out, {"-Xlinker", a});
     return out;
+}
+
+// Asks the linker for the files it read, after the user's link flags. nvcc
+// and the host compilers all forward -Xlinker as one argument (nvcc splits a
+// value at commas: the driver gives a path without one).
+std::vector<std::string> link_depfile_flags(const PlanRequest& r) {
+    if (!r.link_depfile) return {};
+    return {"-Xlinker", "--dependency-file=" + r.link_depfile->string()};
 }
 
 // nvcc flags that do not depend on the unit: language, optimisation, host
@@ -57,13 +67,17 @@ CompileStep compile_step(const PlanRequest& r, const PlanUnit& u, bool link_too)
     a.push_back(u.wrapper.string());
     if (link_too && r.runtime_object) a.push_back(r.runtime_object->string());
     append(a, {"-o", out.string()});
-    if (link_too) append(a, link_flags(r.flags));
+    if (link_too) {
+        append(a, link_flags(r.flags));
+        append(a, link_depfile_flags(r));
+    }
     if (r.launcher) a.insert(a.begin(), r.launcher->string());
     s.command.description = (u.cuda ? "nvcc " : "c++ ") +
                             (u.display.empty() ? u.wrapper.filename().string() : u.display);
     s.command.inputs = {u.wrapper.string()};
     if (link_too && r.runtime_object) s.command.inputs.push_back(r.runtime_object->string());
     s.command.outputs = {out.string(), s.depfile.string()};
+    if (link_too && r.link_depfile) s.command.outputs.push_back(r.link_depfile->string());
     return s;
 }
 
@@ -81,6 +95,7 @@ std::vector<std::string> preprocessor_flags(const fs::path& runtime_include,
 
 BuildPlan make_build_plan(const PlanRequest& r) {
     BuildPlan plan;
+    plan.link_depfile = r.link_depfile;
     bool any_cuda = false;
     for (const auto& u : r.units) any_cuda |= u.cuda;
     // One input: compile and link in one compiler run, as `nvcc -shared` would,
@@ -107,7 +122,9 @@ BuildPlan make_build_plan(const PlanRequest& r) {
     }
     append(a, {"-o", r.library.string()});
     append(a, link_flags(r.flags));
+    append(a, link_depfile_flags(r));
     link.outputs = {r.library.string()};
+    if (r.link_depfile) link.outputs.push_back(r.link_depfile->string());
     link.description = "link " + r.library.filename().string();
     plan.link = std::move(link);
     return plan;
@@ -164,6 +181,50 @@ std::vector<std::string> parse_depfile(const std::string& text) {
         }
     }
     flush();
+    return out;
+}
+
+std::vector<LinkerDependency> parse_linker_depfile(const std::string& text) {
+    std::vector<LinkerDependency> out;
+    // The rule's first line is "OUT:" alone (no file read) or "OUT: \".
+    size_t eol = text.find('\n');
+    if (eol == std::string::npos) return out;
+    auto continued = [](std::string_view line) { return !line.empty() && line.back() == '\\'; };
+    std::string_view first = std::string_view(text).substr(0, eol);
+    if (!first.empty() && first.back() == '\r') first.remove_suffix(1);
+    if (first.find(':') == std::string_view::npos || !continued(first)) return out;
+    size_t pos = eol + 1;
+    while (pos < text.size()) {
+        size_t end = text.find('\n', pos);
+        std::string_view line = std::string_view(text).substr(
+            pos, end == std::string::npos ? std::string::npos : end - pos);
+        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+        bool more = continued(line);
+        if (more) {
+            line.remove_suffix(1);
+            if (!line.empty() && line.back() == ' ') line.remove_suffix(1);
+        }
+        while (!line.empty() && (line.front() == ' ' || line.front() == '\t'))
+            line.remove_prefix(1);
+        if (!line.empty()) {
+            LinkerDependency d;
+            d.as_written = std::string(line);
+            for (size_t i = 0; i < line.size(); ++i) {
+                if (line[i] == '\\' && i + 1 < line.size() &&
+                    (line[i + 1] == ' ' || line[i + 1] == '#' || line[i + 1] == '\\')) {
+                    d.unescaped += line[++i];
+                } else if (line[i] == '$' && i + 1 < line.size() && line[i + 1] == '$') {
+                    d.unescaped += '$';
+                    ++i;
+                } else {
+                    d.unescaped += line[i];
+                }
+            }
+            out.push_back(std::move(d));
+        }
+        if (!more || end == std::string::npos) break;
+        pos = end + 1;
+    }
     return out;
 }
 

@@ -54,6 +54,10 @@ struct PlanRequest {
     // compile, not the link: `launcher nvcc ...`. It never changes the output,
     // so it is not part of the cache key.
     std::optional<fs::path> launcher;
+    // Where the linker lists the files it read (`--dependency-file`, GNU ld
+    // and gold since binutils 2.35, lld, mold), given to whichever command
+    // links. Unset: not asked for (a linker without the option).
+    std::optional<fs::path> link_depfile;
 };
 
 struct CompileStep {
@@ -62,13 +66,28 @@ struct CompileStep {
 };
 
 struct BuildPlan {
-    std::vector<CompileStep> compiles;  // independent, may run in parallel
-    std::optional<Command> link;        // absent when one command compiles and links
+    std::vector<CompileStep> compiles;     // independent, may run in parallel
+    std::optional<Command> link;           // absent when one command compiles and links
+    std::optional<fs::path> link_depfile;  // the request's, written by the linking command
 };
 
 BuildPlan make_build_plan(const PlanRequest& request);
 
 // Parses a compiler-written Make depfile into its prerequisite paths.
 std::vector<std::string> parse_depfile(const std::string& text);
+
+// One prerequisite of a linker's --dependency-file. Both linkers write one
+// path per line, but GNU ld writes it as it is while lld escapes it as
+// compilers do (`\ `, `\#`, `$$`), so a line is ambiguous: the caller takes
+// whichever of the two names a file.
+struct LinkerDependency {
+    std::string as_written;  // the line, less indentation and the continuation
+    std::string unescaped;   // the same with Make escapes undone
+};
+
+// Parses the first rule of a linker-written dependency file: the output and a
+// colon, then one indented file per line, every line but the last ending in a
+// backslash. The empty rules after it (one per file) add nothing.
+std::vector<LinkerDependency> parse_linker_depfile(const std::string& text);
 
 }  // namespace bekc

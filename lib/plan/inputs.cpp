@@ -9,6 +9,25 @@
 
 namespace bekc {
 
+namespace {
+
+// What a path that is neither a directory nor a regular file is, for messages.
+std::string kind_of(fs::file_type type) {
+    switch (type) {
+        case fs::file_type::fifo:
+            return "a FIFO";
+        case fs::file_type::character:
+        case fs::file_type::block:
+            return "a device";
+        case fs::file_type::socket:
+            return "a socket";
+        default:
+            return "not a regular file";
+    }
+}
+
+}  // namespace
+
 std::vector<fs::path> expand_inputs(const std::vector<std::string>& inputs) {
     std::vector<fs::path> out;
     auto is_source = [](const fs::path& p) {
@@ -17,7 +36,8 @@ std::vector<fs::path> expand_inputs(const std::vector<std::string>& inputs) {
     for (const auto& in : inputs) {
         fs::path p(in);
         std::error_code ec;
-        if (fs::is_directory(p, ec)) {
+        const fs::file_status st = fs::status(p, ec);  // through symbolic links
+        if (fs::is_directory(st)) {
             std::vector<fs::path> found;
             for (const auto& e : fs::directory_iterator(p, ec))
                 if (e.is_regular_file() && is_source(e.path())) found.push_back(e.path());
@@ -26,17 +46,85 @@ std::vector<fs::path> expand_inputs(const std::vector<std::string>& inputs) {
                 throw FatalError(in + ": error: directory has no .cu, .cpp, .cc or .cxx file",
                                  kExitUsage);
             out.insert(out.end(), found.begin(), found.end());
-        } else if (fs::exists(p, ec)) {
+        } else if (fs::is_regular_file(st)) {
             if (!is_source(p))
                 throw FatalError(in + ": error: not a kernel source (expected .cu, .cpp, .cc or "
                                       ".cxx)",
                                  kExitUsage);
             out.push_back(p);
-        } else {
+        } else if (st.type() == fs::file_type::not_found) {
             throw FatalError(in + ": error: no such file or directory", kExitUsage);
+        } else if (st.type() == fs::file_type::none || st.type() == fs::file_type::unknown) {
+            throw FatalError(in + ": error: cannot access: " + ec.message(), kExitUsage);
+        } else {
+            // Reading a FIFO would wait for a writer, /dev/zero would never end.
+            throw FatalError(in + ": error: not a regular file (it is " + kind_of(st.type()) +
+                                 "); give a kernel source file or a directory",
+                             kExitUsage);
         }
     }
     return out;
+}
+
+void check_name_lengths(const std::string& name, std::string_view name_origin,
+                        const std::string& target_prefix) {
+    auto check = [](const std::string& value, const std::string& what, const std::string& why) {
+        if (value.size() <= kMaxModuleNameLength) return;
+        throw FatalError("bekc: error: " + what + " '" + value.substr(0, 24) + "...' is " +
+                             std::to_string(value.size()) + " characters long; the limit is " +
+                             std::to_string(kMaxModuleNameLength) + " (" + why + ")",
+                         kExitUsage);
+    };
+    const std::string origin(name_origin);
+    check(name, origin == "--name" ? origin : "module name (" + origin + ")",
+          origin == "--name" ? "it names the library, libNAME.so"
+                             : "it names the library, libNAME.so; choose a shorter one with "
+                               "--name");
+    check(target_prefix, "--target-prefix", "it starts every target name");
+}
+
+size_t json_nesting_excess_line(std::string_view text, int max_depth) {
+    int depth = 0;
+    size_t line = 1;
+    bool in_string = false;
+    for (size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (c == '\n') {
+            ++line;
+        } else if (in_string) {
+            if (c == '\\')
+                ++i;  // the escaped character cannot end the string
+            else if (c == '"')
+                in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > max_depth) return line;
+        } else if ((c == ']' || c == '}') && depth > 0) {
+            --depth;
+        }
+    }
+    return 0;
+}
+
+nlohmann::ordered_json parse_user_json(std::string_view text, const fs::path& path) {
+    if (size_t line = json_nesting_excess_line(text))
+        throw FatalError(path.string() + ":" + std::to_string(line) +
+                             ": error: JSON nesting deeper than " + std::to_string(kMaxJsonDepth) +
+                             " levels",
+                         kExitUsage);
+    try {
+        // Ordered, so that what is read keeps the order the file gives it.
+        return nlohmann::ordered_json::parse(text);
+    } catch (const nlohmann::json::parse_error& e) {
+        // Drop the "[json.exception.parse_error.101] " prefix: it helps no user.
+        // What remains names the line and column.
+        std::string what = e.what();
+        if (size_t close = what.find("] ");
+            what.rfind("[json.exception", 0) == 0 && close != what.npos)
+            what.erase(0, close + 2);
+        throw FatalError(path.string() + ": error: not valid JSON: " + what, kExitUsage);
+    }
 }
 
 namespace {
@@ -104,9 +192,8 @@ ScannedInputs scan_inputs(const std::vector<fs::path>& paths,
     std::map<std::string, Location> defined;  // function -> first definition
     std::vector<std::string> found_explicit;
     for (const auto& path : paths) {
-        std::string err;
-        auto text = read_file(path, &err);
-        if (!text) throw FatalError(path.string() + ": error: cannot read: " + err, kExitUsage);
+        auto text = read_file(path, ReadOptions{.max_bytes = kMaxSourceBytes});
+        if (!text) throw FatalError("bekc: error: " + text.error(), kExitUsage);
         SourceFile f{path, is_cuda_source(path.string()), std::move(*text), {}};
         ScanOptions opts{f.cuda, explicit_specs};
         ScanResult r = scan_source(f.text, path.string(), opts);
@@ -147,25 +234,13 @@ ScannedInputs scan_inputs(const std::vector<fs::path>& paths,
 std::vector<ExplicitSpec> read_functions_json(const fs::path& path) {
     const std::string where = path.string() + ": error: ";
     const std::string shape = "; expected {\"name\": [\"arg\", \"ret\", ...], ...}";
-    std::string err;
-    auto text = read_file(path, &err);
-    if (!text) throw FatalError(where + "cannot read --functions file: " + err, kExitUsage);
-    // Ordered, so that the exports keep the order the file gives them.
-    nlohmann::ordered_json j;
-    try {
-        j = nlohmann::ordered_json::parse(*text);
-    } catch (const nlohmann::json::parse_error& e) {
-        // Drop the "[json.exception.parse_error.101] " prefix: it helps no user.
-        std::string what = e.what();
-        if (size_t close = what.find("] ");
-            what.rfind("[json.exception", 0) == 0 && close != what.npos)
-            what.erase(0, close + 2);
-        throw FatalError(where + "not valid JSON: " + what, kExitUsage);
-    }
+    auto text = read_file(path, ReadOptions{.max_bytes = kMaxOptionFileBytes});
+    if (!text) throw FatalError("bekc: error: --functions: " + text.error(), kExitUsage);
+    const nlohmann::ordered_json j = parse_user_json(*text, path);
     if (!j.is_object()) throw FatalError(where + "not a JSON object" + shape, kExitUsage);
     if (j.empty()) throw FatalError(where + "names no function" + shape, kExitUsage);
     std::vector<ExplicitSpec> out;
-    for (auto& [name, tokens] : j.items()) {
+    for (const auto& [name, tokens] : j.items()) {
         if (std::string why = identifier_problem(name); !why.empty())
             throw FatalError(where + "function name '" + name + "' " + why +
                                  " (names are emitted into generated code)",
@@ -175,13 +250,14 @@ std::vector<ExplicitSpec> read_functions_json(const fs::path& path) {
                                  " ([] infers the spec from the signature)",
                              kExitUsage);
         ExplicitSpec spec{name, {}, path.string()};
-        for (auto& t : tokens) {
-            if (!t.is_string())
+        for (const auto& t : tokens) {
+            if (!t.is_string()) {
+                std::string shown = t.dump();
+                if (shown.size() > 60) shown = shown.substr(0, 57) + "...";
                 throw FatalError(where + "the spec of '" + name +
-                                     "' has a token that is not a "
-                                     "string: " +
-                                     t.dump() + shape,
+                                     "' has a token that is not a string: " + shown + shape,
                                  kExitUsage);
+            }
             spec.tokens.push_back({t.get<std::string>(), 0});
         }
         out.push_back(std::move(spec));

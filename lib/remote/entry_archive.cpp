@@ -1,6 +1,7 @@
 #include "remote/entry_archive.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -91,6 +92,19 @@ std::string field(const Block& h, size_t offset, size_t width) {
     return std::string(begin, strnlen(begin, width));
 }
 
+// Opens a regular file for reading: no link followed, and O_NONBLOCK so a
+// FIFO in its place is refused instead of waited on.
+std::expected<int, std::string> open_regular(const fs::path& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) return std::unexpected(errno_text("open", path));
+    struct stat st;
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(fd);
+        return std::unexpected(fmt::format("cannot read {}: not a regular file", path.string()));
+    }
+    return fd;
+}
+
 }  // namespace
 
 bool is_plain_member_name(const std::string& name) {
@@ -111,8 +125,9 @@ std::expected<void, std::string> write_entry_archive(const fs::path& dir,
         if (!is_plain_member_name(name))
             return std::unexpected("cannot archive the file name " + name);
         fs::path file = dir / name;
-        Fd in{::open(file.c_str(), O_RDONLY | O_CLOEXEC)};
-        if (in.fd < 0) return std::unexpected(errno_text("open", file));
+        auto opened = open_regular(file);
+        if (!opened) return std::unexpected(opened.error());
+        Fd in{*opened};
         off_t size = ::lseek(in.fd, 0, SEEK_END);
         if (size < 0 || ::lseek(in.fd, 0, SEEK_SET) != 0)
             return std::unexpected(errno_text("seek", file));
@@ -160,10 +175,13 @@ std::expected<void, std::string> write_entry_archive(const fs::path& dir,
     return {};
 }
 
-std::expected<std::vector<std::string>, std::string> read_entry_archive(const fs::path& archive,
-                                                                        const fs::path& dir) {
-    Fd in{::open(archive.c_str(), O_RDONLY | O_CLOEXEC)};
-    if (in.fd < 0) return std::unexpected(errno_text("open", archive));
+std::expected<std::vector<std::string>, std::string> read_entry_archive(
+    const fs::path& archive, const fs::path& dir, const ArchiveLimits& limits) {
+    auto opened = open_regular(archive);
+    if (!opened) return std::unexpected(opened.error());
+    Fd in{*opened};
+    uint64_t total = 0;
+    auto out_of_time = [&] { return std::chrono::steady_clock::now() >= limits.deadline; };
     std::vector<std::string> names;
     std::set<std::string> seen;
     std::vector<char> buffer(1 << 16);
@@ -189,6 +207,13 @@ std::expected<std::vector<std::string>, std::string> read_entry_archive(const fs
             return std::unexpected("the archive has too many members");
         auto size = parse_octal(h, kSize, 12);
         if (!size) return std::unexpected(fmt::format("archive member '{}' has a bad size", name));
+        // Before anything is written: a header may claim any size.
+        if (*size > limits.max_bytes - total)
+            return std::unexpected(
+                fmt::format("archive member '{}' ({} bytes) takes the entry past its limit of {} "
+                            "bytes",
+                            name, *size, limits.max_bytes));
+        total += *size;
         fs::path file = dir / name;
         // O_EXCL|O_NOFOLLOW: never through a link, never over another member.
         Fd out{::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666)};
@@ -201,6 +226,7 @@ std::expected<std::vector<std::string>, std::string> read_entry_archive(const fs
             if (!write_all(out.fd, buffer.data(), want))
                 return std::unexpected(errno_text("write", file));
             left -= want;
+            if (out_of_time()) return std::unexpected("the time limit passed while unpacking it");
         }
         size_t tail = static_cast<size_t>(*size % kBlock);
         if (tail != 0 && read_full(in.fd, buffer.data(), kBlock - tail) != kBlock - tail)

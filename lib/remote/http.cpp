@@ -1,23 +1,19 @@
 #include "remote/http.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 
 #include <fmt/format.h>
 
-#include "store/file_ops.hpp"
+#include "util/fs.hpp"
 
 namespace bekc {
 
 namespace {
-
-// curl writes "-w" output to stdout after the transfer; the marker finds it
-// among error messages, which arrive on the same pipe.
-constexpr std::string_view kStatusMarker = "bekc-http-status:";
 
 // curl exit codes that mean no server answered: could not resolve (6),
 // could not connect (7), timed out (28), TLS handshake failed (35), empty
@@ -28,8 +24,8 @@ bool no_answer(int curl_exit) {
     return false;
 }
 
-// The output without the marker line, on one line.
-std::string curl_message(const std::string& output) {
+// The messages on one line.
+std::string one_line(const std::string& output) {
     std::string text;
     for (size_t pos = 0; pos < output.size();) {
         size_t nl = output.find('\n', pos);
@@ -43,31 +39,75 @@ std::string curl_message(const std::string& output) {
     return text;
 }
 
-// The 0600 file holding the Authorization header for one request; removed
-// as soon as the request is over.
-class HeaderFile {
+// curl's --max-time and --connect-timeout take fractional seconds; 0 would
+// mean "no limit", so the least is a millisecond.
+std::string seconds_arg(std::chrono::milliseconds ms) {
+    return fmt::format("{:.3f}", static_cast<double>(std::max<int64_t>(ms.count(), 1)) / 1000);
+}
+
+// The largest body a GET accepts: the limit less the status line (at least
+// one byte; curl reads --max-filesize 0 as "no limit").
+uint64_t body_limit(const HttpLimits& limits) {
+    return std::max<uint64_t>(limits.max_bytes, kStatusLineSize + 1) - kStatusLineSize;
+}
+
+// A file beside the request's file that is removed when the request ends.
+class SideFile {
   public:
-    explicit HeaderFile(const std::string& token) : temp_("auth") {
-        int fd = ::open(temp_.path().c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                        0600);
-        if (fd < 0) {
-            error_ =
-                fmt::format("cannot create {}: {}", temp_.path().string(), std::strerror(errno));
-            return;
-        }
-        std::string line = "Authorization: Bearer " + token + "\n";
-        if (::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
-            error_ =
-                fmt::format("cannot write {}: {}", temp_.path().string(), std::strerror(errno));
-        ::close(fd);
-    }
-    const fs::path& path() const { return temp_.path(); }
-    const std::string& error() const { return error_; }
+    explicit SideFile(fs::path path) : path_(std::move(path)) {}
+    ~SideFile() { ::unlink(path_.c_str()); }
+    SideFile(const SideFile&) = delete;
+    SideFile& operator=(const SideFile&) = delete;
+    const fs::path& path() const { return path_; }
 
   private:
-    TempPath temp_;
-    std::string error_;
+    fs::path path_;
 };
+
+// The Authorization header for one request, in a 0600 file created fresh
+// (never through a planted link).
+std::expected<void, std::string> write_header_file(const fs::path& path, const std::string& token) {
+    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!fd.valid()) return std::unexpected(errno_message("create", path, errno));
+    std::string line = "Authorization: Bearer " + token + "\n";
+    if (::write(fd.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+        return std::unexpected(errno_message("write", path, errno));
+    return {};
+}
+
+// The first few kilobytes of curl's messages: they explain a failure in a
+// line or two, and nothing more is worth reading.
+std::string read_messages(const fs::path& path) {
+    auto fd = open_regular_at(AT_FDCWD, path, path, ReadOptions{UINT64_MAX, false});
+    if (!fd) return "";
+    std::string text(4096, '\0');
+    size_t done = 0;
+    while (done < text.size()) {
+        ssize_t n = ::read(fd->get(), text.data() + done, text.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        done += static_cast<size_t>(n);
+    }
+    text.resize(done);
+    return text;
+}
+
+// Reads the status line off the end of a downloaded file and cuts it off, so
+// the file holds the body alone. nullopt when there is none.
+std::optional<int> take_status_line(const fs::path& path) {
+    UniqueFd fd(::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC));
+    struct stat st;
+    if (!fd.valid() || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+        static_cast<uint64_t>(st.st_size) < kStatusLineSize)
+        return std::nullopt;
+    off_t body = st.st_size - static_cast<off_t>(kStatusLineSize);
+    std::string tail(kStatusLineSize, '\0');
+    if (::pread(fd.get(), tail.data(), tail.size(), body) != static_cast<ssize_t>(tail.size()))
+        return std::nullopt;
+    auto status = parse_status_line(tail);
+    if (status && ::ftruncate(fd.get(), body) != 0) return std::nullopt;
+    return status;
+}
 
 }  // namespace
 
@@ -76,28 +116,41 @@ std::vector<std::string> curl_argv(const CurlRequest& r) {
         r.curl.string(),     "-q",
         "--silent",          "--show-error",
         "--proto",           "=http,https",
-        "--connect-timeout", std::to_string(r.limits.connect.count()),
-        "--max-time",        std::to_string(r.limits.total.count()),
+        "--connect-timeout", seconds_arg(std::min(r.limits.connect, r.limits.total)),
+        "--max-time",        seconds_arg(r.limits.total),
+        "--stderr",          r.messages_file.string(),
         "--write-out",       std::string(kStatusMarker) + "%{http_code}\\n"};
-    if (r.limits.max_bytes) {
-        argv.push_back("--max-filesize");
-        argv.push_back(std::to_string(*r.limits.max_bytes));
-    }
     if (r.header_file) {
         argv.push_back("--header");
-        argv.push_back("@" + r.header_file->string());
+        argv.push_back(fmt::format("@{}", r.header_file->string()));
     }
     if (r.put) {
         argv.insert(argv.end(), {"--upload-file", r.file.string(), "--output", "/dev/null"});
     } else {
-        argv.insert(argv.end(), {"--output", r.file.string()});
+        // Refused early when the server announces a larger body; the copy
+        // into r.file is bounded by run_process whatever the server does.
+        argv.insert(argv.end(),
+                    {"--max-filesize", std::to_string(body_limit(r.limits)), "--output", "-"});
     }
     // "--url" keeps a URL that starts with '-' from being read as an option.
     argv.insert(argv.end(), {"--url", r.url});
     return argv;
 }
 
-HttpResult interpret_curl(const ProcessResult& run) {
+std::optional<int> parse_status_line(std::string_view text) {
+    if (text.size() < kStatusLineSize) return std::nullopt;
+    std::string_view line = text.substr(text.size() - kStatusLineSize);
+    if (!line.starts_with(kStatusMarker) || line.back() != '\n') return std::nullopt;
+    int status = 0;
+    for (char c : line.substr(kStatusMarker.size(), 3)) {
+        if (c < '0' || c > '9') return std::nullopt;
+        status = status * 10 + (c - '0');
+    }
+    return status;
+}
+
+HttpResult interpret_curl(const ProcessResult& run, std::optional<int> status,
+                          const std::string& messages) {
     HttpResult result;
     switch (run.status) {
         case ProcessStatus::SpawnFailed:
@@ -105,12 +158,13 @@ HttpResult interpret_curl(const ProcessResult& run) {
         case ProcessStatus::TimedOut:
         case ProcessStatus::Signaled:
             return {HttpResult::Kind::Unreachable, 0, "curl " + run.describe()};
+        case ProcessStatus::OutputFailed:
+            return {HttpResult::Kind::Failed, 0, run.error};
         default:
             break;
     }
-    if (size_t at = run.output.rfind(kStatusMarker); at != std::string::npos)
-        result.status = std::atoi(run.output.c_str() + at + kStatusMarker.size());
-    std::string message = curl_message(run.output);
+    result.status = status.value_or(0);
+    std::string message = one_line(messages);
     if (run.exit_code != 0) {
         result.kind =
             no_answer(run.exit_code) ? HttpResult::Kind::Unreachable : HttpResult::Kind::Failed;
@@ -130,41 +184,45 @@ HttpResult interpret_curl(const ProcessResult& run) {
 
 HttpResult HttpClient::get(const std::string& url, const fs::path& dest,
                            const HttpLimits& limits) const {
-    return send({curl_, false, url, dest, std::nullopt, limits});
+    return send({curl_, false, url, dest, std::nullopt, limits, {}});
 }
 
 HttpResult HttpClient::put(const std::string& url, const fs::path& source,
                            const HttpLimits& limits) const {
-    return send({curl_, true, url, source, std::nullopt, limits});
+    return send({curl_, true, url, source, std::nullopt, limits, {}});
 }
 
 HttpResult HttpClient::send(CurlRequest request) const {
-    std::optional<HeaderFile> header;
+    std::optional<SideFile> header;
     if (token_) {
-        header.emplace(*token_);
-        if (!header->error().empty()) return {HttpResult::Kind::Failed, 0, header->error()};
+        header.emplace(fs::path(request.file.string() + ".auth"));
+        if (auto w = write_header_file(header->path(), *token_); !w)
+            return {HttpResult::Kind::Failed, 0, w.error()};
         request.header_file = header->path();
     }
+    SideFile messages(fs::path(request.file.string() + ".messages"));
+    request.messages_file = messages.path();
     Command command;
     command.argv = curl_argv(request);
     command.description = (request.put ? "PUT " : "GET ") + request.url;
     // A backstop behind curl's own --max-time, for a curl that hangs anyway.
     RunOptions options;
-    options.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
-        request.limits.connect + request.limits.total + std::chrono::seconds(5));
-    return interpret_curl(run_process(command, options));
-}
+    options.timeout = request.limits.total + std::chrono::seconds(2);
+    // The body, then the status line.
+    if (!request.put)
+        options.output_file = {request.file, body_limit(request.limits) + kStatusLineSize};
+    ProcessResult run = run_process(command, options);
 
-TempPath::TempPath(const std::string& stem) {
-    std::error_code ec;
-    fs::path dir = fs::temp_directory_path(ec);
-    if (ec) dir = "/tmp";
-    path_ = dir / ("bekc-remote-" + stem + "." + unique_suffix());
-}
-
-TempPath::~TempPath() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
+    std::optional<int> status;
+    if (run.status == ProcessStatus::Exited)
+        status = request.put ? parse_status_line(run.output) : take_status_line(request.file);
+    HttpResult result = interpret_curl(run, status, read_messages(messages.path()));
+    if (run.status == ProcessStatus::OutputFailed && options.output_file &&
+        run.output_bytes == options.output_file->max_bytes)
+        result.message =
+            fmt::format("the response is larger than the limit of {} bytes; curl was stopped",
+                        request.limits.max_bytes);
+    return result;
 }
 
 }  // namespace bekc

@@ -6,9 +6,17 @@
 // TLS stack, and a remote cache is used at most a few times per build, so a
 // process per request costs nothing that matters.
 //
-// The bearer token never appears on a command line (visible to every user in
-// `ps`): it is written to a 0600 file that curl reads with `-H @file`, which
-// exists only while that one request runs.
+// A download is bounded by bekc itself, not by curl: curl writes the body to
+// its stdout, and run_process copies the pipe into the destination file and
+// kills curl as soon as more than HttpLimits::max_bytes arrive. (curl's
+// --max-filesize, passed too, only refuses a Content-Length that is too
+// large; a chunked or unterminated body would run on.) curl's messages go to
+// a file of their own (--stderr), so they never mix with the body.
+//
+// Every file of a request lives beside the file it downloads or uploads, in
+// the caller's scratch directory: the messages, and the bearer token, which
+// never appears on a command line (visible to every user in `ps`) but in a
+// 0600 file that curl reads with `-H @file`, removed when the request ends.
 #pragma once
 
 #include <chrono>
@@ -16,6 +24,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "run/process.hpp"
@@ -36,36 +45,52 @@ struct HttpResult {
     std::string message;  // Failed, Unreachable: what went wrong, in one line
 };
 
+// The status line curl writes after everything else on stdout: a marker,
+// three digits ("000" when no answer came) and a newline, always this long.
+inline constexpr std::string_view kStatusMarker = "bekc-http-status:";
+inline constexpr size_t kStatusLineSize = kStatusMarker.size() + 4;
+
 struct HttpLimits {
-    std::chrono::seconds connect{2};
-    std::chrono::seconds total{10};
-    // A download larger than this fails instead of filling the disk.
-    std::optional<uint64_t> max_bytes;
+    std::chrono::milliseconds connect{2000};
+    std::chrono::milliseconds total{10000};
+    // GET: the most the download may put on the disk. The body may be
+    // kStatusLineSize bytes less (curl's status line follows it into the
+    // file until the request ends); a larger one fails.
+    uint64_t max_bytes = 0;
 };
 
 struct CurlRequest {
     fs::path curl;
-    bool put = false;  // PUT `file`; else GET into `file`
+    bool put = false;  // PUT `file`; else GET into curl's stdout
     std::string url;
     fs::path file;
     std::optional<fs::path> header_file;  // "Authorization: …" for -H @file
     HttpLimits limits;
+    fs::path messages_file;  // curl's own messages (--stderr)
 };
 
 // Pure: the argument vector for one request. Starts with -q so a ~/.curlrc
 // cannot change it, allows only http(s), follows no redirects (which could
-// carry the token elsewhere), and writes the status code behind a marker on
-// stdout for interpret_curl.
+// carry the token elsewhere), sends a GET's body to stdout, and ends stdout
+// with the status line that parse_status_line reads.
 std::vector<std::string> curl_argv(const CurlRequest& request);
 
-// Pure: what a finished curl run means.
-HttpResult interpret_curl(const ProcessResult& run);
+// Pure: the HTTP status from the last kStatusLineSize bytes of curl's stdout,
+// or nullopt when they are not a status line.
+std::optional<int> parse_status_line(std::string_view text);
+
+// Pure: what a finished curl run means, given the status from its stdout and
+// its messages.
+HttpResult interpret_curl(const ProcessResult& run, std::optional<int> status,
+                          const std::string& messages);
 
 class HttpClient {
   public:
     HttpClient(fs::path curl, std::optional<std::string> token)
         : curl_(std::move(curl)), token_(std::move(token)) {}
 
+    // `dest` must not exist; it is created with O_EXCL, never holds more than
+    // limits.max_bytes, and holds the body alone when this returns.
     HttpResult get(const std::string& url, const fs::path& dest, const HttpLimits& limits) const;
     HttpResult put(const std::string& url, const fs::path& source, const HttpLimits& limits) const;
 
@@ -74,20 +99,6 @@ class HttpClient {
 
     fs::path curl_;
     std::optional<std::string> token_;
-};
-
-// A fresh path in the temporary directory ($TMPDIR, else /tmp) that is
-// removed, with whatever was written there, when this goes out of scope.
-class TempPath {
-  public:
-    explicit TempPath(const std::string& stem);
-    ~TempPath();
-    TempPath(const TempPath&) = delete;
-    TempPath& operator=(const TempPath&) = delete;
-    const fs::path& path() const { return path_; }
-
-  private:
-    fs::path path_;
 };
 
 }  // namespace bekc

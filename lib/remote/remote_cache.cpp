@@ -3,6 +3,8 @@
 // in http.hpp.
 #include "remote/remote_cache.hpp"
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -11,13 +13,11 @@
 #include "remote/remote_record.hpp"
 #include "store/file_ops.hpp"
 #include "store/layout.hpp"
+#include "util/fs.hpp"
 
 namespace bekc {
 
 namespace {
-
-// Written by driver/build.cpp into every entry: the user headers, for -MF.
-constexpr std::string_view kDependenciesFile = "dependencies.json";
 
 // A direct record is a few kilobytes; anything near this is not one.
 constexpr uint64_t kMaxRecordBytes = 16ull << 20;
@@ -47,6 +47,20 @@ RemoteCache::RemoteCache(RemoteConfig config, Warn warn)
     http_.emplace(*curl, config_.token);
 }
 
+std::chrono::seconds lookup_budget(const RemoteConfig& config) {
+    return config.timeout * 4;
+}
+
+Scratch::~Scratch() {
+    if (cache_) cache_->remove(dir_);
+}
+
+std::expected<Scratch, std::string> scratch_dir(const Cache& cache) {
+    auto dir = cache.make_scratch();
+    if (!dir) return std::unexpected(dir.error());
+    return Scratch(cache, std::move(*dir));
+}
+
 std::string RemoteCache::direct_url(const std::string& direct_key) const {
     return base_ + "/direct/" + direct_key + ".json";
 }
@@ -55,13 +69,27 @@ std::string RemoteCache::entry_url(const std::string& key) const {
     return base_ + "/entries/" + key + ".tar";
 }
 
-HttpLimits RemoteCache::record_limits() const {
-    return {std::chrono::seconds(2), config_.timeout, kMaxRecordBytes};
+namespace {
+
+HttpLimits within(HttpLimits limits, const std::chrono::steady_clock::time_point* deadline) {
+    if (!deadline) return limits;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        *deadline - std::chrono::steady_clock::now());
+    limits.total = std::max(std::min(limits.total, left), std::chrono::milliseconds(1));
+    return limits;
+}
+
+}  // namespace
+
+HttpLimits RemoteCache::record_limits(const Lookup* lookup) const {
+    return within({std::chrono::seconds(2), config_.timeout, kMaxRecordBytes},
+                  lookup ? &lookup->deadline : nullptr);
 }
 
 // Libraries run to tens of megabytes: three times as long as a record.
-HttpLimits RemoteCache::entry_limits() const {
-    return {std::chrono::seconds(2), config_.timeout * 3, std::nullopt};
+HttpLimits RemoteCache::entry_limits(const Lookup* lookup) const {
+    return within({std::chrono::seconds(2), config_.timeout * 3, config_.max_entry_bytes},
+                  lookup ? &lookup->deadline : nullptr);
 }
 
 void RemoteCache::report(const HttpResult& result, const std::string& request) {
@@ -75,18 +103,23 @@ void RemoteCache::report(const HttpResult& result, const std::string& request) {
 }
 
 // The remote's records for `direct_key`. A failed request is reported, and
-// so is a malformed document (which the next publish replaces).
-RemoteCache::RemoteRecords RemoteCache::read_records(const std::string& direct_key) {
+// so is a malformed document (which the next publish replaces). Within a
+// lookup, a request that its time limit cut short is left to fetch to report.
+RemoteCache::RemoteRecords RemoteCache::read_records(const std::string& direct_key,
+                                                     const Scratch& scratch, Lookup* lookup) {
     using State = RemoteRecords::State;
-    TempPath file("direct");
+    fs::path file = scratch.file("direct.json");
     std::string url = direct_url(direct_key);
-    HttpResult got = http_->get(url, file.path(), record_limits());
+    HttpResult got = http_->get(url, file, record_limits(lookup));
     if (got.kind == HttpResult::Kind::NotFound) return {State::Absent, {}};
     if (got.kind != HttpResult::Kind::Ok) {
-        report(got, "GET " + url);
+        if (lookup && lookup->passed())
+            lookup->cut_short = "reading the direct record";
+        else
+            report(got, "GET " + url);
         return {State::Failed, {}};
     }
-    auto text = read_text(file.path());
+    auto text = read_file(file, ReadOptions{kMaxRecordBytes, false});
     auto records =
         text ? parse_remote_records(*text)
              : std::expected<std::vector<DirectInputs>, std::string>(std::unexpected(text.error()));
@@ -99,15 +132,40 @@ RemoteCache::RemoteRecords RemoteCache::read_records(const std::string& direct_k
 
 std::optional<Entry> RemoteCache::fetch(Cache& cache, const std::string& direct_key) {
     if (!http_) return std::nullopt;
-    RemoteRecords remote = read_records(direct_key);
+    Lookup lookup{std::chrono::steady_clock::now() + lookup_budget(config_), ""};
+    auto gave_up = [&]() -> std::optional<Entry> {
+        warn_(fmt::format(
+            "remote cache: gave up the lookup: its time limit of {} s ({} x $BEKC_REMOTE_TIMEOUT) "
+            "passed while {}; building locally",
+            lookup_budget(config_).count(), lookup_budget(config_) / config_.timeout,
+            lookup.cut_short));
+        return std::nullopt;
+    };
+    auto scratch = scratch_dir(cache);
+    if (!scratch) {
+        warn_("remote cache not used: " + scratch.error());
+        return std::nullopt;
+    }
+    RemoteRecords remote = read_records(direct_key, *scratch, &lookup);
+    if (!lookup.cut_short.empty()) return gave_up();
     if (remote.state != RemoteRecords::State::Found) return std::nullopt;
     // Only a record whose headers are byte for byte ours names our key.
-    auto match = match_local_files(remote.records);
-    if (!match) return std::nullopt;
-    const std::string key = match->key;
-    auto outcome = cache.get_or_build(
-        key, [&](const fs::path& staging) { return download_entry(key, staging); });
+    auto match = match_local_files(remote.records, LocalCheck{lookup.deadline});
+    if (!match) {
+        lookup.cut_short = match.error();
+        return gave_up();
+    }
+    for (const auto& refused : match->refused)
+        warn_(fmt::format("remote cache: a record of {} does not match: {}",
+                          display_url(direct_url(direct_key)), refused));
+    if (!match->record) return std::nullopt;
+    const DirectInputs& record = *match->record;
+    const std::string key = record.key;
+    auto outcome = cache.get_or_build(key, [&](const Staging& staging) {
+        return download_entry(key, staging.path(), *scratch, lookup);
+    });
     if (!outcome) {
+        if (!lookup.cut_short.empty()) return gave_up();
         // An unreachable remote has been reported already.
         if (http_)
             warn_(fmt::format("remote cache entry {} not used: {}; building locally", key,
@@ -115,17 +173,27 @@ std::optional<Entry> RemoteCache::fetch(Cache& cache, const std::string& direct_
         return std::nullopt;
     }
     // The next build of these inputs is a local hit.
-    if (auto r = cache.record_direct(direct_key, *match); !r)
+    if (auto r = cache.record_direct(direct_key, record); !r)
         warn_("could not record dependencies for fast hits: " + r.error());
     return outcome->entry;
 }
 
 std::expected<void, std::string> RemoteCache::download_entry(const std::string& key,
-                                                             const fs::path& staging) {
+                                                             const fs::path& staging,
+                                                             const Scratch& scratch,
+                                                             Lookup& lookup) {
     if (!http_) return std::unexpected("the remote is unreachable");
-    TempPath archive("entry");
+    auto cut_short = [&](const std::string& during) {
+        lookup.cut_short = during;
+        return std::unexpected("the lookup's time limit passed while " + during);
+    };
+    if (lookup.passed()) return cut_short("waiting to download the entry");
+    fs::path archive = scratch.file("entry.tar");
     std::string url = entry_url(key);
-    HttpResult got = http_->get(url, archive.path(), entry_limits());
+    HttpResult got = http_->get(url, archive, entry_limits(&lookup));
+    if (got.kind != HttpResult::Kind::Ok && got.kind != HttpResult::Kind::NotFound &&
+        lookup.passed())
+        return cut_short("downloading the entry");
     if (got.kind == HttpResult::Kind::NotFound)
         return std::unexpected(display_url(url) + " is missing although a direct record names it");
     if (got.kind == HttpResult::Kind::Unreachable) {
@@ -134,15 +202,20 @@ std::expected<void, std::string> RemoteCache::download_entry(const std::string& 
     }
     if (got.kind != HttpResult::Kind::Ok)
         return std::unexpected(fmt::format("GET {} failed: {}", display_url(url), got.message));
-    auto names = read_entry_archive(archive.path(), staging);
+    auto names = read_entry_archive(archive, staging,
+                                    ArchiveLimits{config_.max_entry_bytes, lookup.deadline});
+    if (!names && lookup.passed()) return cut_short("unpacking the entry");
     if (!names) return std::unexpected("corrupt archive: " + names.error());
+    // The archive is no longer needed: a second copy of the entry need not
+    // sit on the disk while it is verified.
+    ::unlink(archive.c_str());
     // The same checks as a local hit, with the full SHA-256 of the library.
-    auto entry = check_entry(staging, key, CheckLevel::Full);
+    auto entry = check_entry(CacheDir(staging), "", key, CheckLevel::Full);
     if (!entry) return std::unexpected(entry.error());
     for (const auto& name : *names)
         if (!travels(name, *entry))
             return std::unexpected("unexpected file '" + name + "' in the entry");
-    if (auto deps = read_text(staging / kDependenciesFile)) {
+    if (auto deps = read_file(staging / kDependenciesFile, ReadOptions{kMaxRecordBytes, false})) {
         auto j = nlohmann::json::parse(*deps, nullptr, false);
         if (!j.is_array())
             return std::unexpected(std::string(kDependenciesFile) + " is not a JSON array");
@@ -153,30 +226,43 @@ std::expected<void, std::string> RemoteCache::download_entry(const std::string& 
     return {};
 }
 
-void RemoteCache::publish(const Entry& entry, const std::string& direct_key,
+void RemoteCache::publish(const Cache& cache, const Entry& entry, const std::string& direct_key,
                           const DirectInputs& deps) {
     if (!http_ || config_.read_only) return;
+    auto scratch = scratch_dir(cache);
+    if (!scratch) {
+        warn_("remote cache: not uploading " + entry.key + ": " + scratch.error());
+        return;
+    }
     // The library first and the manifests last, as a build writes them.
     std::vector<std::string> names = {entry.library.filename().string()};
     if (stat_file(entry.dir / kDependenciesFile)) names.emplace_back(kDependenciesFile);
     names.emplace_back(kManifestNoGraphFile);
     names.emplace_back(kManifestFile);
-    TempPath archive("upload");
-    if (auto w = write_entry_archive(entry.dir, names, archive.path()); !w) {
+    fs::path archive = scratch->file("upload.tar");
+    if (auto w = write_entry_archive(entry.dir, names, archive); !w) {
         warn_("remote cache: not uploading " + entry.key + ": " + w.error());
+        return;
+    }
+    // Readers refuse an archive over their limit: do not send one.
+    if (auto size = stat_file(archive); size && size->size > config_.max_entry_bytes) {
+        warn_(fmt::format(
+            "remote cache: not uploading {}: its archive is {} bytes, over the limit of {} "
+            "($BEKC_REMOTE_MAX_ENTRY_SIZE)",
+            entry.key, size->size, config_.max_entry_bytes));
         return;
     }
     // The entry before the record that names it, so a reader who finds the
     // record finds the entry too.
     std::string url = entry_url(entry.key);
-    if (HttpResult put = http_->put(url, archive.path(), entry_limits());
+    if (HttpResult put = http_->put(url, archive, entry_limits());
         put.kind != HttpResult::Kind::Ok) {
         report(put, "PUT " + url);
         return;
     }
     // Read, merge, write: records other machines made for other header
     // contents stay. A malformed document is replaced.
-    RemoteRecords remote = read_records(direct_key);
+    RemoteRecords remote = read_records(direct_key, *scratch, nullptr);
     if (remote.state == RemoteRecords::State::Failed) return;
     DirectInputs latest = deps;
     latest.key = entry.key;
@@ -185,14 +271,13 @@ void RemoteCache::publish(const Entry& entry, const std::string& direct_key,
         warn_("remote cache: not uploading the direct record: " + text.error());
         return;
     }
-    TempPath file("record");
-    if (auto w = write_atomic(file.path(), *text); !w) {
+    fs::path file = scratch->file("record.json");
+    if (auto w = write_atomic(file, *text); !w) {
         warn_("remote cache: " + w.error());
         return;
     }
     url = direct_url(direct_key);
-    if (HttpResult put = http_->put(url, file.path(), record_limits());
-        put.kind != HttpResult::Kind::Ok)
+    if (HttpResult put = http_->put(url, file, record_limits()); put.kind != HttpResult::Kind::Ok)
         report(put, "PUT " + url);
 }
 

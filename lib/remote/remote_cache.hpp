@@ -4,7 +4,13 @@
 // Local first: the remote is asked only after a local miss, and a remote hit
 // is verified (library SHA-256 against its manifest) before it is published
 // into the local cache. A remote that is down, slow or corrupt never fails a
-// build: it is a warning and a local build.
+// build: it is a warning and a local build. Nor does it hang one: a lookup
+// has one time limit for all its steps (lookup_budget), every download a
+// size limit that bekc enforces itself, and the files a record names are
+// hashed only when they are regular files (remote_record.hpp).
+//
+// Everything downloaded or uploaded is staged in the local cache's tmp/
+// (scratch_dir below), never in $TMPDIR.
 //
 // Remote layout (docs/cache.md, "Remote cache"):
 //   URL/direct/<direct key>.json   remote_record.hpp: full key + SHA-256 of
@@ -14,10 +20,15 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <expected>
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 
+#include "remote/entry_archive.hpp"
 #include "remote/http.hpp"
 #include "store/cache.hpp"
 #include "store/direct.hpp"
@@ -30,21 +41,57 @@ struct RemoteConfig {
     bool read_only = false;            // CI readers: never PUT
     std::optional<std::string> token;  // sent as "Authorization: Bearer <token>"
     std::chrono::seconds timeout{10};
+    // The largest entry archive downloaded (or uploaded).
+    uint64_t max_entry_bytes = kDefaultMaxEntryBytes;
     // Set when the configuration cannot be used (a URL that is not http(s),
-    // a token with a line break, a bad $BEKC_REMOTE_TIMEOUT): RemoteCache
+    // a token with a line break, a bad $BEKC_REMOTE_TIMEOUT or
+    // $BEKC_REMOTE_MAX_ENTRY_SIZE): RemoteCache
     // warns once and stays off.
     std::string problem;
 };
 
 // From --remote-cache / --remote-cache-read-only, else $BEKC_REMOTE_CACHE,
 // $BEKC_REMOTE_CACHE_READONLY=1, and the token from $BEKC_REMOTE_TOKEN.
-// $BEKC_REMOTE_TIMEOUT (seconds) replaces the 10 s limit on small requests.
+// $BEKC_REMOTE_TIMEOUT (seconds) replaces the 10 s limit on small requests;
+// $BEKC_REMOTE_MAX_ENTRY_SIZE (a size as for $BEKC_CACHE_MAX_SIZE: 500M, 1GiB;
+// at least 1 KiB) replaces the 2 GiB limit on an entry archive.
 // An empty --remote-cache "" turns off a remote set in the environment.
 std::optional<RemoteConfig> remote_config(const std::optional<std::string>& flag_url,
                                           bool flag_read_only, const EnvLookup& env);
 
 // The URL for messages: without "user:password@" and trailing slashes.
 std::string display_url(const std::string& url);
+
+// The time one lookup (fetch) may take in all, from the request for the
+// direct record to the verified entry: 4 x the timeout (40 s by default), the
+// record request's limit (1 x) and the entry request's (3 x) added up, so a
+// lookup that is slow in one step still completes. Hashing the files a
+// record names and unpacking the entry count against it too. When it passes,
+// the lookup stops with a warning and the build compiles locally.
+std::chrono::seconds lookup_budget(const RemoteConfig& config);
+
+// A fresh directory in the cache's tmp/ for one fetch or publish: every file
+// the remote cache downloads or uploads, and curl's side files, are made in
+// it, and it is removed with all of them when this goes out of scope (or, if
+// bekc is killed, by `bekc cache prune`/`verify` once stale).
+class Scratch {
+  public:
+    Scratch(const Cache& cache, fs::path dir) : cache_(&cache), dir_(std::move(dir)) {}
+    Scratch(Scratch&& other) noexcept
+        : cache_(std::exchange(other.cache_, nullptr)), dir_(std::move(other.dir_)) {}
+    Scratch& operator=(Scratch&&) = delete;
+    Scratch(const Scratch&) = delete;
+    ~Scratch();
+    const fs::path& dir() const { return dir_; }
+    fs::path file(std::string_view name) const { return dir_ / name; }
+
+  private:
+    const Cache* cache_;
+    fs::path dir_;
+};
+
+// The one place that decides where the remote cache stages files.
+std::expected<Scratch, std::string> scratch_dir(const Cache& cache);
 
 using Warn = std::function<void(const std::string&)>;
 
@@ -57,18 +104,27 @@ class RemoteCache {
     // into `cache`. nullopt when the remote has nothing usable.
     std::optional<Entry> fetch(Cache& cache, const std::string& direct_key);
 
-    // After a local build: uploads the entry and its direct record, unless
-    // read-only.
-    void publish(const Entry& entry, const std::string& direct_key, const DirectInputs& deps);
+    // After a local build: uploads the entry (from `cache`) and its direct
+    // record, unless read-only.
+    void publish(const Cache& cache, const Entry& entry, const std::string& direct_key,
+                 const DirectInputs& deps);
 
   private:
+    // One fetch's time limit, and what it cut short once it passed.
+    struct Lookup {
+        std::chrono::steady_clock::time_point deadline;
+        std::string cut_short;  // e.g. "downloading the entry"; empty while in time
+        bool passed() const { return std::chrono::steady_clock::now() >= deadline; }
+    };
+
     std::string direct_url(const std::string& direct_key) const;
     std::string entry_url(const std::string& key) const;
-    HttpLimits record_limits() const;
-    HttpLimits entry_limits() const;
+    // With a lookup, the request's time is what is left of it, if less.
+    HttpLimits record_limits(const Lookup* lookup = nullptr) const;
+    HttpLimits entry_limits(const Lookup* lookup = nullptr) const;
     // Downloads, unpacks and verifies one entry into `staging`.
-    std::expected<void, std::string> download_entry(const std::string& key,
-                                                    const fs::path& staging);
+    std::expected<void, std::string> download_entry(const std::string& key, const fs::path& staging,
+                                                    const Scratch& scratch, Lookup& lookup);
     // Warns about a failed request; an unreachable remote is skipped from
     // then on, so a dead server costs one timeout per build, not one per request.
     void report(const HttpResult& result, const std::string& request);
@@ -76,7 +132,8 @@ class RemoteCache {
         enum class State { Absent, Found, Malformed, Failed } state = State::Failed;
         std::vector<DirectInputs> records;
     };
-    RemoteRecords read_records(const std::string& direct_key);
+    RemoteRecords read_records(const std::string& direct_key, const Scratch& scratch,
+                               Lookup* lookup);
 
     RemoteConfig config_;
     Warn warn_;

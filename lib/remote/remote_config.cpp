@@ -4,7 +4,10 @@
 #include <cctype>
 #include <charconv>
 
+#include <fmt/format.h>
+
 #include "remote/remote_cache.hpp"
+#include "store/size.hpp"
 
 namespace bekc {
 
@@ -32,9 +35,10 @@ bool truthy(const std::optional<std::string>& v) {
 }
 
 // Why `c` cannot be used, or "".
-std::string problem_of(const RemoteConfig& c, const std::optional<std::string>& timeout) {
+std::string problem_of(const RemoteConfig& c, const std::optional<std::string>& timeout,
+                       const std::optional<std::string>& max_entry) {
     if (!starts_with_nocase(c.url, "http://") && !starts_with_nocase(c.url, "https://"))
-        return "'" + display_url(c.url) + "' is not an http:// or https:// URL";
+        return fmt::format("'{}' is not an http:// or https:// URL", display_url(c.url));
     if (has_control_char(c.url) || c.url.find(' ') != std::string::npos)
         return "the URL contains spaces or control characters";
     // A line break would let the token add headers of its own.
@@ -48,6 +52,11 @@ std::string problem_of(const RemoteConfig& c, const std::optional<std::string>& 
             seconds > 3600)
             return "$BEKC_REMOTE_TIMEOUT='" + *timeout +
                    "' is not a number of seconds from 1 to 3600";
+    }
+    if (max_entry) {
+        auto bytes = parse_size(*max_entry);
+        if (!bytes) return "$BEKC_REMOTE_MAX_ENTRY_SIZE: " + bytes.error();
+        if (*bytes < 1024) return "$BEKC_REMOTE_MAX_ENTRY_SIZE must be at least 1 KiB";
     }
     return "";
 }
@@ -63,8 +72,11 @@ std::optional<RemoteConfig> remote_config(const std::optional<std::string>& flag
     c.read_only = flag_read_only || truthy(env("BEKC_REMOTE_CACHE_READONLY"));
     c.token = env("BEKC_REMOTE_TOKEN");
     auto timeout = env("BEKC_REMOTE_TIMEOUT");
-    c.problem = problem_of(c, timeout);
+    auto max_entry = env("BEKC_REMOTE_MAX_ENTRY_SIZE");
+    if (max_entry && max_entry->empty()) max_entry.reset();
+    c.problem = problem_of(c, timeout, max_entry);
     if (c.problem.empty() && timeout) c.timeout = std::chrono::seconds(std::stoi(*timeout));
+    if (c.problem.empty() && max_entry) c.max_entry_bytes = *parse_size(*max_entry);
     return c;
 }
 

@@ -1,14 +1,19 @@
 #include "remote/remote_record.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <map>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "store/hash.hpp"
 #include "store/layout.hpp"
+#include "util/fs.hpp"
 
 namespace bekc {
 
@@ -58,6 +63,48 @@ bool exists_here(const fs::path& path) {
     return ::lstat(path.c_str(), &st) == 0;
 }
 
+struct OutOfTime {};
+
+struct LocalHash {
+    std::string sha256;   // "" (which matches no SHA-256) unless hashed
+    std::string refused;  // why a file that exists here was not hashed
+};
+
+// SHA-256 of this machine's `path` when it is a regular file of at most
+// check.max_file_bytes that can be read without waiting. OutOfTime when the
+// deadline passes first.
+std::expected<LocalHash, OutOfTime> local_sha256(const fs::path& path, const LocalCheck& check) {
+    using Clock = std::chrono::steady_clock;
+    if (Clock::now() >= check.deadline) return std::unexpected(OutOfTime{});
+    // Missing here is a plain miss (another machine's paths); stat does not
+    // open, so it cannot wait on a FIFO.
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return LocalHash{};
+    // Regular files only, opened with O_NONBLOCK (a FIFO does not wait for a
+    // writer) and checked against the limit before the first read.
+    auto fd = open_regular_at(AT_FDCWD, path, path, ReadOptions{check.max_file_bytes, true});
+    if (!fd) return LocalHash{"", fd.error()};
+    // Some files that stat as regular can still block a read (/proc/kmsg):
+    // keep O_NONBLOCK, and a read that would wait means no match.
+    ::fcntl(fd->get(), F_SETFL, ::fcntl(fd->get(), F_GETFL) | O_NONBLOCK);
+    Sha256 sha;
+    std::vector<char> buffer(1 << 20);
+    uint64_t total = 0;
+    for (;;) {
+        ssize_t n = ::read(fd->get(), buffer.data(), buffer.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return LocalHash{"", errno_message("read", path, errno)};
+        if (n == 0) break;
+        // The size was checked at open; the file may grow while it is read.
+        total += static_cast<uint64_t>(n);
+        if (total > check.max_file_bytes)
+            return LocalHash{"", "cannot read " + path.string() + ": it grows past the limit"};
+        sha.update(std::string_view(buffer.data(), static_cast<size_t>(n)));
+        if (Clock::now() >= check.deadline) return std::unexpected(OutOfTime{});
+    }
+    return LocalHash{sha.final_hex(), ""};
+}
+
 }  // namespace
 
 std::expected<std::vector<DirectInputs>, std::string> parse_remote_records(std::string_view text) {
@@ -103,22 +150,34 @@ std::vector<DirectInputs> merge_remote_records(std::vector<DirectInputs> existin
     return existing;
 }
 
-std::optional<DirectInputs> match_local_files(const std::vector<DirectInputs>& records) {
+std::expected<LocalMatch, std::string> match_local_files(const std::vector<DirectInputs>& records,
+                                                         const LocalCheck& check) {
+    LocalMatch result;
     // Records of one direct key mostly list the same headers: hash each once.
     std::map<fs::path, std::string> hashes;
-    auto sha_of = [&](const fs::path& path) -> const std::string& {
-        auto it = hashes.find(path);
-        if (it == hashes.end()) it = hashes.emplace(path, sha256_file(path).value_or("")).first;
-        return it->second;
-    };
     for (const auto& record : records) {
-        bool holds =
-            std::all_of(record.dependencies.begin(), record.dependencies.end(),
-                        [&](const DirectDependency& d) { return sha_of(d.path) == d.sha256; }) &&
-            std::none_of(record.must_not_exist.begin(), record.must_not_exist.end(), exists_here);
-        if (holds) return record;
+        bool holds = true;
+        for (const auto& d : record.dependencies) {
+            auto it = hashes.find(d.path);
+            if (it == hashes.end()) {
+                auto local = local_sha256(d.path, check);
+                if (!local) return std::unexpected("hashing " + d.path.string());
+                if (!local->refused.empty()) result.refused.push_back(local->refused);
+                it = hashes.emplace(d.path, std::move(local->sha256)).first;
+            }
+            if (it->second != d.sha256) {
+                holds = false;
+                break;
+            }
+        }
+        holds = holds && std::none_of(record.must_not_exist.begin(), record.must_not_exist.end(),
+                                      exists_here);
+        if (holds) {
+            result.record = record;
+            break;
+        }
     }
-    return std::nullopt;
+    return result;
 }
 
 }  // namespace bekc

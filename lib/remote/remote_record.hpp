@@ -18,6 +18,8 @@
 // and two writers racing lose one record: a later miss, never a wrong hit.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <expected>
 #include <optional>
 #include <string>
@@ -25,6 +27,7 @@
 #include <vector>
 
 #include "store/direct.hpp"
+#include "util/fs.hpp"
 
 namespace bekc {
 
@@ -41,7 +44,29 @@ std::expected<std::string, std::string> render_remote_records(
 std::vector<DirectInputs> merge_remote_records(std::vector<DirectInputs> existing,
                                                const DirectInputs& latest);
 
-// The first record that holds on this machine, checked as above.
-std::optional<DirectInputs> match_local_files(const std::vector<DirectInputs>& records);
+// The paths come from another machine, so hashing "this machine's copy" of
+// them must not be a way to hang or flood a build: only regular files up to
+// max_file_bytes are hashed, opened and read without blocking (a FIFO, a
+// device such as /dev/zero, a directory, an unreadable or larger file simply
+// does not match), and the deadline is checked between reads.
+struct LocalCheck {
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+    // Headers are kilobytes; this is the most bekc reads of any file (1 GiB).
+    uint64_t max_file_bytes = kDefaultReadLimit;
+};
+
+struct LocalMatch {
+    std::optional<DirectInputs> record;  // the first record that holds here
+    // Paths the records name that exist here but cannot be what a build
+    // hashed (a FIFO, a device, a directory, a file over the size limit), one
+    // line each ("cannot read /dev/zero: it is a device"): worth a warning.
+    std::vector<std::string> refused;
+};
+
+// The first record that holds on this machine, checked as above. The error:
+// the deadline passed first; it says what was being done then ("hashing
+// /inc/a.h").
+std::expected<LocalMatch, std::string> match_local_files(const std::vector<DirectInputs>& records,
+                                                         const LocalCheck& check = {});
 
 }  // namespace bekc

@@ -1,5 +1,6 @@
 #include "run/process.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -19,34 +20,88 @@ namespace bekc {
 
 namespace {
 
+namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 // After a kill, output still in the pipe is collected for this long; a
 // grandchild that escaped the process group must not hold bekc forever.
 constexpr std::chrono::seconds kDrainAfterKill{2};
 
-// Appends everything the child writes to `out` until EOF (true) or until the
-// deadline passes (false). Reading while the child runs is what keeps a child
-// with megabytes of output from blocking on a full pipe.
-bool drain(int fd, std::optional<Clock::time_point> deadline, std::string& out) {
+// Where the child's output goes: appended to a string, or written to a file
+// up to a byte limit. take() returns false to stop reading (the limit passed,
+// or the file cannot be written), with `error` saying why.
+class Sink {
+  public:
+    explicit Sink(std::string& text) : text_(&text) {}
+    Sink(int fd, const fs::path& path, uint64_t max_bytes)
+        : fd_(fd), path_(path), max_bytes_(max_bytes) {}
+
+    bool take(const char* data, size_t size) {
+        if (text_) {
+            text_->append(data, size);
+            return true;
+        }
+        if (size > max_bytes_ - written_) {
+            // Only what fits is kept, so the file never passes the limit.
+            size_t fits = static_cast<size_t>(max_bytes_ - written_);
+            if (write_all(data, fits)) written_ += fits;
+            error_ = fmt::format("its output passed the limit of {} bytes", max_bytes_);
+            return false;
+        }
+        if (!write_all(data, size)) return false;
+        written_ += size;
+        return true;
+    }
+    uint64_t written() const { return written_; }
+    const std::string& error() const { return error_; }
+
+  private:
+    bool write_all(const char* data, size_t size) {
+        while (size > 0) {
+            ssize_t n = ::write(fd_, data, size);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) {
+                error_ = fmt::format("cannot write {}: {}", path_.string(),
+                                     std::strerror(n < 0 ? errno : EIO));
+                return false;
+            }
+            data += n;
+            size -= static_cast<size_t>(n);
+        }
+        return true;
+    }
+
+    std::string* text_ = nullptr;
+    int fd_ = -1;
+    fs::path path_;
+    uint64_t max_bytes_ = 0, written_ = 0;
+    std::string error_;
+};
+
+enum class Drained { Eof, Deadline, Stopped };
+
+// Passes everything the child writes to `sink` until EOF, until the deadline
+// passes, or until the sink refuses more. Reading while the child runs is
+// what keeps a child with megabytes of output from blocking on a full pipe.
+Drained drain(int fd, std::optional<Clock::time_point> deadline, Sink& sink) {
     char buf[64 * 1024];
     for (;;) {
         int wait_ms = -1;
         if (deadline) {
             auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - Clock::now());
-            if (left.count() <= 0) return false;
+            if (left.count() <= 0) return Drained::Deadline;
             wait_ms = static_cast<int>(std::min<long long>(left.count(), INT_MAX));
         }
         pollfd p{fd, POLLIN, 0};
         int ready = poll(&p, 1, wait_ms);
         if (ready < 0 && errno == EINTR) continue;
-        if (ready < 0) return true;
+        if (ready < 0) return Drained::Eof;
         if (ready == 0) continue;
         ssize_t n = read(fd, buf, sizeof buf);
         if (n > 0) {
-            out.append(buf, static_cast<size_t>(n));
+            if (!sink.take(buf, static_cast<size_t>(n))) return Drained::Stopped;
         } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-            return true;
+            return Drained::Eof;
         }
     }
 }
@@ -90,6 +145,8 @@ std::string ProcessResult::describe() const {
         case ProcessStatus::TimedOut:
             return fmt::format("timed out after {:.1f} s and was killed",
                                std::chrono::duration<double>(wall_time).count());
+        case ProcessStatus::OutputFailed:
+            return "was killed: " + error;
     }
     return "unknown";
 }
@@ -97,28 +154,65 @@ std::string ProcessResult::describe() const {
 ProcessResult run_process(const Command& command, const RunOptions& options) {
     ProcessResult result;
     auto start = Clock::now();
+    // The output file first: a child is never started with nowhere to write.
+    int file_fd = -1;
+    if (options.output_file) {
+        file_fd = ::open(options.output_file->path.c_str(),
+                         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (file_fd < 0) {
+            result.status = ProcessStatus::SpawnFailed;
+            result.error = fmt::format("cannot create {}: {}", options.output_file->path.string(),
+                                       std::strerror(errno));
+            return result;
+        }
+    }
+    std::optional<Sink> sink;
+    if (options.output_file)
+        sink.emplace(file_fd, options.output_file->path, options.output_file->max_bytes);
+    else
+        sink.emplace(result.output);
     auto child = detail::spawn_child(command, options.timeout.has_value());
     if (!child) {
+        if (file_fd >= 0) ::close(file_fd);
         result.status = ProcessStatus::SpawnFailed;
         result.error = child.error();
         return result;
     }
     std::optional<Clock::time_point> deadline;
     if (options.timeout) deadline = start + *options.timeout;
-    bool timed_out = !drain(child->output_fd, deadline, result.output);
+    Drained drained = drain(child->output_fd, deadline, *sink);
+    bool timed_out = drained == Drained::Deadline;
+    bool stopped = drained == Drained::Stopped;
     std::optional<int> status;
-    if (!timed_out && deadline) {
+    if (drained == Drained::Eof && deadline) {
         status = wait_until(child->pid, *deadline);
         timed_out = !status;
     }
-    if (timed_out) {
-        kill(-child->pid, SIGKILL);  // the group: the child and everything it started
-        drain(child->output_fd, Clock::now() + kDrainAfterKill, result.output);
+    if (timed_out || stopped) {
+        // With a timeout the child leads its own group: the child and
+        // everything it started; without one, only the child.
+        kill(options.timeout ? -child->pid : child->pid, SIGKILL);
+        // Messages written just before the kill still explain it; data for a
+        // file that is given up on is not wanted.
+        if (timed_out && !options.output_file) {
+            Sink rest(result.output);
+            drain(child->output_fd, Clock::now() + kDrainAfterKill, rest);
+        }
     }
     close(child->output_fd);
     if (!status) status = wait_for(child->pid);
+    // close() reports a deferred write error (NFS, a full disk).
+    if (file_fd >= 0 && ::close(file_fd) != 0 && !stopped && !timed_out) {
+        stopped = true;
+        result.error = fmt::format("cannot write {}: {}", options.output_file->path.string(),
+                                   std::strerror(errno));
+    }
     result.wall_time = Clock::now() - start;
-    if (timed_out) {
+    if (options.output_file) result.output_bytes = sink->written();
+    if (stopped) {
+        result.status = ProcessStatus::OutputFailed;
+        if (result.error.empty()) result.error = sink->error();
+    } else if (timed_out) {
         result.status = ProcessStatus::TimedOut;
         result.signal = SIGKILL;
     } else if (WIFSIGNALED(*status)) {

@@ -1,13 +1,17 @@
 #include "store/cache.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
-#include "store/lock.hpp"
+#include "store/hash.hpp"
+#include "store/size.hpp"
 
 namespace bekc {
 
@@ -23,18 +27,89 @@ CacheError io_error(std::string message) {
     return {CacheError::Kind::Io, std::move(message)};
 }
 
+nlohmann::json read_marker(const CacheDir& dir) {
+    auto text = dir.read(kMarkerFile, 1 << 16);
+    if (!text) return nullptr;
+    auto j = nlohmann::json::parse(*text, nullptr, false);
+    if (!j.is_object()) return nullptr;
+    // Not j.value("bekc_cache", 0): it throws when the member is not a number.
+    auto it = j.find("bekc_cache");
+    return it != j.end() && it->is_number_integer() && *it == 1 ? j : nlohmann::json(nullptr);
+}
+
 }  // namespace
+
+std::expected<void, std::string> Staging::write(const fs::path& name,
+                                                std::string_view content) const {
+    return dir_.write(rel_ / name, content);
+}
+
+std::expected<void, std::string> Staging::move_in(const std::string& name,
+                                                  const fs::path& source) const {
+    auto target = dir_.open_dir(rel_);
+    if (!target) return std::unexpected(target.error());
+    if (::renameat(AT_FDCWD, source.c_str(), target->get(), name.c_str()) == 0) return {};
+    if (errno != EXDEV) return std::unexpected(errno_message("move", source, errno));
+    // Another filesystem: copy into a fresh file (O_EXCL, so never through a link).
+    auto in = open_regular_at(AT_FDCWD, source, source, ReadOptions{UINT64_MAX, true});
+    if (!in) return std::unexpected(in.error());
+    fs::path shown = path() / name;
+    UniqueFd out(::openat(target->get(), name.c_str(),
+                          O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666));
+    if (!out.valid()) return std::unexpected(errno_message("write", shown, errno));
+    char buf[1 << 16];
+    for (;;) {
+        ssize_t n = ::read(in->get(), buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return std::unexpected(errno_message("read", source, errno));
+        if (n == 0) break;
+        for (ssize_t done = 0; done < n;) {
+            ssize_t w = ::write(out.get(), buf + done, static_cast<size_t>(n - done));
+            if (w < 0 && errno == EINTR) continue;
+            if (w < 0) return std::unexpected(errno_message("write", shown, errno));
+            done += w;
+        }
+    }
+    if (::close(out.release()) != 0) return std::unexpected(errno_message("write", shown, errno));
+    ::unlink(source.c_str());
+    return {};
+}
 
 Cache::Cache(fs::path root, CacheOptions options) : layout_(std::move(root)), options_(options) {}
 
+std::expected<void, std::string> Cache::ensure_created() const {
+    if (dir().stat(kMarkerFile)) return {};
+    if (auto root = dir().open_dir("", true); !root) return std::unexpected(root.error());
+    // A directory that holds other things is still usable: bekc only ever
+    // touches its own names in it.
+    if (auto w = dir().write(kMarkerFile, "{\"bekc_cache\": 1}\n"); !w) return w;
+    if (!dir().stat(kCacheDirTagFile)) (void)dir().write(kCacheDirTagFile, kCacheDirTag);
+    return {};
+}
+
+std::expected<bool, std::string> Cache::is_cache() const {
+    auto root = dir().stat("");
+    if (!root) return false;  // nothing there yet
+    if (!read_marker(dir()).is_null()) return true;
+    // Caches made before the marker existed carry bekc's CACHEDIR.TAG.
+    auto tag = dir().read(kCacheDirTagFile, 4096);
+    if (tag && tag->find("created by bekc") != std::string::npos) {
+        (void)dir().write(kMarkerFile, "{\"bekc_cache\": 1}\n");
+        return true;
+    }
+    return std::unexpected(fmt::format(
+        "{} is not a bekc cache (it has no {}); bekc maintains only directories it created",
+        path().string(), kMarkerFile));
+}
+
 std::expected<Entry, Miss> Cache::probe(std::string_view key) const {
-    fs::path dir = layout_.entry_dir(key);
-    if (!stat_file(dir)) return std::unexpected(Miss{Miss::Kind::Absent, "not in the cache"});
-    auto entry = check_entry(dir, key, CheckLevel::Cheap);
+    fs::path rel = CacheLayout::entry(key);
+    if (!dir().stat(rel)) return std::unexpected(Miss{Miss::Kind::Absent, "not in the cache"});
+    auto entry = check_entry(dir(), rel, key, CheckLevel::Cheap);
     if (!entry) {
         return std::unexpected(
-            Miss{Miss::Kind::Corrupt,
-                 fmt::format("cache entry {} is corrupt: {}", dir.string(), entry.error())});
+            Miss{Miss::Kind::Corrupt, fmt::format("cache entry {} is corrupt: {}",
+                                                  layout_.path(rel).string(), entry.error())});
     }
     return *entry;
 }
@@ -44,133 +119,217 @@ std::expected<Entry, Miss> Cache::lookup(std::string_view key) {
     if (!entry && entry.error().kind == Miss::Kind::Corrupt) {
         // Only remove it while holding the key's lock: a builder holding it
         // may be replacing this very entry, and will remove it itself.
-        if (auto lock = FileLock::try_acquire(layout_.lock_file(key))) {
+        if (auto lock = FileLock::try_acquire(dir(), CacheLayout::lock(key))) {
             auto again = probe(key);
-            if (!again && again.error().kind == Miss::Kind::Corrupt) {
-                discard(layout_.entry_dir(key));
-            }
+            if (!again && again.error().kind == Miss::Kind::Corrupt)
+                (void)discard(CacheLayout::entry(key));
             if (again) entry = std::move(again);
         }
     }
-    if (entry) touch(entry->dir / kLastUseFile);
+    if (entry) dir().touch(CacheLayout::entry(key) / kLastUseFile);
     return entry;
 }
 
-std::expected<BuildOutcome, CacheError> Cache::get_or_build(std::string_view key,
-                                                            const Builder& build) {
-    auto first = lookup(key);
-    if (first) return BuildOutcome{*first, true, ""};
-    std::string repaired = first.error().kind == Miss::Kind::Corrupt ? first.error().reason : "";
-    auto lock = FileLock::acquire(layout_.lock_file(key), options_.lock_timeout);
-    if (!lock) {
+std::expected<FileLock, CacheError> Cache::lock(const fs::path& rel) const {
+    if (auto made = ensure_created(); !made) return std::unexpected(io_error(made.error()));
+    auto lock = FileLock::acquire(dir(), rel, options_.lock_timeout);
+    if (!lock)
         return std::unexpected(CacheError{
             lock.error().timed_out ? CacheError::Kind::LockTimeout : CacheError::Kind::Io,
             lock.error().message});
+    return std::move(*lock);
+}
+
+std::expected<BuildOutcome, CacheError> Cache::get_or_build(std::string_view key,
+                                                            const Builder& build, bool replace) {
+    std::string repaired;
+    if (!replace) {
+        auto first = lookup(key);
+        if (first) return BuildOutcome{*first, true, "", std::nullopt};
+        if (first.error().kind == Miss::Kind::Corrupt) repaired = first.error().reason;
     }
+    auto lock = this->lock(CacheLayout::lock(key));
+    if (!lock) return std::unexpected(lock.error());
     // Whoever held the lock before us may have published this key.
     auto again = probe(key);
-    if (again) {
-        touch(again->dir / kLastUseFile);
-        return BuildOutcome{*again, true, repaired};
+    std::optional<std::string> replaced_sha256;
+    if (again && !replace) {
+        dir().touch(CacheLayout::entry(key) / kLastUseFile);
+        return BuildOutcome{*again, true, repaired, std::nullopt};
     }
-    if (again.error().kind == Miss::Kind::Corrupt) {
+    if (again) {
+        if (auto fd = dir().open_read(CacheLayout::entry(key) / again->library.filename()))
+            if (auto sha = sha256_fd(fd->get(), again->library)) replaced_sha256 = *sha;
+    } else if (again.error().kind == Miss::Kind::Corrupt) {
         repaired = again.error().reason;
-        discard(layout_.entry_dir(key));
     }
     auto staging = make_staging(key);
     if (!staging) return std::unexpected(staging.error());
     std::expected<void, std::string> built;
     try {
-        built = build(*staging);
+        built = build(Staging(dir(), *staging));
     } catch (...) {
-        discard(*staging);  // the fatal path: nothing half-built stays behind
+        (void)discard(*staging);  // the fatal path: nothing half-built stays behind
         throw;
     }
     if (!built) {
-        discard(*staging);
+        (void)discard(*staging);
         return std::unexpected(CacheError{CacheError::Kind::Builder, built.error()});
+    }
+    // Replacing (a corrupt entry, or --force): out of the way first, while
+    // holding the key's lock.
+    if (replace || !repaired.empty()) {
+        if (auto d = discard(CacheLayout::entry(key)); !d) {
+            (void)discard(*staging);
+            return std::unexpected(io_error(d.error()));
+        }
     }
     auto entry = publish(*staging, key);
     if (!entry) return std::unexpected(entry.error());
-    return BuildOutcome{*entry, false, repaired};
+    return BuildOutcome{*entry, false, repaired, replaced_sha256};
 }
 
-std::expected<fs::path, CacheError> Cache::make_staging(std::string_view key) {
-    std::error_code ec;
-    fs::create_directories(layout_.tmp_dir(), ec);
-    if (ec) {
-        return std::unexpected(io_error(fmt::format("cannot create the cache directory {}: {}",
-                                                    layout_.tmp_dir().string(), ec.message())));
-    }
-    fs::path tag = layout_.root() / "CACHEDIR.TAG";
-    if (!stat_file(tag)) (void)write_atomic(tag, kCacheDirTag);
-    // mkdir rather than mkdtemp: mkdtemp's mode 0700 would make entries
-    // unreadable to the other users of a shared cache; mkdir honours umask.
-    fs::path dir = layout_.tmp_dir() / (std::string(key) + "." + unique_suffix());
-    if (mkdir(dir.c_str(), 0777) != 0) {
-        return std::unexpected(
-            io_error(fmt::format("cannot create {}: {}", dir.string(), std::strerror(errno))));
-    }
-    return dir;
+std::expected<fs::path, CacheError> Cache::make_staging(std::string_view what) const {
+    if (auto made = ensure_created(); !made) return std::unexpected(io_error(made.error()));
+    fs::path rel = CacheLayout::staging(what);
+    if (auto made = dir().make_dir(rel); !made) return std::unexpected(io_error(made.error()));
+    return rel;
 }
 
 std::expected<Entry, CacheError> Cache::publish(const fs::path& staging, std::string_view key) {
-    auto sealed = seal_entry(staging, key);
+    auto sealed = seal_entry(dir(), staging, key);
     if (!sealed) {
-        discard(staging);
+        (void)discard(staging);
         return std::unexpected(CacheError{
             CacheError::Kind::Builder, "the build left an invalid cache entry: " + sealed.error()});
     }
-    fs::path target = layout_.entry_dir(key);
-    std::error_code ec;
-    fs::create_directories(target.parent_path(), ec);
-    int err = 0;
+    fs::path target = CacheLayout::entry(key);
+    std::string err;
     for (int attempt = 0; attempt < 3; ++attempt) {
-        if (::rename(staging.c_str(), target.c_str()) == 0) {
+        auto moved = dir().rename(staging, target);
+        if (moved) {
             Entry entry = *sealed;
-            entry.dir = target;
-            entry.library = target / sealed->library.filename();
+            entry.dir = layout_.path(target);
+            entry.library = entry.dir / sealed->library.filename();
             return entry;
         }
-        err = errno;
-        if (err != EEXIST && err != ENOTEMPTY) break;
+        err = moved.error();
+        auto st = dir().stat(target);
+        if (!st) break;
         // Someone published first; without working locks that can happen.
-        auto theirs = check_entry(target, key, CheckLevel::Cheap);
+        auto theirs = check_entry(dir(), target, key, CheckLevel::Cheap);
         if (theirs) {
-            discard(staging);
+            (void)discard(staging);
             return *theirs;
         }
-        discard(target);
+        (void)discard(target);
     }
-    discard(staging);
-    return std::unexpected(io_error(fmt::format("cannot move the new cache entry to {}: {}",
-                                                target.string(), std::strerror(err))));
+    (void)discard(staging);
+    return std::unexpected(io_error(err));
 }
 
-void Cache::discard(const fs::path& dir) const {
-    std::error_code ec;
-    fs::path doomed = dir;
-    if (dir.parent_path() != layout_.tmp_dir()) {
-        // Renamed out of sight first, so nobody sees it half deleted.
-        fs::path trash = layout_.tmp_dir() / (std::string(kTrashPrefix) + unique_suffix());
-        fs::create_directories(layout_.tmp_dir(), ec);
-        if (::rename(dir.c_str(), trash.c_str()) == 0) {
-            doomed = trash;
-        } else if (errno == ENOENT) {
-            return;  // already gone
-        }
+std::expected<void, std::string> Cache::discard(const fs::path& rel) const {
+    fs::path doomed = rel;
+    if (rel.parent_path() != CacheLayout::tmp()) {
+        if (!dir().stat(rel)) return {};  // already gone
+        fs::path trash = CacheLayout::trash();
+        auto moved = dir().rename(rel, trash);
+        if (!moved) return moved;
+        doomed = trash;
     }
-    fs::remove_all(doomed, ec);
+    return dir().remove_tree(doomed);
+}
+
+std::expected<fs::path, CacheError> Cache::ensure_tree(const fs::path& rel,
+                                                       const fs::path& lock_rel,
+                                                       const Builder& build) {
+    if (check_seal(dir(), rel, CheckLevel::Cheap)) return layout_.path(rel);
+    auto lock = this->lock(lock_rel);
+    if (!lock) return std::unexpected(lock.error());
+    if (check_seal(dir(), rel, CheckLevel::Cheap)) return layout_.path(rel);  // built meanwhile
+    auto staging = make_staging("runtime");
+    if (!staging) return std::unexpected(staging.error());
+    std::expected<void, std::string> built;
+    try {
+        built = build(Staging(dir(), *staging));
+    } catch (...) {
+        (void)discard(*staging);
+        throw;
+    }
+    if (built) {
+        auto sealed = seal_dir(dir(), *staging, std::nullopt);
+        if (!sealed) built = std::unexpected(sealed.error());
+    }
+    if (!built) {
+        (void)discard(*staging);
+        return std::unexpected(CacheError{CacheError::Kind::Builder, built.error()});
+    }
+    if (auto d = discard(rel); !d) {  // a damaged one, repaired
+        (void)discard(*staging);
+        return std::unexpected(io_error(d.error()));
+    }
+    if (auto moved = dir().rename(*staging, rel); !moved) {
+        (void)discard(*staging);
+        return std::unexpected(io_error(moved.error()));
+    }
+    return layout_.path(rel);
+}
+
+std::expected<fs::path, std::string> Cache::make_scratch() const {
+    auto staging = make_staging("scratch");
+    if (!staging) return std::unexpected(staging.error().message);
+    return layout_.path(*staging);
+}
+
+void Cache::remove(const fs::path& abs_inside) const {
+    fs::path rel = abs_inside.lexically_relative(path());
+    if (rel.empty() || *rel.begin() == ".." || rel.is_absolute()) return;
+    (void)dir().remove_tree(rel);
+}
+
+std::optional<std::string> Cache::read_memo(const fs::path& rel) const {
+    auto text = dir().read(rel, 1 << 20);
+    if (!text) return std::nullopt;
+    return std::move(*text);
+}
+
+void Cache::write_memo(const fs::path& rel, std::string_view text) const {
+    if (ensure_created()) (void)dir().write(rel, text);
 }
 
 DirectLookup Cache::lookup_direct(std::string_view direct_key) {
-    return check_direct_file(layout_.direct_file(direct_key), options_.racy_window);
+    return check_direct_file(dir(), CacheLayout::direct_record(direct_key), options_.racy_window);
 }
 
 std::expected<void, std::string> Cache::record_direct(std::string_view direct_key,
                                                       const DirectInputs& inputs) {
     if (!is_valid_key(inputs.key)) return std::unexpected("not a cache key: " + inputs.key);
-    return add_direct_record(layout_.direct_file(direct_key), inputs);
+    if (auto made = ensure_created(); !made) return made;
+    return add_direct_record(dir(), CacheLayout::direct_record(direct_key), inputs);
+}
+
+std::expected<SizeLimit, std::string> Cache::size_limit(const EnvLookup& env) const {
+    if (auto value = env("BEKC_CACHE_MAX_SIZE"); value && !value->empty()) {
+        auto bytes = parse_size(*value);
+        if (!bytes) return std::unexpected("$BEKC_CACHE_MAX_SIZE: " + bytes.error());
+        return SizeLimit{*bytes, "BEKC_CACHE_MAX_SIZE"};
+    }
+    auto marker = read_marker(dir());
+    if (marker.is_object() && marker.contains("max_size")) {
+        auto& v = marker["max_size"];
+        if (v.is_number_unsigned()) return SizeLimit{v.get<uint64_t>(), std::string(kMarkerFile)};
+        return std::unexpected(
+            fmt::format("{}: max_size is not a byte count", layout_.path(kMarkerFile).string()));
+    }
+    return SizeLimit{kDefaultMaxCacheSize, "default"};
+}
+
+std::expected<void, std::string> Cache::store_size_limit(uint64_t bytes) const {
+    if (auto made = ensure_created(); !made) return made;
+    auto marker = read_marker(dir());
+    if (!marker.is_object()) marker = {{"bekc_cache", 1}};
+    marker["max_size"] = bytes;
+    return dir().write(kMarkerFile, marker.dump() + "\n");
 }
 
 }  // namespace bekc

@@ -1,7 +1,7 @@
 // The build cache: content-addressed entries shared by many processes, and
-// possibly by many machines through a shared filesystem. Layout in
-// store/layout.hpp and docs/cache.md; integrity check in store/entry.hpp;
-// direct mode in store/direct.hpp.
+// possibly by many machines through a shared filesystem, or several users.
+// Layout in store/layout.hpp and docs/cache.md; integrity in store/entry.hpp
+// and store/seal.hpp; direct mode in store/direct.hpp.
 //
 // Guarantees:
 //  - Readers never see a partial entry: an entry is built in tmp/ (same
@@ -9,9 +9,13 @@
 //  - One compile per key: builders of one key serialize on a flock(2) of
 //    locks/<key>.lock and look again after getting it. A killed builder's
 //    lock is dropped by the kernel; its staging directory stays in tmp/ until
-//    verify or prune removes it.
-//  - Corrupt entries (unparsable manifest, missing or altered library) are
-//    reported, removed, and rebuilt.
+//    verify, prune or the size limit removes it.
+//  - Corrupt entries (a file that does not match the seal, unparsable or
+//    disagreeing manifests) are reported, removed, and rebuilt.
+//  - Nothing outside the root is touched: no link below the root is followed
+//    (store/cache_dir.hpp), and maintenance first proves that the root is a
+//    bekc cache (the marker, bekc-cache.json) and then removes only names of
+//    bekc's own patterns.
 // Assumptions for a shared filesystem: rename(2) is atomic on the server
 // (true for NFS and every POSIX filesystem); flock(2) reaches the server
 // (Linux NFS clients map it to byte-range locks; without them the cache is
@@ -31,19 +35,25 @@
 #include "store/direct.hpp"
 #include "store/entry.hpp"
 #include "store/layout.hpp"
+#include "store/lock.hpp"
+#include "util/env.hpp"
 
 namespace bekc {
+
+// Without $BEKC_CACHE_MAX_SIZE or a stored limit, as ccache's default.
+inline constexpr uint64_t kDefaultMaxCacheSize = uint64_t{5} * 1000 * 1000 * 1000;
 
 struct CacheOptions {
     // How long a builder waits for another process building the same key.
     std::chrono::milliseconds lock_timeout{std::chrono::minutes(10)};
-    // verify/prune remove what is in tmp/ once it is older than this, and
-    // for a staging directory only when nobody holds its key's lock. The age
-    // protects builds on other machines when the filesystem has no working
-    // locks, and other scratch directories that have no key.
+    // Maintenance removes bekc's temporaries in tmp/ once they are older than
+    // this, and a staging directory only when nobody holds its key's lock.
     std::chrono::seconds stale_temp_age{std::chrono::hours(1)};
     // Direct mode: files changed this close to a record's time are hashed.
     std::chrono::nanoseconds racy_window{std::chrono::seconds(2)};
+    // The automatic size limit spares entries used this recently: a build
+    // or hit that has just printed an entry's path must find it there.
+    std::chrono::seconds recent_use{std::chrono::seconds(1)};
 };
 
 struct Miss {
@@ -62,11 +72,31 @@ struct BuildOutcome {
     Entry entry;
     bool hit = false;      // no build ran in this process
     std::string repaired;  // why a corrupt entry was replaced, if one was
+    // With `replace`: the library SHA-256 of the entry that was replaced.
+    std::optional<std::string> replaced_sha256;
 };
 
-// Writes the library and both manifests into `staging_dir` (manifests last).
+// A staging directory under tmp/, which becomes the entry (or tree) when the
+// builder returns success.
+class Staging {
+  public:
+    Staging(const CacheDir& dir, fs::path rel) : dir_(dir), rel_(std::move(rel)) {}
+    const fs::path& rel() const { return rel_; }
+    fs::path path() const { return dir_.path(rel_); }
+    // A file written atomically into the staging directory.
+    std::expected<void, std::string> write(const fs::path& name, std::string_view content) const;
+    // Moves `source` (a regular file outside the cache) in as `name`; copied
+    // when it is on another filesystem.
+    std::expected<void, std::string> move_in(const std::string& name, const fs::path& source) const;
+
+  private:
+    const CacheDir& dir_;
+    fs::path rel_;
+};
+
+// Writes the library, dependencies.json and both manifests (manifests last).
 // Its error is passed through as CacheError::Kind::Builder.
-using Builder = std::function<std::expected<void, std::string>(const fs::path& staging_dir)>;
+using Builder = std::function<std::expected<void, std::string>(const Staging& staging)>;
 
 struct EntryInfo {
     std::string key, name;
@@ -74,17 +104,19 @@ struct EntryInfo {
     uint64_t bytes = 0;
     std::chrono::system_clock::time_point last_use;
     size_t targets = 0;
-    std::string problem;  // empty unless the manifests cannot be read
+    std::string problem;  // empty unless the entry fails its check
 };
 
 struct CacheStats {
     size_t entries = 0, direct_records = 0;
-    uint64_t bytes = 0;  // entries and direct records together
+    uint64_t entry_bytes = 0;
+    uint64_t bytes = 0;  // everything under the root
 };
 
 struct VerifyReport {
-    size_t checked = 0;
-    std::vector<std::pair<std::string, std::string>> removed;  // key, reason
+    size_t checked = 0;        // entries
+    size_t checked_other = 0;  // runtime trees, direct records, memos
+    std::vector<std::pair<std::string, std::string>> removed;  // what, why
     size_t stale_temps_removed = 0;
 };
 
@@ -93,49 +125,99 @@ struct PruneReport {
     uint64_t bytes_before = 0, bytes_after = 0;
 };
 
+struct SizeLimit {
+    uint64_t bytes = kDefaultMaxCacheSize;  // 0: no limit
+    std::string source;                     // "BEKC_CACHE_MAX_SIZE", "bekc-cache.json", "default"
+};
+
 class Cache {
   public:
     explicit Cache(fs::path root, CacheOptions options = {});
 
     const fs::path& path() const { return layout_.root(); }
     const CacheLayout& layout() const { return layout_; }
+    const CacheDir& dir() const { return layout_.dir(); }
 
-    // A hit costs a stat or two and two small JSON reads (see entry.hpp),
-    // and marks the entry used. A corrupt entry is removed, unless someone is
+    // Creates the root and the marker when missing: before the first write.
+    std::expected<void, std::string> ensure_created() const;
+    // For maintenance: the root exists and holds the marker (or is a cache of
+    // an older bekc, which gets one). The error names the root.
+    std::expected<bool, std::string> is_cache() const;
+
+    // A hit costs a stat or two and a few small reads (see entry.hpp), and
+    // marks the entry used. A corrupt entry is removed, unless someone is
     // rebuilding it right now, and reported as a Corrupt miss.
     std::expected<Entry, Miss> lookup(std::string_view key);
 
     // The entry for `key`, running `build` when there is none: at most one
     // process per key builds, the others wait (up to lock_timeout) and use
-    // its result.
-    std::expected<BuildOutcome, CacheError> get_or_build(std::string_view key,
-                                                         const Builder& build);
+    // its result. With `replace`, an existing entry is rebuilt and replaced.
+    std::expected<BuildOutcome, CacheError> get_or_build(std::string_view key, const Builder& build,
+                                                         bool replace = false);
+
+    // A lock on `rel` (a CacheLayout lock path), the cache created first.
+    std::expected<FileLock, CacheError> lock(const fs::path& rel) const;
+
+    // A sealed directory outside entries/ (the runtime trees): its absolute
+    // path once it exists and passes its seal, built by `build` under the
+    // lock `lock_rel` and published by rename when missing or damaged.
+    std::expected<fs::path, CacheError> ensure_tree(const fs::path& rel, const fs::path& lock_rel,
+                                                    const Builder& build);
+
+    // A fresh directory under tmp/ for downloads; removed by the caller with
+    // remove(), or by maintenance once stale.
+    std::expected<fs::path, std::string> make_scratch() const;
+    void remove(const fs::path& abs_inside) const;
+
+    // Small memo files (CacheLayout::tool_memo(), gpu_memo()): nullopt when
+    // missing or unreadable; writes are best effort.
+    std::optional<std::string> read_memo(const fs::path& rel) const;
+    void write_memo(const fs::path& rel, std::string_view text) const;
 
     // Direct mode: the full key recorded for `direct_key`, if its files match.
     DirectLookup lookup_direct(std::string_view direct_key);
     std::expected<void, std::string> record_direct(std::string_view direct_key,
                                                    const DirectInputs& inputs);
 
-    // For `bekc cache …`: entries sorted by last use, newest first.
-    std::vector<EntryInfo> list() const;
-    CacheStats stats() const;
+    // The limit in force: $BEKC_CACHE_MAX_SIZE, else the stored one, else the
+    // default. The error is a bad value, naming where it came from.
+    std::expected<SizeLimit, std::string> size_limit(const EnvLookup& env) const;
+    std::expected<void, std::string> store_size_limit(uint64_t bytes) const;
+    // After publishing `entry`: keeps the cache under `limit`, amortised (a
+    // full count at most every few publishes, or when the estimate passes the
+    // limit), never removing an entry being published or used in the last
+    // recent_use. Problems are returned for a warning, never fatal.
+    // `direct_key`: the direct record written for it, whose bytes count too.
+    std::optional<std::string> enforce_limit(const Entry& published, std::string_view direct_key,
+                                             uint64_t limit);
+
+    // For `bekc cache …`; each first checks is_cache(). Entries sorted by
+    // last use, newest first.
+    std::expected<std::vector<EntryInfo>, std::string> list() const;
+    std::expected<CacheStats, std::string> stats() const;
     // Removes every entry, or those whose manifest name is `name`; returns
-    // how many. Clearing everything also drops direct records and tmp/.
-    size_t clear(const std::optional<std::string>& name = std::nullopt);
-    // Removes least recently used entries and records until at most
-    // max_bytes remain, and stale staging directories.
-    PruneReport prune(uint64_t max_bytes);
-    // Full SHA-256 of every library; bad entries and stale staging
-    // directories are removed.
-    VerifyReport verify();
+    // how many. Clearing everything also drops direct records, runtime trees,
+    // memos and bekc's temporaries. The error is the first that stopped a
+    // removal.
+    std::expected<size_t, std::string> clear(const std::optional<std::string>& name = std::nullopt);
+    // Removes least recently used entries and records until everything under
+    // the root is at most max_bytes, and stale temporaries; an entry whose
+    // key is locked stays.
+    std::expected<PruneReport, std::string> prune(uint64_t max_bytes);
+    // SHA-256 of every sealed file (entries, runtime trees), every record and
+    // memo parsed; what fails is removed, with stale temporaries.
+    std::expected<VerifyReport, std::string> verify();
 
   private:
     std::expected<Entry, Miss> probe(std::string_view key) const;
     std::expected<Entry, CacheError> publish(const fs::path& staging, std::string_view key);
-    std::expected<fs::path, CacheError> make_staging(std::string_view key);
-    void discard(const fs::path& dir) const;
-    size_t remove_stale_temps() const;
-    // Lock files nobody holds; they are recreated on demand.
+    std::expected<fs::path, CacheError> make_staging(std::string_view what) const;
+    // Renamed into tmp/ first (nobody sees it half deleted), then removed.
+    std::expected<void, std::string> discard(const fs::path& rel) const;
+    std::expected<PruneReport, std::string> prune_to(uint64_t max_bytes,
+                                                     std::chrono::seconds spare_recent,
+                                                     const std::string& keep_key);
+    std::expected<size_t, std::string> remove_stale_temps() const;
     void remove_idle_locks() const;
 
     CacheLayout layout_;

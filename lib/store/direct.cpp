@@ -64,7 +64,7 @@ std::expected<RecordedFile, std::string> fingerprint(const DirectDependency& dep
     if (!stat || !stat->is_regular) {
         return std::unexpected(fmt::format("{} is not a readable file", dep.path.string()));
     }
-    auto bytes = read_text(dep.path);
+    auto bytes = read_file(dep.path);
     if (!bytes) return std::unexpected(bytes.error());
     if (!dep.sha256.empty() && sha256_hex(*bytes) != dep.sha256) {
         return std::unexpected(fmt::format("{} changed during the build", dep.path.string()));
@@ -93,10 +93,11 @@ std::vector<fs::path> shadowing_paths(const std::vector<fs::path>& search_dirs,
     return {};
 }
 
-DirectLookup check_direct_file(const fs::path& file, std::chrono::nanoseconds racy_window) {
+DirectLookup check_direct_file(const CacheDir& cache, const fs::path& file,
+                               std::chrono::nanoseconds racy_window) {
     DirectLookup result;
     int64_t check_ns = now_ns();  // before any stat, like a record's written_ns
-    std::vector<DirectRecord> records = read_direct_records(file);
+    std::vector<DirectRecord> records = read_direct_records(cache, file);
     if (records.empty()) {
         result.why_not = "no direct-mode record";
         return result;
@@ -110,9 +111,9 @@ DirectLookup check_direct_file(const fs::path& file, std::chrono::nanoseconds ra
         }
         if (*checked) {
             record.written_ns = check_ns;
-            (void)write_direct_records(file, records);
+            (void)write_direct_records(cache, file, records);
         } else {
-            touch(file);  // for prune's least-recently-used order
+            cache.touch(file);  // for prune's least-recently-used order
         }
         result.key = record.key;
         result.why_not.clear();
@@ -121,7 +122,7 @@ DirectLookup check_direct_file(const fs::path& file, std::chrono::nanoseconds ra
     return result;
 }
 
-std::expected<void, std::string> add_direct_record(const fs::path& file,
+std::expected<void, std::string> add_direct_record(const CacheDir& cache, const fs::path& file,
                                                    const DirectInputs& inputs) {
     DirectRecord record{inputs.key, now_ns(), {}, {}};
     for (const auto& dep : inputs.dependencies) {
@@ -135,11 +136,15 @@ std::expected<void, std::string> add_direct_record(const fs::path& file,
         }
         record.absent.push_back(path.string());
     }
-    std::vector<DirectRecord> records = read_direct_records(file);
+    std::vector<DirectRecord> records = read_direct_records(cache, file);
     std::erase_if(records, [&](const DirectRecord& r) { return r.key == inputs.key; });
     records.insert(records.begin(), std::move(record));
     if (records.size() > kMaxDirectRecords) records.resize(kMaxDirectRecords);
-    return write_direct_records(file, records);
+    return write_direct_records(cache, file, records);
+}
+
+bool direct_file_is_valid(const CacheDir& cache, const fs::path& file) {
+    return !read_direct_records(cache, file).empty();
 }
 
 }  // namespace bekc

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "store/cache_dir.hpp"
 #include "store/file_ops.hpp"
 
 namespace bekc {
@@ -69,9 +70,13 @@ bool must_rehash(const FileStat& recorded, const FileStat& now, int64_t record_n
 std::vector<fs::path> shadowing_paths(const std::vector<fs::path>& search_dirs,
                                       const fs::path& dependency);
 
-// The record file operations behind Cache::lookup_direct / record_direct.
-DirectLookup check_direct_file(const fs::path& file, std::chrono::nanoseconds racy_window);
-std::expected<void, std::string> add_direct_record(const fs::path& file,
+// The record file operations behind Cache::lookup_direct / record_direct;
+// `file` is relative to the cache root.
+DirectLookup check_direct_file(const CacheDir& cache, const fs::path& file,
+                               std::chrono::nanoseconds racy_window);
+std::expected<void, std::string> add_direct_record(const CacheDir& cache, const fs::path& file,
                                                    const DirectInputs& inputs);
+// For `cache verify`: the file parses as a record file.
+bool direct_file_is_valid(const CacheDir& cache, const fs::path& file);
 
 }  // namespace bekc

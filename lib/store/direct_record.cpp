@@ -7,6 +7,8 @@ namespace bekc {
 namespace {
 
 constexpr int kRecordFormat = 1;
+// Eight records of a few thousand headers each fit many times over.
+constexpr uint64_t kMaxRecordFileBytes = 64 << 20;
 
 using nlohmann::json;
 
@@ -41,8 +43,8 @@ DirectRecord from_json(const json& j) {
 
 }  // namespace
 
-std::vector<DirectRecord> read_direct_records(const fs::path& file) {
-    auto text = read_text(file);
+std::vector<DirectRecord> read_direct_records(const CacheDir& cache, const fs::path& file) {
+    auto text = cache.read(file, kMaxRecordFileBytes);
     if (!text) return {};
     auto j = json::parse(*text, nullptr, false);
     std::vector<DirectRecord> records;
@@ -55,7 +57,7 @@ std::vector<DirectRecord> read_direct_records(const fs::path& file) {
     return records;
 }
 
-std::expected<void, std::string> write_direct_records(const fs::path& file,
+std::expected<void, std::string> write_direct_records(const CacheDir& cache, const fs::path& file,
                                                       const std::vector<DirectRecord>& records) {
     json j = {{"format", kRecordFormat}, {"records", json::array()}};
     for (const auto& r : records) j["records"].push_back(to_json(r));
@@ -64,11 +66,10 @@ std::expected<void, std::string> write_direct_records(const fs::path& file,
         text = j.dump() + "\n";
     } catch (const json::exception&) {
         // JSON strings are UTF-8; a file name that is not cannot be recorded.
-        return std::unexpected("a dependency path is not valid UTF-8: " + file.string());
+        return std::unexpected("a dependency path is not valid UTF-8: " +
+                               cache.path(file).string());
     }
-    std::error_code ec;
-    fs::create_directories(file.parent_path(), ec);
-    return write_atomic(file, text);
+    return cache.write(file, text);
 }
 
 }  // namespace bekc

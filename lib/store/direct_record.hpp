@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "store/cache_dir.hpp"
 #include "store/file_ops.hpp"
 
 namespace bekc {
@@ -35,8 +36,8 @@ struct DirectRecord {
 
 // Empty when the file is missing or unreadable: a broken record file is only
 // a miss, and the next record_direct replaces it.
-std::vector<DirectRecord> read_direct_records(const fs::path& file);
-std::expected<void, std::string> write_direct_records(const fs::path& file,
+std::vector<DirectRecord> read_direct_records(const CacheDir& cache, const fs::path& file);
+std::expected<void, std::string> write_direct_records(const CacheDir& cache, const fs::path& file,
                                                       const std::vector<DirectRecord>& records);
 
 }  // namespace bekc

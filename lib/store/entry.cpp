@@ -5,11 +5,12 @@
 
 #include "store/hash.hpp"
 #include "store/layout.hpp"
-#include "store/stamp.hpp"
 
 namespace bekc {
 
 namespace {
+
+constexpr uint64_t kMaxManifestBytes = 16 << 20;
 
 // The fields of a manifest the cache relies on.
 struct ManifestFacts {
@@ -22,76 +23,76 @@ std::string string_field(const nlohmann::json& j, const char* field) {
     return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-std::expected<ManifestFacts, std::string> read_manifest(const fs::path& file,
-                                                        std::string_view key) {
-    std::string name = file.filename().string();
-    auto text = read_text(file);
-    if (!text) return std::unexpected(name + " is missing");
-    auto j = nlohmann::json::parse(*text, nullptr, false);
-    if (!j.is_object()) return std::unexpected(name + " is not a JSON object");
+std::expected<ManifestFacts, std::string> parse_manifest(std::string_view name,
+                                                         const std::string& text,
+                                                         std::string_view key) {
+    auto j = nlohmann::json::parse(text, nullptr, false);
+    std::string n(name);
+    if (!j.is_object()) return std::unexpected(n + " is not a JSON object");
     auto schema = j.find("schema");
-    if (schema == j.end() || *schema != 1) return std::unexpected(name + " is not schema 1");
-    if (string_field(j, "key") != key) return std::unexpected(name + " is for another key");
+    if (schema == j.end() || *schema != 1) return std::unexpected(n + " is not schema 1");
+    if (string_field(j, "key") != key) return std::unexpected(n + " is for another key");
     ManifestFacts facts{string_field(j, "name"), string_field(j, "library"),
                         string_field(j, "library_sha256"), 0};
     // The library must sit inside the entry: a plain file name, no path.
     const std::string& lib = facts.library;
-    if (lib.empty() || lib == "." || lib == ".." || lib.find('/') != std::string::npos) {
-        return std::unexpected(name + " names no library file inside the entry");
+    if (lib.empty() || lib == "." || lib == ".." || lib.find('/') != std::string::npos ||
+        lib == kStampFile || lib == kLastUseFile || lib == kManifestFile ||
+        lib == kManifestNoGraphFile || lib == kDependenciesFile) {
+        return std::unexpected(n + " names no library file inside the entry");
     }
-    if (facts.library_sha256.size() != 64) return std::unexpected(name + " has no library_sha256");
+    if (facts.library_sha256.size() != 64) return std::unexpected(n + " has no library_sha256");
     if (auto t = j.find("targets"); t != j.end() && t->is_array()) facts.targets = t->size();
     return facts;
 }
 
-// Both manifests, which must agree on the library.
-std::expected<ManifestFacts, std::string> read_manifests(const fs::path& dir,
-                                                         std::string_view key) {
-    auto main = read_manifest(dir / kManifestFile, key);
-    if (!main) return main;
-    auto no_graph = read_manifest(dir / kManifestNoGraphFile, key);
-    if (!no_graph) return no_graph;
-    if (no_graph->library != main->library || no_graph->library_sha256 != main->library_sha256) {
-        return std::unexpected(
-            fmt::format("{} and {} name different libraries", kManifestFile, kManifestNoGraphFile));
+// Both manifests, which must agree on the library. `contents` holds what the
+// seal check read; anything missing there is read now.
+std::expected<ManifestFacts, std::string> read_manifests(const CacheDir& cache, const fs::path& dir,
+                                                         std::string_view key,
+                                                         SealedContents& contents) {
+    std::optional<ManifestFacts> first;
+    for (std::string_view file : {kManifestFile, kManifestNoGraphFile}) {
+        std::string name(file);
+        if (!contents.count(name)) {
+            auto text = cache.read(dir / name, kMaxManifestBytes);
+            if (!text) return std::unexpected(name + " is missing or unreadable");
+            contents[name] = std::move(*text);
+        }
+        auto facts = parse_manifest(name, contents[name], key);
+        if (!facts) return facts;
+        if (first &&
+            (first->library != facts->library || first->library_sha256 != facts->library_sha256))
+            return std::unexpected(fmt::format("{} and {} name different libraries", kManifestFile,
+                                               kManifestNoGraphFile));
+        if (!first) first = std::move(*facts);
     }
-    return main;
+    return *first;
 }
 
-// The ladder described in entry.hpp. Stamp refreshes are best effort: a
-// read-only cache still serves hits, only without the shortcut.
-std::expected<void, std::string> check_library(const fs::path& library, const fs::path& stamp_file,
-                                               const std::string& sha256, CheckLevel level) {
-    auto now = stat_file(library);
-    std::string name = library.filename().string();
-    if (!now || !now->is_regular)
-        return std::unexpected(fmt::format("library {} is missing", name));
-    auto stamp = LibraryStamp::read(stamp_file);
-    if (level == CheckLevel::Cheap && stamp) {
-        if (stamp->stat == *now) return {};
-        if (stamp->stat.size == now->size) {
-            auto fresh = LibraryStamp::of(library);
-            if (fresh && fresh->xxh128 == stamp->xxh128) {
-                (void)fresh->write(stamp_file);
-                return {};
-            }
-        }
-    }
-    auto actual = sha256_file(library);
-    if (!actual) return std::unexpected(actual.error());
-    if (*actual != sha256) {
+Entry make_entry(const CacheDir& cache, const fs::path& dir, std::string_view key,
+                 const ManifestFacts& facts) {
+    fs::path abs = cache.path(dir);
+    return Entry{std::string(key), abs, facts.name, abs / facts.library, facts.targets};
+}
+
+// Entries published before seals existed: the library against the manifest,
+// then sealed as they are.
+std::expected<Entry, std::string> check_unsealed(const CacheDir& cache, const fs::path& dir,
+                                                 std::string_view key) {
+    SealedContents contents;
+    auto facts = read_manifests(cache, dir, key, contents);
+    if (!facts) return std::unexpected(facts.error());
+    auto fd = cache.open_read(dir / facts->library);
+    if (!fd) return std::unexpected(fmt::format("library {} is missing", facts->library));
+    auto sha = sha256_fd(fd->get(), cache.path(dir / facts->library));
+    if (!sha) return std::unexpected(sha.error());
+    if (*sha != facts->library_sha256)
         return std::unexpected(fmt::format(
             "library {} does not match library_sha256 (truncated or modified after publishing)",
-            name));
-    }
-    if (!stamp || stamp->stat != *now) {
-        if (auto fresh = LibraryStamp::of(library)) (void)fresh->write(stamp_file);
-    }
-    return {};
-}
-
-Entry make_entry(const fs::path& dir, std::string_view key, const ManifestFacts& facts) {
-    return Entry{std::string(key), dir, facts.name, dir / facts.library, facts.targets};
+            facts->library));
+    (void)seal_dir(cache, dir, facts->library);  // best effort: read-only caches
+    return make_entry(cache, dir, key, *facts);
 }
 
 }  // namespace
@@ -100,33 +101,37 @@ fs::path Entry::manifest(bool cuda_graph) const {
     return dir / (cuda_graph ? kManifestFile : kManifestNoGraphFile);
 }
 
-std::expected<Entry, std::string> check_entry(const fs::path& dir, std::string_view key,
-                                              CheckLevel level) {
-    auto facts = read_manifests(dir, key);
+std::expected<Entry, std::string> check_entry(const CacheDir& cache, const fs::path& dir,
+                                              std::string_view key, CheckLevel level) {
+    auto seal = Seal::read(cache, dir);
+    if (!seal) return check_unsealed(cache, dir, key);
+    if (!seal->library) return std::unexpected("stamp.json names no library");
+    auto contents = check_seal(cache, dir, level);
+    if (!contents) return std::unexpected(contents.error());
+    for (std::string_view required : {kManifestFile, kManifestNoGraphFile})
+        if (!seal->files.count(std::string(required)))
+            return std::unexpected(std::string(required) + " is not sealed");
+    auto facts = read_manifests(cache, dir, key, *contents);
     if (!facts) return std::unexpected(facts.error());
-    auto library =
-        check_library(dir / facts->library, dir / kStampFile, facts->library_sha256, level);
-    if (!library) return std::unexpected(library.error());
-    return make_entry(dir, key, *facts);
+    if (facts->library != seal->library->name ||
+        facts->library_sha256 != seal->files[facts->library].sha256)
+        return std::unexpected("the manifests and the seal name different libraries");
+    return make_entry(cache, dir, key, *facts);
 }
 
-std::expected<Entry, std::string> seal_entry(const fs::path& staging, std::string_view key) {
-    auto facts = read_manifests(staging, key);
+std::expected<Entry, std::string> seal_entry(const CacheDir& cache, const fs::path& staging,
+                                             std::string_view key) {
+    SealedContents contents;
+    auto facts = read_manifests(cache, staging, key, contents);
     if (!facts) return std::unexpected(facts.error());
-    fs::path library = staging / facts->library;
-    auto actual = sha256_file(library);
-    if (!actual) return std::unexpected(actual.error());
-    if (*actual != facts->library_sha256) {
+    auto seal = seal_dir(cache, staging, facts->library);
+    if (!seal) return std::unexpected(seal.error());
+    if (seal->files[facts->library].sha256 != facts->library_sha256) {
         return std::unexpected(fmt::format("library_sha256 in {} is not the SHA-256 of {}",
                                            kManifestFile, facts->library));
     }
-    auto stamp = LibraryStamp::of(library);
-    if (!stamp) return std::unexpected(stamp.error());
-    if (auto written = stamp->write(staging / kStampFile); !written) {
-        return std::unexpected(written.error());
-    }
-    touch(staging / kLastUseFile);
-    return make_entry(staging, key, *facts);
+    cache.touch(staging / kLastUseFile);
+    return make_entry(cache, staging, key, *facts);
 }
 
 }  // namespace bekc

@@ -19,6 +19,7 @@
 #include <openssl/sha.h>
 
 #include "util/error.hpp"
+#include "util/fs.hpp"
 
 namespace bekc {
 
@@ -40,28 +41,25 @@ std::string xxh_to_hex(XXH128_hash_t h) {
     return to_hex(canonical.digest, sizeof canonical.digest);
 }
 
-// Feeds the file to `sink` in 1 MiB pieces.
-std::expected<void, std::string> stream_file(const std::filesystem::path& path,
-                                             const std::function<void(std::string_view)>& sink) {
-    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return std::unexpected(
-            fmt::format("cannot read {}: {}", path.string(), std::strerror(errno)));
+// Feeds the descriptor's content to `sink` in 1 MiB pieces.
+std::expected<void, std::string> stream_fd(int fd, const std::filesystem::path& shown,
+                                           const std::function<void(std::string_view)>& sink) {
     std::vector<char> buf(1 << 20);
     for (;;) {
         ssize_t n = read(fd, buf.data(), buf.size());
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-            int err = errno;
-            close(fd);
-            return std::unexpected(
-                fmt::format("cannot read {}: {}", path.string(), std::strerror(err)));
-        }
+        if (n < 0) return std::unexpected(errno_message("read", shown, errno));
         if (n == 0) break;
         sink(std::string_view(buf.data(), static_cast<size_t>(n)));
     }
-    close(fd);
     return {};
+}
+
+template <typename F>
+auto with_file(const std::filesystem::path& path, F&& f) -> decltype(f(0)) {
+    auto fd = open_regular_at(AT_FDCWD, path, path, ReadOptions{UINT64_MAX, true});
+    if (!fd) return std::unexpected(fd.error());
+    return f(fd->get());
 }
 
 }  // namespace
@@ -97,11 +95,15 @@ std::string sha256_hex(std::string_view bytes) {
     return h.final_hex();
 }
 
-std::expected<std::string, std::string> sha256_file(const std::filesystem::path& path) {
+std::expected<std::string, std::string> sha256_fd(int fd, const std::filesystem::path& shown) {
     Sha256 h;
-    auto done = stream_file(path, [&](std::string_view piece) { h.update(piece); });
+    auto done = stream_fd(fd, shown, [&](std::string_view piece) { h.update(piece); });
     if (!done) return std::unexpected(done.error());
     return h.final_hex();
+}
+
+std::expected<std::string, std::string> sha256_file(const std::filesystem::path& path) {
+    return with_file(path, [&](int fd) { return sha256_fd(fd, path); });
 }
 
 std::string xxh128_hex(std::string_view bytes) {
@@ -109,10 +111,14 @@ std::string xxh128_hex(std::string_view bytes) {
 }
 
 std::expected<std::string, std::string> xxh128_file(const std::filesystem::path& path) {
+    return with_file(path, [&](int fd) { return xxh128_fd(fd, path); });
+}
+
+std::expected<std::string, std::string> xxh128_fd(int fd, const std::filesystem::path& shown) {
     std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(),
                                                                    &XXH3_freeState);
     XXH3_128bits_reset(state.get());
-    auto done = stream_file(path, [&](std::string_view piece) {
+    auto done = stream_fd(fd, shown, [&](std::string_view piece) {
         XXH3_128bits_update(state.get(), piece.data(), piece.size());
     });
     if (!done) return std::unexpected(done.error());

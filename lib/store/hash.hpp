@@ -13,12 +13,16 @@ namespace bekc {
 
 // Lowercase hex, 64 digits.
 std::string sha256_hex(std::string_view bytes);
-// The file is streamed, never loaded whole. The error names the file and why.
+// The file is streamed, never loaded whole, and must be a regular file (a
+// FIFO or device is an error, never a hang). The error names the file and why.
 std::expected<std::string, std::string> sha256_file(const std::filesystem::path& path);
+// The same for an open descriptor; `shown` names it in errors.
+std::expected<std::string, std::string> sha256_fd(int fd, const std::filesystem::path& shown);
 
 // XXH3-128, lowercase hex, 32 digits.
 std::string xxh128_hex(std::string_view bytes);
 std::expected<std::string, std::string> xxh128_file(const std::filesystem::path& path);
+std::expected<std::string, std::string> xxh128_fd(int fd, const std::filesystem::path& shown);
 
 // Incremental SHA-256 for data that arrives in pieces.
 class Sha256 {

@@ -18,33 +18,95 @@ fs::path fan_out(const fs::path& dir, std::string_view key, std::string_view ext
     return dir / key.substr(0, 2) / (std::string(key.substr(2)) + std::string(extension));
 }
 
+bool ends_with(std::string_view s, std::string_view tail) {
+    return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
+}
+
+// "<host>.<pid>.<16 hex>" as util/fs unique_suffix() makes it.
+bool is_suffix(std::string_view s) {
+    size_t last = s.rfind('.');
+    if (last == std::string_view::npos || !is_hex(s.substr(last + 1), 16)) return false;
+    std::string_view rest = s.substr(0, last);
+    size_t dot = rest.rfind('.');
+    if (dot == std::string_view::npos || dot == 0) return false;
+    std::string_view pid = rest.substr(dot + 1);
+    return !pid.empty() &&
+           std::all_of(pid.begin(), pid.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
 }  // namespace
 
-bool is_valid_key(std::string_view key) {
-    return key.size() == 64 && std::all_of(key.begin(), key.end(), [](char c) {
+bool is_hex(std::string_view s, size_t n) {
+    return s.size() == n && std::all_of(s.begin(), s.end(), [](char c) {
                return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
            });
 }
 
-fs::path CacheLayout::entry_dir(std::string_view key) const {
-    return fan_out(entries_dir(), key, "");
+bool is_valid_key(std::string_view key) {
+    return is_hex(key, 64);
 }
 
-fs::path CacheLayout::lock_file(std::string_view key) const {
-    return fan_out(locks_dir(), key, ".lock");
+fs::path CacheLayout::entry(std::string_view key) {
+    return fan_out(entries(), key, "");
 }
 
-fs::path CacheLayout::direct_file(std::string_view direct_key) const {
-    return fan_out(direct_dir(), direct_key, ".json");
+fs::path CacheLayout::lock(std::string_view key) {
+    return fan_out(locks(), key, ".lock");
 }
 
-std::string CacheLayout::key_of(const fs::path& fanned_out) {
-    std::string key = fanned_out.parent_path().filename().string() + fanned_out.stem().string();
-    if (fanned_out.has_extension() && fanned_out.extension() != ".lock" &&
-        fanned_out.extension() != ".json") {
-        return "";
-    }
-    return is_valid_key(key) ? key : "";
+fs::path CacheLayout::direct_record(std::string_view direct_key) {
+    return fan_out(direct(), direct_key, ".json");
+}
+
+fs::path CacheLayout::named_lock(std::string_view name) {
+    return locks() / (std::string(name) + ".lock");
+}
+
+fs::path CacheLayout::runtime_include(std::string_view headers_hash) {
+    if (!is_hex(headers_hash, 16))
+        throw FatalError("internal error: bad runtime hash", kExitInternal);
+    return runtime() / std::string(headers_hash) / "include";
+}
+
+fs::path CacheLayout::runtime_object_dir(std::string_view headers_hash, std::string_view compiler) {
+    if (!is_hex(headers_hash, 16) || !is_hex(compiler, 16))
+        throw FatalError("internal error: bad runtime object hash", kExitInternal);
+    return runtime() / std::string(headers_hash) / "obj" / std::string(compiler);
+}
+
+fs::path CacheLayout::staging(std::string_view what) {
+    return tmp() / (std::string(what) + "." + unique_suffix());
+}
+
+fs::path CacheLayout::trash() {
+    return tmp() / ("trash." + unique_suffix());
+}
+
+std::string CacheLayout::key_of(std::string_view fan, std::string_view name,
+                                std::string_view extension) {
+    if (!ends_with(name, extension)) return "";
+    std::string key =
+        std::string(fan) + std::string(name.substr(0, name.size() - extension.size()));
+    return fan.size() == 2 && is_valid_key(key) ? key : "";
+}
+
+bool CacheLayout::is_own_temp(std::string_view name) {
+    size_t dot = name.find('.');
+    if (dot == std::string_view::npos || !is_suffix(name.substr(dot + 1))) return false;
+    std::string_view what = name.substr(0, dot);
+    return is_valid_key(what) || what == "trash" || what == "runtime" || what == "scratch";
+}
+
+std::string CacheLayout::staging_key(std::string_view name) {
+    size_t dot = name.find('.');
+    if (dot == std::string_view::npos || !is_own_temp(name)) return "";
+    std::string_view what = name.substr(0, dot);
+    return is_valid_key(what) ? std::string(what) : "";
+}
+
+bool CacheLayout::is_write_temp(std::string_view name) {
+    size_t at = name.find(".tmp.");
+    return at != std::string_view::npos && at > 0 && is_suffix(name.substr(at + 5));
 }
 
 std::expected<fs::path, std::string> default_cache_dir(const EnvLookup& getenv) {

@@ -1,22 +1,39 @@
-// Where things live in the cache directory. See docs/cache.md.
+// Where things live in the cache directory: the one place that knows. Every
+// path below is relative to the root and reached through store/cache_dir.hpp,
+// which follows no link. See docs/cache.md.
 //
 //   <root>/
+//     bekc-cache.json         the marker: proves the tree is a bekc cache
+//                             before maintenance deletes anything; also holds
+//                             the configured size limit ("max_size")
 //     CACHEDIR.TAG            marks the tree as a cache for backup tools
 //     entries/ab/cdef…/       one published entry per key ("ab" = first two
 //                             hex digits of the key, "cdef…" = the rest)
 //       lib<name>.so          the library
 //       manifest.json         manifest naming the command-buffer symbols
 //       manifest.no-cuda-graph.json
-//       stamp.json            size, mtime and XXH3-128 of the library,
-//                             written at publish: the cheap integrity check
+//       dependencies.json     the user headers, for --depfile
+//       stamp.json            the seal: SHA-256 of every other file, and the
+//                             library's size, mtime and XXH3-128
 //       last-use              empty; its mtime is the entry's last hit (LRU)
 //     direct/ab/cdef….json    direct-mode records for one direct key
 //     locks/ab/cdef….lock     flock(2) files, one per key being built
-//     tmp/                    staging directories "<key>.<host>.<pid>.<rand>"
-//                             and entries on their way out "trash.<…>"
+//     runtime/<h>/include/    the runtime headers of one bekc header set,
+//                             sealed by runtime/<h>/include/stamp.json
+//     runtime/<h>/obj/<c>/    bekc_rt.o for one host compiler, sealed by its
+//                             stamp.json; built under locks/runtime.<h>.<c>.lock
+//     tools.json, gpus.json   memos: tool versions, detected GPUs
+//     size.json               the running size estimate for the size limit
+//     src/<sha256>/           the Python loader's inline sources
+//                             (python/bekc/_compat.py writes them, without
+//                             following links; `clear_cache()` removes them)
+//     tmp/                    staging "<key>.<suffix>", "runtime.<suffix>",
+//                             "scratch.<suffix>", and "trash.<suffix>" on the
+//                             way out; <suffix> is "host.pid.16 hex digits"
 //
-// Everything under entries/ appears by rename(2) of a complete directory from
-// tmp/, which is on the same filesystem, so readers never see a partial entry.
+// Everything under entries/ and runtime/ appears by rename(2) of a complete
+// directory from tmp/, which is on the same filesystem, so readers never see
+// a partial one.
 #pragma once
 
 #include <expected>
@@ -25,6 +42,7 @@
 #include <string>
 #include <string_view>
 
+#include "store/cache_dir.hpp"
 #include "util/env.hpp"
 
 namespace bekc {
@@ -33,35 +51,65 @@ namespace fs = std::filesystem;
 
 inline constexpr std::string_view kManifestFile = "manifest.json";
 inline constexpr std::string_view kManifestNoGraphFile = "manifest.no-cuda-graph.json";
+inline constexpr std::string_view kDependenciesFile = "dependencies.json";
 inline constexpr std::string_view kStampFile = "stamp.json";
 inline constexpr std::string_view kLastUseFile = "last-use";
-inline constexpr std::string_view kTrashPrefix = "trash.";
+inline constexpr std::string_view kMarkerFile = "bekc-cache.json";
+inline constexpr std::string_view kCacheDirTagFile = "CACHEDIR.TAG";
 
 // True for what KeyBuilder::digest() produces: 64 lowercase hex digits.
 // Keys become path components, so nothing else may get through.
 bool is_valid_key(std::string_view key);
+// True for n lowercase hex digits.
+bool is_hex(std::string_view s, size_t n);
 
 class CacheLayout {
   public:
-    explicit CacheLayout(fs::path root) : root_(std::move(root)) {}
+    explicit CacheLayout(fs::path root) : dir_(std::move(root)) {}
 
-    const fs::path& root() const { return root_; }
-    fs::path entries_dir() const { return root_ / "entries"; }
-    fs::path direct_dir() const { return root_ / "direct"; }
-    fs::path locks_dir() const { return root_ / "locks"; }
-    fs::path tmp_dir() const { return root_ / "tmp"; }
+    const fs::path& root() const { return dir_.root(); }
+    const CacheDir& dir() const { return dir_; }
+    // Absolute form of a relative cache path, for messages and compilers.
+    fs::path path(const fs::path& rel) const { return dir_.path(rel); }
+
+    static fs::path entries() { return "entries"; }
+    static fs::path direct() { return "direct"; }
+    static fs::path locks() { return "locks"; }
+    static fs::path tmp() { return "tmp"; }
+    static fs::path runtime() { return "runtime"; }
 
     // These throw FatalError (internal) for an invalid key.
-    fs::path entry_dir(std::string_view key) const;
-    fs::path lock_file(std::string_view key) const;
-    fs::path direct_file(std::string_view direct_key) const;
+    static fs::path entry(std::string_view key);
+    static fs::path lock(std::string_view key);
+    static fs::path direct_record(std::string_view direct_key);
+    // A lock for something that is not a keyed entry ("runtime.<h>.<c>").
+    static fs::path named_lock(std::string_view name);
 
-    // The key an entry directory or lock/record file stands for, or "" when
-    // the path does not look like one of ours.
-    static std::string key_of(const fs::path& fanned_out);
+    // runtime/<h>/include and runtime/<h>/obj/<c>; `h` and `c` are 16 hex digits.
+    static fs::path runtime_include(std::string_view headers_hash);
+    static fs::path runtime_object_dir(std::string_view headers_hash, std::string_view compiler);
+    static fs::path tool_memo() { return "tools.json"; }
+    static fs::path gpu_memo() { return "gpus.json"; }
+    static fs::path size_state() { return "size.json"; }
+
+    // Fresh names under tmp/.
+    static fs::path staging(std::string_view what);  // what: a key, "runtime", "scratch"
+    static fs::path trash();
+
+    // The key an entries/ab/<rest> directory or a locks/ab/<rest>.lock or
+    // direct/ab/<rest>.json file stands for, from its two last components, or
+    // "" when they are not one of ours.
+    static std::string key_of(std::string_view fan, std::string_view name,
+                              std::string_view extension);
+    // Whether `name` (in tmp/) is one of the names bekc gives its temporaries.
+    static bool is_own_temp(std::string_view name);
+    // The key a staging name belongs to, or "".
+    static std::string staging_key(std::string_view name);
+    // Whether `name` is a temporary of util/fs write_atomic ("X.tmp.<suffix>").
+    static bool is_write_temp(std::string_view name);
 
   private:
-    fs::path root_;
+    CacheDir dir_;
 };
 
 // `getenv` is util/env.hpp's lookup function; tests pass a stub.

@@ -35,37 +35,26 @@ struct Attempt {
     std::string error;
 };
 
-bool same_file(int fd, const fs::path& path) {
-    struct stat held, current;
-    return fstat(fd, &held) == 0 && ::stat(path.c_str(), &current) == 0 &&
-           held.st_dev == current.st_dev && held.st_ino == current.st_ino;
+// The file may have been removed (remove_and_release) between our open and
+// our lock; a lock on an unlinked file excludes nobody.
+bool same_file(int fd, const CacheDir& dir, const fs::path& rel) {
+    struct stat held;
+    auto current = dir.stat(rel);
+    return fstat(fd, &held) == 0 && current && held.st_dev == current->dev &&
+           held.st_ino == current->ino;
 }
 
-Attempt try_once(const fs::path& path) {
+Attempt try_once(const CacheDir& dir, const fs::path& rel) {
     for (;;) {
-        int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-        if (fd < 0 && errno == ENOENT) {
-            std::error_code ec;
-            fs::create_directories(path.parent_path(), ec);
-            fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-        }
-        if (fd < 0) {
-            return {-1, false,
-                    fmt::format("cannot open the lock file {}: {}", path.string(),
-                                std::strerror(errno))};
-        }
-        if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        auto fd = dir.open_rw(rel);
+        if (!fd) return {-1, false, fd.error()};
+        if (flock(fd->get(), LOCK_EX | LOCK_NB) != 0) {
             int err = errno;
-            close(fd);
             if (err == EINTR) continue;
             if (err == EWOULDBLOCK) return {-1, true, {}};
-            return {-1, false,
-                    fmt::format("cannot lock {}: {}", path.string(), std::strerror(err))};
+            return {-1, false, errno_message("lock", dir.path(rel), err)};
         }
-        // The file may have been removed (remove_and_release) between our
-        // open and our lock; a lock on an unlinked file excludes nobody.
-        if (same_file(fd, path)) return {fd, false, {}};
-        close(fd);
+        if (same_file(fd->get(), dir, rel)) return {fd->release(), false, {}};
     }
 }
 
@@ -81,8 +70,8 @@ void record_holder(int fd) {
     }
 }
 
-std::string holder_of(const fs::path& path) {
-    auto text = read_text(path);
+std::string holder_of(const CacheDir& dir, const fs::path& rel) {
+    auto text = dir.read(rel, 4096);
     if (!text || text->empty()) return "another process";
     std::string line = text->substr(0, text->find('\n'));
     return line.empty() ? "another process" : line;
@@ -90,14 +79,15 @@ std::string holder_of(const fs::path& path) {
 
 }  // namespace
 
-std::expected<FileLock, LockError> FileLock::acquire(const fs::path& path, milliseconds timeout) {
+std::expected<FileLock, LockError> FileLock::acquire(const CacheDir& dir, const fs::path& rel,
+                                                     milliseconds timeout) {
     auto deadline = Clock::now() + timeout;
     milliseconds delay = kFirstPoll;
     for (;;) {
-        Attempt attempt = try_once(path);
+        Attempt attempt = try_once(dir, rel);
         if (attempt.fd >= 0) {
             record_holder(attempt.fd);
-            return FileLock(path, attempt.fd);
+            return FileLock(dir, rel, attempt.fd);
         }
         if (!attempt.busy) return std::unexpected(LockError{false, attempt.error});
         auto now = Clock::now();
@@ -110,28 +100,29 @@ std::expected<FileLock, LockError> FileLock::acquire(const fs::path& path, milli
                     "process is building the same cache entry: let it finish or stop it, then run "
                     "again. (A lock whose holder died is released by the kernel, so a lock that "
                     "stays held means its holder is still running.)",
-                    std::chrono::duration<double>(timeout).count(), path.string(),
-                    holder_of(path))});
+                    std::chrono::duration<double>(timeout).count(), dir.path(rel).string(),
+                    holder_of(dir, rel))});
         }
         std::this_thread::sleep_for(std::min<Clock::duration>(delay, deadline - now));
         delay = std::min(delay * 2, kLongestPoll);
     }
 }
 
-std::optional<FileLock> FileLock::try_acquire(const fs::path& path) {
-    Attempt attempt = try_once(path);
+std::optional<FileLock> FileLock::try_acquire(const CacheDir& dir, const fs::path& rel) {
+    Attempt attempt = try_once(dir, rel);
     if (attempt.fd < 0) return std::nullopt;
     record_holder(attempt.fd);
-    return FileLock(path, attempt.fd);
+    return FileLock(dir, rel, attempt.fd);
 }
 
 FileLock::FileLock(FileLock&& other) noexcept
-    : path_(std::move(other.path_)), fd_(std::exchange(other.fd_, -1)) {}
+    : dir_(std::move(other.dir_)), rel_(std::move(other.rel_)), fd_(std::exchange(other.fd_, -1)) {}
 
 FileLock& FileLock::operator=(FileLock&& other) noexcept {
     if (this != &other) {
         release();
-        path_ = std::move(other.path_);
+        dir_ = std::move(other.dir_);
+        rel_ = std::move(other.rel_);
         fd_ = std::exchange(other.fd_, -1);
     }
     return *this;
@@ -147,7 +138,7 @@ void FileLock::release() {
 }
 
 void FileLock::remove_and_release() {
-    if (fd_ >= 0) unlink(path_.c_str());
+    if (fd_ >= 0) (void)dir_.remove_file(rel_);
     release();
 }
 

@@ -18,6 +18,8 @@
 #include <optional>
 #include <string>
 
+#include "store/cache_dir.hpp"
+
 namespace bekc {
 
 struct LockError {
@@ -27,13 +29,16 @@ struct LockError {
 
 class FileLock {
   public:
-    // Waits up to `timeout` for the lock, creating the file (and its parent
-    // directories) when missing. The error names the lock file, the holder
-    // (pid and host, which the holder writes into the file) and the timeout.
-    static std::expected<FileLock, LockError> acquire(const std::filesystem::path& path,
+    // Waits up to `timeout` for the lock on `rel` in `dir`, creating the file
+    // (and its parent directories) when missing; a link there is an error,
+    // never followed. The error names the lock file, the holder (pid and host,
+    // which the holder writes into the file) and the timeout.
+    static std::expected<FileLock, LockError> acquire(const CacheDir& dir,
+                                                      const std::filesystem::path& rel,
                                                       std::chrono::milliseconds timeout);
     // Takes the lock only if it is free right now.
-    static std::optional<FileLock> try_acquire(const std::filesystem::path& path);
+    static std::optional<FileLock> try_acquire(const CacheDir& dir,
+                                               const std::filesystem::path& rel);
 
     FileLock(FileLock&& other) noexcept;
     FileLock& operator=(FileLock&& other) noexcept;
@@ -41,7 +46,7 @@ class FileLock {
     FileLock& operator=(const FileLock&) = delete;
     ~FileLock();
 
-    const std::filesystem::path& path() const { return path_; }
+    std::filesystem::path path() const { return dir_.path(rel_); }
     // Deletes the lock file while still holding the lock, then releases it.
     // Safe against waiters: acquire() checks that the file it locked is still
     // the one at the path, and starts over when it is not.
@@ -49,9 +54,11 @@ class FileLock {
     void release();
 
   private:
-    FileLock(std::filesystem::path path, int fd) : path_(std::move(path)), fd_(fd) {}
+    FileLock(CacheDir dir, std::filesystem::path rel, int fd)
+        : dir_(std::move(dir)), rel_(std::move(rel)), fd_(fd) {}
 
-    std::filesystem::path path_;
+    CacheDir dir_{""};
+    std::filesystem::path rel_;
     int fd_ = -1;
 };
 

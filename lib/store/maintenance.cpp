@@ -1,9 +1,11 @@
-// The `bekc cache` operations: list, stats, clear, prune, verify.
-#include <sys/stat.h>
-
+// The `bekc cache` operations (list, stats, clear, prune, verify) and the
+// automatic size limit. Each proves first that the root is a bekc cache, and
+// then visits only names of bekc's own patterns (store/layout.hpp), through
+// store/cache_dir.hpp, which follows no link.
 #include <algorithm>
 #include <functional>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "store/cache.hpp"
@@ -13,36 +15,46 @@ namespace bekc {
 
 namespace {
 
-using Visit = std::function<void(const std::string& key, const fs::path& path)>;
+using Clock = std::chrono::system_clock;
+using Visit = std::function<void(const std::string& key, const fs::path& rel)>;
 
-// Calls `visit` for every fanned-out item (entry directory, record or lock
-// file) under `dir` whose name parses as a key; skips temporaries.
-void for_each_keyed(const fs::path& dir, const Visit& visit) {
-    std::error_code ec;
-    for (fs::directory_iterator fan(dir, ec), end; !ec && fan != end; fan.increment(ec)) {
-        std::error_code inner_ec;
-        for (fs::directory_iterator it(fan->path(), inner_ec); !inner_ec && it != end;
-             it.increment(inner_ec)) {
-            std::string key = CacheLayout::key_of(it->path());
-            if (!key.empty()) visit(key, it->path());
+// Every keyed item (entry directory, record or lock file) under `top`:
+// top/ab/<rest><extension>, where ab + rest is a key. Links and foreign
+// names are skipped.
+void for_each_keyed(const CacheDir& dir, const fs::path& top, std::string_view extension,
+                    bool directories, const Visit& visit) {
+    auto fans = dir.list(top);
+    if (!fans) return;
+    for (const auto& fan : *fans) {
+        if (!fan.is_dir || !is_hex(fan.name, 2)) continue;
+        auto items = dir.list(top / fan.name);
+        if (!items) continue;
+        for (const auto& item : *items) {
+            if (directories ? !item.is_dir : !item.is_regular) continue;
+            std::string key = CacheLayout::key_of(fan.name, item.name, extension);
+            if (!key.empty()) visit(key, top / fan.name / item.name);
         }
     }
 }
 
-std::chrono::system_clock::time_point mtime_of(const fs::path& path) {
-    auto stat = stat_file(path);
-    return std::chrono::system_clock::time_point(
-        std::chrono::duration_cast<std::chrono::system_clock::duration>(
-            std::chrono::nanoseconds(stat ? stat->mtime_ns : 0)));
+Clock::time_point to_time(int64_t ns) {
+    return Clock::time_point(
+        std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(ns)));
 }
 
-std::chrono::system_clock::time_point last_use_of(const fs::path& entry_dir) {
-    fs::path marker = entry_dir / kLastUseFile;
-    return stat_file(marker) ? mtime_of(marker) : mtime_of(entry_dir);
+Clock::time_point mtime_of(const CacheDir& dir, const fs::path& rel) {
+    auto st = dir.stat(rel);
+    return to_time(st ? st->file.mtime_ns : 0);
 }
 
-std::string manifest_name(const fs::path& entry_dir) {
-    auto text = read_text(entry_dir / kManifestFile);
+Clock::time_point last_use_of(const CacheDir& dir, const fs::path& entry) {
+    auto marker = dir.stat(entry / kLastUseFile);
+    return marker && marker->file.is_regular ? to_time(marker->file.mtime_ns)
+                                             : mtime_of(dir, entry);
+}
+
+std::string manifest_name(const CacheDir& dir, const fs::path& entry) {
+    auto text = dir.read(entry / kManifestFile, 16 << 20);
     if (!text) return "";
     auto j = nlohmann::json::parse(*text, nullptr, false);
     auto it = j.is_object() ? j.find("name") : j.end();
@@ -51,130 +63,317 @@ std::string manifest_name(const fs::path& entry_dir) {
 
 // A candidate for prune: an entry or a direct record, oldest use first.
 struct Item {
-    fs::path path;
+    std::string key;
+    fs::path rel;
     uint64_t bytes;
-    std::chrono::system_clock::time_point last_use;
+    Clock::time_point last_use;
     bool is_entry;
 };
 
+// Shown by maintenance when is_cache() fails; a missing root is an empty cache.
+std::expected<bool, std::string> require_cache(const Cache& cache) {
+    return cache.is_cache();
+}
+
 }  // namespace
 
-std::vector<EntryInfo> Cache::list() const {
+std::expected<std::vector<EntryInfo>, std::string> Cache::list() const {
+    auto ok = require_cache(*this);
+    if (!ok) return std::unexpected(ok.error());
     std::vector<EntryInfo> infos;
-    for_each_keyed(layout_.entries_dir(), [&](const std::string& key, const fs::path& dir) {
-        EntryInfo info{key, manifest_name(dir), dir, tree_size(dir), last_use_of(dir), 0, ""};
-        auto entry = check_entry(dir, key, CheckLevel::Cheap);
-        if (entry) {
-            info.targets = entry->targets;
-        } else {
-            info.problem = entry.error();
-        }
-        infos.push_back(std::move(info));
-    });
+    for_each_keyed(dir(), CacheLayout::entries(), "", true,
+                   [&](const std::string& key, const fs::path& rel) {
+                       EntryInfo info{key,
+                                      manifest_name(dir(), rel),
+                                      layout_.path(rel),
+                                      dir().tree_bytes(rel),
+                                      last_use_of(dir(), rel),
+                                      0,
+                                      ""};
+                       auto entry = check_entry(dir(), rel, key, CheckLevel::Cheap);
+                       if (entry) {
+                           info.targets = entry->targets;
+                       } else {
+                           info.problem = entry.error();
+                       }
+                       infos.push_back(std::move(info));
+                   });
     std::sort(infos.begin(), infos.end(),
               [](const EntryInfo& a, const EntryInfo& b) { return a.last_use > b.last_use; });
     return infos;
 }
 
-CacheStats Cache::stats() const {
+std::expected<CacheStats, std::string> Cache::stats() const {
+    auto ok = require_cache(*this);
+    if (!ok) return std::unexpected(ok.error());
     CacheStats stats;
-    for_each_keyed(layout_.entries_dir(), [&](const std::string&, const fs::path& dir) {
-        ++stats.entries;
-        stats.bytes += tree_size(dir);
-    });
-    for_each_keyed(layout_.direct_dir(), [&](const std::string&, const fs::path& file) {
-        ++stats.direct_records;
-        auto stat = stat_file(file);
-        stats.bytes += stat ? stat->size : 0;
-    });
+    for_each_keyed(dir(), CacheLayout::entries(), "", true,
+                   [&](const std::string&, const fs::path& rel) {
+                       ++stats.entries;
+                       stats.entry_bytes += dir().tree_bytes(rel);
+                   });
+    for_each_keyed(dir(), CacheLayout::direct(), ".json", false,
+                   [&](const std::string&, const fs::path&) { ++stats.direct_records; });
+    stats.bytes = *ok ? dir().tree_bytes("") : 0;
     return stats;
 }
 
-size_t Cache::clear(const std::optional<std::string>& name) {
+std::expected<size_t, std::string> Cache::clear(const std::optional<std::string>& name) {
+    auto ok = require_cache(*this);
+    if (!ok) return std::unexpected(ok.error());
+    if (!*ok) return 0;
     size_t removed = 0;
-    for_each_keyed(layout_.entries_dir(), [&](const std::string&, const fs::path& dir) {
-        if (name && manifest_name(dir) != *name) return;
-        discard(dir);
-        ++removed;
-    });
-    if (!name) {
-        discard(layout_.direct_dir());
-        remove_stale_temps();
+    std::string error;
+    for_each_keyed(dir(), CacheLayout::entries(), "", true,
+                   [&](const std::string&, const fs::path& rel) {
+                       if (!error.empty() || (name && manifest_name(dir(), rel) != *name)) return;
+                       if (auto d = discard(rel); !d) {
+                           error = d.error();
+                       } else {
+                           ++removed;
+                       }
+                   });
+    if (!name && error.empty()) {
+        for_each_keyed(dir(), CacheLayout::direct(), ".json", false,
+                       [&](const std::string&, const fs::path& rel) {
+                           if (auto d = dir().remove_file(rel); !d && error.empty())
+                               error = d.error();
+                       });
+        for (const fs::path& memo :
+             {CacheLayout::tool_memo(), CacheLayout::gpu_memo(), CacheLayout::size_state()}) {
+            auto st = dir().stat(memo);
+            if (st && st->file.is_regular)
+                if (auto d = dir().remove_file(memo); !d && error.empty()) error = d.error();
+        }
+        if (auto runtimes = dir().list(CacheLayout::runtime()))
+            for (const auto& r : *runtimes)
+                if (r.is_dir && is_hex(r.name, 16))
+                    if (auto d = discard(CacheLayout::runtime() / r.name); !d && error.empty())
+                        error = d.error();
+        auto stale = remove_stale_temps();
+        if (!stale && error.empty()) error = stale.error();
     }
     remove_idle_locks();
+    if (!error.empty())
+        return std::unexpected(fmt::format("{} (removed {} entries before that)", error, removed));
     return removed;
 }
 
-PruneReport Cache::prune(uint64_t max_bytes) {
+std::expected<PruneReport, std::string> Cache::prune(uint64_t max_bytes) {
+    auto ok = require_cache(*this);
+    if (!ok) return std::unexpected(ok.error());
+    if (!*ok) return PruneReport{};
+    return prune_to(max_bytes, std::chrono::seconds(0), "");
+}
+
+std::expected<PruneReport, std::string> Cache::prune_to(uint64_t max_bytes,
+                                                        std::chrono::seconds spare_recent,
+                                                        const std::string& keep_key) {
     PruneReport report;
-    report.stale_temps_removed = remove_stale_temps();
+    auto stale = remove_stale_temps();
+    if (!stale) return std::unexpected(stale.error());
+    report.stale_temps_removed = *stale;
     std::vector<Item> items;
-    for_each_keyed(layout_.entries_dir(), [&](const std::string&, const fs::path& dir) {
-        items.push_back({dir, tree_size(dir), last_use_of(dir), true});
-    });
-    for_each_keyed(layout_.direct_dir(), [&](const std::string&, const fs::path& file) {
-        auto stat = stat_file(file);
-        items.push_back({file, stat ? stat->size : 0, mtime_of(file), false});
-    });
+    for_each_keyed(
+        dir(), CacheLayout::entries(), "", true, [&](const std::string& key, const fs::path& rel) {
+            items.push_back({key, rel, dir().tree_bytes(rel), last_use_of(dir(), rel), true});
+        });
+    for_each_keyed(
+        dir(), CacheLayout::direct(), ".json", false,
+        [&](const std::string& key, const fs::path& rel) {
+            auto st = dir().stat(rel);
+            items.push_back({key, rel, st ? st->file.size : 0, mtime_of(dir(), rel), false});
+        });
     std::sort(items.begin(), items.end(),
               [](const Item& a, const Item& b) { return a.last_use < b.last_use; });
-    for (const Item& item : items) report.bytes_before += item.bytes;
+    report.bytes_before = dir().tree_bytes("");
     report.bytes_after = report.bytes_before;
+    auto recent = Clock::now() - spare_recent;
+    std::string error;
     for (const Item& item : items) {
         if (report.bytes_after <= max_bytes) break;
-        std::error_code ec;
         if (item.is_entry) {
-            discard(item.path);
+            if (item.key == keep_key || item.last_use > recent) continue;
+            // Held: being published or replaced right now.
+            auto held = FileLock::try_acquire(dir(), CacheLayout::lock(item.key));
+            if (!held) continue;
+            if (auto d = discard(item.rel); !d) {
+                error = d.error();
+                break;
+            }
             ++report.entries_removed;
         } else {
-            fs::remove(item.path, ec);
+            if (auto d = dir().remove_file(item.rel); !d) {
+                error = d.error();
+                break;
+            }
             ++report.records_removed;
         }
-        report.bytes_after -= item.bytes;
+        report.bytes_after -= std::min(report.bytes_after, item.bytes);
     }
     remove_idle_locks();
+    if (!error.empty())
+        return std::unexpected(fmt::format("{} (removed {} entries and {} records before that)",
+                                           error, report.entries_removed, report.records_removed));
+    report.bytes_after = dir().tree_bytes("");
     return report;
 }
 
-VerifyReport Cache::verify() {
+std::optional<std::string> Cache::enforce_limit(const Entry& published, std::string_view direct_key,
+                                                uint64_t limit) {
+    if (limit == 0) return std::nullopt;
+    // One process at a time keeps the count; the others skip (amortised).
+    auto lock = FileLock::try_acquire(dir(), CacheLayout::named_lock("size"));
+    if (!lock) return std::nullopt;
+    constexpr int kPublishesPerCount = 16;
+    auto text = dir().read(CacheLayout::size_state(), 1 << 16);
+    nlohmann::json state = text ? nlohmann::json::parse(*text, nullptr, false) : nullptr;
+    uint64_t estimate = 0;
+    int publishes = kPublishesPerCount;  // no state yet: count now
+    if (state.is_object() && state["bytes"].is_number_unsigned() &&
+        state["publishes"].is_number_integer()) {
+        estimate = state["bytes"].get<uint64_t>();
+        publishes = state["publishes"].get<int>();
+    }
+    estimate += dir().tree_bytes(CacheLayout::entry(published.key));
+    if (is_valid_key(direct_key))
+        estimate += dir().tree_bytes(CacheLayout::direct_record(direct_key));
+    ++publishes;
+    std::optional<std::string> problem;
+    if (estimate > limit || publishes >= kPublishesPerCount) {
+        estimate = dir().tree_bytes("");
+        publishes = 0;
+        if (estimate > limit) {
+            // Down to 90%, so the next publishes do not each trigger a prune.
+            auto pruned = prune_to(limit / 10 * 9, options_.recent_use, published.key);
+            if (pruned) {
+                estimate = pruned->bytes_after;
+            } else {
+                problem =
+                    "the cache is over its size limit and could not be pruned: " + pruned.error();
+            }
+        }
+    }
+    (void)dir().write(CacheLayout::size_state(),
+                      nlohmann::json{{"bytes", estimate}, {"publishes", publishes}}.dump() + "\n");
+    return problem;
+}
+
+std::expected<VerifyReport, std::string> Cache::verify() {
+    auto ok = require_cache(*this);
+    if (!ok) return std::unexpected(ok.error());
     VerifyReport report;
-    for_each_keyed(layout_.entries_dir(), [&](const std::string& key, const fs::path& dir) {
-        ++report.checked;
-        auto entry = check_entry(dir, key, CheckLevel::Full);
-        if (entry) return;
-        report.removed.emplace_back(key, entry.error());
-        discard(dir);
-    });
-    report.stale_temps_removed = remove_stale_temps();
+    if (!*ok) return report;
+    std::string error;
+    auto remove_bad = [&](const fs::path& rel, const std::string& why, bool tree) {
+        std::string key = rel.begin() != rel.end() && *rel.begin() == CacheLayout::entries()
+                              ? CacheLayout::key_of(rel.parent_path().filename().string(),
+                                                    rel.filename().string(), "")
+                              : "";
+        report.removed.emplace_back(key.empty() ? layout_.path(rel).string() : "entry " + key, why);
+        auto d = tree ? discard(rel) : dir().remove_file(rel);
+        if (!d && error.empty()) error = d.error();
+    };
+    for_each_keyed(dir(), CacheLayout::entries(), "", true,
+                   [&](const std::string& key, const fs::path& rel) {
+                       ++report.checked;
+                       auto entry = check_entry(dir(), rel, key, CheckLevel::Full);
+                       if (entry) return;
+                       // A builder holding the key may be replacing it right now.
+                       auto held = FileLock::try_acquire(dir(), CacheLayout::lock(key));
+                       if (!held) {
+                           report.removed.emplace_back("entry " + key,
+                                                       entry.error() + " (left: being rebuilt)");
+                           return;
+                       }
+                       remove_bad(rel, entry.error(), true);
+                   });
+    // The runtime trees: runtime/<h>/include and runtime/<h>/obj/<c>.
+    if (auto runtimes = dir().list(CacheLayout::runtime())) {
+        for (const auto& r : *runtimes) {
+            if (!r.is_dir || !is_hex(r.name, 16)) continue;
+            std::vector<fs::path> trees{CacheLayout::runtime_include(r.name)};
+            if (auto objs = dir().list(CacheLayout::runtime() / r.name / "obj"))
+                for (const auto& o : *objs)
+                    if (o.is_dir && is_hex(o.name, 16))
+                        trees.push_back(CacheLayout::runtime_object_dir(r.name, o.name));
+            for (const auto& tree : trees) {
+                if (!dir().stat(tree)) continue;
+                ++report.checked_other;
+                auto sealed = check_seal(dir(), tree, CheckLevel::Full);
+                if (!sealed) remove_bad(tree, sealed.error(), true);
+            }
+        }
+    }
+    for_each_keyed(dir(), CacheLayout::direct(), ".json", false,
+                   [&](const std::string&, const fs::path& rel) {
+                       ++report.checked_other;
+                       if (!direct_file_is_valid(dir(), rel))
+                           remove_bad(rel, "not a direct-mode record", false);
+                   });
+    for (const fs::path& memo :
+         {CacheLayout::tool_memo(), CacheLayout::gpu_memo(), CacheLayout::size_state()}) {
+        auto st = dir().stat(memo);
+        if (!st) continue;
+        ++report.checked_other;
+        auto text = st->file.is_regular ? dir().read(memo, 1 << 20)
+                                        : std::expected<std::string, std::string>(
+                                              std::unexpected(std::string("not a regular file")));
+        if (!text || !nlohmann::json::parse(*text, nullptr, false).is_object())
+            remove_bad(memo, "not a JSON object", false);
+    }
+    auto stale = remove_stale_temps();
+    if (stale) report.stale_temps_removed = *stale;
+    if (!stale && error.empty()) error = stale.error();
     remove_idle_locks();
+    if (!error.empty()) return std::unexpected(error);
     return report;
 }
 
-size_t Cache::remove_stale_temps() const {
+std::expected<size_t, std::string> Cache::remove_stale_temps() const {
     size_t removed = 0;
-    auto now = std::chrono::system_clock::now();
-    std::error_code ec;
-    for (fs::directory_iterator it(layout_.tmp_dir(), ec), end; !ec && it != end;
-         it.increment(ec)) {
-        if (now - mtime_of(it->path()) <= options_.stale_temp_age) continue;
+    auto items = dir().list(CacheLayout::tmp());
+    if (!items) return std::unexpected(items.error());
+    auto now = Clock::now();
+    for (const auto& item : *items) {
+        if (!CacheLayout::is_own_temp(item.name) || item.is_symlink) continue;
+        fs::path rel = CacheLayout::tmp() / item.name;
+        if (now - mtime_of(dir(), rel) <= options_.stale_temp_age) continue;
         // A staging directory whose key is locked belongs to a live builder,
-        // however old it is. Anything else (trash, other scratch directories
-        // of bekc) goes by age alone.
-        std::string name = it->path().filename().string();
-        std::string key = name.substr(0, name.find('.'));
-        if (is_valid_key(key) && !FileLock::try_acquire(layout_.lock_file(key))) continue;
-        std::error_code remove_ec;
-        fs::remove_all(it->path(), remove_ec);
+        // however old it is.
+        std::string key = CacheLayout::staging_key(item.name);
+        if (!key.empty() && !FileLock::try_acquire(dir(), CacheLayout::lock(key))) continue;
+        if (auto d = dir().remove_tree(rel); !d) return std::unexpected(d.error());
         ++removed;
+    }
+    // What killed writers left beside their targets ("X.tmp.<suffix>"):
+    // in the root (memos, the marker) and among the direct records.
+    std::vector<fs::path> dirs{""};
+    if (auto fans = dir().list(CacheLayout::direct()))
+        for (const auto& fan : *fans)
+            if (fan.is_dir && is_hex(fan.name, 2)) dirs.push_back(CacheLayout::direct() / fan.name);
+    for (const auto& d : dirs) {
+        auto names = dir().list(d);
+        if (!names) continue;
+        for (const auto& item : *names) {
+            fs::path rel = d / item.name;
+            if (!item.is_regular || !CacheLayout::is_write_temp(item.name) ||
+                now - mtime_of(dir(), rel) <= options_.stale_temp_age)
+                continue;
+            if (auto gone = dir().remove_file(rel); !gone) return std::unexpected(gone.error());
+            ++removed;
+        }
     }
     return removed;
 }
 
 void Cache::remove_idle_locks() const {
-    for_each_keyed(layout_.locks_dir(), [](const std::string&, const fs::path& file) {
-        // Deleting while holding it is safe: acquire() re-checks the path.
-        if (auto lock = FileLock::try_acquire(file)) lock->remove_and_release();
-    });
+    for_each_keyed(dir(), CacheLayout::locks(), ".lock", false,
+                   [&](const std::string&, const fs::path& rel) {
+                       // Deleting while holding it is safe: acquire() re-checks the path.
+                       if (auto lock = FileLock::try_acquire(dir(), rel))
+                           lock->remove_and_release();
+                   });
 }
 
 }  // namespace bekc

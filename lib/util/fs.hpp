@@ -1,6 +1,18 @@
-// Small filesystem helpers with the error handling bekc wants everywhere.
+// The one layer bekc reads and writes files through. Two rules hold for every
+// caller:
+//  - reads take regular files only, opened without blocking, and never more
+//    than a stated number of bytes: a FIFO, /dev/zero or a 4 GB file named
+//    where a header or a record was expected is an error, not a hang or a
+//    flood;
+//  - writes that others may read concurrently appear whole or not at all: a
+//    fresh temporary beside the target (O_EXCL, so never through a planted
+//    link), every write and the close checked, then rename(2).
+// The *_at forms work relative to a directory descriptor, so the cache
+// (store/cache_dir.hpp) can reach its files without following links.
 #pragma once
 
+#include <cstdint>
+#include <expected>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -10,16 +22,77 @@ namespace bekc {
 
 namespace fs = std::filesystem;
 
-// Reads a whole file; nullopt (and `error` set) when it cannot be read.
-std::optional<std::string> read_file(const fs::path& path, std::string* error = nullptr);
+// An owned file descriptor, closed on destruction.
+class UniqueFd {
+  public:
+    UniqueFd() = default;
+    explicit UniqueFd(int fd) : fd_(fd) {}
+    UniqueFd(UniqueFd&& o) noexcept : fd_(o.release()) {}
+    UniqueFd& operator=(UniqueFd&& o) noexcept;
+    UniqueFd(const UniqueFd&) = delete;
+    UniqueFd& operator=(const UniqueFd&) = delete;
+    ~UniqueFd() { reset(); }
+
+    int get() const { return fd_; }
+    bool valid() const { return fd_ >= 0; }
+    int release();
+    void reset(int fd = -1);
+
+  private:
+    int fd_ = -1;
+};
+
+// Inputs, headers and manifests are far below this; a larger file is a
+// mistake (or an attack), reported rather than read.
+inline constexpr uint64_t kDefaultReadLimit = uint64_t{1} << 30;
+
+struct ReadOptions {
+    uint64_t max_bytes = kDefaultReadLimit;
+    // false: a symbolic link as the last component is refused (ELOOP).
+    bool follow_symlinks = true;
+};
+
+// Opens `name` (relative to `dirfd`, or absolute with AT_FDCWD) for reading
+// when it is a regular file. `shown` is the path the error message names.
+std::expected<UniqueFd, std::string> open_regular_at(int dirfd, const fs::path& name,
+                                                     const fs::path& shown, ReadOptions options);
+
+// Reads an open descriptor whole when it is a regular file within the limit.
+std::expected<std::string, std::string> read_fd(UniqueFd fd, const fs::path& shown,
+                                                ReadOptions options);
+
+std::expected<std::string, std::string> read_file_at(int dirfd, const fs::path& name,
+                                                     const fs::path& shown,
+                                                     ReadOptions options = {});
+
+// Reads a whole regular file; the error names the file and the cause.
+std::expected<std::string, std::string> read_file(const fs::path& path, ReadOptions options = {});
+
+// Writes `content` to `name` in `dirfd` (mode 0666 less the umask) through a
+// temporary beside it and rename(2). The error names `shown` and the errno.
+std::expected<void, std::string> write_atomic_at(int dirfd, const std::string& name,
+                                                 std::string_view content, const fs::path& shown);
+
+std::expected<void, std::string> write_atomic(const fs::path& path, std::string_view content);
+
+// /tmp/bekc-<uid>: a directory only this user can reach (a real directory,
+// owned by this user, mode 0700, made so when it is not), so nobody else can
+// plant links in it. /tmp rather than $TMPDIR: nvcc needs paths free of shell
+// characters.
+std::expected<fs::path, std::string> private_user_dir();
+// private_user_dir()/<name>, emptied when it exists: compilers write their
+// outputs here, never into a shared cache.
+std::expected<fs::path, std::string> private_temp_dir(const std::string& name);
+
+// "host.pid.random": unique across processes and machines sharing a directory.
+std::string unique_suffix();
 
 // The absolute path with symbolic links resolved as far as it exists, for
 // keys that must not depend on how a directory was spelled; the plain
 // absolute, normalised path when that fails.
 fs::path resolved_path(const fs::path& path);
 
-// Writes through a temporary file in the same directory and renames it into
-// place, so readers see the old or the new content, never a mix.
-void write_file_atomic(const fs::path& path, std::string_view content);
+// "cannot <what> <path>: <strerror(err)>", the message shape of this layer.
+std::string errno_message(std::string_view what, const fs::path& path, int err);
 
 }  // namespace bekc

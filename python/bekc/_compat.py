@@ -23,8 +23,9 @@ import importlib.util
 import os
 import pathlib
 import re
+import stat
+import secrets
 import sys
-import tempfile
 from typing import Dict, Iterable, List, Optional, Sequence, Union
 
 from ._binary import find_binary, run_bekc
@@ -91,20 +92,45 @@ def clear_cache(name: Optional[str] = None) -> int:
 
 
 def _remove_inline_sources(name: Optional[str]) -> None:
+    """Removes the inline sources under <cache>/src, never following a link."""
     import shutil
-    root = os.path.join(get_cache_dir(), "src")
-    if not os.path.isdir(root):
-        return
     if name is None:
-        shutil.rmtree(root, ignore_errors=True)
+        try:
+            cache = _open_dir_nofollow(get_cache_dir(), [], create=False)
+        except OSError:
+            return
+        try:
+            st = os.stat("src", dir_fd=cache, follow_symlinks=False)
+            # rmtree with dir_fd walks by descriptors: links inside are
+            # removed, never followed.
+            if stat.S_ISDIR(st.st_mode):
+                shutil.rmtree("src", dir_fd=cache)
+        except OSError:
+            pass
+        finally:
+            os.close(cache)
         return
-    safe = _safe_file_stem(name)
-    for sub in os.listdir(root):
-        for ext in (".cu", ".cpp"):
+    try:
+        root = _open_dir_nofollow(get_cache_dir(), ["src"], create=False)
+    except OSError:
+        return  # missing, or a link: not ours to walk
+    try:
+        safe = _safe_file_stem(name)
+        for sub in os.listdir(root):
             try:
-                os.unlink(os.path.join(root, sub, safe + ext))
+                d = os.open(sub, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=root)
             except OSError:
-                pass
+                continue
+            try:
+                for ext in (".cu", ".cpp"):
+                    try:
+                        os.unlink(safe + ext, dir_fd=d)
+                    except OSError:
+                        pass
+            finally:
+                os.close(d)
+    finally:
+        os.close(root)
 
 
 # --------------------------------------------------------------------------- argv
@@ -412,27 +438,69 @@ def _inline_source_path(text: str, name: str, ext: str) -> str:
     return os.path.join(get_cache_dir(), "src", sha, _safe_file_stem(name) + ext)
 
 
+def _open_dir_nofollow(root: str, parts: List[str], create: bool) -> int:
+    """A descriptor of root/parts..., each component opened without following
+    a link (the cache may be shared: a planted link must not send a write
+    elsewhere). The root itself is the user's choice and is followed."""
+    if create:
+        os.makedirs(root, exist_ok=True)
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in parts:
+            flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+            try:
+                nxt = os.open(part, flags, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                try:
+                    os.mkdir(part, dir_fd=fd)
+                except FileExistsError:
+                    pass
+                nxt = os.open(part, flags, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _read_regular_at(dir_fd: int, name: str, limit: int) -> Optional[bytes]:
+    """The bytes of a regular file (no link, FIFO or device), or None."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        return f.read(limit + 1)
+
+
 def _ensure_source_file(path: str, text: str) -> None:
     data = text.encode("utf-8")
+    root = get_cache_dir()
+    rel = os.path.relpath(path, root).split(os.sep)
+    d = _open_dir_nofollow(root, rel[:-1], create=True)
     try:
-        with open(path, "rb") as f:
-            if f.read() == data:
-                return
-    except OSError:
-        pass
-    d = os.path.dirname(path)
-    os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=os.path.splitext(path)[1])
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
+        if _read_regular_at(d, rel[-1], len(data)) == data:
+            return
+        tmp = f".tmp-{os.getpid()}-{secrets.token_hex(8)}{os.path.splitext(path)[1]}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666, dir_fd=d)
         try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, rel[-1], src_dir_fd=d, dst_dir_fd=d)
+        except BaseException:
+            try:
+                os.unlink(tmp, dir_fd=d)
+            except OSError:
+                pass
+            raise
+    finally:
+        os.close(d)
 
 
 _USER_INCLUDE = re.compile(r'^\s*#\s*include\s*"(?!brainevent/)', re.M)

@@ -3,10 +3,14 @@
 #pragma once
 
 #include <filesystem>
+#include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "store/cache.hpp"
 #include "store/hash.hpp"
 #include "store/key.hpp"
 #include "temp_dir.hpp"
@@ -18,12 +22,11 @@ inline std::string fake_key(const std::string& seed) {
     return KeyBuilder("test").add("seed", seed).digest();
 }
 
-// Writes lib<name>.so with `library_bytes`, then both manifests (last, as a
-// real build does), into `dir`.
-inline void write_fake_entry(const std::filesystem::path& dir, const std::string& key,
-                             const std::string& name, const std::string& library_bytes) {
+// The files of a fake entry, in the order a real build writes them: the
+// library first, the manifests last.
+inline std::vector<std::pair<std::string, std::string>> fake_entry_files(
+    const std::string& key, const std::string& name, const std::string& library_bytes) {
     std::string library = "lib" + name + ".so";
-    write_file(dir / library, library_bytes);
     nlohmann::json target = {{"name", name + ".vector_add"},
                              {"symbol", "bekc_ffi_vector_add"},
                              {"function", "vector_add"},
@@ -38,10 +41,31 @@ inline void write_fake_entry(const std::filesystem::path& dir, const std::string
                                {"name", name},       {"key", key},
                                {"library", library}, {"library_sha256", sha256_hex(library_bytes)},
                                {"targets", {target}}};
-    write_file(dir / "manifest.json", manifest.dump(2));
+    std::vector<std::pair<std::string, std::string>> files;
+    files.emplace_back(library, library_bytes);
+    files.emplace_back("dependencies.json", R"({"headers": []})");
+    files.emplace_back("manifest.json", manifest.dump(2));
     manifest["targets"][0]["symbol"] = "bekc_ffi_vector_add_nograph";
     manifest["targets"][0]["command_buffer_compatible"] = false;
-    write_file(dir / "manifest.no-cuda-graph.json", manifest.dump(2));
+    files.emplace_back("manifest.no-cuda-graph.json", manifest.dump(2));
+    return files;
+}
+
+// Writes the fake entry into a plain directory `dir` (created when missing),
+// with ordinary file writes: for planting entries behind the cache's back.
+inline void write_fake_entry(const std::filesystem::path& dir, const std::string& key,
+                             const std::string& name, const std::string& library_bytes) {
+    for (const auto& [file, content] : fake_entry_files(key, name, library_bytes))
+        write_file(dir / file, content);
+}
+
+// Writes the fake entry into a builder's staging directory, through
+// Staging::write as a real build does.
+inline void write_fake_entry(const Staging& staging, const std::string& key,
+                             const std::string& name, const std::string& library_bytes) {
+    for (const auto& [file, content] : fake_entry_files(key, name, library_bytes)) {
+        if (auto w = staging.write(file, content); !w) throw std::runtime_error(w.error());
+    }
 }
 
 }  // namespace bekc::test

@@ -292,4 +292,4 @@ def test_a_linker_arg_nvcc_would_split_is_a_usage_error(bekc, nvcc, tmp_path):
     assert spaced.rc == 2 and "'-rpath=/a b' has white space" in spaced.stderr
     assert bekc.entries() == []
     empty = bekc.build(src, "--arch", ARCH, "--linker-arg", "", ok=False)
-    assert empty.rc == 2 and "--linker-arg is empty" in empty.stderr
+    assert empty.rc == 2 and "--linker-arg needs a non-empty value" in empty.stderr

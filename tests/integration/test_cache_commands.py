@@ -171,12 +171,12 @@ def test_clear_everything(bekc, kernels):
 
 # --------------------------------------------------------------------------- prune
 def cache_bytes(cache_dir: Path) -> int:
-    """What prune counts: files of entries plus direct-mode records."""
+    """What prune counts: every regular file under the cache root (entries,
+    records, runtime trees, memos, locks), links not followed."""
     total = 0
-    for sub in ("entries", "direct"):
-        for p in (cache_dir / sub).rglob("*"):
-            if p.is_file() and not p.is_symlink():
-                total += p.stat().st_size
+    for p in cache_dir.rglob("*"):
+        if p.is_file() and not p.is_symlink():
+            total += p.stat().st_size
     return total
 
 

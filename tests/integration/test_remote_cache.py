@@ -9,11 +9,15 @@ the same paths, as CI runners sharing a remote do.
 
 The host compiler is a wrapper that logs its calls, so "a remote hit ran no
 compiler" is checked, not assumed.
+
+What nginx will not do (an endless chunked body, a direct record the test
+wrote by hand) comes from ``FakeRemote``, a small HTTP server in a thread.
 """
 
 from __future__ import annotations
 
 import hashlib
+import http.server
 import io
 import json
 import os
@@ -21,6 +25,7 @@ import shutil
 import socket
 import stat
 import subprocess
+import sys
 import tarfile
 import threading
 import time
@@ -149,6 +154,164 @@ def nginx(nginx_factory) -> Nginx:
     return nginx_factory()
 
 
+# --------------------------------------------------------------------------- fake remote
+class FakeRemote:
+    """An HTTP/1.1 server on 127.0.0.1 that answers GET
+    ``/bekc/direct/<any>.json`` with ``record`` (404 while it is None) and GET
+    ``/bekc/entries/<any>.tar`` with ``entry``: bytes, or ``ENDLESS``, a
+    chunked body without Content-Length that never ends (it stops at
+    ``guard_bytes``, far past any limit a test sets, only so that a broken
+    bekc cannot fill the test machine's disk). PUTs are refused (403)."""
+
+    ENDLESS = object()
+
+    def __init__(self):
+        self.record: Optional[bytes] = None
+        self.entry = None
+        self.guard_bytes = 1 << 30
+        self.requests = []  # (method, path)
+        fake = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_PUT(self):
+                fake.requests.append(("PUT", self.path))
+                self.send_response(403)
+                self.send_header("Content-Length", "0")
+                self.send_header("Connection", "close")
+                self.end_headers()
+
+            def do_GET(self):
+                fake.requests.append(("GET", self.path))
+                body = None
+                if self.path.startswith("/bekc/direct/"):
+                    body = fake.record
+                elif self.path.startswith("/bekc/entries/"):
+                    body = fake.entry
+                if body is None:
+                    self.send_response(404)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                elif body is FakeRemote.ENDLESS:
+                    self.send_endless()
+                else:
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+
+            def send_endless(self):
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-tar")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                chunk = b"\0" * (256 << 10)
+                framed = b"%x\r\n" % len(chunk) + chunk + b"\r\n"
+                sent = 0
+                try:
+                    while sent < fake.guard_bytes:
+                        self.wfile.write(framed)
+                        sent += len(chunk)
+                except OSError:  # the client hung up: what bekc should do
+                    pass
+                self.close_connection = True
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/bekc"
+
+    def set_record(self, key: str, files, absent=()) -> None:
+        """One record for every direct key: ``files`` is [(path, sha256)]."""
+        self.record = json.dumps({"format": 1, "records": [{
+            "key": key, "files": [{"path": str(p), "sha256": h} for p, h in files],
+            "absent": [str(a) for a in absent]}]}).encode()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def fake_remote():
+    server = FakeRemote()
+    yield server
+    server.stop()
+
+
+class DiskWatch:
+    """Samples, while a build runs, the largest regular file under some
+    directories: what a download staged there grew to, even if it is removed
+    before the build ends."""
+
+    def __init__(self, *roots: Path):
+        self.roots = roots
+        self.largest = 0
+        self.where = ""
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self):
+        for root in self.roots:
+            for dirpath, _, names in os.walk(root):
+                for name in names:
+                    try:
+                        st = os.lstat(os.path.join(dirpath, name))
+                    except OSError:
+                        continue
+                    if stat.S_ISREG(st.st_mode) and st.st_size > self.largest:
+                        self.largest, self.where = st.st_size, os.path.join(dirpath, name)
+
+    def _run(self):
+        while not self._stop.is_set():
+            self._sample()
+            time.sleep(0.01)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+
+
+def sha256_of(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def tree_bytes(root: Path) -> int:
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+_LOAD = """\
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_LOCAL)
+getattr(lib, sys.argv[2])
+"""
+
+
+def assert_working_library(build) -> None:
+    """The library is the one the manifest names, and it loads and exports
+    its handlers (in a fresh Python)."""
+    library_sha = hashlib.sha256(build.library.read_bytes()).hexdigest()
+    assert library_sha == build.manifest["library_sha256"]
+    for target in build.manifest["targets"]:
+        proc = subprocess.run([sys.executable, "-c", _LOAD, str(build.library), target["symbol"]],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+
+
 # --------------------------------------------------------------------------- project
 class Project:
     """One source with a header, built by "machines" (local caches) that share
@@ -202,7 +365,11 @@ def project(bekc, kernels, tmp_path) -> Project:
 
 
 def assert_no_leftovers(project: Project) -> None:
-    assert list(project.tmpdir.iterdir()) == [], "temporary files (a token?) left behind"
+    # Directories may stay (the driver's private bekc-<uid>/), files may not.
+    left = [p for p in project.tmpdir.rglob("*") if not p.is_dir()]
+    assert left == [], "temporary files (a token?) left behind"
+    for cache in project.tmp.glob("cache-*"):
+        assert list((cache / "tmp").glob("scratch.*")) == [], "a remote scratch directory stayed"
 
 
 def rewrite_tar(path: Path, change) -> None:
@@ -517,4 +684,135 @@ def test_the_token_is_not_on_curls_command_line(project, nginx, tmp_path):
     assert "ARGS" in text and TOKEN not in text
     modes = {line for line in text.splitlines() if line.startswith("MODE")}
     assert modes == {"MODE 600"}, text
+    assert_no_leftovers(project)
+
+
+# --------------------------------------------------------------------------- bounds
+# A remote, or whoever can write to it, must not be able to hang a build or
+# fill a disk: every test here runs bekc under a 60 s subprocess timeout and
+# expects a warning, exit 0 and a good local build.
+BOUND_S = 60
+
+
+def _key_of_a_local_build(project: Project) -> str:
+    """The full key the project builds to, from a machine without a remote."""
+    return project.build("a").key
+
+
+def test_an_endless_entry_body_is_cut_at_the_limit(project, fake_remote):
+    """An entry response without Content-Length that never ends: bekc stops
+    reading at $BEKC_REMOTE_MAX_ENTRY_SIZE, stages nothing bigger (in the
+    cache's tmp/, never in $TMPDIR) and builds locally."""
+    key = _key_of_a_local_build(project)
+    fake_remote.set_record(key, [(project.header, sha256_of(project.header))])
+    fake_remote.entry = FakeRemote.ENDLESS
+    cap = 1 << 20
+    env = project.env(BEKC_REMOTE_MAX_ENTRY_SIZE="1MiB", BEKC_REMOTE_TIMEOUT="2")
+    cache_b = project.tmp / "cache-b"
+    start = time.monotonic()
+    with DiskWatch(project.tmpdir, project.tmp / "cache-b") as watch:
+        b = project.build("b", "--remote-cache", fake_remote.url, "--remote-cache-read-only",
+                          env=env, timeout=BOUND_S)
+    elapsed = time.monotonic() - start
+    assert ("GET", f"/bekc/entries/{key}.tar") in fake_remote.requests, "the entry was asked for"
+    assert watch.largest <= cap, f"{watch.where} grew to {watch.largest} bytes"
+    assert b.compiled and b.info["remote_hit"] is False and b.key == key
+    assert "warning: remote cache entry" in b.stderr, b.stderr
+    assert "larger than the limit of 1048576 bytes" in b.stderr, b.stderr
+    assert elapsed < BOUND_S
+    assert_working_library(b)
+    assert tree_bytes(cache_b) < cap, "the cache holds more than the entry it built"
+    assert_no_leftovers(project)
+
+
+@pytest.mark.parametrize("kind", ["dev-zero", "fifo"])
+def test_a_record_naming_a_device_or_fifo_does_not_hang_the_build(project, fake_remote, tmp_path,
+                                                                 kind):
+    """A direct record whose dependency is /dev/zero (endless to read) or a
+    FIFO (opening it waits for a writer): it does not match, with a warning,
+    even for a read-only machine."""
+    key = _key_of_a_local_build(project)
+    if kind == "fifo":
+        target = tmp_path / "a-fifo.h"
+        os.mkfifo(target)
+    else:
+        target = Path("/dev/zero")
+    fake_remote.set_record(key, [(project.header, sha256_of(project.header)), (target, "0" * 64)])
+    start = time.monotonic()
+    b = project.build("b", "--remote-cache", fake_remote.url, "--remote-cache-read-only",
+                      timeout=BOUND_S)
+    assert time.monotonic() - start < BOUND_S
+    assert b.compiled and b.info["remote_hit"] is False and b.key == key
+    assert "warning: remote cache: a record of" in b.stderr and str(target) in b.stderr, b.stderr
+    assert ("GET", f"/bekc/entries/{key}.tar") not in fake_remote.requests
+    assert_working_library(b)
+    assert_no_leftovers(project)
+
+
+def test_the_whole_lookup_has_one_time_limit(project, fake_remote, tmp_path):
+    """A record naming many large (sparse) files that all match: hashing them
+    would take minutes; the lookup stops at 4 x $BEKC_REMOTE_TIMEOUT with a
+    warning and the build compiles locally."""
+    key = _key_of_a_local_build(project)
+    big = tmp_path / "big.h"
+    with open(big, "wb") as f:
+        f.truncate(1 << 30)  # 1 GiB of holes: the largest file a record may name
+    sha = hashlib.sha256()
+    with open(big, "rb") as f:
+        while chunk := f.read(16 << 20):
+            sha.update(chunk)
+    links = tmp_path / "links"
+    links.mkdir()
+    files = []
+    for i in range(64):
+        (links / f"h{i}.h").symlink_to(big)
+        files.append((links / f"h{i}.h", sha.hexdigest()))
+    fake_remote.set_record(key, files)
+    start = time.monotonic()
+    b = project.build("b", "--remote-cache", fake_remote.url, "--remote-cache-read-only",
+                      env=project.env(BEKC_REMOTE_TIMEOUT="1"), timeout=BOUND_S)
+    elapsed = time.monotonic() - start
+    assert b.compiled and b.info["remote_hit"] is False and b.key == key
+    assert "gave up the lookup" in b.stderr and "4 s" in b.stderr, b.stderr
+    assert "while hashing" in b.stderr, b.stderr
+    assert elapsed < BOUND_S
+    assert_working_library(b)
+
+
+def test_the_remotes_files_are_staged_in_the_cache(project, nginx, tmp_path):
+    """curl's side files (the token's header file, its messages) and the
+    downloads live in a scratch directory of the local cache's tmp/, which is
+    gone afterwards; $TMPDIR gets none of them."""
+    real = shutil.which("curl")
+    if real is None:
+        pytest.skip("curl is not installed")
+    bindir = tmp_path / "curlbin"
+    bindir.mkdir()
+    log = tmp_path / "curl.log"
+    wrapper = bindir / "curl"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        'prev=""\n'
+        'for a in "$@"; do\n'
+        f'  if [ "$prev" = "--header" ]; then echo "HEADER ${{a#@}}" >> "{log}"; fi\n'
+        f'  if [ "$prev" = "--stderr" ]; then echo "MESSAGES $a" >> "{log}"; fi\n'
+        f'  if [ "$prev" = "--upload-file" ]; then echo "UPLOAD $a" >> "{log}"; fi\n'
+        '  prev="$a"\n'
+        "done\n"
+        f'exec "{real}" "$@"\n')
+    wrapper.chmod(0o755)
+    env = project.env(BEKC_REMOTE_TOKEN=TOKEN, PATH=f"{bindir}:{os.environ.get('PATH', '')}")
+    project.build("a", "--remote-cache", nginx.url, env=env)
+    b = project.build("b", "--remote-cache", nginx.url, env=env)
+    assert b.info["remote_hit"] is True and not b.compiled, b.describe()
+    lines = log.read_text().splitlines()
+    assert any(line.startswith("HEADER") for line in lines), lines
+    assert any(line.startswith("UPLOAD") for line in lines), lines
+    caches = (project.tmp / "cache-a", project.tmp / "cache-b")
+    for line in lines:
+        path = Path(line.split(" ", 1)[1])
+        scratch = path.parent
+        assert scratch.name.startswith("scratch.") and scratch.parent.name == "tmp", line
+        assert scratch.parent.parent in caches, line
+        assert not scratch.exists(), f"{scratch} stayed"
     assert_no_leftovers(project)

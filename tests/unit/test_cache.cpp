@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 
+#include <cctype>
 #include <chrono>
 #include <map>
 #include <thread>
@@ -10,6 +11,7 @@
 #include "../helpers/fake_entry.hpp"
 #include "../helpers/temp_dir.hpp"
 #include "store/cache.hpp"
+#include "store/hash.hpp"
 #include "store/lock.hpp"
 #include "store/size.hpp"
 #include "util/error.hpp"
@@ -21,11 +23,13 @@ using test::write_fake_entry;
 
 namespace {
 
+using BuildResult = std::expected<void, std::string>;
+
 Builder fake_builder(const std::string& key, const std::string& name, const std::string& bytes,
                      int* calls = nullptr) {
-    return [=](const fs::path& dir) -> std::expected<void, std::string> {
+    return [=](const Staging& staging) -> BuildResult {
         if (calls) ++*calls;
-        write_fake_entry(dir, key, name, bytes);
+        write_fake_entry(staging, key, name, bytes);
         return {};
     };
 }
@@ -52,6 +56,14 @@ void append_line(const fs::path& file, const std::string& line) {
     int fd = open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     [[maybe_unused]] ssize_t n = write(fd, line.data(), line.size());
     close(fd);
+}
+
+// Absolute paths of an entry's directory and its last-use file.
+fs::path entry_dir(const Cache& cache, const std::string& key) {
+    return cache.layout().path(CacheLayout::entry(key));
+}
+fs::path last_use(const Cache& cache, const std::string& key) {
+    return entry_dir(cache, key) / kLastUseFile;
 }
 
 }  // namespace
@@ -81,12 +93,76 @@ TEST_CASE("the default cache directory follows BEKC_CACHE_DIR, XDG, HOME", "[cac
 TEST_CASE("entries are fanned out by the first two hex digits of the key", "[cache]") {
     CacheLayout layout("/c");
     std::string key = fake_key("x");
-    CHECK(layout.entry_dir(key) == fs::path("/c/entries") / key.substr(0, 2) / key.substr(2));
-    CHECK(layout.lock_file(key).filename() == key.substr(2) + ".lock");
-    CHECK(CacheLayout::key_of(layout.entry_dir(key)) == key);
-    CHECK(CacheLayout::key_of(layout.lock_file(key)) == key);
-    CHECK(CacheLayout::key_of("/c/entries/ab/not-a-key").empty());
-    CHECK_THROWS_AS(layout.entry_dir("../../etc"), FatalError);
+    fs::path entry = CacheLayout::entry(key);
+    CHECK(entry == fs::path("entries") / key.substr(0, 2) / key.substr(2));
+    CHECK(layout.path(entry) == fs::path("/c/entries") / key.substr(0, 2) / key.substr(2));
+    fs::path lock = CacheLayout::lock(key);
+    CHECK(lock == fs::path("locks") / key.substr(0, 2) / (key.substr(2) + ".lock"));
+    CHECK(CacheLayout::direct_record(key) ==
+          fs::path("direct") / key.substr(0, 2) / (key.substr(2) + ".json"));
+    CHECK(CacheLayout::key_of(key.substr(0, 2), key.substr(2), "") == key);
+    CHECK(CacheLayout::key_of(key.substr(0, 2), key.substr(2) + ".lock", ".lock") == key);
+    CHECK(CacheLayout::key_of("ab", "not-a-key", "").empty());
+    CHECK_THROWS_AS(CacheLayout::entry("../../etc"), FatalError);
+    CHECK_THROWS_AS(CacheLayout::lock(key.substr(1)), FatalError);
+    CHECK_THROWS_AS(CacheLayout::direct_record(""), FatalError);
+}
+
+TEST_CASE("the layout tells bekc's own names from foreign ones", "[cache]") {
+    std::string key = fake_key("names");
+    std::string suffix = unique_suffix();
+
+    SECTION("temporaries in tmp/") {
+        for (const fs::path& staging : {CacheLayout::staging(key), CacheLayout::staging("runtime"),
+                                        CacheLayout::staging("scratch"), CacheLayout::trash()}) {
+            INFO(staging);
+            CHECK(staging.parent_path() == CacheLayout::tmp());
+            CHECK(CacheLayout::is_own_temp(staging.filename().string()));
+        }
+        CHECK(CacheLayout::is_own_temp(key + ".host.12.0123456789abcdef"));
+        CHECK(CacheLayout::is_own_temp("trash." + suffix));
+        for (const std::string& foreign : std::vector<std::string>{
+                 "notes.txt", "trash", "abc.def", key + ".host.12.zzzz", key, "trash.",
+                 "build." + suffix, "Trash." + suffix, key.substr(1) + "." + suffix,
+                 key + ".host.pid.0123456789abcdef", key + ".12.0123456789abcdef",
+                 "scratch.host.12.0123456789ABCDEF", "", ".", ".."}) {
+            INFO(foreign);
+            CHECK_FALSE(CacheLayout::is_own_temp(foreign));
+            CHECK(CacheLayout::staging_key(foreign).empty());
+        }
+    }
+    SECTION("the key a staging directory belongs to") {
+        CHECK(CacheLayout::staging_key(CacheLayout::staging(key).filename().string()) == key);
+        CHECK(CacheLayout::staging_key(key + ".host.12.0123456789abcdef") == key);
+        CHECK(CacheLayout::staging_key(CacheLayout::trash().filename().string()).empty());
+        CHECK(CacheLayout::staging_key("runtime." + suffix).empty());
+        CHECK(CacheLayout::staging_key("scratch." + suffix).empty());
+    }
+    SECTION("keyed names under entries/, locks/ and direct/") {
+        std::string fan = key.substr(0, 2), rest = key.substr(2);
+        CHECK(CacheLayout::key_of(fan, rest, "") == key);
+        CHECK(CacheLayout::key_of(fan, rest + ".json", ".json") == key);
+        CHECK(CacheLayout::key_of(fan, rest + ".lock", ".lock") == key);
+        CHECK(CacheLayout::key_of(fan, rest + ".lock", ".json").empty());
+        CHECK(CacheLayout::key_of(fan, rest + ".json", "").empty());
+        CHECK(CacheLayout::key_of(fan, rest.substr(1), "").empty());
+        CHECK(CacheLayout::key_of(key.substr(0, 3), rest.substr(1), "").empty());
+        CHECK(CacheLayout::key_of(fan, rest + ".lock.tmp." + suffix, ".lock").empty());
+        std::string upper = rest;
+        for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        if (upper != rest) CHECK(CacheLayout::key_of(fan, upper, "").empty());
+        for (std::string foreign : {"notes.txt", "trash", "abc.def", ".lock", ""}) {
+            INFO(foreign);
+            CHECK(CacheLayout::key_of(fan, foreign, "").empty());
+            CHECK(CacheLayout::key_of(fan, foreign, ".lock").empty());
+        }
+    }
+    SECTION("write_atomic temporaries") {
+        CHECK(CacheLayout::is_write_temp("stamp.json.tmp." + suffix));
+        CHECK_FALSE(CacheLayout::is_write_temp(".tmp." + suffix));
+        CHECK_FALSE(CacheLayout::is_write_temp("notes.tmp.txt"));
+        CHECK_FALSE(CacheLayout::is_write_temp("notes.txt"));
+    }
 }
 
 // ---------------------------------------------------------- publish, lookup
@@ -98,18 +174,23 @@ TEST_CASE("publish then lookup round-trips an entry", "[cache]") {
     auto miss = cache.lookup(key);
     REQUIRE_FALSE(miss.has_value());
     CHECK(miss.error().kind == Miss::Kind::Absent);
+    CHECK_FALSE(fs::exists(tmp / "cache"));  // a lookup creates nothing
 
     int calls = 0;
     auto built = cache.get_or_build(key, fake_builder(key, "kern", "ELF library bytes", &calls));
     REQUIRE(built.has_value());
     CHECK_FALSE(built->hit);
+    CHECK_FALSE(built->replaced_sha256.has_value());
     CHECK(calls == 1);
-    CHECK(built->entry.dir == cache.layout().entry_dir(key));
+    CHECK(built->entry.dir == entry_dir(cache, key));
+    CHECK(built->entry.library == entry_dir(cache, key) / "libkern.so");
     CHECK(test::read_file(built->entry.library) == "ELF library bytes");
     CHECK(fs::exists(built->entry.manifest(true)));
     CHECK(built->entry.manifest(false).filename() == "manifest.no-cuda-graph.json");
     CHECK(fs::exists(built->entry.dir / "stamp.json"));
+    CHECK(fs::exists(built->entry.dir / "last-use"));
     CHECK(fs::exists(tmp / "cache" / "CACHEDIR.TAG"));
+    CHECK(fs::exists(tmp / "cache" / "bekc-cache.json"));
     CHECK(count_children(tmp / "cache" / "tmp") == 0);
 
     auto hit = cache.lookup(key);
@@ -122,19 +203,48 @@ TEST_CASE("publish then lookup round-trips an entry", "[cache]") {
     CHECK(calls == 1);
 }
 
+TEST_CASE("the builder writes into its staging directory under tmp/", "[cache]") {
+    test::TempDir tmp;
+    Cache cache(tmp / "cache");
+    std::string key = fake_key("staging");
+    test::TempDir outside;
+    auto built = cache.get_or_build(key, [&](const Staging& staging) -> BuildResult {
+        CHECK(staging.path().is_absolute());
+        CHECK(staging.path() == cache.layout().path(staging.rel()));
+        CHECK(staging.rel().parent_path() == CacheLayout::tmp());
+        CHECK(CacheLayout::staging_key(staging.rel().filename().string()) == key);
+        CHECK(fs::is_directory(staging.path()));
+        // Written elsewhere (as a compiler does, in a private directory), then
+        // moved in; the manifests are written last.
+        test::write_file(outside / "out.so", "moved bytes");
+        if (auto m = staging.move_in("libk.so", outside / "out.so"); !m)
+            return std::unexpected(m.error());
+        CHECK_FALSE(fs::exists(outside / "out.so"));
+        for (const auto& [file, content] : test::fake_entry_files(key, "k", "moved bytes")) {
+            if (file == "libk.so") continue;
+            if (auto w = staging.write(file, content); !w) return std::unexpected(w.error());
+        }
+        auto missing = staging.move_in("other.so", outside / "missing.so");
+        CHECK_FALSE(missing.has_value());
+        return {};
+    });
+    REQUIRE(built.has_value());
+    CHECK(test::read_file(built->entry.library) == "moved bytes");
+    CHECK(count_children(tmp / "cache" / "tmp") == 0);
+}
+
 TEST_CASE("readers never see an entry that is still being built", "[cache]") {
     test::TempDir tmp;
     Cache cache(tmp / "cache");
     Cache reader(tmp / "cache");
     std::string key = fake_key("partial");
     std::optional<Miss> seen;
-    auto built =
-        cache.get_or_build(key, [&](const fs::path& dir) -> std::expected<void, std::string> {
-            test::write_file(dir / "libk.so", "half");
-            seen = reader.lookup(key).error();
-            write_fake_entry(dir, key, "k", "whole");
-            return {};
-        });
+    auto built = cache.get_or_build(key, [&](const Staging& staging) -> BuildResult {
+        test::write_file(staging.path() / "libk.so", "half");
+        seen = reader.lookup(key).error();
+        write_fake_entry(staging, key, "k", "whole");
+        return {};
+    });
     REQUIRE(built.has_value());
     REQUIRE(seen.has_value());
     CHECK(seen->kind == Miss::Kind::Absent);
@@ -144,8 +254,8 @@ TEST_CASE("a failing builder leaves nothing behind", "[cache]") {
     test::TempDir tmp;
     Cache cache(tmp / "cache");
     std::string key = fake_key("fails");
-    auto r = cache.get_or_build(key, [](const fs::path& dir) -> std::expected<void, std::string> {
-        test::write_file(dir / "libk.so", "junk");
+    auto r = cache.get_or_build(key, [](const Staging& staging) -> BuildResult {
+        test::write_file(staging.path() / "libk.so", "junk");
         return std::unexpected(std::string("kernels.cu:3: error: expected ';'"));
     });
     REQUIRE_FALSE(r.has_value());
@@ -154,18 +264,33 @@ TEST_CASE("a failing builder leaves nothing behind", "[cache]") {
     CHECK(count_children(tmp / "cache" / "tmp") == 0);
     CHECK(count_entries(tmp / "cache") == 0);
 
-    auto wrong =
-        cache.get_or_build(key, [&](const fs::path& dir) -> std::expected<void, std::string> {
-            write_fake_entry(dir, key, "k", "bytes");
-            test::write_file(dir / "libk.so", "other bytes");  // no longer matches the manifest
-            return {};
-        });
+    auto wrong = cache.get_or_build(key, [&](const Staging& staging) -> BuildResult {
+        write_fake_entry(staging, key, "k", "bytes");
+        // No longer matches the manifest.
+        test::write_file(staging.path() / "libk.so", "other bytes");
+        return {};
+    });
     REQUIRE_FALSE(wrong.has_value());
-    CHECK_THAT(wrong.error().message, Catch::Contains("invalid cache entry"));
+    CHECK(wrong.error().kind == CacheError::Kind::Builder);
+    CHECK_THAT(wrong.error().message,
+               Catch::Contains("invalid cache entry") && Catch::Contains("library_sha256"));
     CHECK(count_entries(tmp / "cache") == 0);
+    CHECK(count_children(tmp / "cache" / "tmp") == 0);
 
-    auto throws = [](const fs::path& dir) -> std::expected<void, std::string> {
-        test::write_file(dir / "libk.so", "junk");
+    // A link in the staging directory is refused, never sealed.
+    test::write_file(tmp / "elsewhere.so", "bytes");
+    auto linked = cache.get_or_build(key, [&](const Staging& staging) -> BuildResult {
+        write_fake_entry(staging, key, "k", "bytes");
+        fs::create_symlink(tmp / "elsewhere.so", staging.path() / "extra.so");
+        return {};
+    });
+    REQUIRE_FALSE(linked.has_value());
+    CHECK_THAT(linked.error().message, Catch::Contains("extra.so is not a regular file"));
+    CHECK(count_entries(tmp / "cache") == 0);
+    CHECK(test::read_file(tmp / "elsewhere.so") == "bytes");
+
+    auto throws = [](const Staging& staging) -> BuildResult {
+        test::write_file(staging.path() / "libk.so", "junk");
         throw FatalError("nvcc not found", kExitToolchain);
     };
     CHECK_THROWS_AS(cache.get_or_build(key, throws), FatalError);
@@ -178,9 +303,9 @@ TEST_CASE("an entry published by someone else first wins", "[cache]") {
     Cache cache(tmp / "cache");
     std::string key = fake_key("race");
     // As if another machine, without working locks, published meanwhile.
-    auto r = cache.get_or_build(key, [&](const fs::path& dir) -> std::expected<void, std::string> {
-        write_fake_entry(cache.layout().entry_dir(key), key, "k", "THEIRS");
-        write_fake_entry(dir, key, "k", "OURS");
+    auto r = cache.get_or_build(key, [&](const Staging& staging) -> BuildResult {
+        write_fake_entry(entry_dir(cache, key), key, "k", "THEIRS");
+        write_fake_entry(staging, key, "k", "OURS");
         return {};
     });
     REQUIRE(r.has_value());
@@ -189,14 +314,52 @@ TEST_CASE("an entry published by someone else first wins", "[cache]") {
 
     // A corrupt competitor is replaced instead.
     std::string key2 = fake_key("race 2");
-    auto r2 =
-        cache.get_or_build(key2, [&](const fs::path& dir) -> std::expected<void, std::string> {
-            test::write_file(cache.layout().entry_dir(key2) / "manifest.json", "{");
-            write_fake_entry(dir, key2, "k", "OURS");
-            return {};
-        });
+    auto r2 = cache.get_or_build(key2, [&](const Staging& staging) -> BuildResult {
+        test::write_file(entry_dir(cache, key2) / "manifest.json", "{");
+        write_fake_entry(staging, key2, "k", "OURS");
+        return {};
+    });
     REQUIRE(r2.has_value());
     CHECK(test::read_file(r2->entry.library) == "OURS");
+    CHECK(count_children(tmp / "cache" / "tmp") == 0);
+}
+
+TEST_CASE("get_or_build with replace rebuilds an existing entry", "[cache]") {
+    test::TempDir tmp;
+    Cache cache(tmp / "cache");
+    std::string key = fake_key("replace");
+    int calls = 0;
+
+    // Nothing to replace yet: an ordinary build.
+    auto first = cache.get_or_build(key, fake_builder(key, "k", "version 1", &calls), true);
+    REQUIRE(first.has_value());
+    CHECK_FALSE(first->hit);
+    CHECK_FALSE(first->replaced_sha256.has_value());
+
+    auto second = cache.get_or_build(key, fake_builder(key, "k", "version 2", &calls), true);
+    REQUIRE(second.has_value());
+    CHECK_FALSE(second->hit);
+    CHECK(calls == 2);
+    REQUIRE(second->replaced_sha256.has_value());
+    CHECK(*second->replaced_sha256 == sha256_hex("version 1"));
+    CHECK(second->repaired.empty());
+    CHECK(test::read_file(second->entry.library) == "version 2");
+    CHECK(count_entries(tmp / "cache") == 1);
+    CHECK(count_children(tmp / "cache" / "tmp") == 0);
+
+    auto hit = cache.get_or_build(key, fake_builder(key, "k", "version 3", &calls));
+    REQUIRE(hit.has_value());
+    CHECK(hit->hit);
+    CHECK(calls == 2);
+    CHECK(test::read_file(hit->entry.library) == "version 2");
+
+    // A failed replacement keeps the entry there was.
+    auto failed = cache.get_or_build(
+        key, [](const Staging&) -> BuildResult { return std::unexpected(std::string("no")); },
+        true);
+    REQUIRE_FALSE(failed.has_value());
+    CHECK(test::read_file(entry_dir(cache, key) / "libk.so") == "version 2");
+    CHECK(cache.lookup(key).has_value());
 }
 
 // ------------------------------------------------------------- concurrency
@@ -210,13 +373,12 @@ TEST_CASE("eight processes building one key: one build, one entry, all succeed",
         children.push_back(test::fork_child([&] {
             while (!fs::exists(go)) std::this_thread::sleep_for(1ms);
             Cache cache(root);
-            auto r = cache.get_or_build(
-                key, [&](const fs::path& dir) -> std::expected<void, std::string> {
-                    append_line(builds, "built\n");
-                    std::this_thread::sleep_for(200ms);
-                    write_fake_entry(dir, key, "k", "the library");
-                    return {};
-                });
+            auto r = cache.get_or_build(key, [&](const Staging& staging) -> BuildResult {
+                append_line(builds, "built\n");
+                std::this_thread::sleep_for(200ms);
+                write_fake_entry(staging, key, "k", "the library");
+                return {};
+            });
             if (!r || test::read_file(r->entry.library) != "the library") return 1;
             return r->hit ? 10 : 0;
         }));
@@ -241,7 +403,7 @@ TEST_CASE("a builder waiting on a busy key gives up with a message naming the lo
     Cache cache(root, CacheOptions{.lock_timeout = 300ms});
     test::ReadySignal ready;
     pid_t holder = test::fork_child([&] {
-        auto lock = FileLock::acquire(cache.layout().lock_file(key), 5s);
+        auto lock = FileLock::acquire(cache.dir(), CacheLayout::lock(key), 5s);
         if (!lock) return 1;
         ready.notify();
         pause();
@@ -253,7 +415,8 @@ TEST_CASE("a builder waiting on a busy key gives up with a message naming the lo
     test::wait_child(holder);
     REQUIRE_FALSE(r.has_value());
     CHECK(r.error().kind == CacheError::Kind::LockTimeout);
-    CHECK_THAT(r.error().message, Catch::Contains(cache.layout().lock_file(key).string()));
+    CHECK_THAT(r.error().message,
+               Catch::Contains(cache.layout().path(CacheLayout::lock(key)).string()));
     CHECK_THAT(r.error().message, Catch::Contains("pid " + std::to_string(holder)));
 }
 
@@ -264,13 +427,12 @@ TEST_CASE("a waiting builder uses the entry the lock holder published", "[cache]
     test::ReadySignal ready;
     pid_t first = test::fork_child([&] {
         Cache cache(root);
-        auto r =
-            cache.get_or_build(key, [&](const fs::path& dir) -> std::expected<void, std::string> {
-                ready.notify();
-                std::this_thread::sleep_for(300ms);
-                write_fake_entry(dir, key, "k", "from the first");
-                return {};
-            });
+        auto r = cache.get_or_build(key, [&](const Staging& staging) -> BuildResult {
+            ready.notify();
+            std::this_thread::sleep_for(300ms);
+            write_fake_entry(staging, key, "k", "from the first");
+            return {};
+        });
         return r ? 0 : 1;
     });
     REQUIRE(ready.wait());
@@ -291,8 +453,8 @@ TEST_CASE("a builder killed with SIGKILL blocks nobody and leaves only a temp di
     test::ReadySignal ready;
     pid_t victim = test::fork_child([&] {
         Cache cache(root);
-        cache.get_or_build(key, [&](const fs::path& dir) -> std::expected<void, std::string> {
-            test::write_file(dir / "libk.so", "half written");
+        (void)cache.get_or_build(key, [&](const Staging& staging) -> BuildResult {
+            test::write_file(staging.path() / "libk.so", "half written");
             ready.notify();
             pause();
             return {};
@@ -313,37 +475,49 @@ TEST_CASE("a builder killed with SIGKILL blocks nobody and leaves only a temp di
     CHECK(std::chrono::steady_clock::now() - start < 1s);
 
     // Young staging directories are kept (another machine may own them)...
-    CHECK(cache.verify().stale_temps_removed == 0);
+    CHECK(cache.verify().value().stale_temps_removed == 0);
     CHECK(count_children(root / "tmp") == 1);
     // ...old ones whose lock is free are removed.
     Cache sweeper(root, CacheOptions{.stale_temp_age = 0s});
-    CHECK(sweeper.verify().stale_temps_removed == 1);
+    CHECK(sweeper.verify().value().stale_temps_removed == 1);
     CHECK(count_children(root / "tmp") == 0);
     CHECK(sweeper.lookup(key).has_value());
 }
 
-TEST_CASE("stale-temp cleanup spares directories whose build still holds the lock", "[cache]") {
+TEST_CASE("stale-temp cleanup spares live builds and names that are not bekc's", "[cache]") {
     test::TempDir tmp;
     fs::path root = tmp / "cache";
+    REQUIRE(Cache(root).ensure_created().has_value());  // maintenance needs the marker
     std::string key = fake_key("in progress");
-    fs::path staging = root / "tmp" / (key + ".host.1.abc");
-    fs::path trash = root / "tmp" / "trash.host.1.abc";
-    fs::path scratch = root / "tmp" / "build.host.1.abc";
+    std::string suffix = "host.1.0123456789abcdef";
+    fs::path staging = root / "tmp" / (key + "." + suffix);
+    fs::path trash = root / "tmp" / ("trash." + suffix);
+    fs::path scratch = root / "tmp" / ("scratch." + suffix);
+    fs::path runtime = root / "tmp" / ("runtime." + suffix);
     test::write_file(staging / "libk.so", "x");
     test::write_file(trash / "old" / "libk.so", "x");
     test::write_file(scratch / "k.o", "x");
+    test::write_file(runtime / "include" / "bekc.h", "x");
+    // Not bekc's names: never removed, however old.
+    test::write_file(root / "tmp" / "notes.txt", "mine");
+    test::write_file(root / "tmp" / "build.host.1.abc" / "k.o", "mine");
+    test::write_file(root / "tmp" / (key + ".host.12.zzzz") / "k.o", "mine");
 
-    CHECK(Cache(root).verify().stale_temps_removed == 0);  // all younger than an hour
+    CHECK(Cache(root).verify().value().stale_temps_removed == 0);  // all younger than an hour
     Cache cache(root, CacheOptions{.stale_temp_age = 0s});
-    auto lock = FileLock::acquire(cache.layout().lock_file(key), 1s);
+    auto lock = FileLock::acquire(cache.dir(), CacheLayout::lock(key), 1s);
     REQUIRE(lock.has_value());
-    CHECK(cache.verify().stale_temps_removed == 2);
+    CHECK(cache.verify().value().stale_temps_removed == 3);
     CHECK(fs::exists(staging));
     CHECK_FALSE(fs::exists(trash));
     CHECK_FALSE(fs::exists(scratch));
+    CHECK_FALSE(fs::exists(runtime));
     lock->release();
-    CHECK(cache.verify().stale_temps_removed == 1);
+    CHECK(cache.verify().value().stale_temps_removed == 1);
     CHECK_FALSE(fs::exists(staging));
+    CHECK(test::read_file(root / "tmp" / "notes.txt") == "mine");
+    CHECK(fs::exists(root / "tmp" / "build.host.1.abc" / "k.o"));
+    CHECK(fs::exists(root / "tmp" / (key + ".host.12.zzzz") / "k.o"));
 }
 
 // ---------------------------------------------------------------- integrity
@@ -359,7 +533,8 @@ TEST_CASE("a truncated library is detected, reported and removed", "[cache]") {
     auto r = cache.lookup(key);
     REQUIRE_FALSE(r.has_value());
     CHECK(r.error().kind == Miss::Kind::Corrupt);
-    CHECK_THAT(r.error().reason, Catch::Contains("does not match library_sha256") &&
+    // The seal knows the size: no hashing needed to tell.
+    CHECK_THAT(r.error().reason, Catch::Contains("library libk.so has 1000 bytes, not 100000") &&
                                      Catch::Contains(built->entry.dir.string()));
     CHECK_FALSE(fs::exists(built->entry.dir));
     CHECK(cache.lookup(key).error().kind == Miss::Kind::Absent);
@@ -382,28 +557,51 @@ TEST_CASE("get_or_build rebuilds a corrupt entry and says why", "[cache]") {
 TEST_CASE("a bad manifest makes the entry corrupt", "[cache]") {
     test::TempDir tmp;
     Cache cache(tmp / "cache");
+    // Rewrites `file` in a fresh entry; with `reseal` the seal is made to
+    // agree, so what is checked is the manifest itself.
     auto corrupt_with = [&](const std::string& seed, const std::string& file,
-                            const std::string& text) {
+                            const std::string& text, bool reseal) {
         std::string key = fake_key(seed);
         auto built = cache.get_or_build(key, fake_builder(key, "k", "bytes"));
         REQUIRE(built.has_value());
         test::write_file(built->entry.dir / file, text);
+        if (reseal) REQUIRE(seal_dir(cache.dir(), CacheLayout::entry(key), "libk.so"));
         auto r = cache.lookup(key);
         REQUIRE_FALSE(r.has_value());
         CHECK(r.error().kind == Miss::Kind::Corrupt);
+        CHECK_FALSE(fs::exists(built->entry.dir));
         return r.error().reason;
     };
-    CHECK_THAT(corrupt_with("a", "manifest.json", "{\"schema\": 1, "),
+    // The seal catches any edit first.
+    CHECK_THAT(corrupt_with("edited", "manifest.json", "{\"schema\": 1, ", false),
+               Catch::Contains("manifest.json was modified after publishing"));
+    CHECK_THAT(corrupt_with("edited deps", "dependencies.json", "{\"headers\": [1]}", false),
+               Catch::Contains("dependencies.json was modified after publishing"));
+    // Manifests that are sealed as they are must still make sense.
+    CHECK_THAT(corrupt_with("a", "manifest.json", "{\"schema\": 1, ", true),
                Catch::Contains("manifest.json is not a JSON object"));
-    CHECK_THAT(corrupt_with("b", "manifest.json", R"({"schema": 2})"),
+    CHECK_THAT(corrupt_with("b", "manifest.json", R"({"schema": 2})", true),
                Catch::Contains("not schema 1"));
-    CHECK_THAT(corrupt_with("c", "manifest.no-cuda-graph.json", "[]"),
+    CHECK_THAT(corrupt_with("c", "manifest.no-cuda-graph.json", "[]", true),
                Catch::Contains("manifest.no-cuda-graph.json is not a JSON object"));
     CHECK_THAT(corrupt_with("d", "manifest.json",
                             R"({"schema": 1, "key": ")" + fake_key("d") +
                                 R"(", "library": "../../evil.so", "library_sha256": ")" +
-                                std::string(64, '0') + "\"}"),
+                                std::string(64, '0') + "\"}",
+                            true),
                Catch::Contains("names no library file inside the entry"));
+    CHECK_THAT(corrupt_with("e", "manifest.json",
+                            R"({"schema": 1, "key": ")" + fake_key("other") +
+                                R"(", "library": "libk.so", "library_sha256": ")" +
+                                sha256_hex("bytes") + "\"}",
+                            true),
+               Catch::Contains("manifest.json is for another key"));
+    CHECK_THAT(corrupt_with("f", "manifest.json",
+                            R"({"schema": 1, "key": ")" + fake_key("f") +
+                                R"(", "library": "libk.so", "library_sha256": ")" +
+                                std::string(64, '0') + "\"}",
+                            true),
+               Catch::Contains("name different libraries"));
 }
 
 TEST_CASE("the cheap check catches same-size rewrites with the mtime put back", "[cache]") {
@@ -417,7 +615,7 @@ TEST_CASE("the cheap check catches same-size rewrites with the mtime put back", 
     test::set_mtime(built->entry.library, mtime);
     auto r = cache.lookup(key);
     REQUIRE_FALSE(r.has_value());
-    CHECK_THAT(r.error().reason, Catch::Contains("does not match"));
+    CHECK_THAT(r.error().reason, Catch::Contains("library libk.so does not match its SHA-256"));
 }
 
 TEST_CASE("a touched but unchanged library still hits and refreshes the stamp", "[cache]") {
@@ -426,33 +624,193 @@ TEST_CASE("a touched but unchanged library still hits and refreshes the stamp", 
     std::string key = fake_key("touched");
     auto built = cache.get_or_build(key, fake_builder(key, "k", "same bytes"));
     REQUIRE(built.has_value());
+
+    // stamp.json: {"seal": 1, "files": {...}, "library": {...}}
+    auto stamp = nlohmann::json::parse(test::read_file(built->entry.dir / "stamp.json"));
+    CHECK(stamp["seal"] == 1);
+    CHECK(stamp["files"].size() == 4);
+    CHECK(stamp["files"]["libk.so"]["size"] == 10);
+    CHECK(stamp["files"]["libk.so"]["sha256"] == sha256_hex("same bytes"));
+    CHECK(stamp["files"].contains("manifest.json"));
+    CHECK(stamp["files"].contains("manifest.no-cuda-graph.json"));
+    CHECK(stamp["files"].contains("dependencies.json"));
+    CHECK_FALSE(stamp["files"].contains("last-use"));
+    CHECK(stamp["library"]["name"] == "libk.so");
+    CHECK(stamp["library"]["xxh128"] == xxh128_hex("same bytes"));
+    CHECK(stamp["library"]["mtime_ns"] == test::mtime_ns(built->entry.library));
+
     int64_t later = test::mtime_ns(built->entry.library) + 5'000'000'000;
     test::set_mtime(built->entry.library, later);
     REQUIRE(cache.lookup(key).has_value());
-    auto stamp = nlohmann::json::parse(test::read_file(built->entry.dir / "stamp.json"));
-    CHECK(stamp["mtime_ns"] == later);
+    stamp = nlohmann::json::parse(test::read_file(built->entry.dir / "stamp.json"));
+    CHECK(stamp["library"]["mtime_ns"] == later);
+    CHECK(stamp["files"]["libk.so"]["sha256"] == sha256_hex("same bytes"));
 }
 
-TEST_CASE("verify hashes every library and removes bad entries", "[cache]") {
+TEST_CASE("verify hashes every file and removes bad entries", "[cache]") {
     test::TempDir tmp;
     Cache cache(tmp / "cache");
-    std::string good = fake_key("good"), bad = fake_key("bad");
+    std::string good = fake_key("good"), bad = fake_key("bad"), unsealed = fake_key("unsealed");
     REQUIRE(cache.get_or_build(good, fake_builder(good, "g", "good bytes")).has_value());
     auto b = cache.get_or_build(bad, fake_builder(bad, "b", "bad bytes"));
     REQUIRE(b.has_value());
-    // Same size, same mtime and a rewritten stamp: only a full hash can tell.
-    int64_t mtime = test::mtime_ns(b->entry.library);
-    test::write_file(b->entry.library, "BAD bytes");
-    test::set_mtime(b->entry.library, mtime);
-    std::filesystem::remove(b->entry.dir / "stamp.json");
+    auto u = cache.get_or_build(unsealed, fake_builder(unsealed, "u", "old bytes"));
+    REQUIRE(u.has_value());
 
-    VerifyReport report = cache.verify();
-    CHECK(report.checked == 2);
-    REQUIRE(report.removed.size() == 1);
-    CHECK(report.removed[0].first == bad);
-    CHECK_THAT(report.removed[0].second, Catch::Contains("does not match"));
+    // Same size, and the library's stamp made to agree with its new stat and
+    // XXH3: a hit trusts it, only the SHA-256 of verify can tell.
+    test::write_file(b->entry.library, "BAD bytes");
+    fs::path bad_rel = CacheLayout::entry(bad);
+    auto seal = Seal::read(cache.dir(), bad_rel);
+    REQUIRE(seal.has_value());
+    seal->library->stat = cache.dir().stat(bad_rel / "libb.so")->file;
+    seal->library->xxh128 = xxh128_hex("BAD bytes");
+    REQUIRE(seal->write(cache.dir(), bad_rel).has_value());
+    REQUIRE(cache.lookup(bad).has_value());
+
+    // An entry without a seal (an older bekc's) is checked against its
+    // manifest's library_sha256.
+    int64_t mtime = test::mtime_ns(u->entry.library);
+    test::write_file(u->entry.library, "OLD bytes");
+    test::set_mtime(u->entry.library, mtime);
+    fs::remove(u->entry.dir / "stamp.json");
+
+    auto report = cache.verify();
+    REQUIRE(report.has_value());
+    CHECK(report->checked == 3);
+    REQUIRE(report->removed.size() == 2);
+    std::map<std::string, std::string> removed(report->removed.begin(), report->removed.end());
+    REQUIRE(removed.count("entry " + bad));
+    CHECK_THAT(removed["entry " + bad],
+               Catch::Contains("library libb.so does not match its SHA-256"));
+    REQUIRE(removed.count("entry " + unsealed));
+    CHECK_THAT(removed["entry " + unsealed], Catch::Contains("does not match library_sha256"));
     CHECK(cache.lookup(good).has_value());
     CHECK(cache.lookup(bad).error().kind == Miss::Kind::Absent);
+    CHECK(cache.lookup(unsealed).error().kind == Miss::Kind::Absent);
+}
+
+TEST_CASE("an entry without a seal is checked and sealed on its first hit", "[cache]") {
+    test::TempDir tmp;
+    Cache cache(tmp / "cache");
+    std::string key = fake_key("legacy");
+    REQUIRE(cache.ensure_created().has_value());
+    write_fake_entry(entry_dir(cache, key), key, "k", "legacy bytes");
+    CHECK_FALSE(fs::exists(entry_dir(cache, key) / "stamp.json"));
+    auto hit = cache.lookup(key);
+    REQUIRE(hit.has_value());
+    CHECK(hit->name == "k");
+    auto stamp = nlohmann::json::parse(test::read_file(entry_dir(cache, key) / "stamp.json"));
+    CHECK(stamp["seal"] == 1);
+    CHECK(stamp["files"]["libk.so"]["sha256"] == sha256_hex("legacy bytes"));
+    CHECK(cache.lookup(key).has_value());
+}
+
+TEST_CASE("links planted in the cache are never served or followed", "[cache]") {
+    test::TempDir tmp;
+    Cache cache(tmp / "cache");
+    fs::path outside = tmp / "outside";
+    std::string key = fake_key("planted");
+
+    SECTION("an entry directory that is a link") {
+        REQUIRE(cache.ensure_created().has_value());
+        write_fake_entry(outside, key, "k", "outside bytes");
+        fs::create_directories(entry_dir(cache, key).parent_path());
+        fs::create_directory_symlink(outside, entry_dir(cache, key));
+        auto r = cache.lookup(key);
+        REQUIRE_FALSE(r.has_value());
+        CHECK(r.error().kind == Miss::Kind::Corrupt);
+        CHECK_FALSE(fs::exists(fs::symlink_status(entry_dir(cache, key))));  // the link went
+        CHECK(test::read_file(outside / "libk.so") == "outside bytes");
+        CHECK_FALSE(fs::exists(outside / "stamp.json"));  // not sealed through the link
+        CHECK_FALSE(fs::exists(outside / "last-use"));
+        auto built = cache.get_or_build(key, fake_builder(key, "k", "own bytes"));
+        REQUIRE(built.has_value());
+        CHECK(test::read_file(built->entry.library) == "own bytes");
+        CHECK(test::read_file(outside / "libk.so") == "outside bytes");
+    }
+    SECTION("a library that is a link to the same bytes") {
+        auto built = cache.get_or_build(key, fake_builder(key, "k", "the bytes"));
+        REQUIRE(built.has_value());
+        test::write_file(outside / "libk.so", "the bytes");
+        fs::remove(built->entry.library);
+        fs::create_symlink(outside / "libk.so", built->entry.library);
+        auto r = cache.lookup(key);
+        REQUIRE_FALSE(r.has_value());
+        CHECK_THAT(r.error().reason, Catch::Contains("library libk.so is missing"));
+        CHECK_FALSE(fs::exists(built->entry.dir));
+        CHECK(test::read_file(outside / "libk.so") == "the bytes");
+    }
+    SECTION("a last-use that is a link") {
+        REQUIRE(cache.get_or_build(key, fake_builder(key, "k", "bytes")).has_value());
+        test::write_file(outside / "mine", "mine");
+        int64_t old = now_ns() - 3600'000'000'000;
+        test::set_mtime(outside / "mine", old);
+        fs::remove(last_use(cache, key));
+        fs::create_symlink(outside / "mine", last_use(cache, key));
+        REQUIRE(cache.lookup(key).has_value());  // still a hit; the link is not touched
+        CHECK(test::mtime_ns(outside / "mine") == old);
+        CHECK(fs::is_symlink(last_use(cache, key)));
+        CHECK(cache.list().value().size() == 1);
+    }
+    SECTION("tmp/ that is a link") {
+        fs::create_directories(outside);
+        fs::create_directories(tmp / "cache");
+        fs::create_directory_symlink(outside, tmp / "cache" / "tmp");
+        auto r = cache.get_or_build(key, fake_builder(key, "k", "bytes"));
+        REQUIRE_FALSE(r.has_value());
+        CHECK(r.error().kind == CacheError::Kind::Io);
+        CHECK_THAT(r.error().message, Catch::Contains((tmp / "cache" / "tmp").string()) &&
+                                          Catch::Contains("symbolic link"));
+        CHECK(count_children(outside) == 0);
+        CHECK(count_entries(tmp / "cache") == 0);
+    }
+}
+
+TEST_CASE("refreshing a seal never re-creates a directory removed meanwhile", "[cache]") {
+    test::TempDir tmp;
+    CacheDir dir(tmp.path());
+    test::write_file(tmp / "d" / "f", "bytes");
+    auto seal = seal_dir(dir, "d", "f");
+    REQUIRE(seal.has_value());
+    fs::remove_all(tmp / "d");  // as prune or verify does, between a check and its restamp
+    CHECK_FALSE(seal->write(dir, "d").has_value());
+    CHECK_FALSE(fs::exists(tmp / "d"));
+}
+
+TEST_CASE("ensure_tree builds a sealed tree once and repairs a damaged one", "[cache]") {
+    test::TempDir tmp;
+    Cache cache(tmp / "cache");
+    fs::path rel = CacheLayout::runtime_include("0123456789abcdef");
+    fs::path lock = CacheLayout::named_lock("runtime.0123456789abcdef");
+    int calls = 0;
+    Builder build = [&](const Staging& staging) -> BuildResult {
+        ++calls;
+        if (auto w = staging.write("bekc.h", "#pragma once\n"); !w) return w;
+        return staging.write(fs::path("detail") / "x.h", "int x;\n");
+    };
+    auto tree = cache.ensure_tree(rel, lock, build);
+    REQUIRE(tree.has_value());
+    CHECK(*tree == cache.layout().path(rel));
+    CHECK(test::read_file(*tree / "detail" / "x.h") == "int x;\n");
+    CHECK(fs::exists(*tree / "stamp.json"));
+    CHECK(cache.ensure_tree(rel, lock, build).has_value());
+    CHECK(calls == 1);
+
+    test::write_file(*tree / "bekc.h", "#pragma twice\n");
+    auto repaired = cache.ensure_tree(rel, lock, build);
+    REQUIRE(repaired.has_value());
+    CHECK(calls == 2);
+    CHECK(test::read_file(*tree / "bekc.h") == "#pragma once\n");
+    CHECK(count_children(tmp / "cache" / "tmp") == 0);
+
+    auto failed = cache.ensure_tree(
+        CacheLayout::runtime_include("fedcba9876543210"), lock,
+        [](const Staging&) -> BuildResult { return std::unexpected(std::string("no headers")); });
+    REQUIRE_FALSE(failed.has_value());
+    CHECK(failed.error().kind == CacheError::Kind::Builder);
+    CHECK(failed.error().message == "no headers");
+    CHECK(count_children(tmp / "cache" / "tmp") == 0);
 }
 
 // ------------------------------------------------------------- direct mode
@@ -587,7 +945,8 @@ TEST_CASE("direct mode keeps a handful of records per direct key", "[cache][dire
         DirectInputs in{fake_key("full " + std::to_string(i)), {{f.a, sha256_hex(text)}}, {}};
         REQUIRE(cache.record_direct(f.direct_key, in).has_value());
     }
-    auto records = nlohmann::json::parse(test::read_file(cache.layout().direct_file(f.direct_key)));
+    auto records = nlohmann::json::parse(
+        test::read_file(cache.layout().path(CacheLayout::direct_record(f.direct_key))));
     CHECK(records["records"].size() == kMaxDirectRecords);
     test::write_file(f.a, "#define A 5\n");
     CHECK(cache.lookup_direct(f.direct_key).key == fake_key("full 5"));
@@ -608,15 +967,13 @@ TEST_CASE("prune removes least recently used entries first", "[cache]") {
                 .has_value());
     }
     int64_t now = now_ns();
-    for (int i = 0; i < 3; ++i) {
-        test::set_mtime(cache.layout().entry_dir(keys[i]) / "last-use",
-                        now - (300 - 100 * i) * 1'000'000'000LL);
-    }
+    for (int i = 0; i < 3; ++i)
+        test::set_mtime(last_use(cache, keys[i]), now - (300 - 100 * i) * 1'000'000'000LL);
     REQUIRE(cache.lookup(keys[0]).has_value());  // a hit makes "a" the newest
 
-    CacheStats before = cache.stats();
+    CacheStats before = cache.stats().value();
     CHECK(before.entries == 3);
-    PruneReport report = cache.prune(before.bytes - 1);
+    PruneReport report = cache.prune(before.bytes - 1).value();
     CHECK(report.entries_removed == 1);
     CHECK(report.bytes_before == before.bytes);
     CHECK(report.bytes_after < before.bytes);
@@ -624,8 +981,31 @@ TEST_CASE("prune removes least recently used entries first", "[cache]") {
     CHECK(cache.lookup(keys[0]).has_value());
     CHECK(cache.lookup(keys[2]).has_value());
 
-    CHECK(cache.prune(0).entries_removed == 2);
-    CHECK(cache.stats().entries == 0);
+    CHECK(cache.prune(0).value().entries_removed == 2);
+    CHECK(cache.stats().value().entries == 0);
+}
+
+TEST_CASE("prune spares an entry whose key lock is held", "[cache]") {
+    test::TempDir tmp;
+    Cache cache(tmp / "cache");
+    std::string held = fake_key("held"), free = fake_key("free");
+    REQUIRE(cache.get_or_build(held, fake_builder(held, "h", std::string(5000, 'h'))).has_value());
+    REQUIRE(cache.get_or_build(free, fake_builder(free, "f", std::string(5000, 'f'))).has_value());
+    // The held entry is the older: it would go first.
+    test::set_mtime(last_use(cache, held), now_ns() - 600'000'000'000LL);
+    {
+        auto lock = FileLock::acquire(cache.dir(), CacheLayout::lock(held), 1s);
+        REQUIRE(lock.has_value());
+        auto report = cache.prune(0);
+        REQUIRE(report.has_value());
+        CHECK(report->entries_removed == 1);
+        CHECK(fs::exists(entry_dir(cache, held)));
+        CHECK_FALSE(fs::exists(entry_dir(cache, free)));
+        CHECK(fs::exists(cache.layout().path(CacheLayout::lock(held))));  // not an idle lock
+    }
+    CHECK(cache.prune(0).value().entries_removed == 1);
+    CHECK_FALSE(fs::exists(entry_dir(cache, held)));
+    CHECK(count_children(tmp / "cache" / "locks" / held.substr(0, 2)) == 0);
 }
 
 TEST_CASE("list and clear work by manifest name", "[cache]") {
@@ -635,30 +1015,211 @@ TEST_CASE("list and clear work by manifest name", "[cache]") {
     REQUIRE(cache.get_or_build(k1, fake_builder(k1, "alpha", "one")).has_value());
     REQUIRE(cache.get_or_build(k2, fake_builder(k2, "alpha", "two")).has_value());
     REQUIRE(cache.get_or_build(k3, fake_builder(k3, "beta", "three")).has_value());
-    test::set_mtime(cache.layout().entry_dir(k3) / "last-use", now_ns() + 1'000'000'000);
+    test::set_mtime(last_use(cache, k3), now_ns() + 1'000'000'000);
 
-    auto entries = cache.list();
+    auto entries = cache.list().value();
     REQUIRE(entries.size() == 3);
     CHECK(entries[0].key == k3);  // newest first
     CHECK(entries[0].name == "beta");
+    CHECK(entries[0].dir == entry_dir(cache, k3));
     CHECK(entries[0].targets == 1);
     CHECK(entries[0].bytes > 5);
     CHECK(entries[0].problem.empty());
 
-    CHECK(cache.clear("alpha") == 2);
-    REQUIRE(cache.list().size() == 1);
-    CHECK(cache.list()[0].name == "beta");
+    CHECK(cache.clear("alpha").value() == 2);
+    REQUIRE(cache.list().value().size() == 1);
+    CHECK(cache.list().value()[0].name == "beta");
 
     std::string dk = fake_key("direct");
     test::write_file(tmp / "h.h", "x");
     REQUIRE(cache.record_direct(dk, DirectInputs{k3, {{tmp / "h.h", ""}}, {}}).has_value());
-    CHECK(cache.stats().direct_records == 1);
-    CHECK(cache.clear() == 1);
-    CacheStats stats = cache.stats();
+    cache.write_memo(CacheLayout::tool_memo(), "{}");
+    CHECK(cache.stats().value().direct_records == 1);
+    CHECK(cache.clear().value() == 1);
+    CacheStats stats = cache.stats().value();
     CHECK(stats.entries == 0);
     CHECK(stats.direct_records == 0);
-    CHECK(stats.bytes == 0);
+    CHECK(stats.entry_bytes == 0);
+    // What stays is what marks the directory as a bekc cache.
+    CHECK(stats.bytes == fs::file_size(tmp / "cache" / "bekc-cache.json") +
+                             fs::file_size(tmp / "cache" / "CACHEDIR.TAG"));
+    CHECK_FALSE(fs::exists(tmp / "cache" / "tools.json"));
     CHECK(count_children(tmp / "cache" / "locks" / k3.substr(0, 2)) == 0);
+}
+
+TEST_CASE("maintenance works only on a directory that is a bekc cache", "[cache]") {
+    test::TempDir tmp;
+
+    SECTION("a missing directory is an empty cache") {
+        Cache cache(tmp / "missing");
+        auto is = cache.is_cache();
+        REQUIRE(is.has_value());
+        CHECK_FALSE(*is);
+        CHECK(cache.list().value().empty());
+        CHECK(cache.stats().value().bytes == 0);
+        CHECK(cache.clear().value() == 0);
+        CHECK(cache.prune(0).value().entries_removed == 0);
+        CHECK(cache.verify().value().checked == 0);
+        CHECK_FALSE(fs::exists(tmp / "missing"));
+    }
+    SECTION("a foreign directory is refused, and left as it is") {
+        fs::path root = tmp / "home";
+        std::string key = fake_key("looks like ours");
+        test::write_file(root / "notes.txt", "mine");
+        test::write_file(root / "tmp" / ("trash." + unique_suffix()) / "f", "mine");
+        write_fake_entry(root / "entries" / key.substr(0, 2) / key.substr(2), key, "k", "x");
+        test::write_file(root / "CACHEDIR.TAG",
+                         "Signature: 8a477f597d28d172789f06886806bc55\n"
+                         "# created by some other tool\n");
+        Cache cache(root, CacheOptions{.stale_temp_age = 0s});
+        auto is = cache.is_cache();
+        REQUIRE_FALSE(is.has_value());
+        CHECK_THAT(is.error(), Catch::Contains(root.string()) &&
+                                   Catch::Contains("is not a bekc cache") &&
+                                   Catch::Contains("bekc-cache.json"));
+        CHECK_THAT(cache.clear().error(), Catch::Contains(root.string()));
+        CHECK_FALSE(cache.prune(0).has_value());
+        CHECK_FALSE(cache.verify().has_value());
+        CHECK_FALSE(cache.list().has_value());
+        CHECK_FALSE(cache.stats().has_value());
+        CHECK(test::read_file(root / "notes.txt") == "mine");
+        CHECK(count_children(root / "tmp") == 1);
+        CHECK(count_entries(root) == 1);
+        CHECK_FALSE(fs::exists(root / "bekc-cache.json"));
+    }
+    SECTION("a file where the cache should be is refused") {
+        test::write_file(tmp / "file", "x");
+        auto is = Cache(tmp / "file").is_cache();
+        REQUIRE_FALSE(is.has_value());
+        CHECK_THAT(is.error(), Catch::Contains((tmp / "file").string()));
+    }
+    SECTION("a cache of an older bekc, with only its CACHEDIR.TAG, gets the marker") {
+        fs::path root = tmp / "old";
+        test::write_file(root / "CACHEDIR.TAG",
+                         "Signature: 8a477f597d28d172789f06886806bc55\n"
+                         "# This file is a cache directory tag created by bekc.\n");
+        Cache cache(root);
+        auto is = cache.is_cache();
+        REQUIRE(is.has_value());
+        CHECK(*is);
+        REQUIRE(fs::exists(root / "bekc-cache.json"));
+        CHECK(nlohmann::json::parse(test::read_file(root / "bekc-cache.json"))["bekc_cache"] == 1);
+        CHECK(cache.list().has_value());
+    }
+    SECTION("a marker that is not bekc's is refused") {
+        fs::path root = tmp / "odd";
+        for (std::string marker : {"{\"bekc_cache\": 2}", "{\"bekc_cache\": \"1\"}",
+                                   "{\"bekc_cache\": null}", "[1]", "not json"}) {
+            INFO(marker);
+            test::write_file(root / "bekc-cache.json", marker);
+            auto is = Cache(root).is_cache();
+            REQUIRE_FALSE(is.has_value());
+            CHECK_THAT(is.error(), Catch::Contains("is not a bekc cache"));
+        }
+    }
+    SECTION("a cache bekc made is one") {
+        Cache cache(tmp / "made");
+        REQUIRE(cache.ensure_created().has_value());
+        CHECK(cache.is_cache().value());
+        CHECK(fs::exists(tmp / "made" / "CACHEDIR.TAG"));
+    }
+}
+
+TEST_CASE("the size limit comes from the environment, the marker, or the default", "[cache]") {
+    test::TempDir tmp;
+    Cache cache(tmp / "cache");
+    std::map<std::string, std::string> env;
+    EnvLookup lookup = [&](std::string_view name) -> std::optional<std::string> {
+        auto it = env.find(std::string(name));
+        return it == env.end() ? std::nullopt : std::optional(it->second);
+    };
+    CHECK(cache.size_limit(lookup).value().bytes == kDefaultMaxCacheSize);
+    CHECK(cache.size_limit(lookup).value().source == "default");
+    REQUIRE(cache.store_size_limit(2'000'000).has_value());
+    CHECK(cache.size_limit(lookup).value().bytes == 2'000'000);
+    CHECK(cache.size_limit(lookup).value().source == "bekc-cache.json");
+    CHECK(cache.is_cache().value());  // the marker keeps what makes it one
+    env["BEKC_CACHE_MAX_SIZE"] = "1M";
+    CHECK(cache.size_limit(lookup).value().bytes == 1'000'000);
+    CHECK(cache.size_limit(lookup).value().source == "BEKC_CACHE_MAX_SIZE");
+    env["BEKC_CACHE_MAX_SIZE"] = "lots";
+    CHECK_THAT(cache.size_limit(lookup).error(), Catch::Contains("BEKC_CACHE_MAX_SIZE"));
+    env.clear();
+    test::write_file(tmp / "cache" / "bekc-cache.json", R"({"bekc_cache": 1, "max_size": "1G"})");
+    CHECK_THAT(cache.size_limit(lookup).error(), Catch::Contains("max_size"));
+}
+
+TEST_CASE("enforce_limit keeps the cache under its limit, sparing recent entries", "[cache]") {
+    test::TempDir tmp;
+    fs::path root = tmp / "cache";
+    std::vector<std::string> keys;
+    std::vector<Entry> entries;
+    auto build_all = [&](Cache& cache) {
+        for (std::string seed : {"a", "b", "c", "d"}) {
+            keys.push_back(fake_key(seed));
+            auto built = cache.get_or_build(
+                keys.back(), fake_builder(keys.back(), seed, std::string(20000, 'x')));
+            REQUIRE(built.has_value());
+            entries.push_back(built->entry);
+        }
+    };
+    auto exists = [&](size_t i) { return fs::exists(entries[i].dir); };
+    auto age = [&](Cache& cache, size_t i, int64_t seconds) {
+        test::set_mtime(last_use(cache, keys[i]), now_ns() - seconds * 1'000'000'000LL);
+    };
+
+    SECTION("oldest first, never the entry just published") {
+        Cache cache(root, CacheOptions{.recent_use = 0s});
+        build_all(cache);
+        // "d" was just published but is the oldest by last use.
+        age(cache, 3, 4000);
+        age(cache, 0, 3000);
+        age(cache, 1, 2000);
+        age(cache, 2, 1000);
+        uint64_t total = cache.stats().value().bytes;
+        uint64_t entry = cache.list().value()[0].bytes;
+        uint64_t rest = total - 4 * entry;
+        // Room for two and a half entries after the prune (to 90% of the limit).
+        uint64_t limit = (rest + 2 * entry + entry / 2) * 10 / 9 + 10;
+        CHECK_FALSE(cache.enforce_limit(entries[3], "", limit).has_value());
+        CHECK(cache.stats().value().bytes <= limit);
+        CHECK_FALSE(exists(0));
+        CHECK_FALSE(exists(1));
+        CHECK(exists(2));
+        CHECK(exists(3));
+        CHECK(fs::exists(root / "size.json"));
+        // Under the limit now: nothing more goes.
+        CHECK_FALSE(cache.enforce_limit(entries[2], "", limit).has_value());
+        CHECK(exists(2));
+        CHECK(exists(3));
+    }
+    SECTION("entries used within recent_use stay, even over the limit") {
+        Cache cache(root, CacheOptions{.recent_use = 60s});
+        build_all(cache);
+        age(cache, 0, 3000);
+        age(cache, 1, 2000);
+        // "c" and "d" were used within the last minute.
+        CHECK_FALSE(cache.enforce_limit(entries[3], "", 1).has_value());
+        CHECK_FALSE(exists(0));
+        CHECK_FALSE(exists(1));
+        CHECK(exists(2));
+        CHECK(exists(3));
+        CHECK(cache.stats().value().entries == 2);
+    }
+    SECTION("with the default recent_use, entries just built all stay") {
+        Cache cache(root);
+        build_all(cache);
+        for (const auto& key : keys) REQUIRE(cache.lookup(key).has_value());  // used just now
+        CHECK_FALSE(cache.enforce_limit(entries[0], "", 1).has_value());
+        for (size_t i = 0; i < 4; ++i) CHECK(exists(i));
+    }
+    SECTION("no limit, no work") {
+        Cache cache(root, CacheOptions{.recent_use = 0s});
+        build_all(cache);
+        CHECK_FALSE(cache.enforce_limit(entries[0], "", 0).has_value());
+        for (size_t i = 0; i < 4; ++i) CHECK(exists(i));
+        CHECK_FALSE(fs::exists(root / "size.json"));
+    }
 }
 
 // ------------------------------------------------------------------- sizes

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "../helpers/fatal.hpp"
 #include "../helpers/temp_dir.hpp"
 #include "plan/inputs.hpp"
 #include "util/error.hpp"
@@ -14,16 +15,9 @@ using bekc::test::write_file;
 
 namespace {
 
-// The message of the FatalError `f` throws, or "<no error>".
 template <typename F>
 std::string fatal(F&& f) {
-    try {
-        f();
-    } catch (const FatalError& e) {
-        CHECK(e.exit_code() == kExitUsage);
-        return e.what();
-    }
-    return "<no error>";
+    return test::fatal_message(std::forward<F>(f));
 }
 
 std::vector<std::string> names(const std::vector<fs::path>& paths) {
@@ -163,8 +157,8 @@ TEST_CASE("inputs: --functions JSON errors", "[inputs]") {
         return fatal([&] { read_functions_json(p); });
     };
     CHECK(fatal([&] { read_functions_json(dir / "missing.json"); }) ==
-          (dir / "missing.json").string() +
-              ": error: cannot read --functions file: No such file or directory");
+          "bekc: error: --functions: cannot read " + (dir / "missing.json").string() +
+              ": No such file or directory");
     CHECK(with("{\"f\": [\"arg\",]}")
               .rfind(at + "not valid JSON: parse error at line 1, column 14: ", 0) == 0);
     CHECK(with("[\"f\"]") == at + "not a JSON object" + shape);

@@ -14,26 +14,28 @@ using Clock = std::chrono::steady_clock;
 
 TEST_CASE("a lock is exclusive and released on destruction", "[lock]") {
     test::TempDir tmp;
-    fs::path path = tmp / "locks" / "ab" / "key.lock";
+    CacheDir dir(tmp.path());
+    fs::path rel = fs::path("locks") / "ab" / "key.lock";
     {
-        auto held = FileLock::acquire(path, 1s);
+        auto held = FileLock::acquire(dir, rel, 1s);
         REQUIRE(held.has_value());
-        CHECK(fs::exists(path));
+        CHECK(held->path() == tmp / rel);
+        CHECK(fs::exists(tmp / rel));
         // flock excludes other open file descriptions, even in one process.
-        CHECK_FALSE(FileLock::try_acquire(path).has_value());
-        auto waited = FileLock::acquire(path, 100ms);
+        CHECK_FALSE(FileLock::try_acquire(dir, rel).has_value());
+        auto waited = FileLock::acquire(dir, rel, 100ms);
         REQUIRE_FALSE(waited.has_value());
         CHECK(waited.error().timed_out);
     }
-    CHECK(FileLock::try_acquire(path).has_value());
+    CHECK(FileLock::try_acquire(dir, rel).has_value());
 }
 
 TEST_CASE("a waiting process gets the lock when the holder releases it", "[lock]") {
     test::TempDir tmp;
-    fs::path path = tmp / "key.lock";
+    CacheDir dir(tmp.path());
     test::ReadySignal ready;
     pid_t child = test::fork_child([&] {
-        auto lock = FileLock::acquire(path, 5s);
+        auto lock = FileLock::acquire(dir, "key.lock", 5s);
         if (!lock) return 1;
         ready.notify();
         std::this_thread::sleep_for(300ms);
@@ -41,7 +43,7 @@ TEST_CASE("a waiting process gets the lock when the holder releases it", "[lock]
     });
     REQUIRE(ready.wait());
     auto start = Clock::now();
-    auto lock = FileLock::acquire(path, 10s);
+    auto lock = FileLock::acquire(dir, "key.lock", 10s);
     CHECK(lock.has_value());
     CHECK(Clock::now() - start >= 150ms);
     CHECK(test::wait_child(child) == 0);
@@ -49,10 +51,10 @@ TEST_CASE("a waiting process gets the lock when the holder releases it", "[lock]
 
 TEST_CASE("timing out names the lock file and its holder", "[lock]") {
     test::TempDir tmp;
-    fs::path path = tmp / "key.lock";
+    CacheDir dir(tmp.path());
     test::ReadySignal ready;
     pid_t child = test::fork_child([&] {
-        auto lock = FileLock::acquire(path, 5s);
+        auto lock = FileLock::acquire(dir, "key.lock", 5s);
         if (!lock) return 1;
         ready.notify();
         pause();
@@ -60,7 +62,7 @@ TEST_CASE("timing out names the lock file and its holder", "[lock]") {
     });
     REQUIRE(ready.wait());
     auto start = Clock::now();
-    auto lock = FileLock::acquire(path, 200ms);
+    auto lock = FileLock::acquire(dir, "key.lock", 200ms);
     auto waited = Clock::now() - start;
     kill(child, SIGKILL);  // not TERM: Catch2's handlers live on in the child
     test::wait_child(child);
@@ -68,41 +70,41 @@ TEST_CASE("timing out names the lock file and its holder", "[lock]") {
     CHECK(lock.error().timed_out);
     CHECK(waited >= 200ms);
     CHECK(waited < 5s);
-    CHECK_THAT(lock.error().message, Catch::Contains(path.string()));
+    CHECK_THAT(lock.error().message, Catch::Contains((tmp / "key.lock").string()));
     CHECK_THAT(lock.error().message, Catch::Contains("pid " + std::to_string(child)));
     CHECK_THAT(lock.error().message, Catch::Contains("0.2 s"));
 }
 
 TEST_CASE("a lock held by a process killed with SIGKILL does not block", "[lock]") {
     test::TempDir tmp;
-    fs::path path = tmp / "key.lock";
+    CacheDir dir(tmp.path());
     test::ReadySignal ready;
     pid_t child = test::fork_child([&] {
-        auto lock = FileLock::acquire(path, 5s);
+        auto lock = FileLock::acquire(dir, "key.lock", 5s);
         if (!lock) return 1;
         ready.notify();
         pause();
         return 0;
     });
     REQUIRE(ready.wait());
-    CHECK_FALSE(FileLock::try_acquire(path).has_value());
+    CHECK_FALSE(FileLock::try_acquire(dir, "key.lock").has_value());
     kill(child, SIGKILL);
     CHECK(test::wait_child(child) == 128 + SIGKILL);
     auto start = Clock::now();
-    auto lock = FileLock::acquire(path, 5s);
+    auto lock = FileLock::acquire(dir, "key.lock", 5s);
     CHECK(lock.has_value());
     CHECK(Clock::now() - start < 1s);
-    CHECK(fs::exists(path));  // the file stays; only the kernel's lock mattered
+    CHECK(fs::exists(tmp / "key.lock"));  // the file stays; only the kernel's lock mattered
 }
 
 TEST_CASE("removing a lock file while waiters wait keeps the lock exclusive", "[lock]") {
     test::TempDir tmp;
-    fs::path path = tmp / "key.lock";
-    auto first = FileLock::acquire(path, 1s);
+    CacheDir dir(tmp.path());
+    auto first = FileLock::acquire(dir, "key.lock", 1s);
     REQUIRE(first.has_value());
     std::optional<FileLock> second;
     std::thread waiter([&] {
-        auto lock = FileLock::acquire(path, 5s);
+        auto lock = FileLock::acquire(dir, "key.lock", 5s);
         if (lock) second.emplace(std::move(*lock));
     });
     std::this_thread::sleep_for(50ms);  // let the waiter open the old file
@@ -110,15 +112,53 @@ TEST_CASE("removing a lock file while waiters wait keeps the lock exclusive", "[
     waiter.join();
     REQUIRE(second.has_value());
     // The waiter must hold the lock on the file now at the path.
-    CHECK(fs::exists(path));
-    CHECK_FALSE(FileLock::try_acquire(path).has_value());
+    CHECK(fs::exists(tmp / "key.lock"));
+    CHECK_FALSE(FileLock::try_acquire(dir, "key.lock").has_value());
 }
 
 TEST_CASE("a lock file that cannot be created is an error, not a timeout", "[lock]") {
     test::TempDir tmp;
+    CacheDir dir(tmp.path());
     test::write_file(tmp / "file", "x");
-    auto lock = FileLock::acquire(tmp / "file" / "sub.lock", 1s);
+    auto lock = FileLock::acquire(dir, fs::path("file") / "sub.lock", 1s);
     REQUIRE_FALSE(lock.has_value());
     CHECK_FALSE(lock.error().timed_out);
-    CHECK_THAT(lock.error().message, Catch::Contains("sub.lock"));
+    // The error names the component that failed: the file where a directory
+    // was needed.
+    CHECK_THAT(lock.error().message,
+               Catch::Contains((tmp / "file").string()) && Catch::Contains("Not a directory"));
+}
+
+TEST_CASE("a link at or above the lock file is an error, never followed", "[lock]") {
+    test::TempDir tmp;
+    fs::path outside = tmp / "outside";
+    test::write_file(outside / "precious", "precious");
+    fs::create_directories(tmp / "cache");
+    CacheDir dir(tmp / "cache");
+
+    SECTION("the lock file is a link to an existing file") {
+        fs::create_symlink(outside / "precious", tmp / "cache" / "key.lock");
+        auto lock = FileLock::acquire(dir, "key.lock", 1s);
+        REQUIRE_FALSE(lock.has_value());
+        CHECK_FALSE(lock.error().timed_out);
+        CHECK_THAT(lock.error().message, Catch::Contains("symbolic link"));
+        CHECK_FALSE(FileLock::try_acquire(dir, "key.lock").has_value());
+        CHECK(test::read_file(outside / "precious") == "precious");  // not truncated
+    }
+    SECTION("the lock file is a dangling link") {
+        fs::create_symlink(outside / "planted", tmp / "cache" / "key.lock");
+        auto lock = FileLock::acquire(dir, "key.lock", 1s);
+        REQUIRE_FALSE(lock.has_value());
+        CHECK_FALSE(lock.error().timed_out);
+        CHECK_FALSE(fs::exists(outside / "planted"));  // not created through the link
+    }
+    SECTION("a directory above it is a link") {
+        fs::create_symlink(outside, tmp / "cache" / "locks");
+        auto lock = FileLock::acquire(dir, fs::path("locks") / "ab" / "key.lock", 1s);
+        REQUIRE_FALSE(lock.has_value());
+        CHECK_FALSE(lock.error().timed_out);
+        CHECK_THAT(lock.error().message, Catch::Contains((tmp / "cache" / "locks").string()) &&
+                                             Catch::Contains("symbolic link"));
+        CHECK_FALSE(fs::exists(outside / "ab"));
+    }
 }

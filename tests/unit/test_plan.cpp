@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "../helpers/plan_unit.hpp"
 #include "plan/compile_plan.hpp"
 
 using namespace bekc;
@@ -33,10 +34,7 @@ PlanRequest request(std::vector<PlanUnit> units, std::vector<Arch> archs = {Arch
 }
 
 PlanUnit unit(const std::string& file, bool cuda) {
-    PlanUnit u;
-    u.wrapper = kBuild + "/" + file;
-    u.cuda = cuda;
-    return u;
+    return test::plan_unit(kBuild, file, cuda);
 }
 PlanUnit cu(const std::string& stem) {
     return unit(stem + ".bekc.cu", true);

@@ -5,9 +5,11 @@
 
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <map>
 
@@ -206,6 +208,58 @@ TEST_CASE("the archive reader rejects what a hostile or broken remote sends", "[
     CHECK_FALSE(fs::exists(tmp.path().parent_path() / "escaped"));
 }
 
+TEST_CASE("the archive reader bounds every member and the total", "[remote]") {
+    TempDir tmp;
+    fs::create_directories(tmp / "out");
+    auto read = [&](const std::string& bytes, uint64_t max) {
+        write_file(tmp / "in.tar", bytes);
+        fs::remove_all(tmp / "out");
+        fs::create_directories(tmp / "out");
+        return read_entry_archive(tmp / "in.tar", tmp / "out", ArchiveLimits{max});
+    };
+    std::string a = member("a", std::string(600, 'a')), b = member("b", std::string(600, 'b'));
+    CHECK(read(a + b + kEnd, 1200));
+    SECTION("one member over the limit is refused before it is written") {
+        // The header claims 1 GiB; nothing of it may reach the disk.
+        auto r = read(ustar_header("huge", uint64_t{1} << 30) + std::string(4096, 'h'), 1 << 20);
+        REQUIRE_FALSE(r);
+        CHECK_THAT(r.error(), Catch::Contains("past its limit of 1048576 bytes"));
+        CHECK_FALSE(fs::exists(tmp / "out" / "huge"));
+    }
+    SECTION("members together over the limit") {
+        auto r = read(a + b + kEnd, 1199);
+        REQUIRE_FALSE(r);
+        CHECK_THAT(r.error(), Catch::Contains("archive member 'b'"));
+        CHECK_FALSE(fs::exists(tmp / "out" / "b"));
+    }
+    SECTION("the default is 2 GiB") {
+        CHECK(ArchiveLimits{}.max_bytes == kDefaultMaxEntryBytes);
+        CHECK(kDefaultMaxEntryBytes == uint64_t{2} << 30);
+    }
+    SECTION("a deadline that has passed stops the unpacking") {
+        write_file(tmp / "in.tar", a + kEnd);
+        fs::create_directories(tmp / "late");
+        auto r = read_entry_archive(tmp / "in.tar", tmp / "late",
+                                    ArchiveLimits{1 << 20, std::chrono::steady_clock::now()});
+        REQUIRE_FALSE(r);
+        CHECK_THAT(r.error(), Catch::Contains("time limit"));
+    }
+}
+
+TEST_CASE("archives are read from and written of regular files only, without waiting", "[remote]") {
+    TempDir tmp;
+    fs::create_directories(tmp / "src");
+    fs::create_directories(tmp / "out");
+    REQUIRE(::mkfifo((tmp / "src" / "fifo").c_str(), 0600) == 0);
+    REQUIRE(::mkfifo((tmp / "in.tar").c_str(), 0600) == 0);
+    auto w = write_entry_archive(tmp / "src", {"fifo"}, tmp / "a.tar");
+    REQUIRE_FALSE(w);
+    CHECK_THAT(w.error(), Catch::Contains("not a regular file"));
+    auto r = read_entry_archive(tmp / "in.tar", tmp / "out");
+    REQUIRE_FALSE(r);
+    CHECK_THAT(r.error(), Catch::Contains("not a regular file"));
+}
+
 TEST_CASE("the archive reader never writes through a symlink already in the directory",
           "[remote]") {
     TempDir tmp;
@@ -267,20 +321,75 @@ TEST_CASE("a remote record is used only when this machine's files match it", "[r
     DirectInputs current{key_of("cur"), {{h, sha256_hex("one")}}, {shadow}};
     auto m = match_local_files({old_header, current});
     REQUIRE(m);
-    CHECK(m->key == current.key);
+    REQUIRE(m->record);
+    CHECK(m->record->key == current.key);
+    CHECK(m->refused.empty());
+    auto none = [](const std::vector<DirectInputs>& records) {
+        auto r = match_local_files(records);
+        return r && !r->record && r->refused.empty();
+    };
 
     SECTION("a shadowing file that now exists") {
         write_file(shadow, "");
-        CHECK_FALSE(match_local_files({current}));
+        CHECK(none({current}));
     }
     SECTION("a dangling symlink shadows too") {
         fs::create_directories(shadow.parent_path());
         fs::create_symlink(tmp / "nowhere", shadow);
-        CHECK_FALSE(match_local_files({current}));
+        CHECK(none({current}));
     }
     SECTION("a missing dependency") {
         fs::remove(h);
-        CHECK_FALSE(match_local_files({current}));
+        CHECK(none({current}));
+    }
+}
+
+// The paths come from the remote: what they name must not hang or flood the
+// build that hashes them.
+TEST_CASE("a record naming a FIFO, a device or a directory does not match, at once", "[remote]") {
+    TempDir tmp;
+    fs::path fifo = tmp / "fifo.h";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    fs::path dir = tmp / "dir.h";
+    fs::create_directories(dir);
+    write_file(tmp / "ok.h", "ok");
+    // The SHA-256 of nothing: what an empty read would give.
+    std::string empty = sha256_hex("");
+    auto start = std::chrono::steady_clock::now();
+    for (const fs::path& path : {fifo, fs::path("/dev/zero"), fs::path("/dev/null"), dir}) {
+        INFO(path.string());
+        DirectInputs record{key_of("k"), {{tmp / "ok.h", sha256_hex("ok")}, {path, empty}}, {}};
+        auto m = match_local_files({record});
+        REQUIRE(m);
+        CHECK_FALSE(m->record);
+        REQUIRE(m->refused.size() == 1);
+        CHECK_THAT(m->refused[0], Catch::Contains(path.string()));
+    }
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+}
+
+TEST_CASE("a record's files are hashed only up to a size and a deadline", "[remote]") {
+    TempDir tmp;
+    std::string content(3 << 20, 'x');
+    write_file(tmp / "big.h", content);
+    DirectInputs record{key_of("k"), {{tmp / "big.h", sha256_hex(content)}}, {}};
+    SECTION("within both") {
+        auto m = match_local_files({record});
+        REQUIRE(m);
+        CHECK(m->record);
+    }
+    SECTION("a file over the size limit does not match") {
+        auto m = match_local_files(
+            {record}, LocalCheck{std::chrono::steady_clock::time_point::max(), content.size() - 1});
+        REQUIRE(m);
+        CHECK_FALSE(m->record);
+        REQUIRE(m->refused.size() == 1);
+        CHECK_THAT(m->refused[0], Catch::Contains("larger than"));
+    }
+    SECTION("a passed deadline stops the check, naming the file") {
+        auto m = match_local_files({record}, LocalCheck{std::chrono::steady_clock::now()});
+        REQUIRE_FALSE(m);
+        CHECK_THAT(m.error(), Catch::Contains("hashing " + (tmp / "big.h").string()));
     }
 }
 
@@ -328,6 +437,25 @@ TEST_CASE("remote configuration: flags, then the environment", "[remote]") {
     CHECK(remote_config(std::string("HTTP://h"), false, env_of({}))->problem.empty());
 }
 
+TEST_CASE("the entry size limit and the lookup's time limit come from the environment",
+          "[remote]") {
+    auto config = [](std::map<std::string, std::string> vars) {
+        return *remote_config(std::string("http://h"), false, env_of(std::move(vars)));
+    };
+    CHECK(config({}).max_entry_bytes == kDefaultMaxEntryBytes);
+    CHECK(config({{"BEKC_REMOTE_MAX_ENTRY_SIZE", "1MiB"}}).max_entry_bytes == 1 << 20);
+    CHECK(config({{"BEKC_REMOTE_MAX_ENTRY_SIZE", "500M"}}).max_entry_bytes == 500'000'000);
+    CHECK(config({{"BEKC_REMOTE_MAX_ENTRY_SIZE", ""}}).max_entry_bytes == kDefaultMaxEntryBytes);
+    for (const char* bad : {"0", "1000", "lots", "-1", "1X"}) {
+        INFO(bad);
+        CHECK_THAT(config({{"BEKC_REMOTE_MAX_ENTRY_SIZE", bad}}).problem,
+                   Catch::Contains("BEKC_REMOTE_MAX_ENTRY_SIZE"));
+    }
+    // The record's and the entry's request limits added up.
+    CHECK(lookup_budget(config({})) == std::chrono::seconds(40));
+    CHECK(lookup_budget(config({{"BEKC_REMOTE_TIMEOUT", "2"}})) == std::chrono::seconds(8));
+}
+
 TEST_CASE("display_url hides credentials and trailing slashes", "[remote]") {
     CHECK(display_url("http://user:pw@host:8080/bekc/") == "http://host:8080/bekc");
     CHECK(display_url("https://host/a@b/c") == "https://host/a@b/c");
@@ -341,50 +469,149 @@ TEST_CASE("curl's arguments: no token, no redirects, the URL last", "[remote]") 
                   "http://h/bekc/direct/k.json",
                   "/tmp/out",
                   fs::path("/tmp/auth"),
-                  {std::chrono::seconds(2), std::chrono::seconds(10), 1024}};
+                  {std::chrono::seconds(2), std::chrono::milliseconds(2500), 1024},
+                  "/tmp/out.messages"};
     auto argv = curl_argv(r);
     CHECK(argv[0] == "/usr/bin/curl");
     CHECK(argv[1] == "-q");
     CHECK(argv[argv.size() - 2] == "--url");
     CHECK(argv.back() == r.url);
+    auto after = [&](const std::string& option) -> std::string {
+        auto it = std::find(argv.begin(), argv.end(), option);
+        return it == argv.end() || it + 1 == argv.end() ? "<none>" : *(it + 1);
+    };
     auto has = [&](const std::string& a) {
         return std::find(argv.begin(), argv.end(), a) != argv.end();
     };
     CHECK(has("@/tmp/auth"));
     CHECK(has("=http,https"));
-    CHECK(has("--max-filesize"));
+    // What the file may hold, less the status line that follows the body.
+    CHECK(after("--max-filesize") == std::to_string(1024 - kStatusLineSize));
+    // The body to stdout, which bekc copies with its own limit; messages to
+    // a file of their own, never into the body.
+    CHECK(after("--output") == "-");
+    CHECK(after("--stderr") == "/tmp/out.messages");
+    CHECK(after("--write-out").find("%{stderr}") == std::string::npos);
+    // Limits in fractional seconds, as the lookup's deadline leaves them.
+    CHECK(after("--max-time") == "2.500");
+    CHECK(after("--connect-timeout") == "2.000");
     CHECK_FALSE(has("--upload-file"));
     CHECK_FALSE(has("-L"));
     CHECK_FALSE(has("--location"));
+    // Never 0, which curl reads as "no limit".
+    r.limits.total = std::chrono::milliseconds(0);
+    argv = curl_argv(r);
+    CHECK(after("--max-time") == "0.001");
+    CHECK(after("--connect-timeout") == "0.001");
     r.put = true;
     r.header_file.reset();
     argv = curl_argv(r);
-    CHECK(std::find(argv.begin(), argv.end(), "--upload-file") != argv.end());
+    CHECK(after("--upload-file") == "/tmp/out");
+    CHECK(after("--output") == "/dev/null");
     CHECK(std::none_of(argv.begin(), argv.end(),
                        [](const std::string& a) { return a.starts_with("@"); }));
 }
 
+TEST_CASE("the status line is read off the end of curl's stdout", "[remote]") {
+    CHECK(parse_status_line("bekc-http-status:200\n") == 200);
+    CHECK(parse_status_line("body bytes bekc-http-status:404\nbekc-http-status:000\n") == 0);
+    CHECK(kStatusLineSize == std::string("bekc-http-status:200\n").size());
+    CHECK_FALSE(parse_status_line("bekc-http-status:200"));
+    CHECK_FALSE(parse_status_line("bekc-http-status:2x0\n"));
+    CHECK_FALSE(parse_status_line("short"));
+    CHECK_FALSE(parse_status_line(""));
+}
+
 TEST_CASE("what a curl run means", "[remote]") {
-    CHECK(interpret_curl(exited(0, "bekc-http-status:200\n")).kind == HttpResult::Kind::Ok);
-    CHECK(interpret_curl(exited(0, "bekc-http-status:201\n")).kind == HttpResult::Kind::Ok);
-    CHECK(interpret_curl(exited(0, "bekc-http-status:404\n")).kind == HttpResult::Kind::NotFound);
-    auto denied = interpret_curl(exited(0, "bekc-http-status:403\n"));
+    CHECK(interpret_curl(exited(0, ""), 200, "").kind == HttpResult::Kind::Ok);
+    CHECK(interpret_curl(exited(0, ""), 201, "").kind == HttpResult::Kind::Ok);
+    CHECK(interpret_curl(exited(0, ""), 404, "").kind == HttpResult::Kind::NotFound);
+    auto denied = interpret_curl(exited(0, ""), 403, "");
     CHECK(denied.kind == HttpResult::Kind::Failed);
     CHECK(denied.status == 403);
     CHECK(denied.message == "HTTP status 403");
-    auto refused = interpret_curl(exited(7, "curl: (7) Failed to connect\nbekc-http-status:000\n"));
+    CHECK(interpret_curl(exited(0, ""), std::nullopt, "").kind == HttpResult::Kind::Failed);
+    auto refused = interpret_curl(exited(7, ""), 0, "curl: (7) Failed to connect\n");
     CHECK(refused.kind == HttpResult::Kind::Unreachable);
     CHECK(refused.message == "curl: (7) Failed to connect");
-    CHECK(interpret_curl(exited(28, "curl: (28) timed out\n")).kind ==
+    CHECK(interpret_curl(exited(28, ""), 0, "curl: (28) timed out\n").kind ==
           HttpResult::Kind::Unreachable);
-    CHECK(interpret_curl(exited(63, "curl: (63) too large\n")).kind == HttpResult::Kind::Failed);
+    CHECK(interpret_curl(exited(63, ""), 200, "curl: (63) too large\n").kind ==
+          HttpResult::Kind::Failed);
     ProcessResult spawn;
     spawn.status = ProcessStatus::SpawnFailed;
     spawn.error = "No such file";
-    CHECK(interpret_curl(spawn).kind == HttpResult::Kind::Unreachable);
+    CHECK(interpret_curl(spawn, std::nullopt, "").kind == HttpResult::Kind::Unreachable);
     ProcessResult slow;
     slow.status = ProcessStatus::TimedOut;
-    CHECK(interpret_curl(slow).kind == HttpResult::Kind::Unreachable);
+    CHECK(interpret_curl(slow, std::nullopt, "").kind == HttpResult::Kind::Unreachable);
+    ProcessResult flood;
+    flood.status = ProcessStatus::OutputFailed;
+    flood.error = "its output passed the limit of 10 bytes";
+    auto f = interpret_curl(flood, std::nullopt, "");
+    CHECK(f.kind == HttpResult::Kind::Failed);
+    CHECK(f.message == flood.error);
+}
+
+// run_process's output_file is what bounds a download (tests/unit/test_process.cpp
+// covers the rest of run_process).
+TEST_CASE("output streamed to a file stops at its limit and the child is killed", "[remote]") {
+    TempDir tmp;
+    Command endless;
+    endless.argv = {"/bin/cat", "/dev/zero"};
+    RunOptions options;
+    options.timeout = std::chrono::seconds(60);
+    options.output_file = {tmp / "out", 1 << 20};
+    auto start = std::chrono::steady_clock::now();
+    ProcessResult r = run_process(endless, options);
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+    CHECK(r.status == ProcessStatus::OutputFailed);
+    CHECK_THAT(r.error, Catch::Contains("limit of 1048576 bytes"));
+    CHECK(r.output.empty());
+    CHECK(r.output_bytes == 1 << 20);
+    CHECK(fs::file_size(tmp / "out") == 1 << 20);
+
+    SECTION("without a timeout too") {
+        options.timeout.reset();
+        options.output_file = {tmp / "out2", 4096};
+        ProcessResult q = run_process(endless, options);
+        CHECK(q.status == ProcessStatus::OutputFailed);
+        CHECK(fs::file_size(tmp / "out2") == 4096);
+    }
+    SECTION("output within the limit arrives whole") {
+        Command some;
+        some.argv = {"/usr/bin/printf", "%s", "twelve bytes"};
+        options.output_file = {tmp / "small", 12};
+        ProcessResult ok = run_process(some, options);
+        CHECK(ok.ok());
+        CHECK(ok.output_bytes == 12);
+        CHECK(test::read_file(tmp / "small") == "twelve bytes");
+    }
+    SECTION("the file is created fresh, never through a link") {
+        write_file(tmp / "target", "keep");
+        fs::create_symlink(tmp / "target", tmp / "link");
+        options.output_file = {tmp / "link", 100};
+        ProcessResult refused = run_process(endless, options);
+        CHECK(refused.status == ProcessStatus::SpawnFailed);
+        CHECK(test::read_file(tmp / "target") == "keep");
+    }
+}
+
+TEST_CASE("the remote cache stages its files in the cache's tmp/", "[remote]") {
+    TempDir tmp;
+    Cache cache(tmp / "cache");
+    fs::path dir;
+    {
+        auto scratch = scratch_dir(cache);
+        REQUIRE(scratch);
+        dir = scratch->dir();
+        CHECK(dir.parent_path() == tmp / "cache" / "tmp");
+        CHECK(fs::is_directory(dir));
+        write_file(scratch->file("entry.tar"), "x");
+        auto moved = std::move(*scratch);
+        CHECK(fs::exists(moved.file("entry.tar")));
+    }
+    CHECK_FALSE(fs::exists(dir));
 }
 
 // --------------------------------------------------------------------------- failures
@@ -410,7 +637,7 @@ TEST_CASE("an unreachable remote warns once and is then left alone", "[remote]")
     RemoteCache remote(config, [&](const std::string& w) { warnings.push_back(w); });
     CHECK_FALSE(remote.fetch(cache, key_of("direct")));
     Entry entry{key_of("k"), tmp / "nowhere", "k", tmp / "nowhere" / "libk.so", 0};
-    remote.publish(entry, key_of("direct"), {});
+    remote.publish(cache, entry, key_of("direct"), {});
     REQUIRE(warnings.size() == 1);
     CHECK_THAT(warnings[0], Catch::Contains("is unreachable"));
 }

@@ -1,0 +1,98 @@
+// The cache directory's file operations, none of which follows a symbolic
+// link below the root. The cache may be shared by several users (or
+// machines, over NFS): one of them planting a link at locks/ab/x.lock,
+// entries/…/last-use or tmp/ must not make another's bekc read, write,
+// truncate or delete anything outside the cache. So every operation takes a
+// path relative to the root, walks it one component at a time with
+// openat(O_NOFOLLOW | O_DIRECTORY), and acts on the last component relative
+// to its parent's descriptor, again without following it; files are used
+// only when they are regular. The root itself is the user's choice and is
+// followed like any path they name.
+//
+// Errors are strings that name the full path and the errno's text, so that a
+// read-only or permission-denied cache is reported as what it is.
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "store/file_ops.hpp"
+#include "util/fs.hpp"
+
+namespace bekc {
+
+namespace fs = std::filesystem;
+
+class CacheDir {
+  public:
+    explicit CacheDir(fs::path root) : root_(std::move(root)) {}
+
+    const fs::path& root() const { return root_; }
+    fs::path path(const fs::path& rel) const { return rel.empty() ? root_ : root_ / rel; }
+
+    // The directory `rel` (empty: the root), opened without following links;
+    // with `create`, missing components are made (mode 0777 less the umask).
+    std::expected<UniqueFd, std::string> open_dir(const fs::path& rel, bool create = false) const;
+
+    // lstat-like: a link is reported as what it is (is_regular false,
+    // is_symlink true). nullopt when missing or unreachable.
+    struct Stat {
+        FileStat file;
+        bool is_dir = false, is_symlink = false;
+        uint64_t dev = 0, ino = 0;
+    };
+    std::optional<Stat> stat(const fs::path& rel) const;
+
+    std::expected<std::string, std::string> read(const fs::path& rel,
+                                                 uint64_t max_bytes = kDefaultReadLimit) const;
+    // Opens a regular file for reading (for hashing).
+    std::expected<UniqueFd, std::string> open_read(const fs::path& rel) const;
+    // Atomic replace (util/fs.hpp), parent directories created.
+    std::expected<void, std::string> write(const fs::path& rel, std::string_view content) const;
+    // Opens (creating when missing) a regular file for reading and writing,
+    // for lock files.
+    std::expected<UniqueFd, std::string> open_rw(const fs::path& rel) const;
+    // Sets mtime to now, creating an empty file when missing. Best effort: a
+    // read-only cache still serves hits. A link is left alone.
+    void touch(const fs::path& rel) const;
+
+    // rename(2) within the cache; parents of `to` are created.
+    std::expected<void, std::string> rename(const fs::path& from, const fs::path& to) const;
+    // A directory made fresh (EEXIST is an error), parents created.
+    std::expected<void, std::string> make_dir(const fs::path& rel) const;
+    // Unlinks a file or link (never its target).
+    std::expected<void, std::string> remove_file(const fs::path& rel) const;
+    // Removes a file, link or whole directory tree; links inside are removed,
+    // never followed. Missing is success.
+    std::expected<void, std::string> remove_tree(const fs::path& rel) const;
+
+    struct Item {
+        std::string name;
+        bool is_dir = false, is_regular = false, is_symlink = false;
+    };
+    // The names in directory `rel` (nothing when missing); the error is set
+    // only when it exists and cannot be read.
+    std::expected<std::vector<Item>, std::string> list(const fs::path& rel) const;
+
+    // Bytes of every regular file under `rel`, links not followed.
+    uint64_t tree_bytes(const fs::path& rel) const;
+
+  private:
+    // The parent directory's descriptor and the last component's name.
+    std::expected<std::pair<UniqueFd, std::string>, std::string> parent_of(const fs::path& rel,
+                                                                           bool create) const;
+
+    // The root's descriptor, opened once and shared by copies.
+    std::expected<int, std::string> root_fd(bool create) const;
+
+    fs::path root_;
+    mutable std::shared_ptr<UniqueFd> root_fd_;
+};
+
+}  // namespace bekc

@@ -1,0 +1,203 @@
+#include "store/seal.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "store/hash.hpp"
+#include "store/layout.hpp"
+
+namespace bekc {
+
+namespace {
+
+using nlohmann::json;
+
+// Files at most this large are read and hashed on every check.
+constexpr uint64_t kSmallFile = 64 * 1024;
+constexpr uint64_t kMaxSealBytes = 16 << 20;
+
+std::expected<std::string, std::string> sha256_in(const CacheDir& cache, const fs::path& rel) {
+    auto fd = cache.open_read(rel);
+    if (!fd) return std::unexpected(fd.error());
+    return sha256_fd(fd->get(), cache.path(rel));
+}
+
+// Every regular file under `dir`, as paths relative to it.
+std::expected<void, std::string> walk(const CacheDir& cache, const fs::path& dir,
+                                      const fs::path& rel, std::vector<std::string>& out) {
+    auto items = cache.list(dir / rel);
+    if (!items) return std::unexpected(items.error());
+    for (const auto& item : *items) {
+        fs::path child = rel / item.name;
+        if (item.is_dir) {
+            if (auto w = walk(cache, dir, child, out); !w) return w;
+        } else if (item.is_regular) {
+            if (rel.empty() && (item.name == kStampFile || item.name == kLastUseFile)) continue;
+            out.push_back(child.string());
+        } else {
+            return std::unexpected(cache.path(dir / child).string() + " is not a regular file");
+        }
+    }
+    return {};
+}
+
+std::expected<void, std::string> check_library(const CacheDir& cache, const fs::path& dir,
+                                               const LibraryStamp& stamp, const SealedFile& sealed,
+                                               CheckLevel level, bool& restamp) {
+    fs::path rel = dir / stamp.name;
+    auto now = cache.stat(rel);
+    if (!now || !now->file.is_regular)
+        return std::unexpected(fmt::format("library {} is missing", stamp.name));
+    if (now->file.size != sealed.size)
+        return std::unexpected(fmt::format("library {} has {} bytes, not {}", stamp.name,
+                                           now->file.size, sealed.size));
+    if (level == CheckLevel::Cheap) {
+        if (stamp.stat == now->file) return {};
+        // Copied, touched or hard-linked: the same bytes under a new stat.
+        auto fd = cache.open_read(rel);
+        if (!fd) return std::unexpected(fd.error());
+        auto xxh = xxh128_fd(fd->get(), cache.path(rel));
+        if (!xxh) return std::unexpected(xxh.error());
+        if (*xxh == stamp.xxh128) {
+            restamp = true;
+            return {};
+        }
+    }
+    auto sha = sha256_in(cache, rel);
+    if (!sha) return std::unexpected(sha.error());
+    if (*sha != sealed.sha256)
+        return std::unexpected(fmt::format(
+            "library {} does not match its SHA-256 (truncated or modified after publishing)",
+            stamp.name));
+    restamp = restamp || stamp.stat != now->file;
+    return {};
+}
+
+}  // namespace
+
+std::expected<Seal, std::string> Seal::read(const CacheDir& cache, const fs::path& dir) {
+    auto text = cache.read(dir / kStampFile, kMaxSealBytes);
+    if (!text) return std::unexpected(std::string(kStampFile) + " is missing or unreadable");
+    auto j = json::parse(*text, nullptr, false);
+    try {
+        if (!j.is_object() || j.at("seal") != 1) throw std::runtime_error("format");
+        Seal seal;
+        for (const auto& [name, f] : j.at("files").items())
+            seal.files[name] = {f.at("size").get<uint64_t>(), f.at("sha256").get<std::string>()};
+        if (auto lib = j.find("library"); lib != j.end()) {
+            LibraryStamp s;
+            s.name = lib->at("name").get<std::string>();
+            s.stat = FileStat{lib->at("size").get<uint64_t>(), lib->at("mtime_ns").get<int64_t>(),
+                              lib->at("ctime_ns").get<int64_t>(), true};
+            s.xxh128 = lib->at("xxh128").get<std::string>();
+            if (!seal.files.count(s.name)) throw std::runtime_error("library");
+            seal.library = s;
+        }
+        for (const auto& [name, f] : seal.files) {
+            fs::path p(name);
+            if (p.is_absolute() || name.find("..") != std::string::npos || f.sha256.size() != 64)
+                throw std::runtime_error("name");
+        }
+        return seal;
+    } catch (const std::exception&) {
+        return std::unexpected(std::string(kStampFile) + " is not a seal");
+    }
+}
+
+std::expected<void, std::string> Seal::write(const CacheDir& cache, const fs::path& dir) const {
+    json files = json::object();
+    for (const auto& [name, f] : this->files)
+        files[name] = {{"size", f.size}, {"sha256", f.sha256}};
+    json j = {{"seal", 1}, {"files", files}};
+    if (library)
+        j["library"] = {{"name", library->name},
+                        {"size", library->stat.size},
+                        {"mtime_ns", library->stat.mtime_ns},
+                        {"ctime_ns", library->stat.ctime_ns},
+                        {"xxh128", library->xxh128}};
+    std::string text;
+    try {
+        text = j.dump() + "\n";
+    } catch (const json::exception&) {
+        return std::unexpected("a file name in " + cache.path(dir).string() +
+                               " is not valid UTF-8");
+    }
+    // Into the directory as it is, never re-created: a hit refreshing the
+    // stamp of an entry that prune or verify has just removed must not bring
+    // back a directory holding nothing but stamp.json.
+    auto fd = cache.open_dir(dir);
+    if (!fd) return std::unexpected(fd.error());
+    return write_atomic_at(fd->get(), std::string(kStampFile), text, cache.path(dir / kStampFile));
+}
+
+std::expected<Seal, std::string> seal_dir(const CacheDir& cache, const fs::path& dir,
+                                          const std::optional<std::string>& library) {
+    std::vector<std::string> names;
+    if (auto w = walk(cache, dir, "", names); !w) return std::unexpected(w.error());
+    Seal seal;
+    for (const auto& name : names) {
+        fs::path rel = dir / name;
+        auto st = cache.stat(rel);
+        auto sha = sha256_in(cache, rel);
+        if (!st || !sha) return std::unexpected(sha ? "cannot stat " + rel.string() : sha.error());
+        seal.files[name] = {st->file.size, *sha};
+    }
+    if (library) {
+        if (!seal.files.count(*library))
+            return std::unexpected(fmt::format("the library {} is missing", *library));
+        fs::path rel = dir / *library;
+        auto st = cache.stat(rel);
+        auto fd = cache.open_read(rel);
+        if (!fd) return std::unexpected(fd.error());
+        auto xxh = xxh128_fd(fd->get(), cache.path(rel));
+        if (!st || !xxh) return std::unexpected(xxh ? "cannot stat " + rel.string() : xxh.error());
+        seal.library = LibraryStamp{*library, st->file, *xxh};
+    }
+    if (auto w = seal.write(cache, dir); !w) return std::unexpected(w.error());
+    return seal;
+}
+
+std::expected<SealedContents, std::string> check_seal(const CacheDir& cache, const fs::path& dir,
+                                                      CheckLevel level) {
+    auto seal = Seal::read(cache, dir);
+    if (!seal) return std::unexpected(seal.error());
+    SealedContents contents;
+    bool restamp = false;
+    for (const auto& [name, sealed] : seal->files) {
+        if (seal->library && name == seal->library->name) {
+            auto ok = check_library(cache, dir, *seal->library, sealed, level, restamp);
+            if (!ok) return std::unexpected(ok.error());
+            continue;
+        }
+        fs::path rel = dir / name;
+        if (level == CheckLevel::Cheap && sealed.size > kSmallFile) {
+            auto st = cache.stat(rel);
+            if (!st || !st->file.is_regular)
+                return std::unexpected(fmt::format("{} is missing", name));
+            if (st->file.size != sealed.size)
+                return std::unexpected(
+                    fmt::format("{} has {} bytes, not {}", name, st->file.size, sealed.size));
+            continue;
+        }
+        auto text = cache.read(rel, sealed.size + 1);
+        if (!text) return std::unexpected(fmt::format("{} is missing or unreadable", name));
+        if (text->size() != sealed.size || sha256_hex(*text) != sealed.sha256)
+            return std::unexpected(fmt::format("{} was modified after publishing", name));
+        contents[name] = std::move(*text);
+    }
+    if (restamp) {
+        // Best effort: a read-only cache still serves hits, without the shortcut.
+        auto st = cache.stat(dir / seal->library->name);
+        auto fd = cache.open_read(dir / seal->library->name);
+        if (st && fd) {
+            if (auto xxh = xxh128_fd(fd->get(), cache.path(dir / seal->library->name))) {
+                seal->library->stat = st->file;
+                seal->library->xxh128 = *xxh;
+                (void)seal->write(cache, dir);
+            }
+        }
+    }
+    return contents;
+}
+
+}  // namespace bekc

@@ -1,0 +1,82 @@
+"""The Python loader's inline sources live in the cache (<cache>/src/<sha>/),
+which other users may share: a link planted there must never send a write or
+a delete outside the cache (docs/cache.md, "Links and other users")."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from bekc import _compat
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    root = tmp_path / "cache"
+    root.mkdir()
+    monkeypatch.setattr(_compat, "_CACHE_DIR_OVERRIDE", str(root))
+    return root
+
+
+def test_a_source_is_written_and_rewritten_in_place(cache):
+    path = _compat._inline_source_path("int x;\n", "mod", ".cpp")
+    _compat._ensure_source_file(path, "int x;\n")
+    assert open(path).read() == "int x;\n"
+    _compat._ensure_source_file(path, "int x;\n")  # unchanged: no rewrite needed
+    assert sorted(os.listdir(os.path.dirname(path))) == ["mod.cpp"]
+
+
+def test_a_linked_source_directory_is_not_written_through(cache, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    path = _compat._inline_source_path("int y;\n", "mod", ".cpp")
+    (cache / "src").mkdir()
+    os.symlink(outside, os.path.dirname(path))
+    with pytest.raises(OSError):
+        _compat._ensure_source_file(path, "int y;\n")
+    assert list(outside.iterdir()) == []
+
+
+def test_a_linked_source_file_is_replaced_not_followed(cache, tmp_path):
+    victim = tmp_path / "victim.cpp"
+    victim.write_text("precious\n")
+    path = _compat._inline_source_path("int z;\n", "mod", ".cpp")
+    os.makedirs(os.path.dirname(path))
+    os.symlink(victim, path)
+    _compat._ensure_source_file(path, "int z;\n")
+    assert victim.read_text() == "precious\n"
+    assert not os.path.islink(path) and open(path).read() == "int z;\n"
+
+
+def test_a_fifo_in_place_of_a_source_does_not_hang(cache):
+    path = _compat._inline_source_path("int w;\n", "mod", ".cpp")
+    os.makedirs(os.path.dirname(path))
+    os.mkfifo(path)
+    _compat._ensure_source_file(path, "int w;\n")  # replaced, never opened for reading
+    assert open(path).read() == "int w;\n"
+
+
+def test_clearing_never_deletes_through_links(cache, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "mod.cu").write_text("keep\n")
+    (outside / "other").write_text("keep\n")
+    src = cache / "src"
+    src.mkdir()
+    os.symlink(outside, src / ("a" * 64))
+    _compat._remove_inline_sources("mod")
+    assert (outside / "mod.cu").read_text() == "keep\n"
+    _compat._remove_inline_sources(None)
+    assert sorted(p.name for p in outside.iterdir()) == ["mod.cu", "other"]
+    assert not src.exists()
+
+
+def test_a_linked_src_directory_is_left_alone(cache, tmp_path):
+    outside = tmp_path / "outside"
+    (outside / "x").mkdir(parents=True)
+    (outside / "x" / "mod.cpp").write_text("keep\n")
+    os.symlink(outside, cache / "src")
+    _compat._remove_inline_sources(None)
+    _compat._remove_inline_sources("mod")
+    assert (outside / "x" / "mod.cpp").read_text() == "keep\n"

@@ -1,0 +1,135 @@
+// The linker's dependency list: asked for by the plan (lib/plan/compile_plan)
+// and read back from what GNU ld and lld write.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "../helpers/plan_unit.hpp"
+#include "plan/compile_plan.hpp"
+
+using namespace bekc;
+using Argv = std::vector<std::string>;
+
+namespace {
+
+const std::string kBuild = "/tmp/bekc-0/build.x";
+
+PlanRequest request(std::vector<PlanUnit> units) {
+    PlanRequest r;
+    r.units = std::move(units);
+    bool cuda = false;
+    for (const auto& u : r.units) cuda |= u.cuda;
+    if (cuda) r.nvcc = Tool{"/opt/cuda/bin/nvcc", "/opt/cuda/bin/nvcc", 1, 2};
+    r.cxx = Tool{"/usr/bin/g++", "/usr/bin/g++", 3, 4};
+    r.archs = {Arch{90, ""}};
+    r.runtime_include = "/cache/runtime/abc/include";
+    r.library = kBuild + "/libmod.so";
+    r.flags.ldflags = {"-L/user/lib", "-lfoo"};
+    r.link_depfile = kBuild + "/link.d";
+    return r;
+}
+
+PlanUnit unit(const std::string& file, bool cuda) {
+    return test::plan_unit(kBuild, file, cuda);
+}
+
+long index_of(const Argv& a, const std::string& s) {
+    auto it = std::find(a.begin(), a.end(), s);
+    return it == a.end() ? -1 : static_cast<long>(it - a.begin());
+}
+
+const std::string kAsk = "--dependency-file=" + kBuild + "/link.d";
+
+std::vector<std::string> written(const std::vector<LinkerDependency>& deps) {
+    std::vector<std::string> out;
+    for (const auto& d : deps) out.push_back(d.as_written);
+    return out;
+}
+std::vector<std::string> unescaped(const std::vector<LinkerDependency>& deps) {
+    std::vector<std::string> out;
+    for (const auto& d : deps) out.push_back(d.unescaped);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("link deps: a one-step compile and link asks the linker, after the link flags",
+          "[plan][link_deps]") {
+    for (bool cuda : {false, true}) {
+        BuildPlan plan =
+            make_build_plan(request({unit(cuda ? "0_k.bekc.cu" : "0_k.bekc.cpp", cuda)}));
+        REQUIRE_FALSE(plan.link.has_value());
+        const Argv& a = plan.compiles.at(0).command.argv;
+        long ask = index_of(a, kAsk);
+        REQUIRE(ask > 0);
+        CHECK(a[ask - 1] == "-Xlinker");
+        CHECK(ask > index_of(a, "-lfoo"));
+        CHECK(plan.link_depfile == fs::path(kBuild + "/link.d"));
+        CHECK(std::count(plan.compiles[0].command.outputs.begin(),
+                         plan.compiles[0].command.outputs.end(), kBuild + "/link.d") == 1);
+    }
+}
+
+TEST_CASE("link deps: with several inputs only the link asks", "[plan][link_deps]") {
+    BuildPlan plan =
+        make_build_plan(request({unit("0_a.bekc.cu", true), unit("1_b.bekc.cpp", false)}));
+    REQUIRE(plan.link.has_value());
+    for (const auto& s : plan.compiles) CHECK(index_of(s.command.argv, kAsk) == -1);
+    long ask = index_of(plan.link->argv, kAsk);
+    REQUIRE(ask > 0);
+    CHECK(plan.link->argv[ask - 1] == "-Xlinker");
+    CHECK(ask > index_of(plan.link->argv, "-lfoo"));
+}
+
+TEST_CASE("link deps: not asked for when the request has no path", "[plan][link_deps]") {
+    PlanRequest r = request({unit("0_k.bekc.cpp", false)});
+    r.link_depfile.reset();
+    BuildPlan plan = make_build_plan(r);
+    CHECK_FALSE(plan.link_depfile.has_value());
+    for (const auto& a : plan.compiles.at(0).command.argv)
+        CHECK(a.find("--dependency-file") == std::string::npos);
+}
+
+TEST_CASE("link deps: GNU ld's file, one path per line, spaces unescaped", "[depfile][link_deps]") {
+    // As ld 2.40 writes it (a temporary object, a library in a directory with
+    // a space, phony rules after a blank line).
+    std::string text =
+        "/b/libk.so: \\\n"
+        "  /usr/lib/gcc/x86_64-linux-gnu/12/crtbeginS.o \\\n"
+        "  /tmp/ccRJc2pr.o \\\n"
+        "  /tmp/envt/lib dir/libfoo.a \\\n"
+        "  /usr/lib/gcc/x86_64-linux-gnu/12/crtendS.o\n"
+        "\n"
+        "/usr/lib/gcc/x86_64-linux-gnu/12/crtbeginS.o:\n"
+        "\n"
+        "/tmp/envt/lib dir/libfoo.a:\n";
+    auto deps = parse_linker_depfile(text);
+    CHECK(written(deps) == Argv{"/usr/lib/gcc/x86_64-linux-gnu/12/crtbeginS.o", "/tmp/ccRJc2pr.o",
+                                "/tmp/envt/lib dir/libfoo.a",
+                                "/usr/lib/gcc/x86_64-linux-gnu/12/crtendS.o"});
+    CHECK(unescaped(deps) == written(deps));
+}
+
+TEST_CASE("link deps: lld's file, escaped like a compiler's", "[depfile][link_deps]") {
+    std::string text =
+        "/b/libk.so: \\\n /lib dir/libfoo.a \\\n /x/a\\#b$$c.o\n\n/lib\\ dir/libfoo.a:\n";
+    auto deps = parse_linker_depfile(text);
+    REQUIRE(deps.size() == 2);
+    CHECK(deps[0].as_written == "/lib dir/libfoo.a");
+    CHECK(deps[1].as_written == "/x/a\\#b$$c.o");
+    CHECK(deps[1].unescaped == "/x/a#b$c.o");
+    auto escaped = parse_linker_depfile("o: \\\n /lib\\ dir/x.a\n");
+    REQUIRE(escaped.size() == 1);
+    CHECK(escaped[0].unescaped == "/lib dir/x.a");
+}
+
+TEST_CASE("link deps: CRLF, no trailing newline, nothing read", "[depfile][link_deps]") {
+    CHECK(written(parse_linker_depfile("o: \\\r\n  /a.o \\\r\n  /b.a\r\n")) ==
+          Argv{"/a.o", "/b.a"});
+    CHECK(written(parse_linker_depfile("o: \\\n  /a.o")) == Argv{"/a.o"});
+    CHECK(parse_linker_depfile("o:\n").empty());
+    CHECK(parse_linker_depfile("").empty());
+    CHECK(parse_linker_depfile("not a rule \\\n /a\n").empty());
+}
