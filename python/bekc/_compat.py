@@ -339,6 +339,9 @@ def build_argv(
     if arch:
         argv.append(f"--arch={arch}")
     for inc in _as_paths(extra_include_paths):
+        if not inc:
+            # abspath("") would quietly name the working directory.
+            raise ValueError("extra_include_paths entry '' is empty; leave it out")
         argv += ["-I", os.path.abspath(inc)]
     if brainevent_include:
         argv += ["-I", brainevent_include]
@@ -346,6 +349,9 @@ def build_argv(
         argv.append(f"--xla-include={xla_include}")
     opt = "--cuda-flag" if flag_kind == "cuda" else "--cxx-flag"
     for f in _as_list(extra_flags, "extra flags"):
+        if isinstance(f, str) and not f:
+            # bekc refuses an empty flag (exit 2); say which list held it.
+            raise ValueError("extra compiler flags entry '' is empty; leave it out")
         argv.append(f"{opt}={f}")
     argv += _linker_args(extra_ldflags, flag_kind)
     if not allow_cuda_graph:

@@ -298,3 +298,12 @@ def test_clear_cache(fake):
     assert not (fake.cache / "src").exists()
     bekc.clear_cache("inl_mod")
     assert fake.calls()[-1][:3] == ["cache", "clear", "inl_mod"]
+
+
+@pytest.mark.parametrize("option", ["extra_flags", "extra_include_paths"])
+def test_an_empty_flag_or_include_path_is_refused_by_name(option):
+    # bekc itself refuses empty values (exit 2), and abspath("") would turn an
+    # empty include path into the working directory: name the list instead.
+    with pytest.raises(ValueError, match=f"{option.split('_')[1]}.*'' is empty"):
+        _compat.build_argv(["k.cu"], name="k", **{option: ["-DX", ""] if option == "extra_flags"
+                                                  else ["inc", ""]})
