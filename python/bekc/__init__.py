@@ -58,7 +58,8 @@ from ._brainevent import (
     UnsupportedBrainEventVersionError,
     use_for_brainevent,
 )
-from ._numba_cuda import NotAKernelError, numba_cuda_callable, numba_cuda_kernel, resolve_launch
+from ._numba_cuda import (NotAKernelError, UnsupportedDtypeError, numba_cuda_callable,
+                          numba_cuda_kernel, resolve_launch)
 from ._custom_kernel import KernelEntry, XLACustomKernel
 
 __all__ = [
@@ -69,7 +70,8 @@ __all__ = [
     "clear_cache", "set_cache_dir", "get_cache_dir",
     "use_for_brainevent", "BrainEventPatch", "SUPPORTED_BRAINEVENT_VERSIONS",
     "find_binary", "build_argv", "cast_attr", "ATTR_TYPES",
-    "numba_cuda_kernel", "numba_cuda_callable", "resolve_launch", "XLACustomKernel",
+    "numba_cuda_kernel", "numba_cuda_callable", "resolve_launch", "UnsupportedDtypeError",
+    "XLACustomKernel",
     "KernelEntry", "NotAKernelError",
     "BekcError", "ManifestError", "LibraryHashMismatchError", "LibraryLoadError",
     "RegistrationError", "TargetConflictError", "BinaryNotFoundError", "CompileError",

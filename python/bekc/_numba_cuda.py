@@ -25,7 +25,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from ._errors import BekcError, LibraryLoadError
 
 __all__ = ["numba_cuda_kernel", "numba_cuda_callable", "resolve_launch", "find_numba_library",
-           "NotAKernelError", "LAUNCH_TARGET", "CALL_TARGET"]
+           "NotAKernelError", "UnsupportedDtypeError", "LAUNCH_TARGET", "CALL_TARGET"]
 
 LAUNCH_TARGET = "bekc.numba_cuda_kernel"
 CALL_TARGET = "bekc.numba_cuda_callable"
@@ -52,8 +52,21 @@ class NotAKernelError(BekcError, TypeError, AssertionError):
     """
 
 
+class UnsupportedDtypeError(BekcError, TypeError, ValueError):
+    """An input or output has a dtype Numba-CUDA arrays cannot hold (bfloat16).
+
+    A ``TypeError``, as bekc documents, and a ``ValueError``, which is what
+    brainevent raises for a bfloat16 input or output.
+    """
+
+
+# vmap methods under which ffi_call hands the handler buffers with one leading
+# batch axis; "sequential" calls the unbatched function once per slice instead.
+_BATCHING_VMAP_METHODS = ("expand_dims", "broadcast_all")
+
+
 # --------------------------------------------------------------------------- launch shape
-def _dims(value, what: str) -> Tuple[int, ...]:
+def _dims(value, what: str, allow_zero: bool = False) -> Tuple[int, ...]:
     if getattr(value, "ndim", 0) >= 1 and hasattr(value, "tolist"):
         value = value.tolist()  # a NumPy array of sizes
     dims = (value,) if hasattr(value, "__index__") else value
@@ -65,13 +78,30 @@ def _dims(value, what: str) -> Tuple[int, ...]:
         raise ValueError(f"{what} must be an int or a tuple of 1 to 3 ints, got {value!r}") from None
     if not 1 <= len(dims) <= 3:
         raise ValueError(f"{what} must have 1 to 3 dimensions, got {len(dims)}: {value!r}")
-    if any(d <= 0 for d in dims):
+    if allow_zero and any(d < 0 for d in dims):
+        raise ValueError(f"{what} must be non-negative in every dimension, got {value!r}")
+    if not allow_zero and any(d <= 0 for d in dims):
         raise ValueError(f"{what} must be positive in every dimension, got {value!r}")
     return dims
 
 
 def _pad3(dims: Tuple[int, ...]) -> Tuple[int, int, int]:
     return tuple(dims) + (1,) * (3 - len(dims))  # type: ignore[return-value]
+
+
+def _check_forms(grid, block, launch_dims) -> bool:
+    """Which form a launch configuration takes (True: grid and block), in the
+    order brainevent checks them; ValueError for a mix or for neither."""
+    explicit = grid is not None or block is not None
+    if explicit and launch_dims is not None:
+        raise ValueError("pass either grid and block, or launch_dims, not both")
+    if explicit and (grid is None or block is None):
+        missing = "block" if block is None else "grid"
+        raise ValueError(f"grid and block go together: {missing} is missing")
+    if not explicit and launch_dims is None:
+        raise ValueError("a launch configuration is needed: pass grid and block, or launch_dims "
+                         "(the number of threads to launch)")
+    return explicit
 
 
 def resolve_launch(grid=None, block=None, launch_dims=None,
@@ -83,21 +113,14 @@ def resolve_launch(grid=None, block=None, launch_dims=None,
     ``threads_per_block`` threads for a 1-D launch, ``(s, s)`` with
     ``s = isqrt(threads_per_block)`` for 2-D (16x16 by default) and
     ``(8, 8, threads_per_block // 64)`` for 3-D (8x8x4 by default); the grid
-    is the ceiling of each dimension over the block's.
+    is the ceiling of each dimension over the block's. A ``launch_dims`` of 0
+    in some dimension gives a grid of 0 there: an empty launch, which
+    :func:`numba_cuda_kernel` skips.
     """
-    explicit = grid is not None or block is not None
-    if explicit and launch_dims is not None:
-        raise ValueError("pass either grid and block, or launch_dims, not both")
-    if not explicit and launch_dims is None:
-        raise ValueError("a launch configuration is needed: pass grid and block, or launch_dims "
-                         "(the number of threads to launch)")
-    if explicit:
-        if grid is None or block is None:
-            missing = "block" if block is None else "grid"
-            raise ValueError(f"grid and block go together: {missing} is missing")
+    if _check_forms(grid, block, launch_dims):
         g, b = _dims(grid, "grid"), _dims(block, "block")
     else:
-        n = _dims(launch_dims, "launch_dims")
+        n = _dims(launch_dims, "launch_dims", allow_zero=True)
         try:
             if isinstance(threads_per_block, bool):
                 raise TypeError
@@ -192,6 +215,14 @@ class _Native:
             ctypes.c_char_p, ctypes.c_size_t)
         lib.bekc_numba_launch_stats.restype = ctypes.c_int64
         lib.bekc_numba_launch_stats.argtypes = (ctypes.c_int64, ctypes.POINTER(ctypes.c_int64))
+        for symbol in ("bekc_numba_allow_vmap", "bekc_numba_launch_stream"):
+            if not hasattr(lib, symbol):
+                raise LibraryLoadError(f"{path} predates {symbol}: rebuild it from the same bekc "
+                                       f"checkout (cmake --build build --target bekc_numba)")
+        lib.bekc_numba_allow_vmap.restype = ctypes.c_int
+        lib.bekc_numba_allow_vmap.argtypes = (ctypes.c_int64,)
+        lib.bekc_numba_launch_stream.restype = ctypes.c_uint64
+        lib.bekc_numba_launch_stream.argtypes = (ctypes.c_int64,)
         lib.bekc_numba_add_callable.restype = ctypes.c_int64
         lib.bekc_numba_add_callable.argtypes = (ctypes.c_char_p, _CALLBACK, ctypes.c_int64,
                                                 ctypes.c_int64)
@@ -209,7 +240,8 @@ class _Native:
                     f"jax.ffi.register_ffi_target({target!r}, platform='CUDA') failed: {e}") from e
 
     def add_launch(self, name: str, handle: int, grid, block, shared_mem: int, cooperative: bool,
-                   dtypes: Sequence[int], ranks: Sequence[int], num_args: int) -> int:
+                   dtypes: Sequence[int], ranks: Sequence[int], num_args: int,
+                   vmap: bool = False) -> int:
         n = len(dtypes)
         error = ctypes.create_string_buffer(512)
         id_ = self.lib.bekc_numba_add_launch(
@@ -219,12 +251,17 @@ class _Native:
             error, len(error))
         if id_ < 0:
             raise BekcError(error.value.decode(errors="replace"))
+        if vmap and self.lib.bekc_numba_allow_vmap(id_) != 0:
+            raise BekcError(f"{name}: libbekc_numba lost entry {id_}")
         return int(id_)
 
     def launch_stats(self, id_: int) -> Tuple[int, int]:
         captured = ctypes.c_int64(0)
         launches = self.lib.bekc_numba_launch_stats(id_, ctypes.byref(captured))
         return int(launches), int(captured.value)
+
+    def launch_stream(self, id_: int) -> int:
+        return int(self.lib.bekc_numba_launch_stream(id_))
 
     def add_callable(self, name: str, callback, num_args: int, num_rets: int) -> int:
         c_callback = _CALLBACK(callback)
@@ -303,8 +340,10 @@ def _xla_dtype(name: str, where: str) -> int:
     try:
         return _XLA_DTYPES[name]
     except KeyError:
-        raise TypeError(f"{where} has dtype {name}, which Numba-CUDA arrays cannot hold "
-                        f"(supported: {', '.join(_XLA_DTYPES)})") from None
+        hint = "; cast it to float16 or float32" if name == "bfloat16" else ""
+        raise UnsupportedDtypeError(
+            f"{where} has dtype {name}, which Numba-CUDA arrays cannot hold (supported: "
+            f"{', '.join(_XLA_DTYPES)}){hint}") from None
 
 
 def _as_arrays(args):
@@ -313,7 +352,18 @@ def _as_arrays(args):
 
 
 def _kernel_name(kernel) -> str:
-    return getattr(getattr(kernel, "py_func", None), "__qualname__", None) or repr(kernel)
+    fn = getattr(kernel, "py_func", kernel)
+    return getattr(fn, "__qualname__", None) or repr(kernel)
+
+
+# Library entries, shared by every wrapper: wrapping the same kernel or
+# function again (a kernel generator does so on each trace) reuses its entries
+# rather than adding ones that live as long as the process. A key starts with
+# the id() of the kernel or function, which _PINNED keeps alive so that no
+# other object can take over its id.
+_LAUNCH_ENTRIES: Dict[tuple, int] = {}
+_CALL_ENTRIES: Dict[tuple, int] = {}
+_PINNED: Dict[int, Any] = {}
 
 
 class _EntryCall:
@@ -322,18 +372,19 @@ class _EntryCall:
     layout, made once per layout by ``_make_entry``."""
 
     target = ""
+    _entries: Dict[tuple, int] = {}
 
-    def __init__(self, name: str, outs, vmap_method, aliases) -> None:
+    def __init__(self, owner, name: str, outs, vmap_method, aliases) -> None:
+        self._owner = owner
         self.name = name
         self.specs, self.tree = _flatten_outs(outs)
         self.vmap_method = vmap_method
         self.aliases = dict(aliases) if aliases else None
-        self._ids: Dict[Any, int] = {}
-        self._lock = threading.Lock()
+        self._ids: Dict[Any, int] = {}  # this wrapper's entries, by key
 
     def _dtypes(self, arrays) -> List[int]:
-        """The XLA dtypes of the inputs, then the outputs; TypeError naming the
-        first one Numba cannot hold."""
+        """The XLA dtypes of the inputs, then the outputs; UnsupportedDtypeError
+        naming the first one Numba cannot hold."""
         import numpy as np
         n = len(arrays)
         return [_xla_dtype(np.dtype(a.dtype).name,
@@ -341,27 +392,38 @@ class _EntryCall:
                 for i, a in enumerate(list(arrays) + list(self.specs))]
 
     def _key(self, arrays):
+        """The entry key for these arrays, or None when there is nothing to launch."""
         raise NotImplementedError
 
     def _make_entry(self, key, arrays) -> int:
         raise NotImplementedError
 
     def _entry(self, key, arrays) -> int:
-        with self._lock:
-            id_ = self._ids.get(key)
+        shared = (id(self._owner),) + tuple(key)
+        with _LOCK:
+            id_ = self._entries.get(shared)
             if id_ is None:
-                id_ = self._ids[key] = self._make_entry(key, arrays)
+                id_ = self._make_entry(key, arrays)
+                _PINNED[id(self._owner)] = self._owner
+                self._entries[shared] = id_
+            self._ids[key] = id_
             return id_
 
     def __call__(self, *args):
         import jax
         import numpy as np
         arrays = _as_arrays(args)
-        id_ = self._entry(self._key(arrays), arrays)
-        kwargs = {"vmap_method": self.vmap_method}
-        if self.aliases:
-            kwargs["input_output_aliases"] = self.aliases
-        out = jax.ffi.ffi_call(self.target, self.specs, **kwargs)(*arrays, bekc_id=np.int64(id_))
+        key = self._key(arrays)
+        if key is None:
+            import jax.numpy as jnp
+            out = [jnp.zeros(s.shape, s.dtype) for s in self.specs]
+        else:
+            id_ = self._entry(key, arrays)
+            kwargs = {"vmap_method": self.vmap_method}
+            if self.aliases:
+                kwargs["input_output_aliases"] = self.aliases
+            out = jax.ffi.ffi_call(self.target, self.specs, **kwargs)(*arrays,
+                                                                      bekc_id=np.int64(id_))
         return jax.tree_util.tree_unflatten(self.tree, list(out))
 
 
@@ -369,23 +431,38 @@ class _NumbaKernelCall(_EntryCall):
     """The callable :func:`numba_cuda_kernel` returns."""
 
     target = LAUNCH_TARGET
+    _entries = _LAUNCH_ENTRIES
 
     def __init__(self, kernel, outs, grid, block, shared_mem, vmap_method, aliases) -> None:
-        super().__init__(_kernel_name(kernel), outs, vmap_method, aliases)
+        super().__init__(kernel, _kernel_name(kernel), outs, vmap_method, aliases)
         self.kernel = kernel
         self.grid, self.block = grid, block
         self.shared_mem = int(shared_mem)
         if self.shared_mem < 0:
             raise ValueError(f"shared_mem must be >= 0, got {shared_mem!r}")
+        # launch_dims of 0 in some dimension: nothing to launch, outputs are 0.
+        self.empty = 0 in grid
+        # Under jax.vmap the handler launches once per batch slice.
+        self.batched = vmap_method in _BATCHING_VMAP_METHODS
 
     def __repr__(self) -> str:
         return f"<bekc numba_cuda_kernel {self.name} grid={self.grid} block={self.block}>"
 
     def _key(self, arrays):
+        for i, a in enumerate(arrays):
+            if len(a.shape) == 0:
+                raise ValueError(
+                    f"{self.name}: input {i} is a 0-d array (a scalar), which numba_cuda_kernel "
+                    f"does not take; pass it as a 1-d array of one element, e.g. "
+                    f"jnp.array([value]) or x.reshape(1)")
         self._dtypes(arrays)  # refuse what Numba cannot hold before importing it
-        return _signature(arrays, self.specs)
+        if self.empty:
+            return None
+        return _signature(arrays, self.specs) + ((self.grid, self.block, self.shared_mem,
+                                                  self.batched),)
 
-    def _make_entry(self, sig, arrays) -> int:
+    def _make_entry(self, key, arrays) -> int:
+        sig = key[:-1]
         dtypes = self._dtypes(arrays)
         cuda = _numba_cuda()
         native = _native()
@@ -404,18 +481,26 @@ class _NumbaKernelCall(_EntryCall):
             handle = _handle_value(library.get_cufunc().handle)
         return native.add_launch(self.name, handle, self.grid, self.block, self.shared_mem,
                                  bool(getattr(compiled, "cooperative", False)), dtypes,
-                                 [ndim for _, ndim in sig], len(arrays))
+                                 [ndim for _, ndim in sig], len(arrays), vmap=self.batched)
 
     def launch_stats(self) -> Dict[str, int]:
         """How many launches the compiled handler made, over every signature,
         and how many of them went into a CUDA graph being captured (a captured
-        launch replays without calling the handler again)."""
+        launch replays without calling the handler again). Wrappers of the same
+        kernel and launch configuration share entries, and so these counts."""
         native = _native()
         launches = captured = 0
         for id_ in list(self._ids.values()):
             n, c = native.launch_stats(id_)
             launches, captured = launches + n, captured + c
         return {"launches": launches, "captured": captured}
+
+    def launch_streams(self) -> List[int]:
+        """The CUDA stream (a ``CUstream`` as an int) of the latest launch of
+        each signature this function launched; XLA's stream, which a
+        ``numba_cuda_callable`` in the same computation also receives."""
+        native = _native()
+        return [native.launch_stream(id_) for id_ in list(self._ids.values())]
 
 
 def numba_cuda_kernel(kernel, outs, *, grid=None, block=None, launch_dims=None,
@@ -429,14 +514,29 @@ def numba_cuda_kernel(kernel, outs, *, grid=None, block=None, launch_dims=None,
     them; the result has the same structure. Either ``grid`` and ``block`` or
     ``launch_dims`` configure the launch (see :func:`resolve_launch`);
     ``shared_mem`` is the dynamic shared memory in bytes. ``vmap_method`` and
-    ``input_output_aliases`` go to ``jax.ffi.ffi_call``.
+    ``input_output_aliases`` go to ``jax.ffi.ffi_call``. Under ``jax.vmap``
+    with ``vmap_method="expand_dims"`` or ``"broadcast_all"`` the kernel is
+    launched once per batch slice, with the unbatched launch configuration.
+
+    Mistakes are reported in brainevent's order: the launch configuration
+    (ValueError), the outputs' dtypes, then the kernel's type (TypeError).
 
     Numba compiles the kernel once per input signature (dtypes and ranks) on
-    first use; calls inside ``jax.jit`` then run no Python. Create the
-    function once and reuse it.
+    first use; calls inside ``jax.jit`` then run no Python.
     """
-    _check_kernel(kernel)
+    explicit = _check_forms(grid, block, launch_dims)
+    if explicit and vmap_method is not None and vmap_method != "sequential":
+        raise ValueError(
+            f"vmap_method={vmap_method!r} needs launch_dims: an explicit grid and block are "
+            f"fixed, so bekc cannot give each batch slice its own launch. Pass launch_dims, or "
+            f"vmap_method='sequential' (one unbatched call per slice)")
     g, b = resolve_launch(grid, block, launch_dims, threads_per_block)
+    import numpy as np
+    name = _kernel_name(kernel)
+    specs, _ = _flatten_outs(outs)
+    for i, spec in enumerate(specs):
+        _xla_dtype(np.dtype(spec.dtype).name, f"{name}: output {i}")
+    _check_kernel(kernel)
     return _NumbaKernelCall(kernel, outs, g, b, shared_mem, vmap_method, input_output_aliases)
 
 
@@ -445,12 +545,13 @@ class _NumbaCallable(_EntryCall):
     """The callable :func:`numba_cuda_callable` returns."""
 
     target = CALL_TARGET
+    _entries = _CALL_ENTRIES
 
     def __init__(self, fn, outs, vmap_method, aliases) -> None:
         if not callable(fn):
             raise TypeError(f"numba_cuda_callable expects a Python callable, got "
                             f"{type(fn).__name__}")
-        super().__init__(getattr(fn, "__qualname__", None) or repr(fn), outs, vmap_method,
+        super().__init__(fn, getattr(fn, "__qualname__", None) or repr(fn), outs, vmap_method,
                          aliases)
         self.fn = fn
 

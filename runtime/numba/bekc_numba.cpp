@@ -13,6 +13,14 @@
 //                      (a ctypes callback made by the Python side) with the
 //                      buffers' device pointers and the stream.
 //
+// Under jax.vmap (vmap_method "expand_dims" or "broadcast_all") every buffer
+// arrives with one leading axis more than the kernel was compiled for; the
+// launch handler then launches the kernel once per batch slice, with the same
+// grid, passing each buffer's slice (or, for a leading axis of 1, its only
+// slice). Per-slice launches keep kernels whose output elements read other
+// elements of their row correct. Two or more extra axes (nested vmap) are
+// refused.
+//
 // Each call carries one attribute, `bekc_id`: the index of an entry that
 // Python added with bekc_numba_add_launch or bekc_numba_add_callable. Entries
 // live as long as the process (like FFI targets) and are read without a lock.
@@ -154,6 +162,11 @@ struct Launch {
     // captured into a CUDA graph (a replayed graph calls no handler).
     std::atomic<int64_t>* launch_count = nullptr;
     std::atomic<int64_t>* capture_count = nullptr;
+    // The stream of the latest launch: tests check it is XLA's.
+    std::atomic<uintptr_t>* last_stream = nullptr;
+    // Whether calls may carry a leading vmap axis (bekc_numba_allow_vmap).
+    // Without it a batched frame is a rank mismatch, as for any direct caller.
+    std::atomic<bool>* vmap = nullptr;
 };
 
 using Callback = int (*)(int64_t id, const uint64_t* pointers, int64_t count, void* stream,
@@ -233,14 +246,54 @@ bool begin(BekcXla_CallFrame* f, const char* target, bool command_buffer, int64_
     return true;
 }
 
-// Checks counts, kinds, dtypes and ranks against the signature Numba compiled.
-BekcXla_Error* check_buffers(const BekcXla_CallFrame* f, const Launch& k) {
+// How a call's buffers relate to the compiled signature: the same ranks (one
+// launch), or one leading batch axis more on every buffer (jax.vmap: `size`
+// launches, one per slice).
+struct Batch {
+    bool batched = false;
+    int64_t size = 1;
+};
+
+const BekcXla_Buffer* buffer(const BekcXla_CallFrame* f, int64_t i) {
+    return static_cast<const BekcXla_Buffer*>(i < f->args.size ? f->args.args[i]
+                                                               : f->rets.rets[i - f->args.size]);
+}
+
+// Output 0 tells whether the call is batched: each level of vmap adds one
+// leading axis, so one axis more than compiled is a batch and two or more are
+// nested vmaps, which a per-slice launch cannot serve.
+BekcXla_Error* detect_batch(const BekcXla_CallFrame* f, const Launch& k, Batch* batch) {
+    if (!k.vmap->load(std::memory_order_acquire) || k.num_rets == 0 ||
+        f->rets.types[0] != BEKC_XLA_ARG_BUFFER)
+        return nullptr;
+    const auto* out = static_cast<const BekcXla_Buffer*>(f->rets.rets[0]);
+    const int64_t extra = out->rank - k.ranks[k.num_args];
+    if (extra >= 2)
+        return fail(f->api, BEKC_XLA_ERROR_INVALID_ARGUMENT,
+                    "%s: output 0 has %lld dimensions, %lld more than the kernel was compiled "
+                    "for; only one level of vmap is supported (each level adds one leading "
+                    "axis). Give the outer levels vmap_method='sequential', or merge the batch "
+                    "axes into one before the call",
+                    k.name.c_str(), static_cast<long long>(out->rank),
+                    static_cast<long long>(extra));
+    if (extra == 1) {
+        batch->batched = true;
+        batch->size = out->dims[0];
+    }
+    return nullptr;
+}
+
+// Checks counts, kinds, dtypes and ranks against the signature Numba compiled,
+// and finds the batch of a vmapped call.
+BekcXla_Error* check_buffers(const BekcXla_CallFrame* f, const Launch& k, Batch* batch) {
     const int32_t bad = BEKC_XLA_ERROR_INVALID_ARGUMENT;
     if (f->args.size != k.num_args || f->rets.size != k.num_rets)
         return fail(
             f->api, bad, "%s: compiled for %lld inputs and %lld outputs, called with %lld and %lld",
             k.name.c_str(), static_cast<long long>(k.num_args), static_cast<long long>(k.num_rets),
             static_cast<long long>(f->args.size), static_cast<long long>(f->rets.size));
+    if (BekcXla_Error* e = detect_batch(f, k, batch)) return e;
+    const int64_t axis = batch->batched ? 1 : 0;
     for (int64_t i = 0; i < k.num_args + k.num_rets; ++i) {
         const bool is_arg = i < k.num_args;
         const int64_t j = is_arg ? i : i - k.num_args;
@@ -249,36 +302,49 @@ BekcXla_Error* check_buffers(const BekcXla_CallFrame* f, const Launch& k) {
         if (type != BEKC_XLA_ARG_BUFFER)
             return fail(f->api, bad, "%s: %s %lld is not a buffer", k.name.c_str(), kind,
                         static_cast<long long>(j));
-        const auto* b =
-            static_cast<const BekcXla_Buffer*>(is_arg ? f->args.args[j] : f->rets.rets[j]);
-        if (b->dtype != k.dtypes[i] || b->rank != k.ranks[i])
-            return fail(
-                f->api, bad,
-                "%s: %s %lld is %s with %lld dimensions; the kernel was compiled for %s with %d",
-                k.name.c_str(), kind, static_cast<long long>(j), bekc_rt::xla_dtype_name(b->dtype),
-                static_cast<long long>(b->rank), bekc_rt::xla_dtype_name(k.dtypes[i]), k.ranks[i]);
+        const BekcXla_Buffer* b = buffer(f, i);
+        if (b->dtype != k.dtypes[i] || b->rank != k.ranks[i] + axis)
+            return fail(f->api, bad,
+                        "%s: %s %lld is %s with %lld dimensions; the kernel was compiled for %s "
+                        "with %d%s",
+                        k.name.c_str(), kind, static_cast<long long>(j),
+                        bekc_rt::xla_dtype_name(b->dtype), static_cast<long long>(b->rank),
+                        bekc_rt::xla_dtype_name(k.dtypes[i]), k.ranks[i],
+                        axis ? ", plus one leading vmap axis" : "");
+        if (axis && b->dims[0] != batch->size && b->dims[0] != 1)
+            return fail(f->api, bad,
+                        "%s: %s %lld has leading dimension %lld under vmap, neither the batch "
+                        "%lld nor 1; use vmap_method='broadcast_all'",
+                        k.name.c_str(), kind, static_cast<long long>(j),
+                        static_cast<long long>(b->dims[0]), static_cast<long long>(batch->size));
     }
     return nullptr;
 }
 
 // Numba passes an array as 5 + 2 * ndim kernel parameters, each 8 bytes:
 // meminfo, parent, nitems, itemsize, data, shape[ndim], strides[ndim] (bytes).
-void marshal(const BekcXla_Buffer* b, std::vector<int64_t>& values) {
+// With `slice` >= 0 the buffer has a leading vmap axis, and the array passed
+// is its slice `slice` (its only slice when that axis is 1).
+void marshal(const BekcXla_Buffer* b, int64_t slice, std::vector<int64_t>& values) {
     const int64_t size = itemsize(b->dtype);
+    const int64_t first = slice >= 0 ? 1 : 0;
     int64_t nitems = 1;
-    for (int64_t d = 0; d < b->rank; ++d) nitems *= b->dims[d];
+    for (int64_t d = first; d < b->rank; ++d) nitems *= b->dims[d];
+    const int64_t index = slice >= 0 && b->dims[0] != 1 ? slice : 0;
     values.push_back(0);  // meminfo
     values.push_back(0);  // parent
     values.push_back(nitems);
     values.push_back(size);
-    values.push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(b->data)));
-    for (int64_t d = 0; d < b->rank; ++d) values.push_back(b->dims[d]);
+    values.push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(b->data)) +
+                     index * nitems * size);
+    for (int64_t d = first; d < b->rank; ++d) values.push_back(b->dims[d]);
     const size_t first_stride = values.size();
-    values.resize(first_stride + static_cast<size_t>(b->rank));
+    const int64_t rank = b->rank - first;
+    values.resize(first_stride + static_cast<size_t>(rank));
     int64_t stride = size;  // row-major, as XLA lays buffers out for custom calls
-    for (int64_t d = b->rank - 1; d >= 0; --d) {
+    for (int64_t d = rank - 1; d >= 0; --d) {
         values[first_stride + static_cast<size_t>(d)] = stride;
-        stride *= b->dims[d];
+        stride *= b->dims[d + first];
     }
 }
 
@@ -291,6 +357,33 @@ CUresult ensure_context(const Driver& d, CUstream stream) {
     CUcontext wanted = nullptr;
     if (CUresult r = d.stream_get_ctx(stream, &wanted)) return r;
     return d.ctx_set_current(wanted);
+}
+
+// Launches kernel `k` once on `stream`: with `slice` >= 0, on that slice of
+// every buffer of a vmapped call.
+BekcXla_Error* launch_one(const BekcXla_CallFrame* f, const Launch& k, const Driver& d,
+                          CUstream stream, int64_t slice) {
+    thread_local std::vector<int64_t> values;
+    thread_local std::vector<void*> params;
+    values.clear();
+    for (int64_t i = 0; i < f->args.size + f->rets.size; ++i) marshal(buffer(f, i), slice, values);
+    params.resize(values.size());
+    for (size_t i = 0; i < values.size(); ++i) params[i] = &values[i];
+    const CUresult r =
+        k.cooperative
+            ? d.launch_cooperative(k.function, k.grid[0], k.grid[1], k.grid[2], k.block[0],
+                                   k.block[1], k.block[2], k.shared_mem, stream, params.data())
+            : d.launch(k.function, k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1],
+                       k.block[2], k.shared_mem, stream, params.data(), nullptr);
+    if (r)
+        return cuda_error(f->api, k.name.c_str(),
+                          k.cooperative ? "cuLaunchCooperativeKernel" : "cuLaunchKernel", r);
+    k.launch_count->fetch_add(1, std::memory_order_relaxed);
+    k.last_stream->store(reinterpret_cast<uintptr_t>(stream), std::memory_order_relaxed);
+    int capturing = 0;
+    if (d.stream_is_capturing && d.stream_is_capturing(stream, &capturing) == 0 && capturing != 0)
+        k.capture_count->fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
 }
 
 }  // namespace
@@ -337,6 +430,8 @@ BEKC_EXPORT int64_t bekc_numba_add_launch(const char* name, void* function, cons
     }
     k.launch_count = new std::atomic<int64_t>(0);  // entries live as long as the process
     k.capture_count = new std::atomic<int64_t>(0);
+    k.last_stream = new std::atomic<uintptr_t>(0);
+    k.vmap = new std::atomic<bool>(false);
     const int64_t id = launches().add(std::move(k));
     if (id < 0) return refuse("too many kernels in one process");
     return id;
@@ -349,6 +444,23 @@ BEKC_EXPORT int64_t bekc_numba_launch_stats(int64_t id, int64_t* captured) {
     if (k == nullptr) return -1;
     if (captured) *captured = k->capture_count->load(std::memory_order_relaxed);
     return k->launch_count->load(std::memory_order_relaxed);
+}
+
+// Lets kernel `id` be called under jax.vmap: one launch per batch slice.
+// Returns 0, or -1 for an unknown id. Added in ABI 2 without changing the
+// functions before it; call it before the id is first used.
+BEKC_EXPORT int bekc_numba_allow_vmap(int64_t id) {
+    const Launch* k = launches().get(id);
+    if (k == nullptr) return -1;
+    k->vmap->store(true, std::memory_order_release);
+    return 0;
+}
+
+// The stream kernel `id` was last launched on (0 before its first launch or
+// for an unknown id). Added in ABI 2 without changing the functions before it.
+BEKC_EXPORT uint64_t bekc_numba_launch_stream(int64_t id) {
+    const Launch* k = launches().get(id);
+    return k ? k->last_stream->load(std::memory_order_relaxed) : 0;
 }
 
 // Adds a Python callable (a ctypes callback); returns its id, or -1.
@@ -373,38 +485,18 @@ BEKC_EXPORT BekcXla_Error* bekc_numba_launch(BekcXla_CallFrame* f) {
     if (k == nullptr)
         return fail(f->api, BEKC_XLA_ERROR_INVALID_ARGUMENT, "%s: no kernel with bekc_id %lld",
                     kTarget, static_cast<long long>(id));
-    if ((error = check_buffers(f, *k))) return error;
+    Batch batch;
+    if ((error = check_buffers(f, *k, &batch))) return error;
     const Driver& d = driver();
     if (d.problem)
         return fail(f->api, BEKC_XLA_ERROR_INTERNAL, "%s: %s", k->name.c_str(), d.problem);
     CUstream stream = nullptr;
     if ((error = bekc_rt::get_stream(f, &stream))) return error;
-
-    thread_local std::vector<int64_t> values;
-    thread_local std::vector<void*> params;
-    values.clear();
-    for (int64_t i = 0; i < f->args.size; ++i)
-        marshal(static_cast<const BekcXla_Buffer*>(f->args.args[i]), values);
-    for (int64_t i = 0; i < f->rets.size; ++i)
-        marshal(static_cast<const BekcXla_Buffer*>(f->rets.rets[i]), values);
-    params.resize(values.size());
-    for (size_t i = 0; i < values.size(); ++i) params[i] = &values[i];
-
     if (CUresult r = ensure_context(d, stream))
         return cuda_error(f->api, k->name.c_str(), "making the stream's context current", r);
-    const CUresult r =
-        k->cooperative
-            ? d.launch_cooperative(k->function, k->grid[0], k->grid[1], k->grid[2], k->block[0],
-                                   k->block[1], k->block[2], k->shared_mem, stream, params.data())
-            : d.launch(k->function, k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1],
-                       k->block[2], k->shared_mem, stream, params.data(), nullptr);
-    if (r)
-        return cuda_error(f->api, k->name.c_str(),
-                          k->cooperative ? "cuLaunchCooperativeKernel" : "cuLaunchKernel", r);
-    k->launch_count->fetch_add(1, std::memory_order_relaxed);
-    int capturing = 0;
-    if (d.stream_is_capturing && d.stream_is_capturing(stream, &capturing) == 0 && capturing != 0)
-        k->capture_count->fetch_add(1, std::memory_order_relaxed);
+    // One launch, or one per batch slice: slices on one stream run in order.
+    for (int64_t s = 0; s < batch.size; ++s)
+        if ((error = launch_one(f, *k, d, stream, batch.batched ? s : -1))) return error;
     return nullptr;
 }
 

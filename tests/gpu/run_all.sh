@@ -26,6 +26,9 @@ step "doctor" "$BEKC" doctor
 XLA_INC=$($PY -c 'import jax.ffi; print(jax.ffi.include_dir())')
 step "ABI layout vs this jaxlib" bash tests/abi/run_layout_test.sh "$XLA_INC"
 step "pytest tests/gpu" $PY -m pytest -q -p no:cacheprovider tests/gpu
+if [[ -d "${BRAINEVENT_WHEELS:-$PWD/.whl}" ]]; then
+  step "brainevent 0.2.1's Numba-CUDA tests against bekc" bash tests/gpu/brainevent_numba_suite.sh bekc
+fi
 if $PY -c 'import numba.cuda' 2>/dev/null || $PY -c 'import numpy as np; np.row_stack = np.vstack; import numba.cuda' 2>/dev/null; then
   step "bench: Numba-CUDA kernels per call and in a fori_loop" \
     $PY bench/numba/bench_numba.py --calls "${BEKC_NUMBA_BENCH_CALLS:-10000}"

@@ -174,10 +174,9 @@ def test_errors_for_bad_configurations():
 
 
 def test_wrong_dtype_for_numba_is_refused_before_launch():
-    fn = bekc.numba_cuda_kernel(add_kernel, outs=jax.ShapeDtypeStruct((8,), jnp.bfloat16),
-                                launch_dims=8)
-    with pytest.raises(TypeError, match="output 0 has dtype bfloat16"):
-        fn(jnp.ones(8), jnp.ones(8))
+    with pytest.raises(TypeError, match="output 0 has dtype bfloat16"):  # when wrapping
+        bekc.numba_cuda_kernel(add_kernel, outs=jax.ShapeDtypeStruct((8,), jnp.bfloat16),
+                               launch_dims=8)
 
 
 def test_debug_kernels_are_refused_with_the_way_out():
@@ -308,3 +307,130 @@ def test_xla_custom_kernel_picks_the_platform_implementation(leaky_modules):
     h = jax.jit(lambda x, alpha: op(x, outs=[jax.ShapeDtypeStruct(x.shape, x.dtype)], alpha=alpha))
     with pytest.raises(TypeError, match="static_argnames"):
         h(x, 0.2)
+
+
+# ------------------------------------------------------------------ brainevent's behaviour (issue 17)
+@cuda.jit
+def reverse_kernel(x, out):
+    i = cuda.grid(1)
+    n = out.size
+    if i < n:
+        out[i] = x[n - 1 - i]
+
+
+@pytest.mark.parametrize("vmap_method", ["expand_dims", "broadcast_all"])
+def test_vmap_launches_once_per_slice(vmap_method):
+    # A kernel of its own: a shared entry would give both parameters the same
+    # executable, replayed from its CUDA graph without calling the handler.
+    @cuda.jit
+    def add_rows(x, y, out):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = x[i] + y[i]
+
+    n, batch = 16, 8
+    add = bekc.numba_cuda_kernel(add_rows, outs=jax.ShapeDtypeStruct((n,), jnp.float32),
+                                 launch_dims=n, vmap_method=vmap_method)
+    xs, ys = rand(batch * n).reshape(batch, n), rand(batch * n, 1).reshape(batch, n)
+    np.testing.assert_allclose(jax.jit(jax.vmap(add))(xs, ys), xs + ys, rtol=1e-6)
+    assert add.launch_stats()["launches"] == batch  # one launch per slice
+    # Rows that read each other stay within their slice.
+    rev = bekc.numba_cuda_kernel(reverse_kernel, outs=jax.ShapeDtypeStruct((4,), jnp.float32),
+                                 launch_dims=4, vmap_method=vmap_method)
+    x = jnp.arange(16, dtype=jnp.float32).reshape(4, 4)
+    np.testing.assert_array_equal(jax.vmap(rev)(x), np.asarray(x)[:, ::-1])
+    # An unmapped input arrives with a leading axis of 1 (expand_dims) or the batch.
+    y = rand(n, 2)
+    np.testing.assert_allclose(jax.vmap(add, in_axes=(0, None))(xs, y), xs + y[None], rtol=1e-6)
+    # A batch of one still has its axis.
+    one = jax.vmap(add)(xs[:1], ys[:1])
+    assert one.shape == (1, n)
+    np.testing.assert_allclose(one, xs[:1] + ys[:1], rtol=1e-6)
+
+
+def test_nested_vmap_is_refused_and_sequential_outer_levels_work():
+    n = 8
+    add = bekc.numba_cuda_kernel(add_kernel, outs=jax.ShapeDtypeStruct((n,), jnp.float32),
+                                 launch_dims=n, vmap_method="expand_dims")
+    x = jnp.arange(2 * 3 * n, dtype=jnp.float32).reshape(2, 3, n)
+    with pytest.raises(Exception, match="only one level of vmap"):
+        jax.block_until_ready(jax.vmap(jax.vmap(add))(x, x))
+    inner = jax.vmap(add)
+    outer = jax.jit(lambda a, b: jax.lax.map(lambda ab: inner(*ab), (a, b)))
+    np.testing.assert_allclose(outer(x, x), 2 * np.asarray(x), rtol=1e-6)
+
+
+def test_explicit_grid_with_sequential_vmap():
+    add = bekc.numba_cuda_kernel(add_kernel, outs=jax.ShapeDtypeStruct((64,), jnp.float32),
+                                 grid=1, block=64, vmap_method="sequential")
+    xs = rand(3 * 64).reshape(3, 64)
+    np.testing.assert_allclose(jax.vmap(add)(xs, xs), 2 * xs, rtol=1e-6)
+
+
+def test_launch_dims_of_zero_zero_fill_without_launching():
+    n = 128
+    fn = bekc.numba_cuda_kernel(increment_kernel, outs=jax.ShapeDtypeStruct((n,), jnp.float32),
+                                launch_dims=0, input_output_aliases={0: 0})
+    x = jnp.arange(1, n + 1, dtype=jnp.float32)
+    np.testing.assert_array_equal(jax.jit(fn)(x), np.zeros(n, np.float32))
+    assert fn.launch_stats() == {"launches": 0, "captured": 0}
+    empty = bekc.numba_cuda_kernel(add_kernel, outs=jax.ShapeDtypeStruct((0,), jnp.float32),
+                                   launch_dims=0)
+    assert jax.jit(empty)(jnp.zeros(0), jnp.zeros(0)).shape == (0,)
+
+
+def test_the_kernel_runs_on_xlas_stream():
+    # brainevent's test watches its Python handler ask XLA for the stream;
+    # bekc's handler is compiled, so compare the stream of its launch with the
+    # one XLA hands a callable in the same computation.
+    n = 256
+    add = bekc.numba_cuda_kernel(add_kernel, outs=jax.ShapeDtypeStruct((n,), jnp.float32),
+                                 launch_dims=n)
+    seen = []
+
+    def record(x, out, stream):
+        seen.append(int(stream.handle.value if hasattr(stream.handle, "value")
+                        else stream.handle))
+        increment_kernel[1, n, stream](x, out)
+
+    after = bekc.numba_cuda_callable(record, outs=jax.ShapeDtypeStruct((n,), jnp.float32))
+    x = rand(n)
+    np.testing.assert_allclose(jax.jit(lambda a: after(add(a, a)))(x), 2 * x + 1, rtol=1e-6)
+    assert seen and seen[0] != 0
+    assert add.launch_streams() == [seen[0]]
+
+
+def test_wrapping_a_kernel_again_reuses_its_entry():
+    # brainevent counts its registered FFI targets; bekc's are library entries.
+    from bekc._numba_cuda import _LAUNCH_ENTRIES
+
+    @cuda.jit
+    def copy(x, out):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = x[i]
+
+    before = len(_LAUNCH_ENTRIES)
+    wrappers = []
+    for _ in range(5):
+        fn = bekc.numba_cuda_kernel(copy, outs=jax.ShapeDtypeStruct((8,), jnp.float32),
+                                    launch_dims=8)
+        np.testing.assert_array_equal(fn(jnp.arange(8, dtype=jnp.float32)), np.arange(8))
+        np.testing.assert_array_equal(fn(jnp.arange(16, dtype=jnp.float32)), np.arange(8))
+        wrappers.append(fn)
+    assert len(_LAUNCH_ENTRIES) - before == 1
+    # One entry, so one set of counts (replays from CUDA graphs call no handler).
+    stats = [w.launch_stats() for w in wrappers]
+    assert stats[0]["launches"] >= 1 and all(s == stats[0] for s in stats)
+
+
+def test_0d_inputs_and_bfloat16_are_refused_with_brainevents_types():
+    with pytest.raises(ValueError, match="bfloat16"):
+        bekc.numba_cuda_kernel(add_kernel, outs=jax.ShapeDtypeStruct((8,), jnp.bfloat16),
+                               launch_dims=8)
+    fn = bekc.numba_cuda_kernel(increment_kernel, outs=jax.ShapeDtypeStruct((1,), jnp.float32),
+                                launch_dims=1)
+    with pytest.raises(ValueError, match="0-d array"):
+        fn(jnp.asarray(3.0))
+    with pytest.raises(ValueError, match="input 0 has dtype bfloat16"):
+        fn(jnp.ones(1, jnp.bfloat16))

@@ -110,7 +110,7 @@ def test_incomplete_or_conflicting_configuration(kwargs, message):
 @pytest.mark.parametrize("kwargs, message", [
     (dict(grid=0, block=32), r"grid must be positive in every dimension, got 0"),
     (dict(grid=4, block=(32, -1)), r"block must be positive in every dimension"),
-    (dict(launch_dims=(10, 0)), r"launch_dims must be positive"),
+    (dict(launch_dims=(10, -1)), r"launch_dims must be non-negative"),
     (dict(grid=(1, 1, 1, 1), block=1), r"grid must have 1 to 3 dimensions, got 4"),
     (dict(grid=4, block=()), r"block must have 1 to 3 dimensions, got 0"),
     (dict(launch_dims=(1, 2, 3, 4)), r"launch_dims must have 1 to 3 dimensions, got 4"),
@@ -127,6 +127,16 @@ def test_incomplete_or_conflicting_configuration(kwargs, message):
 def test_bad_dimensions(kwargs, message):
     with pytest.raises(ValueError, match=message):
         resolve_launch(**kwargs)
+
+
+@pytest.mark.parametrize("launch_dims, want", [
+    (0, ((0, 1, 1), (256, 1, 1))),
+    ((10, 0), ((1, 0, 1), (16, 16, 1))),
+    ((0, 32, 8), ((0, 4, 2), (8, 8, 4))),
+])
+def test_launch_dims_of_zero_give_an_empty_grid(launch_dims, want):
+    # brainevent skips such a launch and fills the outputs with zeros.
+    assert resolve_launch(launch_dims=launch_dims) == want
 
 
 @pytest.mark.parametrize("tpb", [0, -32, 1025, 4096])
@@ -588,7 +598,8 @@ def test_launch_handler_checks_the_compiled_signature(native, cpu_targets, args,
     assert native.launch_stats(id_) == (0, 0)  # nothing was launched
 
 
-def test_launch_handler_without_a_cuda_driver(native, cpu_targets):
+def _skip_with_a_cuda_driver():
+    """These tests see the handler fail where it opens the CUDA driver."""
     if os.environ.get("BEKC_NUMBA_LIBCUDA"):
         pytest.skip("$BEKC_NUMBA_LIBCUDA names a driver library")
     try:
@@ -596,6 +607,10 @@ def test_launch_handler_without_a_cuda_driver(native, cpu_targets):
         pytest.skip("this machine has a CUDA driver")
     except OSError:
         pass
+
+
+def test_launch_handler_without_a_cuda_driver(native, cpu_targets):
+    _skip_with_a_cuda_driver()
     id_ = _add(native, name="k_nodriver")
     with pytest.raises(Exception, match=r"k_nodriver: cannot open libcuda.so.1 \(is the NVIDIA "
                                         r"driver installed\?\)"):
@@ -621,3 +636,63 @@ def test_call_handler_checks_id_and_counts(native, cpu_targets):
     with pytest.raises(Exception, match="bekc.numba_cuda_callable: expected one attribute"):
         _run(cpu_targets["call"], S4, x)
     assert called == []
+
+
+# --------------------------------------------------------------------------- vmap in the handler
+# Entries allowed under vmap take one leading batch axis on every buffer; the
+# checks run before the handler needs CUDA, so they are testable here.
+def _vmapped_call(target, id_, out, levels, vmap_method="expand_dims"):
+    fn = lambda x: jax.ffi.ffi_call(target, out, vmap_method=vmap_method)(x, bekc_id=np.int64(id_))
+    for _ in range(levels):
+        fn = jax.vmap(fn)
+    return fn
+
+
+def test_launch_handler_refuses_nested_vmap(native, cpu_targets):
+    id_ = native.add_launch("k_nested", 0x1234, (1, 1, 1), (32, 1, 1), 0, False, [F32, F32],
+                            [1, 1], 1, vmap=True)
+    fn = _vmapped_call(cpu_targets["launch"], id_, S4, levels=2)
+    with pytest.raises(Exception, match=r"k_nested: output 0 has 3 dimensions, 2 more than the "
+                                        r"kernel was compiled for; only one level of vmap is "
+                                        r"supported"):
+        jax.block_until_ready(fn(jnp.ones((2, 3, 4), jnp.float32)))
+    assert native.launch_stats(id_) == (0, 0)
+
+
+@pytest.mark.parametrize("vmap_method", ["expand_dims", "broadcast_all"])
+def test_launch_handler_takes_one_vmap_axis(native, cpu_targets, vmap_method):
+    _skip_with_a_cuda_driver()
+    id_ = native.add_launch("k_vmap1", 0x1234, (1, 1, 1), (32, 1, 1), 0, False, [F32, F32],
+                            [1, 1], 1, vmap=True)
+    fn = _vmapped_call(cpu_targets["launch"], id_, S4, levels=1, vmap_method=vmap_method)
+    # Every check passed: the handler got as far as opening the driver.
+    with pytest.raises(Exception, match=r"k_vmap1: cannot open libcuda.so.1"):
+        jax.block_until_ready(fn(jnp.ones((5, 4), jnp.float32)))
+
+
+def test_launch_handler_checks_the_leading_axis_under_vmap(native, cpu_targets):
+    id_ = native.add_launch("k_lead", 0x1234, (1, 1, 1), (32, 1, 1), 0, False, [F32, F32],
+                            [1, 1], 1, vmap=True)
+    out = jax.ShapeDtypeStruct((5, 4), jnp.float32)
+    with pytest.raises(Exception, match=r"k_lead: input 0 has leading dimension 3 under vmap, "
+                                        r"neither the batch 5 nor 1"):
+        _run(cpu_targets["launch"], out, jnp.ones((3, 4), jnp.float32), bekc_id=np.int64(id_))
+    with pytest.raises(Exception, match=r"k_lead: input 0 is float32 with 1 dimensions; the "
+                                        r"kernel was compiled for float32 with 1, plus one "
+                                        r"leading vmap axis"):
+        _run(cpu_targets["launch"], out, jnp.ones(4, jnp.float32), bekc_id=np.int64(id_))
+    assert native.launch_stats(id_) == (0, 0)
+
+
+def test_launch_handler_without_vmap_refuses_a_batch_axis(native, cpu_targets):
+    id_ = _add(native, name="k_novmap")
+    out = jax.ShapeDtypeStruct((5, 4), jnp.float32)
+    with pytest.raises(Exception, match=r"k_novmap: input 0 is float32 with 2 dimensions; the "
+                                        r"kernel was compiled for float32 with 1") as info:
+        _run(cpu_targets["launch"], out, jnp.ones((5, 4), jnp.float32), bekc_id=np.int64(id_))
+    assert "leading vmap axis" not in str(info.value)
+
+
+def test_a_fresh_launch_has_no_stream(native):
+    assert native.launch_stream(_add(native)) == 0
+    assert native.launch_stream(2**40) == 0
