@@ -5,8 +5,8 @@
 
 #include "commands.hpp"
 #include "driver/build.hpp"
+#include "driver/inputs.hpp"
 #include "driver/package_build.hpp"
-#include "plan/inputs.hpp"
 
 namespace bekc::cli {
 
@@ -52,25 +52,28 @@ Action add_build_command(CLI::App& app) {
                     "Prefix of the FFI target names, '<prefix>.<function>': letters, digits, '_' "
                     "and '.', at most " +
                         max_length + " characters (default: --name)");
-    cmd->add_option("-O", o->opt_level, "Optimisation level, -O0 to -O3 (default -O3)")
+    cmd->add_option("-O", o->flags.opt_level, "Optimisation level, -O0 to -O3 (default -O3)")
         ->check(CLI::Range(0, 3));
-    cmd->add_flag("--fast-math", o->fast_math, "--use_fast_math for nvcc, -ffast-math for C++");
+    cmd->add_flag("--fast-math", o->flags.fast_math,
+                  "--use_fast_math for nvcc, -ffast-math for C++");
     cmd->add_option("--arch", o->arch,
                     "GPU architectures: a list (sm_90,80,9.0,sm_90a), 'native', or 'auto' (the "
                     "GPUs present; none found: sm_80 plus PTX, with a warning). Default: auto")
         ->capture_default_str();
-    cmd->add_option("--std", o->cxx_std, "C++ standard for nvcc and the host compiler")
+    cmd->add_option("--std", o->flags.cxx_std, "C++ standard for nvcc and the host compiler")
         ->capture_default_str();
-    cmd->add_option("-I", o->include_dirs, "Add an include directory")->allow_extra_args(false);
-    cmd->add_option("-D", o->defines, "Define a macro, NAME or NAME=VALUE")
+    cmd->add_option("-I", o->flags.include_dirs, "Add an include directory")
         ->allow_extra_args(false);
-    cmd->add_option("--cuda-flag", o->cuda_flags, "Extra nvcc flag (write --cuda-flag=-lineinfo)")
+    cmd->add_option("-D", o->flags.defines, "Define a macro, NAME or NAME=VALUE")
         ->allow_extra_args(false);
-    cmd->add_option("--cxx-flag", o->cxx_flags, "Extra host-compiler flag for .cpp inputs")
+    cmd->add_option("--cuda-flag", o->flags.cuda_flags,
+                    "Extra nvcc flag (write --cuda-flag=-lineinfo)")
         ->allow_extra_args(false);
-    cmd->add_option("--ldflag", o->ldflags, "Extra linker flag (write --ldflag=-lcublas)")
+    cmd->add_option("--cxx-flag", o->flags.cxx_flags, "Extra host-compiler flag for .cpp inputs")
         ->allow_extra_args(false);
-    cmd->add_option("--linker-arg", o->linker_args,
+    cmd->add_option("--ldflag", o->flags.ldflags, "Extra linker flag (write --ldflag=-lcublas)")
+        ->allow_extra_args(false);
+    cmd->add_option("--linker-arg", o->flags.linker_args,
                     "One argument for the linker, passed as -Xlinker ARG (write "
                     "--linker-arg=-rpath=/opt/lib); nvcc splits on commas, so CUDA builds refuse "
                     "an ARG with one")

@@ -4,8 +4,8 @@
 #include <optional>
 
 #include "commands.hpp"
-#include "driver/build.hpp"
 #include "store/cache.hpp"
+#include "store/layout.hpp"
 #include "store/size.hpp"
 #include "util/env.hpp"
 #include "util/error.hpp"
@@ -133,7 +133,7 @@ Action add_cache_command(CLI::App& app) {
     // `bekc cache ls --cache-dir D` as well as `bekc cache --cache-dir D ls`.
     for (auto* sub : {path, ls, st, clear, pr, ver, mx}) sub->fallthrough();
     return [=] {
-        Cache cache(resolve_cache_root(o->cache_dir));
+        Cache cache(resolve_cache_root(o->cache_dir, system_env()));
         if (path->parsed()) {
             std::printf("%s\n", cache.path().c_str());
             return static_cast<int>(kExitOk);

@@ -2,13 +2,14 @@
 #include <memory>
 
 #include "commands.hpp"
-#include "driver/build.hpp"
 #include "driver/gpu_detect.hpp"
 #include "driver/runtime_headers.hpp"
-#include "plan/toolchain.hpp"
 #include "run/process.hpp"
+#include "run/runner.hpp"
+#include "run/toolchain.hpp"
 #include "store/cache.hpp"
 #include "store/size.hpp"
+#include "util/env.hpp"
 #include "util/error.hpp"
 #include "util/version.hpp"
 
@@ -19,7 +20,9 @@ namespace {
 void show_tool(const char* what, const std::function<Tool()>& find) {
     try {
         Tool t = find();
-        std::printf("%-14s %s (version %s)\n", what, t.path.c_str(), tool_version(t).c_str());
+        ProcessRunner runner;
+        std::printf("%-14s %s (version %s)\n", what, t.path.c_str(),
+                    tool_version(t, runner).c_str());
     } catch (const FatalError& e) {
         std::printf("%-14s NOT FOUND\n               %s\n", what, e.what());
     }
@@ -36,7 +39,7 @@ int doctor(const std::optional<std::string>& cache_dir) {
     } catch (const FatalError&) {
     }
     show_tool("host compiler", [&] { return find_cxx(std::nullopt, lookup); });
-    fs::path root = resolve_cache_root(cache_dir);
+    fs::path root = resolve_cache_root(cache_dir, system_env());
     GpuDetection gpus = detect_gpus(root);
     std::printf("%-14s %s (%s)\n", "GPUs",
                 gpus.archs.empty() ? "none" : arch_list_string(gpus.archs).c_str(),

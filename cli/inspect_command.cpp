@@ -4,7 +4,7 @@
 #include <string>
 
 #include "commands.hpp"
-#include "plan/inputs.hpp"
+#include "driver/inputs.hpp"
 #include "util/error.hpp"
 
 namespace bekc::cli {

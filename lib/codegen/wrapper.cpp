@@ -84,7 +84,7 @@ std::string render_function(const WrapperRequest& req, const FunctionSpec& fn) {
                              kExitInternal);
     return render_template(embedded("templates/function.cpp.in"),
                            {{"FUNCTION", fn.name},
-                            {"TARGET", c_string_escape(req.target_prefix + "." + fn.name)},
+                            {"TARGET", c_string_escape(target_name(req.target_prefix, fn.name))},
                             {"SOURCE_DISPLAY", req.display_path},
                             {"SOURCE_LINE_FILE", c_string_escape(req.display_path)},
                             {"WRAPPER_FILE", c_string_escape(req.wrapper_name)},
@@ -142,13 +142,6 @@ void check_symbol_clashes(const WrapperRequest& req) {
 }
 
 }  // namespace
-
-std::string handler_symbol(const std::string& function) {
-    return "bekc_ffi_" + function;
-}
-std::string handler_symbol_nograph(const std::string& function) {
-    return handler_symbol(function) + "_nograph";
-}
 
 std::string render_wrapper(const WrapperRequest& req) {
     if (req.source_path.find_first_of("\"\\\n\r") != std::string::npos)

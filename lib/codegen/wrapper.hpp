@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "scan/spec.hpp"
+#include "scan/symbols.hpp"
 
 namespace bekc {
 
@@ -16,10 +17,6 @@ struct WrapperRequest {
     std::string target_prefix;
     std::vector<FunctionSpec> functions;
 };
-
-// The handler symbols of a function: with the command-buffer trait, and without.
-std::string handler_symbol(const std::string& function);
-std::string handler_symbol_nograph(const std::string& function);
 
 // The whole wrapper translation unit. Throws FatalError when the source path
 // cannot be named in an #include directive.

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "scan/spec.hpp"
+#include "diag/location.hpp"
 
 namespace bekc {
 

@@ -12,20 +12,18 @@
 
 #include <nlohmann/json.hpp>
 
-#include "codegen/wrapper.hpp"
 #include "driver/compile_commands.hpp"
 #include "driver/compile_log.hpp"
+#include "driver/execute.hpp"
 #include "driver/gpu_detect.hpp"
 #include "driver/keys.hpp"
 #include "driver/manifest.hpp"
+#include "driver/plan_build.hpp"
 #include "driver/runtime_headers.hpp"
-#include "driver/safe_paths.hpp"
 #include "driver/tool_versions.hpp"
 #include "driver/xla_headers.hpp"
-#include "plan/compile_plan.hpp"
-#include "plan/inputs.hpp"
 #include "remote/remote_cache.hpp"
-#include "run/parallel.hpp"
+#include "scan/symbols.hpp"
 #include "store/cache.hpp"
 #include "store/file_ops.hpp"
 #include "store/hash.hpp"
@@ -83,20 +81,6 @@ std::vector<Arch> resolve_archs(const BuildOptions& o, const fs::path& cache_roo
     return {Arch{kDefaultArch, ""}};
 }
 
-PlanFlags plan_flags(const BuildOptions& o) {
-    PlanFlags f;
-    f.opt_level = o.opt_level;
-    f.fast_math = o.fast_math;
-    f.cxx_std = o.cxx_std;
-    for (const auto& d : o.include_dirs) f.include_dirs.push_back(fs::absolute(d).string());
-    f.defines = o.defines;
-    f.cuda_flags = o.cuda_flags;
-    f.cxx_flags = o.cxx_flags;
-    f.ldflags = o.ldflags;
-    f.linker_args = o.linker_args;
-    return f;
-}
-
 // nvcc reads a -Xlinker value as a list split at commas and white space, and
 // hands the link to the host compiler through a shell: an argument holding one
 // of these characters cannot reach the linker whole from a CUDA build. Empty
@@ -121,7 +105,8 @@ void check_linker_args(const std::vector<std::string>& args, bool nvcc_links) {
 // XLA's FFI headers go on the include path when the user named them, or when a
 // source includes them (or brainevent's dtypes.h / ffi_compat.h) directly; a
 // source that needs them when none can be found is an error at its #include.
-std::string resolve_xla_include(const BuildOptions& o, const ScannedInputs& scanned) {
+std::string resolve_xla_include(const BuildOptions& o, const ScannedInputs& scanned,
+                                const EnvLookup& env) {
     const SourceFile* needing = nullptr;
     std::optional<IncludeDirective> include;
     for (const auto& f : scanned.files) {
@@ -135,8 +120,8 @@ std::string resolve_xla_include(const BuildOptions& o, const ScannedInputs& scan
     }
     // Looking for a jaxlib reads directories: only when a source needs one or
     // the user named the headers, not on every build (a cache hit included).
-    if (!needing && !o.xla_include && !system_env()("BEKC_XLA_INCLUDE")) return {};
-    std::optional<XlaHeaders> found = find_xla_headers(o.xla_include, system_env());
+    if (!needing && !o.xla_include && !env("BEKC_XLA_INCLUDE")) return {};
+    std::optional<XlaHeaders> found = find_xla_headers(o.xla_include, env);
     if (needing && !found) {
         std::fputs(missing_xla_headers_message(*include, needing->text).c_str(), stderr);
         throw FatalError("", kExitSourceError);
@@ -144,202 +129,119 @@ std::string resolve_xla_include(const BuildOptions& o, const ScannedInputs& scan
     return found && (needing || found->explicit_choice) ? found->dir.string() : std::string();
 }
 
-// Everything decided before anything is compiled.
-struct Prepared {
-    BuildOptions options;
-    ScannedInputs scanned;
-    fs::path cache_root;
-    std::optional<Tool> nvcc;
-    Tool cxx;
-    std::vector<Arch> archs;
-    PlanFlags flags;
-    std::optional<fs::path> launcher;
-    std::string library_file;
-    KeyInputs key_inputs;
-};
-
-Prepared prepare(const BuildOptions& in, const Reporter& report) {
-    Prepared p;
-    p.options = in;
-    BuildOptions& o = p.options;
-    if (o.opt_level < 0 || o.opt_level > 3)
-        throw FatalError("bekc: error: -O" + std::to_string(o.opt_level) + ": use -O0 to -O3",
+BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& report) {
+    BuildInputs in;
+    if (o.flags.opt_level < 0 || o.flags.opt_level > 3)
+        throw FatalError("bekc: error: -O" + std::to_string(o.flags.opt_level) + ": use -O0 to -O3",
                          kExitUsage);
     auto paths = expand_inputs(o.inputs);
-    if (o.name.empty()) o.name = paths.front().stem().string();
-    check_name_lengths(o.name, in.name.empty() ? "the first input's stem" : "--name",
+    in.name = o.name.empty() ? paths.front().stem().string() : o.name;
+    check_name_lengths(in.name, o.name.empty() ? "the first input's stem" : "--name",
                        o.target_prefix);
-    if (!is_cxx_identifier(o.name))
-        throw FatalError("bekc: error: module name '" + o.name +
+    if (!is_cxx_identifier(in.name))
+        throw FatalError("bekc: error: module name '" + in.name +
                              "' must be an ASCII C++ identifier (it names the library and the "
                              "targets); choose one with --name",
                          kExitUsage);
-    if (o.target_prefix.empty()) o.target_prefix = o.name;
-    for (char c : o.target_prefix)
+    in.target_prefix = o.target_prefix.empty() ? in.name : o.target_prefix;
+    for (char c : in.target_prefix)
         if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'))
-            throw FatalError("bekc: error: --target-prefix '" + o.target_prefix +
+            throw FatalError("bekc: error: --target-prefix '" + in.target_prefix +
                                  "' may contain only ASCII letters, digits, '_' and '.'",
                              kExitUsage);
     std::vector<ExplicitSpec> specs = collect_explicit_specs(o.functions, o.functions_json);
-    p.scanned = scan_inputs(paths, specs);
-    if (has_errors(p.scanned.diagnostics)) {
-        std::fputs(render_all(p.scanned.diagnostics).c_str(), stderr);
+    ScannedInputs scanned = scan_inputs(paths, specs);
+    if (has_errors(scanned.diagnostics)) {
+        std::fputs(render_all(scanned.diagnostics).c_str(), stderr);
         throw FatalError("", kExitSourceError);
     }
     bool any_cuda = false;
-    for (const auto& f : p.scanned.files) any_cuda |= f.cuda;
-    p.cache_root = resolve_cache_root(o.cache_dir);
-    ToolLookup lookup = ToolLookup::system();
-    p.cxx = find_cxx(o.cxx, lookup);
+    for (const auto& f : scanned.files) any_cuda |= f.cuda;
+    in.cache_root = resolve_cache_root(o.cache_dir, ctx.env);
+    in.cxx = find_cxx(o.cxx, ctx.tools);
     if (any_cuda) {
-        p.nvcc = find_nvcc(o.nvcc, lookup);
-        p.archs = resolve_archs(o, p.cache_root, report);
+        in.nvcc = find_nvcc(o.nvcc, ctx.tools);
+        in.archs = resolve_archs(o, in.cache_root, report);
     }
-    p.flags = plan_flags(o);
-    check_linker_args(p.flags.linker_args, any_cuda);
-    p.flags.xla_include = resolve_xla_include(o, p.scanned);
-    p.launcher = find_launcher(o.launcher, lookup);
-    p.library_file = "lib" + o.name + ".so";
-    std::error_code no_cwd;
-    p.key_inputs = {o.name,
-                    o.target_prefix,
-                    &p.scanned.files,
-                    p.nvcc,
-                    p.cxx,
-                    p.nvcc ? remembered_tool_version(*p.nvcc, p.cache_root) : "",
-                    remembered_tool_version(p.cxx, p.cache_root),
-                    p.archs,
-                    p.flags,
-                    std::move(specs),
-                    read_compiler_env(process_environment(), any_cuda, fs::current_path(no_cwd))};
-    return p;
+    static_cast<CompileFlags&>(in.flags) = o.flags;
+    for (auto& d : in.flags.include_dirs) d = (ctx.cwd / d).string();
+    check_linker_args(in.flags.linker_args, any_cuda);
+    in.flags.xla_include = resolve_xla_include(o, scanned, ctx.env);
+    in.launcher = find_launcher(o.launcher, ctx.tools);
+    ToolFacts facts(in.cache_root, ctx.runner);
+    if (in.nvcc) in.nvcc_version = facts.version(*in.nvcc);
+    in.cxx_version = facts.version(in.cxx);
+    in.env = read_compiler_env(ctx.raw_env, any_cuda, ctx.cwd);
+    in.files = std::move(scanned.files);
+    return in;
 }
 
 struct Compiled {
-    fs::path dir;  // private build directory holding the library
     ReportedDependencies dependencies;
 };
 
-// Generates wrappers, runs the plan in `dir`, and returns the dependencies
-// the compilers reported.
-Compiled compile(const Prepared& p, const fs::path& dir, const fs::path& runtime_include,
-                 bool dry_run) {
-    PlanRequest req;
-    req.nvcc = p.nvcc;
-    req.cxx = p.cxx;
-    req.archs = p.archs;
-    req.flags = p.flags;
-    req.runtime_include = runtime_include;
-    if (p.nvcc && !dry_run) {
-        req.runtime_include = safe_path_for_nvcc(runtime_include);
-        for (auto& d : req.flags.include_dirs) d = safe_path_for_nvcc(d).string();
-        if (!req.flags.xla_include.empty())
-            req.flags.xla_include = safe_path_for_nvcc(req.flags.xla_include).string();
+// Says why a step failed, with the compiler's output, and throws.
+[[noreturn]] void step_failed(const BuildInputs& in, const Step& step, const StepFailure& f,
+                              bool verbose) {
+    if (!f.error.empty()) throw FatalError("bekc: error: " + f.error, kExitCache);
+    const ProcessResult& r = f.result;
+    std::string log = verbose ? r.output : trim_compile_log(r.output);
+    std::fputs(log.c_str(), stderr);
+    if (r.status == ProcessStatus::SpawnFailed)
+        throw FatalError("bekc: error: cannot run the compiler: " + r.error, kExitToolchain);
+    if (step.kind == StepKind::RuntimeObject) {
+        // A full disk is the machine's problem, not the compiler's.
+        bool full = r.output.find(std::strerror(ENOSPC)) != std::string::npos;
+        throw FatalError("bekc: error: compiling bekc's handler support code with " +
+                             in.cxx.path.string() + " failed (" + r.describe() + ")",
+                         full ? kExitCache : kExitToolchain);
     }
-    req.library = dir / p.library_file;
-    req.launcher = p.launcher;
-    std::string cxx_env;
-    for (const auto& [name, value] : p.key_inputs.env.values)
-        for (const auto& var : kCompilerEnv)
-            if (var.name == name && var.reader == EnvReader::HostCompiler)
-                cxx_env += name + "=" + value + "\n";
-    RuntimeObjectRequest rt{p.cache_root,     runtime_include, p.cxx.path.string(),
-                            p.cxx.identity(), p.flags.cxx_std, cxx_env};
-    req.runtime_object =
-        dry_run ? runtime_object_path(rt) : ensure_runtime_object(rt, p.options.verbose);
-    if (p.nvcc && !dry_run)
-        req.runtime_object =
-            safe_path_for_nvcc(req.runtime_object->parent_path()) / req.runtime_object->filename();
-    for (size_t i = 0; i < p.scanned.files.size(); ++i) {
-        const SourceFile& f = p.scanned.files[i];
-        std::string wrapper_name =
-            std::to_string(i) + "_" + f.path.stem().string() + ".bekc" + (f.cuda ? ".cu" : ".cpp");
-        fs::path wrapper = dir / wrapper_name;
-        WrapperRequest w{fs::absolute(f.path).lexically_normal().string(), f.path.string(),
-                         wrapper.string(), p.options.target_prefix, f.functions};
-        if (!dry_run)
-            if (auto written = write_atomic(wrapper, render_wrapper(w)); !written)
-                throw FatalError("bekc: error: " + written.error(), kExitCache);
-        req.units.push_back({wrapper, f.cuda, f.path.string()});
-    }
-    // The linker lists the files it read. nvcc gets the path through the same
-    // plain-named link as the others and splits -Xlinker values at commas: a
-    // path with one is not asked for, and the flags stand in (keys.cpp).
-    fs::path link_depfile = dir / "link.d";
-    fs::path link_depfile_arg =
-        p.nvcc && !dry_run ? safe_path_for_nvcc(dir) / "link.d" : link_depfile;
-    if (!p.nvcc || link_depfile_arg.string().find(',') == std::string::npos)
-        req.link_depfile = link_depfile_arg;
-    BuildPlan plan = make_build_plan(req);
-    if (dry_run) {
-        for (const auto& s : plan.compiles) std::printf("%s\n", display_command(s.command).c_str());
-        if (plan.link) std::printf("%s\n", display_command(*plan.link).c_str());
-        return {dir, {}};
-    }
-    std::vector<Command> commands;
-    for (const auto& s : plan.compiles) commands.push_back(s.command);
-    bool verbose = p.options.verbose;
-    int jobs = p.options.jobs > 0
-                   ? p.options.jobs
-                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    // A header of the user's includes XLA's, which bekc adds only for
+    // sources that include it themselves.
+    if (in.flags.xla_include.empty() && r.output.find("xla/ffi/api/ffi.h") != std::string::npos)
+        std::fputs(
+            "note: XLA's FFI headers are on the include path only when a source "
+            "includes them itself or they are named: pass --xla-include DIR or set "
+            "$BEKC_XLA_INCLUDE=DIR (DIR: what jax.ffi.include_dir() prints)\n",
+            stderr);
+    throw FatalError("bekc: error: compilation failed (" + r.describe() + ")", kExitSourceError);
+}
+
+// Executes the build graph in `dir` and returns the dependencies the
+// compilers and the linker reported.
+Compiled compile(const BuildInputs& in, const BuildOptions& o, const fs::path& dir,
+                 Runner& runner) {
+    GraphPaths paths = graph_paths(in, dir);
+    paths.nvcc_safe_paths = true;
+    BuildGraph graph = plan_graph(in, paths);
+    ExecuteOptions eo;
+    eo.jobs =
+        o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    eo.echo = o.verbose ? stderr : nullptr;
     // Progress for several inputs ("[2/5] nvcc kernels/csr.cu") on a terminal;
     // with -v every command in full instead.
-    bool progress = !p.options.quiet && commands.size() > 1 && ::isatty(STDERR_FILENO);
-    size_t started = 0;
-    auto on_progress = [&](const ProgressEvent& e) {
-        if (e.kind != ProgressEvent::Kind::Started) return;
-        ++started;
-        if (verbose)
-            std::fprintf(stderr, "%s\n", display_command(e.command).c_str());
-        else if (progress)
-            std::fprintf(stderr, "[%zu/%zu] %s\n", started, commands.size(),
-                         e.command.description.c_str());
+    eo.progress = !o.quiet && in.files.size() > 1 && ::isatty(STDERR_FILENO);
+    auto cache_step = [&](const Step& s) {
+        if (s.kind == StepKind::RuntimeHeaders) materialize_runtime_headers(in.cache_root);
+        if (s.kind == StepKind::RuntimeObject)
+            publish_runtime_object(in, s.command.outputs.front());
     };
-    auto results = run_parallel(commands, jobs, on_progress);
+    auto done = execute_graph(graph, runner, eo, cache_step);
     // A linker without --dependency-file (GNU ld before binutils 2.35) fails
-    // the command that links: that command runs again without the option.
-    auto linker_refused = [&](const ProcessResult& r) {
-        return req.link_depfile && !r.ok() && r.status != ProcessStatus::NotRun &&
-               r.status != ProcessStatus::SpawnFailed &&
-               r.output.find("--dependency-file") != std::string::npos;
-    };
-    if (!plan.link && !results.empty() && linker_refused(results.front())) {
-        req.link_depfile.reset();
-        plan = make_build_plan(req);
-        results = run_parallel({plan.compiles.front().command}, 1, on_progress);
+    // the step that links: the build runs again without the option.
+    if (!done && graph.link_depfile && graph.steps[done.error().step].links &&
+        done.error().result.status == ProcessStatus::Exited &&
+        done.error().result.output.find("--dependency-file") != std::string::npos) {
+        paths = graph_paths(in, dir);
+        paths.nvcc_safe_paths = true;
+        paths.link_depfile = false;
+        graph = plan_graph(in, paths);
+        done = execute_graph(graph, runner, eo, cache_step);
     }
-    auto fail = [&](const ProcessResult& r) {
-        std::string log = verbose ? r.output : trim_compile_log(r.output);
-        std::fputs(log.c_str(), stderr);
-        // A header of the user's includes XLA's, which bekc adds only for
-        // sources that include it themselves.
-        if (p.flags.xla_include.empty() && r.output.find("xla/ffi/api/ffi.h") != std::string::npos)
-            std::fputs(
-                "note: XLA's FFI headers are on the include path only when a source "
-                "includes them itself or they are named: pass --xla-include DIR or set "
-                "$BEKC_XLA_INCLUDE=DIR (DIR: what jax.ffi.include_dir() prints)\n",
-                stderr);
-        if (r.status == ProcessStatus::SpawnFailed)
-            throw FatalError("bekc: error: cannot run the compiler: " + r.error, kExitToolchain);
-        throw FatalError("bekc: error: compilation failed (" + r.describe() + ")",
-                         kExitSourceError);
-    };
-    for (const auto& r : results)
-        if (!r.ok() && r.status != ProcessStatus::NotRun) fail(r);
-    if (plan.link) {
-        if (verbose) std::fprintf(stderr, "%s\n", display_command(*plan.link).c_str());
-        ProcessResult r = run_process(*plan.link);
-        if (linker_refused(r)) {
-            req.link_depfile.reset();
-            plan.link = make_build_plan(req).link;
-            plan.link_depfile.reset();
-            if (verbose) std::fprintf(stderr, "%s\n", display_command(*plan.link).c_str());
-            r = run_process(*plan.link);
-        }
-        if (!r.ok()) fail(r);
-    }
-    Compiled c{dir, {}};
-    for (const auto& s : plan.compiles) {
+    if (!done) step_failed(in, graph.steps[done.error().step], done.error(), o.verbose);
+    Compiled c;
+    for (const auto& s : graph.steps) {
+        if (s.kind != StepKind::Compile) continue;
         auto text = read_file(s.depfile);
         if (!text)
             throw FatalError(
@@ -347,11 +249,11 @@ Compiled compile(const Prepared& p, const fs::path& dir, const fs::path& runtime
                 kExitToolchain);
         for (auto& d : parse_depfile(*text)) c.dependencies.compile.push_back(std::move(d));
     }
-    if (plan.link_depfile) {
-        auto text = read_file(link_depfile);
+    if (graph.link_depfile) {
+        auto text = read_file(*graph.link_depfile);
         if (!text)
             throw FatalError(
-                "bekc: error: the linker wrote no dependency file " + link_depfile.string(),
+                "bekc: error: the linker wrote no dependency file " + graph.link_depfile->string(),
                 kExitToolchain);
         c.dependencies.link = parse_linker_depfile(*text);
         c.dependencies.link_reported = true;
@@ -443,38 +345,51 @@ void write_depfile(const fs::path& file, const Cache& cache, const Entry& entry,
 
 }  // namespace
 
-fs::path resolve_cache_root(const std::optional<std::string>& flag) {
-    if (flag) return fs::absolute(*flag);
-    auto dir = default_cache_dir(system_env());
-    if (!dir) throw FatalError("bekc: error: " + dir.error(), kExitUsage);
-    return fs::absolute(*dir);
+BuildInputs prepare_build(const BuildOptions& options, BuildContext& context) {
+    return prepare(options, context, Reporter(options));
 }
 
 BuildResult run_build(const BuildOptions& options) {
-    auto start = Clock::now();
-    Reporter report(options);
-    Prepared p = prepare(options, report);
-    p.key_inputs.files = &p.scanned.files;  // prepare() returned by value
-    const BuildOptions& o = p.options;
-    BuildResult result;
-    for (const auto& f : p.scanned.files)
-        for (const auto& fn : f.functions)
-            result.targets.push_back(o.target_prefix + "." + fn.name);
+    ProcessRunner runner;
+    BuildContext context{runner};
+    return run_build(options, context);
+}
 
-    std::string direct_key = direct_key_builder(p.key_inputs).digest();
-    if (o.explain_key) std::fputs(direct_key_builder(p.key_inputs).explain().c_str(), stdout);
+BuildResult run_build(const BuildOptions& options, BuildContext& ctx) {
+    auto start = Clock::now();
+    const BuildOptions& o = options;
+    Reporter report(o);
+    BuildInputs in = prepare(o, ctx, report);
+    BuildResult result;
+    for (const auto& f : in.files)
+        for (const auto& fn : f.functions)
+            result.targets.push_back(target_name(in.target_prefix, fn.name));
+
+    KeyBuilder direct = direct_key_builder(in);
+    std::string direct_key = direct.digest();
+    if (o.explain_key) std::fputs(direct.explain().c_str(), stdout);
     if (o.compile_commands && !o.dry_run)
-        write_compile_commands(fs::path(*o.compile_commands),
-                               {&p.scanned.files, p.nvcc, p.archs, p.flags,
-                                materialize_runtime_headers(p.cache_root)});
+        write_compile_commands(fs::path(*o.compile_commands), in,
+                               materialize_runtime_headers(in.cache_root));
+    // Compilers write into this user's private directory (util/fs.hpp), never
+    // into the cache, which others may share. Named by the direct key, which
+    // this process holds the lock of: the same inputs always compile at the
+    // same paths, so a compiler launcher (ccache, sccache) in front sees the
+    // same command and can serve it.
+    const std::string dir_name = build_dir_name(in, direct_key);
     if (o.dry_run) {
-        compile(p, "$TMPDIR/bekc-$UID/build.<direct key>", runtime_include_dir(p.cache_root), true);
+        // The graph a build would execute, step by step, from the same plan.
+        DryRunRunner dry;
+        ExecuteOptions eo;
+        eo.echo = stdout;
+        (void)execute_graph(plan_graph(in, graph_paths(in, private_user_path() / dir_name)), dry,
+                            eo);
         return result;
     }
-    Cache cache(p.cache_root);
+    Cache cache(in.cache_root);
     // After publishing: the automatic size limit (store/cache.hpp, amortised).
     auto keep_under_limit = [&](const Entry& published) {
-        auto limit = cache.size_limit(system_env());
+        auto limit = cache.size_limit(ctx.env);
         if (!limit) return report.warn(limit.error());
         if (auto problem = cache.enforce_limit(published, direct_key, limit->bytes))
             report.warn(*problem);
@@ -484,8 +399,7 @@ BuildResult run_build(const BuildOptions& options) {
         result.manifest = e.manifest(!o.no_cuda_graph);
         result.library = e.library;
         if (o.output_dir) place_outputs(fs::path(*o.output_dir), result);
-        if (o.depfile)
-            write_depfile(fs::path(*o.depfile), cache, e, p.scanned.files, result.manifest);
+        if (o.depfile) write_depfile(fs::path(*o.depfile), cache, e, in.files, result.manifest);
         result.seconds_total = seconds_since(start);
         return result;
     };
@@ -516,7 +430,7 @@ BuildResult run_build(const BuildOptions& options) {
     if (auto e = try_hit()) return finish(*e, true);
 
     std::optional<RemoteCache> remote;
-    if (auto config = remote_config(o.remote_cache, o.remote_read_only, system_env()))
+    if (auto config = remote_config(o.remote_cache, o.remote_read_only, ctx.env))
         remote.emplace(*config, [&](const std::string& m) { report.warn(m); });
     if (remote && !o.force) {
         if (auto e = remote->fetch(cache, direct_key)) {
@@ -527,16 +441,7 @@ BuildResult run_build(const BuildOptions& options) {
         }
     }
 
-    fs::path include = materialize_runtime_headers(p.cache_root);
-    // Compilers write into this user's private directory (util/fs.hpp), never
-    // into the cache, which others may share. Named by the direct key, which
-    // this process holds the lock of: the same inputs always compile at the
-    // same paths, so a compiler launcher (ccache, sccache) in front sees the
-    // same command and can serve it.
-    // The cache's path is part of the name: the same inputs may be built for
-    // two caches at once.
-    auto private_dir = private_temp_dir(
-        "build." + sha256_hex(p.cache_root.string() + "\n" + direct_key).substr(0, 32));
+    auto private_dir = private_temp_dir(dir_name);
     if (!private_dir) throw FatalError("bekc: error: " + private_dir.error(), kExitCache);
     fs::path dir = *private_dir;
     struct Cleanup {
@@ -549,38 +454,38 @@ BuildResult run_build(const BuildOptions& options) {
 
     auto compile_start = Clock::now();
     int64_t compile_start_ns = now_ns();
-    Compiled c = compile(p, dir, include, false);
+    Compiled c = compile(in, o, dir, ctx.runner);
+    // Where the host compiler's system headers and libraries are: only a
+    // miss sorts what the compilers read.
+    in.multiarch = ToolFacts(in.cache_root, ctx.runner).multiarch(in.cxx);
     result.seconds_compile = seconds_since(compile_start);
-    DependencySet deps = classify_dependencies(c.dependencies, p.key_inputs, include, dir);
+    DependencySet deps =
+        classify_dependencies(c.dependencies, in, runtime_include_dir(in.cache_root), dir);
     KeyBuilder full = full_key_builder(direct_key, deps);
     if (o.explain_key) std::fputs(full.explain().c_str(), stdout);
     std::string key = full.digest();
     deps.direct.key = key;
     // A file saved while the compiler ran may be newer than what was compiled,
     // and its new bytes are in the key: this result is used, never cached.
-    std::optional<std::string> changed =
-        changed_during_build(deps, p.scanned.files, compile_start_ns);
+    std::optional<std::string> changed = changed_during_build(deps, in.files, compile_start_ns);
     if (changed) {
         report.warn(*changed + " changed during the build; the result is used but not cached");
         key = KeyBuilder("uncached").add("build_key", key).add("nonce", unique_suffix()).digest();
     }
 
-    fs::path built = dir / p.library_file;
+    fs::path built = dir / in.library_file();
     auto outcome = cache.get_or_build(
         key,
         [&](const Staging& staging) -> std::expected<void, std::string> {
             auto sha = sha256_file(built);
             if (!sha) return std::unexpected(sha.error());
-            if (auto moved = staging.move_in(p.library_file, built); !moved) return moved;
-            ManifestInput m{
-                o.name,  o.target_prefix,           key,   p.library_file,           *sha,
-                p.nvcc,  p.key_inputs.nvcc_version, p.cxx, p.key_inputs.cxx_version, p.archs,
-                p.flags, &p.scanned.files};
-            if (auto w = staging.write(kManifestNoGraphFile, render_manifest(m, false)); !w)
+            if (auto moved = staging.move_in(in.library_file(), built); !moved) return moved;
+            ManifestOutput m{key, *sha};
+            if (auto w = staging.write(kManifestNoGraphFile, render_manifest(in, m, false)); !w)
                 return w;
             nlohmann::json headers = deps.user_headers;
             if (auto w = staging.write(kDependenciesFile, headers.dump()); !w) return w;
-            return staging.write(kManifestFile, render_manifest(m, true));
+            return staging.write(kManifestFile, render_manifest(in, m, true));
         },
         o.force);
     if (!outcome) throw FatalError("bekc: error: " + outcome.error().message, kExitCache);

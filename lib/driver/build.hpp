@@ -1,11 +1,15 @@
-// `bekc build`: scan -> codegen -> plan -> run -> store, with the cache in
-// front. See docs/ARCHITECTURE.md for the stages.
+// `bekc build`: prepare -> plan -> key -> look up -> execute -> publish.
+// See docs/ARCHITECTURE.md for the stages and the build graph's steps.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "driver/build_inputs.hpp"
 #include "driver/build_options.hpp"
+#include "run/runner.hpp"
+#include "run/toolchain.hpp"
+#include "util/env.hpp"
 #include "util/fs.hpp"
 
 namespace bekc {
@@ -21,11 +25,24 @@ struct BuildResult {
     std::string miss_reason;  // why the direct lookup missed, for -v and --json
 };
 
+// What a build reaches outside its options: the runner that writes and
+// spawns, the environment, and where programs are found. Tests give their
+// own (tests/helpers/fake_runner.hpp) and need no compiler.
+struct BuildContext {
+    Runner& runner;
+    EnvLookup env = system_env();
+    RawEnvLookup raw_env = process_environment();  // what the tools see
+    ToolLookup tools = ToolLookup::system();
+    fs::path cwd = fs::current_path();
+};
+
 // Runs the whole build; diagnostics and progress go to stderr, and the
 // caller prints the result to stdout.
 BuildResult run_build(const BuildOptions& options);
+BuildResult run_build(const BuildOptions& options, BuildContext& context);
 
-// The cache root from --cache-dir, $BEKC_CACHE_DIR, $XDG_CACHE_HOME/bekc or ~/.cache/bekc.
-fs::path resolve_cache_root(const std::optional<std::string>& flag);
+// The first stage: options checked, inputs read and scanned, tools found and
+// asked their versions, archs chosen. Everything the graph and the key read.
+BuildInputs prepare_build(const BuildOptions& options, BuildContext& context);
 
 }  // namespace bekc

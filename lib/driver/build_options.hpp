@@ -6,18 +6,16 @@
 #include <string>
 #include <vector>
 
+#include "plan/flags.hpp"
+
 namespace bekc {
 
 struct BuildOptions {
     std::vector<std::string> inputs;
-    std::string name;           // default: the first input's stem
-    std::string target_prefix;  // default: name
-    int opt_level = 3;
-    bool fast_math = false;
-    std::string arch = "auto";  // list, "native" or "auto"
-    std::string cxx_std = "c++17";
-    std::vector<std::string> include_dirs, defines, cuda_flags, cxx_flags, ldflags;
-    std::vector<std::string> linker_args;    // --linker-arg: one argument each for the linker
+    std::string name;                        // default: the first input's stem
+    std::string target_prefix;               // default: name
+    CompileFlags flags;                      // -O, --fast-math, --std, -I, -D, --cuda-flag, ...
+    std::string arch = "auto";               // list, "native" or "auto"
     std::optional<std::string> xla_include;  // --xla-include, else $BEKC_XLA_INCLUDE, else jaxlib
     std::vector<std::string> functions;      // --function values
     std::string functions_json;              // --functions

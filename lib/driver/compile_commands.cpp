@@ -3,16 +3,17 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "plan/compile_plan.hpp"
 #include "util/error.hpp"
 
 namespace bekc {
 
 namespace {
 
-nlohmann::ordered_json entries(const CompileCommandsRequest& r) {
+nlohmann::ordered_json entries(const BuildInputs& r, const fs::path& runtime_include) {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
     std::string cwd = fs::current_path().string();
-    for (const auto& f : *r.files) {
+    for (const auto& f : r.files) {
         std::string file = fs::absolute(f.path).lexically_normal().string();
         std::vector<std::string> args = {"clang++"};
         if (f.cuda) {
@@ -22,7 +23,7 @@ nlohmann::ordered_json entries(const CompileCommandsRequest& r) {
             if (!r.archs.empty()) args.push_back("--cuda-gpu-arch=" + r.archs.back().sm());
         }
         args.push_back("-std=" + r.flags.cxx_std);
-        for (auto& flag : preprocessor_flags(r.runtime_include, r.flags))
+        for (auto& flag : preprocessor_flags(runtime_include, r.flags))
             args.push_back(std::move(flag));
         args.insert(args.end(), {"-c", file});
         out.push_back({{"directory", cwd}, {"file", file}, {"arguments", args}});
@@ -74,12 +75,9 @@ nlohmann::ordered_json read_compile_commands(const fs::path& file) {
     return old;
 }
 
-std::string render_compile_commands(const CompileCommandsRequest& request) {
-    return entries(request).dump(2) + "\n";
-}
-
-void write_compile_commands(const fs::path& file, const CompileCommandsRequest& request) {
-    nlohmann::ordered_json fresh = entries(request);
+void write_compile_commands(const fs::path& file, const BuildInputs& in,
+                            const fs::path& runtime_include) {
+    nlohmann::ordered_json fresh = entries(in, runtime_include);
     std::set<std::string> ours;
     for (const auto& e : fresh) ours.insert(e["file"].get<std::string>());
     nlohmann::ordered_json merged = nlohmann::ordered_json::array();

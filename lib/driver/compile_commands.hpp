@@ -8,24 +8,10 @@
 #include <optional>
 #include <vector>
 
-#include "plan/compile_plan.hpp"
-#include "plan/inputs.hpp"
+#include "driver/build_inputs.hpp"
 
 namespace bekc {
 
-struct CompileCommandsRequest {
-    const std::vector<SourceFile>* files = nullptr;
-    std::optional<Tool> nvcc;
-    std::vector<Arch> archs;
-    PlanFlags flags;
-    fs::path runtime_include;
-};
-
-// Entries in clang's spelling (clangd does not understand nvcc's options):
-// CUDA files get `-x cuda --cuda-path=... --cuda-gpu-arch=...`.
-std::string render_compile_commands(const CompileCommandsRequest& request);
-
-// The largest compilation database bekc reads to merge into.
 inline constexpr uint64_t kMaxCompileCommandsBytes = uint64_t{256} << 20;
 
 // The entries of an existing compilation database `file`: an empty array when
@@ -38,6 +24,7 @@ nlohmann::ordered_json read_compile_commands(const fs::path& file);
 // Merges the entries into `file`: entries for other files are kept, entries
 // for these sources replaced. A `file` read_compile_commands refuses is left
 // unchanged.
-void write_compile_commands(const fs::path& file, const CompileCommandsRequest& request);
+void write_compile_commands(const fs::path& file, const BuildInputs& in,
+                            const fs::path& runtime_include);
 
 }  // namespace bekc

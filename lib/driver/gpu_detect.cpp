@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "plan/toolchain.hpp"
 #include "run/process.hpp"
+#include "run/toolchain.hpp"
 #include "store/cache.hpp"
 #include "store/hash.hpp"
 

@@ -1,10 +1,10 @@
-#include "plan/inputs.hpp"
+#include "driver/inputs.hpp"
 
 #include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "codegen/wrapper.hpp"
+#include "scan/symbols.hpp"
 #include "util/error.hpp"
 
 namespace bekc {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "driver/plan_build.hpp"
 #include "driver/runtime_headers.hpp"
 #include "scan/includes.hpp"
 #include "store/hash.hpp"
@@ -39,28 +40,17 @@ const std::string& embedded_hash() {
 
 }  // namespace
 
-KeyBuilder direct_key_builder(const KeyInputs& in) {
+KeyBuilder direct_key_builder(const BuildInputs& in) {
     KeyBuilder k("direct");
     k.add("bekc_version", kVersion).add("embedded", embedded_hash());
-    k.add("name", in.name).add("target_prefix", in.target_prefix);
-    for (const auto& f : *in.files) {
+    // The inputs' bytes; their paths are in the wrappers' #include lines.
+    for (const auto& f : in.files) {
         k.add("input.path", fs::absolute(f.path).lexically_normal().string());
         k.add("input.sha256", sha256_hex(f.text));
     }
-    for (const auto& s : in.explicit_specs) {
-        std::vector<std::string> toks;
-        for (const auto& t : s.tokens) toks.push_back(t.text);
-        k.add("function", s.name).add_list("function.tokens", toks);
-    }
+    // The commands name the tools by path; this says which binaries they are.
     k.add("nvcc", in.nvcc ? in.nvcc->identity() : "").add("nvcc_version", in.nvcc_version);
     k.add("cxx", in.cxx.identity()).add("cxx_version", in.cxx_version);
-    k.add("archs", arch_list_string(in.archs));
-    k.add("opt_level", in.flags.opt_level).add("fast_math", in.flags.fast_math ? 1 : 0);
-    k.add("std", in.flags.cxx_std);
-    k.add_list("include_dirs", in.flags.include_dirs).add_list("defines", in.flags.defines);
-    k.add_list("cuda_flags", in.flags.cuda_flags).add_list("cxx_flags", in.flags.cxx_flags);
-    k.add_list("ldflags", in.flags.ldflags).add_list("linker_args", in.flags.linker_args);
-    k.add("xla_include", in.flags.xla_include);
     // The compilers' and the linker's environment (driver/compiler_env.hpp):
     // only the variables that are set, so set-but-empty and unset differ. The
     // path lists also as the directories they mean here, since relative and
@@ -75,10 +65,25 @@ KeyBuilder direct_key_builder(const KeyInputs& in) {
     dirs("env.include_dirs", in.env.include_dirs);
     dirs("env.system_include_dirs", in.env.system_include_dirs);
     dirs("env.library_dirs", in.env.library_dirs);
+    // Every step of the build, as it would run with the build and cache
+    // directories as placeholders: whatever changes a command or a file
+    // bekc writes changes the key, with no list of options kept here.
+    for (const Step& step : key_graph(in).steps) {
+        k.add("step", step_kind_name(step.kind));
+        if (step.runs()) {
+            k.add_list("step.argv", step.command.argv);
+            if (!step.command.cwd.empty()) k.add("step.cwd", step.command.cwd);
+            for (const auto& [name, value] : step.command.env_overrides)
+                k.add("step.env." + name, value);
+        } else {
+            k.add_list("step.writes", step.command.outputs);
+            if (!step.content.empty()) k.add("step.content.sha256", sha256_hex(step.content));
+        }
+    }
     return k;
 }
 
-bool is_toolchain_header(const fs::path& p, const KeyInputs& in) {
+bool is_toolchain_header(const fs::path& p, const BuildInputs& in) {
     // nvcc reports headers through whichever path it was called by
     // (/usr/local/cuda -> /usr/local/cuda-13.0): accept both roots.
     if (in.nvcc && (under(p, in.nvcc->path.parent_path().parent_path()) ||
@@ -93,23 +98,22 @@ bool is_toolchain_header(const fs::path& p, const KeyInputs& in) {
 namespace {
 
 // The host compiler's search order for <...> after the -I directories and the
-// include-path variables.
-const std::vector<fs::path>& system_include_dirs() {
-    static const std::vector<fs::path> dirs = {"/usr/local/include",
-                                               "/usr/include/x86_64-linux-gnu", "/usr/include"};
+// include-path variables, with its multiarch directory where it has one.
+std::vector<fs::path> system_include_dirs(const std::string& multiarch) {
+    std::vector<fs::path> dirs = {"/usr/local/include"};
+    if (!multiarch.empty()) dirs.push_back(fs::path("/usr/include") / multiarch);
+    dirs.emplace_back("/usr/include");
     return dirs;
 }
 
 // The linker's own library directories, searched after -L and LIBRARY_PATH,
-// in the order GCC and ld give them on Debian and Ubuntu (x86-64).
-const std::vector<fs::path>& system_library_dirs() {
-    static const std::vector<fs::path> dirs = {"/usr/lib/x86_64-linux-gnu",
-                                               "/usr/lib",
-                                               "/lib/x86_64-linux-gnu",
-                                               "/lib",
-                                               "/usr/local/lib",
-                                               "/lib64",
-                                               "/usr/lib64"};
+// in the order GCC and ld give them on Debian and Ubuntu.
+std::vector<fs::path> system_library_dirs(const std::string& multiarch) {
+    std::vector<fs::path> dirs;
+    if (!multiarch.empty()) dirs.push_back(fs::path("/usr/lib") / multiarch);
+    dirs.emplace_back("/usr/lib");
+    if (!multiarch.empty()) dirs.push_back(fs::path("/lib") / multiarch);
+    for (const char* d : {"/lib", "/usr/local/lib", "/lib64", "/usr/lib64"}) dirs.emplace_back(d);
     return dirs;
 }
 
@@ -138,8 +142,8 @@ std::vector<fs::path> shadow_candidates(const fs::path& dep, const std::vector<f
     return out;
 }
 
-bool is_system_header(const fs::path& p) {
-    for (const auto& d : system_include_dirs())
+bool is_system_header(const fs::path& p, const std::string& multiarch) {
+    for (const auto& d : system_include_dirs(multiarch))
         if (under(p, d)) return true;
     return false;
 }
@@ -173,9 +177,10 @@ bool is_driver_temporary(const fs::path& p) {
 
 // What the link flags say about the linker's inputs.
 struct LinkerSearch {
-    std::vector<fs::path> dirs;      // -L in order, then LIBRARY_PATH's
-    std::vector<std::string> names;  // "m" for -lm, ":libx.a" for -l:libx.a
-    std::vector<fs::path> files;     // arguments that are not options
+    std::vector<fs::path> dirs;         // -L in order, then LIBRARY_PATH's
+    std::vector<std::string> names;     // "m" for -lm, ":libx.a" for -l:libx.a
+    std::vector<fs::path> files;        // arguments that are not options
+    std::vector<fs::path> system_dirs;  // the linker's own, searched last
 };
 
 // The file names -lNAME looks for in each directory, in the order tried
@@ -185,7 +190,7 @@ std::vector<std::string> library_file_names(const std::string& name) {
     return {"lib" + name + ".so", "lib" + name + ".a"};
 }
 
-LinkerSearch linker_search(const KeyInputs& in) {
+LinkerSearch linker_search(const BuildInputs& in) {
     // What reaches the linker, one argument each: --ldflag values with
     // -Wl,a,b and -Xlinker a taken apart, then every --linker-arg. -L and -l
     // read the same in the compiler drivers and in ld.
@@ -227,12 +232,13 @@ LinkerSearch linker_search(const KeyInputs& in) {
         }
     }
     s.dirs.insert(s.dirs.end(), in.env.library_dirs.begin(), in.env.library_dirs.end());
+    s.system_dirs = system_library_dirs(in.multiarch);
     return s;
 }
 
 std::vector<fs::path> library_order(const LinkerSearch& s) {
     std::vector<fs::path> order = s.dirs;
-    order.insert(order.end(), system_library_dirs().begin(), system_library_dirs().end());
+    order.insert(order.end(), s.system_dirs.begin(), s.system_dirs.end());
     return order;
 }
 
@@ -298,11 +304,11 @@ std::vector<fs::path> has_include_chain(const HasIncludeOperand& o, const fs::pa
 
 }  // namespace
 
-DependencySet classify_dependencies(const ReportedDependencies& reported, const KeyInputs& in,
+DependencySet classify_dependencies(const ReportedDependencies& reported, const BuildInputs& in,
                                     const fs::path& runtime_include, const fs::path& build_dir) {
     DependencySet out;
     std::set<fs::path> inputs, seen;
-    for (const auto& f : *in.files) inputs.insert(fs::absolute(f.path).lexically_normal());
+    for (const auto& f : in.files) inputs.insert(fs::absolute(f.path).lexically_normal());
     std::error_code ec;
     fs::path runtime_root = fs::weakly_canonical(runtime_include.parent_path(), ec);
     fs::path runtime_dir = fs::weakly_canonical(runtime_include, ec);
@@ -336,7 +342,7 @@ DependencySet classify_dependencies(const ReportedDependencies& reported, const 
         }
         if (inputs.count(p) || under(p, build_dir) || is_toolchain_header(p, in)) continue;
         key_file(p);
-        if (!is_system_header(p)) user_headers.push_back(p);
+        if (!is_system_header(p, in.multiarch)) user_headers.push_back(p);
         recorded.push_back(p);
     }
     for (const auto& h : user_headers) out.user_headers.push_back(h.string());
@@ -385,13 +391,14 @@ DependencySet classify_dependencies(const ReportedDependencies& reported, const 
     if (!in.flags.xla_include.empty()) order.emplace_back(in.flags.xla_include);
     order.insert(order.end(), in.env.include_dirs.begin(), in.env.include_dirs.end());
     order.insert(order.end(), in.env.system_include_dirs.begin(), in.env.system_include_dirs.end());
-    order.insert(order.end(), system_include_dirs().begin(), system_include_dirs().end());
+    auto system_dirs = system_include_dirs(in.multiarch);
+    order.insert(order.end(), system_dirs.begin(), system_dirs.end());
 
     std::set<fs::path> absent;
     for (const auto& p : runtime_used)
         for (auto& c : shadow_candidates(p, order, includers)) absent.insert(std::move(c));
     for (const auto& p : recorded) {
-        bool system = is_system_header(p);
+        bool system = is_system_header(p, in.multiarch);
         for (auto& c : shadow_candidates(p, order, system ? std::vector<fs::path>{} : includers))
             absent.insert(std::move(c));
     }
@@ -401,7 +408,7 @@ DependencySet classify_dependencies(const ReportedDependencies& reported, const 
     // compiler looked without finding the header must stay empty, and the
     // file it found (included or not) must stay as it is.
     std::vector<std::pair<fs::path, std::string>> texts;
-    for (const auto& f : *in.files)
+    for (const auto& f : in.files)
         texts.emplace_back(fs::absolute(f.path).lexically_normal(), f.text);
     for (const auto& h : user_headers)
         if (auto text = read_file(h)) texts.emplace_back(h, std::move(*text));

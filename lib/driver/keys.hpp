@@ -2,9 +2,11 @@
 // key"). This file alone decides it.
 //
 // The direct key is known before compiling: bekc's version and embedded
-// files, module name and prefix, every input's path and bytes, explicit
-// specs, flags, archs, the compilers' identities, and the environment
-// variables the compilers and the linker read (driver/compiler_env.hpp). The
+// files, every input's path and bytes, the compilers' identities, the
+// environment variables the compilers and the linker read
+// (driver/compiler_env.hpp), and every step of the build graph with its
+// directories normalised, so flags, archs, names and specs enter through the
+// commands and wrappers they change. The
 // full key adds the bytes of every file the compilers and the linker reported
 // reading, and of the headers `__has_include` found, except those of the CUDA
 // toolkit and the host compiler's own directories, which the compiler
@@ -17,27 +19,19 @@
 #include <string>
 #include <vector>
 
-#include "driver/compiler_env.hpp"
+#include "driver/build_inputs.hpp"
 #include "plan/compile_plan.hpp"
-#include "plan/inputs.hpp"
 #include "store/direct.hpp"
 #include "store/key.hpp"
 
 namespace bekc {
 
-struct KeyInputs {
-    std::string name, target_prefix;
-    const std::vector<SourceFile>* files = nullptr;
-    std::optional<Tool> nvcc;
-    Tool cxx;
-    std::string nvcc_version, cxx_version;
-    std::vector<Arch> archs;
-    PlanFlags flags;
-    std::vector<ExplicitSpec> explicit_specs;
-    CompilerEnv env;  // read_compiler_env(process_environment(), ...) in a build
-};
-
-KeyBuilder direct_key_builder(const KeyInputs& in);
+// The direct key: bekc's version and embedded files, the inputs' paths and
+// bytes, the tools' identities and versions, the environment they read, and
+// every step of key_graph(in) (driver/plan_build.hpp): the normalised
+// commands and the files bekc writes. A new option reaches the key through
+// the command it changes.
+KeyBuilder direct_key_builder(const BuildInputs& in);
 
 // What the programs of a build said they read.
 struct ReportedDependencies {
@@ -60,13 +54,13 @@ struct DependencySet {
 // whose appearance would change the build: a header or library found in a
 // directory searched earlier, a header a `__has_include` in the inputs or
 // the user's headers asks for. `build_dir` holds the wrappers and objects.
-DependencySet classify_dependencies(const ReportedDependencies& reported, const KeyInputs& in,
+DependencySet classify_dependencies(const ReportedDependencies& reported, const BuildInputs& in,
                                     const fs::path& runtime_include, const fs::path& build_dir);
 
 KeyBuilder full_key_builder(const std::string& direct_key, const DependencySet& deps);
 
 // True for files the toolchain identity covers (CUDA toolkit, host
 // compiler's private directories: its headers and its libraries).
-bool is_toolchain_header(const fs::path& p, const KeyInputs& in);
+bool is_toolchain_header(const fs::path& p, const BuildInputs& in);
 
 }  // namespace bekc

@@ -2,15 +2,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "codegen/wrapper.hpp"
+#include "scan/symbols.hpp"
 #include "util/version.hpp"
 
 namespace bekc {
 
-std::string render_manifest(const ManifestInput& in, bool cuda_graph) {
+std::string render_manifest(const BuildInputs& in, const ManifestOutput& out, bool cuda_graph) {
     using nlohmann::ordered_json;
     ordered_json targets = ordered_json::array();
-    for (const auto& file : *in.files) {
+    for (const auto& file : in.files) {
         for (const auto& fn : file.functions) {
             ordered_json attrs = ordered_json::array();
             for (const auto& t : fn.tokens)
@@ -18,7 +18,7 @@ std::string render_manifest(const ManifestInput& in, bool cuda_graph) {
                     attrs.push_back({{"name", t.attr_name},
                                      {"type", std::string(attr_type_info(t.attr_type).name)}});
             targets.push_back({
-                {"name", in.target_prefix + "." + fn.name},
+                {"name", target_name(in.target_prefix, fn.name)},
                 {"symbol", cuda_graph ? handler_symbol(fn.name) : handler_symbol_nograph(fn.name)},
                 {"function", fn.name},
                 {"platform", file.cuda ? "CUDA" : "cpu"},
@@ -39,9 +39,9 @@ std::string render_manifest(const ManifestInput& in, bool cuda_graph) {
         {"schema", 1},
         {"bekc_version", kVersion},
         {"name", in.name},
-        {"key", in.key},
-        {"library", in.library_file},
-        {"library_sha256", in.library_sha256},
+        {"key", out.key},
+        {"library", in.library_file()},
+        {"library_sha256", out.library_sha256},
         {"toolchain",
          {{"nvcc", nvcc},
           {"cxx", {{"path", in.cxx.path.string()}, {"version", in.cxx_version}}},

@@ -5,23 +5,15 @@
 #include <string>
 #include <vector>
 
-#include "plan/compile_plan.hpp"
-#include "plan/inputs.hpp"
+#include "driver/build_inputs.hpp"
 
 namespace bekc {
 
-struct ManifestInput {
-    std::string name, target_prefix, key, library_file, library_sha256;
-    std::optional<Tool> nvcc;
-    std::string nvcc_version;
-    Tool cxx;
-    std::string cxx_version;
-    std::vector<Arch> archs;
-    PlanFlags flags;
-    const std::vector<SourceFile>* files = nullptr;
+// What the build made: the entry's key and its library's name and SHA-256.
+struct ManifestOutput {
+    std::string key, library_sha256;
 };
 
-// The manifest text; `cuda_graph` picks which handler symbols it names.
-std::string render_manifest(const ManifestInput& in, bool cuda_graph);
+std::string render_manifest(const BuildInputs& in, const ManifestOutput& out, bool cuda_graph);
 
 }  // namespace bekc

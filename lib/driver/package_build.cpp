@@ -10,11 +10,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "driver/build.hpp"
 #include "driver/xla_headers.hpp"
 #include "run/parallel.hpp"
 #include "scan/python_loads.hpp"
 #include "scan/scanner.hpp"
+#include "store/layout.hpp"
 #include "util/env.hpp"
 #include "util/error.hpp"
 
@@ -129,19 +129,19 @@ std::vector<Command> package_commands(const BuildOptions& o,
     // includes XLA's headers: bekc's Python loaders always pass it too.
     auto xla = find_xla_headers(o.xla_include, system_env());
     std::vector<std::string> common;
-    for (const auto& d : o.include_dirs) common.push_back("-I" + fs::absolute(d).string());
+    for (const auto& d : o.flags.include_dirs) common.push_back("-I" + fs::absolute(d).string());
     common.push_back("-I" + include.string());
     if (xla) common.push_back("--xla-include=" + xla->dir.string());
-    common.push_back("-O" + std::to_string(o.opt_level));
-    if (o.fast_math) common.push_back("--fast-math");
+    common.push_back("-O" + std::to_string(o.flags.opt_level));
+    if (o.flags.fast_math) common.push_back("--fast-math");
     if (o.arch != "auto") common.push_back("--arch=" + o.arch);
-    if (o.cxx_std != "c++17") common.push_back("--std=" + o.cxx_std);
-    for (const auto& d : o.defines) common.push_back("-D" + d);
-    for (const auto& f : o.cuda_flags) common.push_back("--cuda-flag=" + f);
-    for (const auto& f : o.cxx_flags) common.push_back("--cxx-flag=" + f);
-    for (const auto& f : o.ldflags) common.push_back("--ldflag=" + f);
-    for (const auto& f : o.linker_args) common.push_back("--linker-arg=" + f);
-    common.push_back("--cache-dir=" + resolve_cache_root(o.cache_dir).string());
+    if (o.flags.cxx_std != "c++17") common.push_back("--std=" + o.flags.cxx_std);
+    for (const auto& d : o.flags.defines) common.push_back("-D" + d);
+    for (const auto& f : o.flags.cuda_flags) common.push_back("--cuda-flag=" + f);
+    for (const auto& f : o.flags.cxx_flags) common.push_back("--cxx-flag=" + f);
+    for (const auto& f : o.flags.ldflags) common.push_back("--ldflag=" + f);
+    for (const auto& f : o.flags.linker_args) common.push_back("--linker-arg=" + f);
+    common.push_back("--cache-dir=" + resolve_cache_root(o.cache_dir, system_env()).string());
     if (o.nvcc) common.push_back("--nvcc=" + *o.nvcc);
     if (o.cxx) common.push_back("--cxx=" + *o.cxx);
     if (o.launcher) common.push_back("--launcher=" + *o.launcher);

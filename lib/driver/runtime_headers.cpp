@@ -1,13 +1,5 @@
 #include "driver/runtime_headers.hpp"
 
-#include <unistd.h>
-
-#include <cerrno>
-#include <chrono>
-#include <cstdio>
-#include <cstring>
-
-#include "run/process.hpp"
 #include "store/cache.hpp"
 #include "store/hash.hpp"
 #include "util/embedded.hpp"
@@ -23,11 +15,16 @@ std::string headers_hash16() {
     return runtime_headers_hash().substr(0, 16);
 }
 
-std::string compiler_hash16(const RuntimeObjectRequest& r) {
+std::string compiler_hash16(const BuildInputs& in) {
     Sha256 h;
-    h.update("bekc runtime object 1\n" + r.cxx_identity + "\n" + r.cxx_std + "\n");
-    if (!r.cxx_env.empty()) h.update(r.cxx_env);  // empty: the same object as before
+    h.update("bekc runtime object 1\n" + in.cxx.identity() + "\n" + in.flags.cxx_std + "\n");
+    std::string env = host_compiler_env(in);
+    if (!env.empty()) h.update(env);  // empty: the same object as before
     return h.final_hex().substr(0, 16);
+}
+
+fs::path object_dir(const BuildInputs& in) {
+    return CacheLayout::runtime_object_dir(headers_hash16(), compiler_hash16(in));
 }
 
 [[noreturn]] void cache_failure(const CacheError& e) {
@@ -72,54 +69,34 @@ fs::path materialize_runtime_headers(const fs::path& cache_root) {
     return *tree;
 }
 
-fs::path runtime_object_path(const RuntimeObjectRequest& r) {
-    return r.cache_root / CacheLayout::runtime_object_dir(headers_hash16(), compiler_hash16(r)) /
-           "bekc_rt.o";
+bool runtime_headers_ready(const fs::path& cache_root) {
+    return Cache(cache_root).tree_ready(CacheLayout::runtime_include(headers_hash16()));
 }
 
-fs::path ensure_runtime_object(const RuntimeObjectRequest& r, bool verbose) {
-    Cache cache(r.cache_root);
-    std::string compiler = compiler_hash16(r);
+std::string host_compiler_env(const BuildInputs& in) {
+    std::string out;
+    for (const auto& [name, value] : in.env.values)
+        for (const auto& var : kCompilerEnv)
+            if (var.name == name && var.reader == EnvReader::HostCompiler)
+                out += name + "=" + value + "\n";
+    return out;
+}
+
+fs::path runtime_object_path(const BuildInputs& in) {
+    return in.cache_root / object_dir(in) / "bekc_rt.o";
+}
+
+bool runtime_object_ready(const BuildInputs& in) {
+    return Cache(in.cache_root).tree_ready(object_dir(in));
+}
+
+void publish_runtime_object(const BuildInputs& in, const fs::path& built) {
+    Cache cache(in.cache_root);
     auto tree = cache.ensure_tree(
-        CacheLayout::runtime_object_dir(headers_hash16(), compiler),
-        CacheLayout::named_lock("runtime." + headers_hash16() + "." + compiler),
-        [&](const Staging& staging) -> std::expected<void, std::string> {
-            // Compiled in this user's private directory, then moved in.
-            auto dir = private_temp_dir("rt." + unique_suffix());
-            if (!dir) return std::unexpected(dir.error());
-            fs::path object = *dir / "bekc_rt.o";
-            Command c;
-            // The library's standard, fixed optimisation: the code only checks call frames.
-            c.argv = {r.cxx,
-                      "-std=" + r.cxx_std,
-                      "-O2",
-                      "-fPIC",
-                      "-fvisibility=hidden",
-                      "-I" + r.include.string(),
-                      "-c",
-                      (r.include / "bekc" / "handler_rt.cpp").string(),
-                      "-o",
-                      object.string()};
-            c.description = "c++ bekc/handler_rt.cpp";
-            if (verbose) std::fprintf(stderr, "%s\n", display_command(c).c_str());
-            ProcessResult done = run_process(c);
-            if (!done.ok()) {
-                std::error_code ec;
-                fs::remove_all(*dir, ec);
-                std::fputs(done.output.c_str(), stderr);
-                // A full disk is the machine's problem, not the compiler's.
-                bool full = done.output.find(std::strerror(ENOSPC)) != std::string::npos;
-                throw FatalError("bekc: error: compiling bekc's handler support code with " +
-                                     r.cxx + " failed (" + done.describe() + ")",
-                                 full ? kExitCache : kExitToolchain);
-            }
-            auto moved = staging.move_in("bekc_rt.o", object);
-            std::error_code ec;
-            fs::remove_all(*dir, ec);
-            return moved;
-        });
+        object_dir(in),
+        CacheLayout::named_lock("runtime." + headers_hash16() + "." + compiler_hash16(in)),
+        [&](const Staging& staging) { return staging.move_in("bekc_rt.o", built); });
     if (!tree) cache_failure(tree.error());
-    return *tree / "bekc_rt.o";
 }
 
 }  // namespace bekc

@@ -1,10 +1,14 @@
 // The kernel-facing headers (brainevent/common.h, bekc/handler.h, ...) travel
 // inside the binary; builds need them on disk. They are written once per
 // content hash under the cache root, atomically, and shared by every build.
+// So is the handler support code compiled by each host compiler, bekc_rt.o.
+// The build graph says when either is missing (plan/build_graph.hpp); these
+// functions name them and publish them.
 #pragma once
 
 #include <string>
 
+#include "driver/build_inputs.hpp"
 #include "util/fs.hpp"
 
 namespace bekc {
@@ -12,32 +16,30 @@ namespace bekc {
 // SHA-256 over every embedded runtime header's path and bytes; part of every key.
 const std::string& runtime_headers_hash();
 
-// <cache_root>/runtime/<hash>/include, created if missing.
+// <cache_root>/runtime/<hash>/include, created if missing or damaged.
 fs::path materialize_runtime_headers(const fs::path& cache_root);
 
-// Where they would be, without creating anything (for --dry-run).
+// Where they are, or would be, without creating anything.
 fs::path runtime_include_dir(const fs::path& cache_root);
 
-// The handler support code (bekc/handler_rt.cpp) compiled by one host
-// compiler: <cache_root>/runtime/<hash>/obj/<compiler key>/bekc_rt.o. Every
-// library links it, so wrappers only declare those functions.
-struct RuntimeObjectRequest {
-    fs::path cache_root;
-    fs::path include;          // materialize_runtime_headers(cache_root)
-    std::string cxx;           // the host compiler, as found
-    std::string cxx_identity;  // Tool::identity(): a new compiler gets a new object
-    std::string cxx_std;       // -std=...: the object follows the library's standard
-    // The host compiler's environment that can change the object
-    // ("CPATH=...\n"...: driver/compiler_env.hpp), so it gets its own object.
-    std::string cxx_env;
-};
+// Whether the headers are in the cache, whole (their seal holds).
+bool runtime_headers_ready(const fs::path& cache_root);
 
-// Where the object is, or will be.
-fs::path runtime_object_path(const RuntimeObjectRequest& r);
+// The host compiler's environment that can change bekc_rt.o
+// ("CPATH=...\n"...: driver/compiler_env.hpp): it gets its own object.
+std::string host_compiler_env(const BuildInputs& in);
 
-// Compiles the object when it is missing (once, under a lock; published by
-// rename) and returns its path. The command is printed to stderr with
-// `verbose`. A compiler failure throws FatalError with its output.
-fs::path ensure_runtime_object(const RuntimeObjectRequest& r, bool verbose);
+// <cache_root>/runtime/<hash>/obj/<compiler key>/bekc_rt.o: one per host
+// compiler identity, standard and host-compiler environment. Every library
+// links it, so wrappers only declare those functions.
+fs::path runtime_object_path(const BuildInputs& in);
+
+// Whether that object is in the cache, whole.
+bool runtime_object_ready(const BuildInputs& in);
+
+// Keeps `built` (compiled by the graph's runtime-object step) as the
+// cache's object, unless another build kept one first; moves it in.
+// FatalError (exit 4) when the cache cannot take it.
+void publish_runtime_object(const BuildInputs& in, const fs::path& built);
 
 }  // namespace bekc

@@ -8,22 +8,12 @@
 #include <vector>
 
 #include "plan/arch.hpp"
-#include "plan/toolchain.hpp"
+#include "plan/flags.hpp"
 #include "run/command.hpp"
+#include "run/toolchain.hpp"
 #include "util/fs.hpp"
 
 namespace bekc {
-
-struct PlanFlags {
-    int opt_level = 3;
-    bool fast_math = false;
-    std::string cxx_std = "c++17";
-    std::vector<std::string> include_dirs, defines, cuda_flags, cxx_flags, ldflags;
-    // Each handed to the linker as exactly one argument (`-Xlinker ARG`).
-    std::vector<std::string> linker_args;
-    // XLA's FFI headers (xla/ffi/api/ffi.h), for sources that include them.
-    std::string xla_include;
-};
 
 // The include and define flags every compile gets, in search order: the
 // user's -I directories first, so a user's own brainevent/ headers (for

@@ -8,9 +8,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "plan/toolchain.hpp"
 #include "remote/entry_archive.hpp"
 #include "remote/remote_record.hpp"
+#include "run/toolchain.hpp"
 #include "store/file_ops.hpp"
 #include "store/layout.hpp"
 #include "util/fs.hpp"

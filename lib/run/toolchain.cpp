@@ -1,14 +1,15 @@
-#include "plan/toolchain.hpp"
+#include "run/toolchain.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
+#include <cctype>
 
 #include <cstdlib>
 #include <regex>
 #include <sstream>
 #include <vector>
 
-#include "run/process.hpp"
+#include "run/runner.hpp"
 #include "util/error.hpp"
 
 namespace bekc {
@@ -133,24 +134,42 @@ std::optional<fs::path> find_launcher(const std::optional<std::string>& flag,
                      kExitToolchain);
 }
 
-std::string tool_version(const Tool& tool) {
+std::string tool_version(const Tool& tool, Runner& runner) {
     Command c;
     c.argv = {tool.path.string(), "--version"};
-    ProcessResult r = run_process(c);
-    if (!r.ok()) return "unknown";
+    c.description = "version of " + tool.path.filename().string();
+    ProcessResult r = runner.run_one(c);
+    return r.ok() ? parse_tool_version(r.output) : "unknown";
+}
+
+std::string parse_tool_version(const std::string& output) {
     // nvcc: "Cuda compilation tools, release 13.0, V13.0.48"; gcc: "g++ (Debian 12.2.0-14) 12.2.0";
     // clang: "clang version 14.0.6".
     static const std::regex nvcc_re(R"(release [0-9.]+, V([0-9.]+))");
     static const std::regex generic_re(R"(([0-9]+\.[0-9]+(\.[0-9]+)?))");
     std::smatch m;
-    if (std::regex_search(r.output, m, nvcc_re)) return m[1];
-    std::string first_line = r.output.substr(0, r.output.find('\n'));
+    if (std::regex_search(output, m, nvcc_re)) return m[1];
+    std::string first_line = output.substr(0, output.find('\n'));
     // The last version-looking number of the first line is the compiler's own.
     std::string found = "unknown";
     for (auto it = std::sregex_iterator(first_line.begin(), first_line.end(), generic_re);
          it != std::sregex_iterator(); ++it)
         found = (*it)[1];
     return found;
+}
+
+std::string tool_multiarch(const Tool& cxx, Runner& runner) {
+    Command c;
+    c.argv = {cxx.path.string(), "-print-multiarch"};
+    c.description = "multiarch of " + cxx.path.filename().string();
+    ProcessResult r = runner.run_one(c);
+    if (!r.ok()) return {};
+    std::string out = r.output.substr(0, r.output.find('\n'));
+    // A triplet ("x86_64-linux-gnu") is one path component of plain characters.
+    for (char ch : out)
+        if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.'))
+            return {};
+    return out == "." || out == ".." ? std::string() : out;
 }
 
 }  // namespace bekc

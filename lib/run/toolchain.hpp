@@ -54,8 +54,19 @@ std::optional<fs::path> find_launcher(const std::optional<std::string>& flag,
 // Fills size and mtime; throws FatalError when the file vanished.
 Tool identify_tool(const fs::path& path);
 
-// The version line of `TOOL --version` ("13.0.48", "12.2.0"); runs the tool,
-// so only on a cache miss and in `bekc doctor`.
-std::string tool_version(const Tool& tool);
+class Runner;
+
+// The version of `TOOL --version` ("13.0.48", "12.2.0"), "unknown" when it
+// fails; runs the tool through `runner`, so the driver asks once per tool
+// identity (driver/tool_versions.hpp).
+std::string tool_version(const Tool& tool, Runner& runner);
+
+// The version number in a `--version` output.
+std::string parse_tool_version(const std::string& output);
+
+// The host compiler's multiarch triplet (`-print-multiarch`:
+// "x86_64-linux-gnu", "aarch64-linux-gnu"), which names its system include
+// and library directories on Debian and Ubuntu; "" when it has none.
+std::string tool_multiarch(const Tool& cxx, Runner& runner);
 
 }  // namespace bekc

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "diag/location.hpp"
+
 namespace bekc {
 
 // Scalar attribute types of SPEC §1.2, in the order the spec lists them.
@@ -55,13 +57,6 @@ struct Token {
 
     std::string canonical() const;  // "arg", "ret", "stream", "attr.name:type"
     bool operator==(const Token&) const = default;
-};
-
-// Where something is in a source file; line and column are 1-based.
-struct Location {
-    std::string file;
-    int line = 0;
-    int column = 0;
 };
 
 struct FunctionSpec {

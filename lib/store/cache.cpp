@@ -240,6 +240,10 @@ std::expected<void, std::string> Cache::discard(const fs::path& rel) const {
     return dir().remove_tree(doomed);
 }
 
+bool Cache::tree_ready(const fs::path& rel) const {
+    return static_cast<bool>(check_seal(dir(), rel, CheckLevel::Cheap));
+}
+
 std::expected<fs::path, CacheError> Cache::ensure_tree(const fs::path& rel,
                                                        const fs::path& lock_rel,
                                                        const Builder& build) {

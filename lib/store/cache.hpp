@@ -164,6 +164,9 @@ class Cache {
     std::expected<fs::path, CacheError> ensure_tree(const fs::path& rel, const fs::path& lock_rel,
                                                     const Builder& build);
 
+    // Whether the sealed directory `rel` exists and passes its seal.
+    bool tree_ready(const fs::path& rel) const;
+
     // A fresh directory under tmp/ for downloads; removed by the caller with
     // remove(), or by maintenance once stale.
     std::expected<fs::path, std::string> make_scratch() const;

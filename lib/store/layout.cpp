@@ -125,4 +125,11 @@ std::expected<fs::path, std::string> default_cache_dir(const EnvLookup& getenv) 
         "set; pass --cache-dir DIR or set BEKC_CACHE_DIR"));
 }
 
+fs::path resolve_cache_root(const std::optional<std::string>& flag, const EnvLookup& getenv) {
+    if (flag) return fs::absolute(*flag);
+    auto dir = default_cache_dir(getenv);
+    if (!dir) throw FatalError("bekc: error: " + dir.error(), kExitUsage);
+    return fs::absolute(*dir);
+}
+
 }  // namespace bekc

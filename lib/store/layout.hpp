@@ -118,4 +118,9 @@ class CacheLayout {
 // and is the caller's business. Fails only when HOME is unset too.
 std::expected<fs::path, std::string> default_cache_dir(const EnvLookup& getenv);
 
+// The cache root every command uses, absolute: `flag` (--cache-dir) when
+// given, else default_cache_dir(getenv). Throws FatalError (usage error) when
+// there is none.
+fs::path resolve_cache_root(const std::optional<std::string>& flag, const EnvLookup& getenv);
+
 }  // namespace bekc

@@ -145,8 +145,12 @@ std::expected<void, std::string> write_atomic(const fs::path& path, std::string_
     return write_atomic_at(dir.get(), path.filename().string(), content, path);
 }
 
+fs::path private_user_path() {
+    return fmt::format("/tmp/bekc-{}", ::getuid());
+}
+
 std::expected<fs::path, std::string> private_user_dir() {
-    fs::path mine = fmt::format("/tmp/bekc-{}", ::getuid());
+    fs::path mine = private_user_path();
     if (::mkdir(mine.c_str(), 0700) != 0 && errno != EEXIST)
         return std::unexpected(errno_message("create", mine, errno));
     UniqueFd fd(::open(mine.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));

@@ -80,6 +80,8 @@ std::expected<void, std::string> write_atomic(const fs::path& path, std::string_
 // plant links in it. /tmp rather than $TMPDIR: nvcc needs paths free of shell
 // characters.
 std::expected<fs::path, std::string> private_user_dir();
+// Its path, without creating or checking anything (for --dry-run).
+fs::path private_user_path();
 // private_user_dir()/<name>, emptied when it exists: compilers write their
 // outputs here, never into a shared cache.
 std::expected<fs::path, std::string> private_temp_dir(const std::string& name);

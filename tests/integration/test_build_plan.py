@@ -17,12 +17,30 @@ from pathlib import Path
 import pytest
 
 
+def plan_lines(proc):
+    """Every step of the dry run: (kind, argv), kind "#..." for what bekc
+    writes itself, "run" for a process."""
+    steps = []
+    for line in proc.stdout.splitlines():
+        if not line.strip():
+            continue
+        if line.startswith("# "):
+            kind, _, rest = line[2:].partition(":")
+            steps.append((kind, shlex.split(rest)))
+        else:
+            steps.append(("run", shlex.split(line)))
+    return steps
+
+
 def dry_run(bekc, *args, ok=True, cwd=None):
+    """The commands that compile and link the user's code (bekc's own
+    runtime object, compiled once per host compiler, left out)."""
     proc = bekc.run("build", "--dry-run", "--cache-dir", bekc.cache_dir, *args, cwd=cwd)
     if ok:
         assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stderr}"
-    lines = [l for l in proc.stdout.splitlines() if l.strip()]
-    return [shlex.split(l) for l in lines], proc
+    cmds = [argv for kind, argv in plan_lines(proc)
+            if kind == "run" and not any(a.endswith("/bekc/handler_rt.cpp") for a in argv)]
+    return cmds, proc
 
 
 def tool_name(argv):
@@ -298,3 +316,40 @@ def test_arch_auto_on_a_shared_cache_uses_this_machines_gpus(bekc, cu_src, nvcc)
         json.dumps({"fingerprint": fingerprint, "archs": ["7.5"]}))
     cmds, proc = dry_run(bekc, cu_src, "--arch", "auto")
     assert gencodes(cmds[0]) == expected_gencodes(gpus_present()), proc.stderr
+
+
+# ------------------------------------------------------------ the whole graph
+
+
+def test_dry_run_prints_every_step_of_a_first_build_in_order(bekc, cpp_src, cu_src, nvcc):
+    """A fresh cache: the wrappers and runtime headers are written, bekc's
+    runtime object is compiled, then the user's code; each step after what it
+    needs, and nothing is created."""
+    steps = plan_lines(dry_run(bekc, cu_src, cpp_src, "--arch", "90", "--name", "m")[1])
+    kinds = [k for k, _ in steps]
+    assert kinds[:3] == ["write-wrapper", "write-wrapper", "runtime-headers"], steps
+    runs = [argv for k, argv in steps if k == "run"]
+    assert len(runs) == 4, steps
+    rt = runs[0]
+    assert rt[rt.index("-c") + 1].endswith("/bekc/handler_rt.cpp"), rt
+    obj = rt[rt.index("-o") + 1]
+    link = runs[-1]
+    assert "-shared" in link
+    # The link names the object where the cache keeps it, not the build dir.
+    cached = [a for a in link if a.endswith("/bekc_rt.o")]
+    assert len(cached) == 1 and cached[0] != obj and cached[0].startswith(str(bekc.cache_dir))
+    wrappers = [argv[0] for k, argv in steps if k == "write-wrapper"]
+    assert all(any(w in argv for argv in runs) for w in wrappers)
+    assert not Path(wrappers[0]).exists(), "a dry run writes nothing"
+    assert not (Path(bekc.cache_dir) / "runtime").exists(), "a dry run writes nothing"
+
+
+def test_dry_run_leaves_out_what_the_cache_already_has(bekc, cpp_src):
+    """After one real build the runtime headers and object are in the cache:
+    the next plan only writes the wrapper and compiles the user's code."""
+    other = cpp_src.with_name("other.cpp")
+    other.write_text(cpp_src.read_text())
+    built = bekc.run("build", "--cache-dir", bekc.cache_dir, "-O0", cpp_src)
+    assert built.returncode == 0, built.stderr
+    steps = plan_lines(dry_run(bekc, other, "-O0")[1])
+    assert [k for k, _ in steps] == ["write-wrapper", "run"], steps

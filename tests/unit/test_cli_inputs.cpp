@@ -1,5 +1,5 @@
 // Inputs and option files bekc must refuse before reading or parsing them
-// (lib/plan/inputs, lib/driver/compile_commands): files that are not regular
+// (lib/driver/inputs, lib/driver/compile_commands): files that are not regular
 // files, JSON nested too deep for nlohmann's recursive copies and dumps,
 // module names too long for a file name, and compilation databases bekc
 // could not merge into without losing entries.
@@ -12,7 +12,7 @@
 #include "../helpers/fatal.hpp"
 #include "../helpers/temp_dir.hpp"
 #include "driver/compile_commands.hpp"
-#include "plan/inputs.hpp"
+#include "driver/inputs.hpp"
 #include "util/error.hpp"
 
 using namespace bekc;

@@ -33,11 +33,9 @@ using Paths = std::vector<fs::path>;
 
 // A direct key over fixed inputs, with `env` as the environment.
 std::string direct_key(const CompilerEnv& env) {
-    static const std::vector<SourceFile> files;
-    KeyInputs in;
+    BuildInputs in;
     in.name = "k";
     in.target_prefix = "k";
-    in.files = &files;
     in.cxx = Tool{"/usr/bin/g++", "/usr/bin/g++", 1, 2};
     in.env = env;
     return direct_key_builder(in).digest();

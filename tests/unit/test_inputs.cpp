@@ -1,4 +1,4 @@
-// The inputs stage (lib/plan/inputs): expanding files and directories,
+// The inputs stage (lib/driver/inputs): expanding files and directories,
 // scanning them with the rules that span files, and reading --functions.
 #include <catch2/catch.hpp>
 #include <string>
@@ -6,7 +6,7 @@
 
 #include "../helpers/fatal.hpp"
 #include "../helpers/temp_dir.hpp"
-#include "plan/inputs.hpp"
+#include "driver/inputs.hpp"
 #include "util/error.hpp"
 
 using namespace bekc;

@@ -18,8 +18,7 @@ namespace {
 
 struct Fixture {
     test::TempDir tmp;
-    std::vector<SourceFile> files;
-    KeyInputs in;
+    BuildInputs in;
     fs::path runtime_include, build_dir;
 
     Fixture() {
@@ -29,14 +28,13 @@ struct Fixture {
         fs::create_directories(build_dir);
         in.name = in.target_prefix = "k";
         in.cxx = Tool{"/usr/bin/g++", "/usr/bin/g++", 1, 2};
-        in.files = &files;
     }
 
     // The one input, src/k.cpp, with `text`.
     fs::path source(const std::string& text) {
         fs::path p = tmp / "src/k.cpp";
         write_file(p, text);
-        files = {SourceFile{p, false, text, {}}};
+        in.files = {SourceFile{p, false, text, {}}};
         return p;
     }
 

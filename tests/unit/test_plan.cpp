@@ -1,6 +1,7 @@
-// The compile plan (lib/plan/compile_plan): which commands a build runs, with
-// which arguments, and how compiler-written depfiles are read back.
-// make_build_plan is pure, so these tests need no compiler.
+// The compile plan and the build graph (lib/plan/compile_plan, build_graph):
+// which commands a build runs, in which order, with which arguments, and how
+// compiler-written depfiles are read back. Both are pure, so these tests
+// need no compiler.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -8,7 +9,7 @@
 #include <vector>
 
 #include "../helpers/plan_unit.hpp"
-#include "plan/compile_plan.hpp"
+#include "plan/build_graph.hpp"
 
 using namespace bekc;
 using Argv = std::vector<std::string>;
@@ -387,4 +388,92 @@ TEST_CASE("depfile: empty or target-only input gives no prerequisites", "[depfil
 
 TEST_CASE("depfile: no trailing newline", "[depfile]") {
     CHECK(parse_depfile("k.o: /a.h /b.h") == Argv{"/a.h", "/b.h"});
+}
+
+// ---------------------------------------------------------------- the build graph
+
+namespace {
+
+GraphRequest graph_request(std::vector<PlanUnit> units) {
+    GraphRequest g;
+    g.plan = request(std::move(units));
+    g.plan.runtime_object = "/cache/runtime/abc/obj/def/bekc_rt.o";
+    for (const auto& u : g.plan.units) g.wrapper_texts.push_back("// " + u.wrapper.string());
+    return g;
+}
+
+std::vector<StepKind> kinds(const BuildGraph& g) {
+    std::vector<StepKind> out;
+    for (const auto& s : g.steps) out.push_back(s.kind);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("graph: every step comes after what it reads", "[plan][graph]") {
+    GraphRequest r = graph_request({cu("0_a"), cpp("1_b")});
+    r.write_runtime_headers = true;
+    r.compile_runtime_object = kBuild + "/bekc_rt.o";
+    BuildGraph g = make_build_graph(r);
+    using K = StepKind;
+    REQUIRE(kinds(g) == std::vector<K>{K::WriteWrapper, K::WriteWrapper, K::RuntimeHeaders,
+                                       K::RuntimeObject, K::Compile, K::Compile, K::Link});
+    CHECK(g.steps[0].content == "// " + kBuild + "/0_a.bekc.cu");
+    CHECK(g.steps[3].after == std::vector<size_t>{2});     // the object reads the headers
+    CHECK(g.steps[4].after == std::vector<size_t>{0, 2});  // its wrapper, the headers
+    CHECK(g.steps[5].after == std::vector<size_t>{1, 2});
+    CHECK(g.steps[6].after == std::vector<size_t>{4, 5, 3});  // the objects, bekc_rt.o
+    CHECK(g.steps[6].links);
+    CHECK_FALSE(g.steps[4].links);
+    // The object is compiled where the request says; the link reads the cache's.
+    CHECK(g.steps[3].command.outputs == std::vector<std::string>{kBuild + "/bekc_rt.o"});
+    CHECK(has(g.steps[6].command.argv, "/cache/runtime/abc/obj/def/bekc_rt.o"));
+    // Every step's inputs are some earlier step's outputs or outside the build.
+    for (size_t i = 0; i < g.steps.size(); ++i)
+        for (const auto& in : g.steps[i].command.inputs) {
+            if (in.rfind(kBuild, 0) != 0) continue;
+            bool made_before = false;
+            for (size_t a : g.steps[i].after)
+                for (const auto& out : g.steps[a].command.outputs) made_before |= out == in;
+            CHECK(made_before);
+        }
+}
+
+TEST_CASE("graph: what the cache has is not planned again", "[plan][graph]") {
+    BuildGraph g = make_build_graph(graph_request({cpp("0_k")}));
+    using K = StepKind;
+    REQUIRE(kinds(g) == std::vector<K>{K::WriteWrapper, K::Compile});
+    CHECK(g.steps[1].links);
+    CHECK(g.steps[1].after == std::vector<size_t>{0});
+}
+
+TEST_CASE("graph: one input links in its compile, after bekc_rt.o", "[plan][graph]") {
+    GraphRequest r = graph_request({cpp("0_k")});
+    r.compile_runtime_object = kBuild + "/bekc_rt.o";
+    BuildGraph g = make_build_graph(r);
+    REQUIRE(g.steps.size() == 3);
+    CHECK(g.steps[2].kind == StepKind::Compile);
+    CHECK(g.steps[2].after == std::vector<size_t>{0, 1});
+}
+
+TEST_CASE("graph: the launcher goes in front of every compile, bekc_rt.o's too", "[plan][graph]") {
+    GraphRequest r = graph_request({cu("0_a"), cpp("1_b")});
+    r.compile_runtime_object = kBuild + "/bekc_rt.o";
+    r.plan.launcher = fs::path("/usr/bin/ccache");
+    BuildGraph g = make_build_graph(r);
+    for (const auto& s : g.steps) {
+        if (!s.runs()) continue;
+        bool launched = s.command.argv.front() == "/usr/bin/ccache";
+        CHECK(launched == (s.kind != StepKind::Link));
+    }
+}
+
+TEST_CASE("graph: a step's line is its shell command, or a comment for bekc's writes",
+          "[plan][graph]") {
+    GraphRequest r = graph_request({cpp("0_k")});
+    r.write_runtime_headers = true;
+    BuildGraph g = make_build_graph(r);
+    CHECK(describe_step(g.steps[0]) == "# write-wrapper: " + kBuild + "/0_k.bekc.cpp");
+    CHECK(describe_step(g.steps[1]) == "# runtime-headers: " + kRuntime);
+    CHECK(describe_step(g.steps[2]) == display_command(g.steps[2].command));
 }

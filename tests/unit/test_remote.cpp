@@ -16,11 +16,11 @@
 #include <fmt/format.h>
 
 #include "../helpers/temp_dir.hpp"
-#include "plan/toolchain.hpp"
 #include "remote/entry_archive.hpp"
 #include "remote/http.hpp"
 #include "remote/remote_cache.hpp"
 #include "remote/remote_record.hpp"
+#include "run/toolchain.hpp"
 #include "store/hash.hpp"
 #include "store/key.hpp"
 

@@ -5,16 +5,25 @@
 using namespace bekc;
 
 TEST_CASE("the runtime object is keyed by the host compiler's environment", "[runtime_object]") {
-    RuntimeObjectRequest plain{"/c", "/c/include", "/usr/bin/g++", "g++ id", "c++17", ""};
-    RuntimeObjectRequest same = plain;
-    RuntimeObjectRequest cpath = plain;
-    cpath.cxx_env = "CPLUS_INCLUDE_PATH=/opt/shadow\n";
-    RuntimeObjectRequest other_std = plain;
-    other_std.cxx_std = "c++20";
+    BuildInputs plain;
+    plain.cache_root = "/c";
+    plain.cxx = Tool{"/usr/bin/g++", "/usr/bin/g++", 1, 2};
+    BuildInputs same = plain;
+    BuildInputs cpath = plain;
+    cpath.env.values = {{"CPLUS_INCLUDE_PATH", "/opt/shadow"}};
+    BuildInputs linker_only = plain;
+    linker_only.env.values = {{"LD_RUN_PATH", "/opt/lib"}};
+    BuildInputs other_std = plain;
+    other_std.flags.cxx_std = "c++20";
+    BuildInputs other_cxx = plain;
+    other_cxx.cxx.mtime_ns = 3;
     CHECK(runtime_object_path(plain) == runtime_object_path(same));
     // A CPLUS_INCLUDE_PATH can shadow <cstdio> in bekc/handler_rt.cpp: its own object.
     CHECK(runtime_object_path(plain) != runtime_object_path(cpath));
+    // The linker's variables do not reach a compile.
+    CHECK(runtime_object_path(plain) == runtime_object_path(linker_only));
     CHECK(runtime_object_path(plain) != runtime_object_path(other_std));
+    CHECK(runtime_object_path(plain) != runtime_object_path(other_cxx));
     CHECK(runtime_object_path(plain).filename() == "bekc_rt.o");
     CHECK(runtime_object_path(plain).string().rfind("/c/runtime/", 0) == 0);
 }

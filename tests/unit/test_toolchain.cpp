@@ -1,4 +1,4 @@
-// Toolchain discovery (lib/plan/toolchain) with a stubbed environment, PATH
+// Toolchain discovery (lib/run/toolchain) with a stubbed environment, PATH
 // and filesystem: the search order of SPEC §4 and the not-found errors.
 //
 // Found tools are identified by stat(2) (size, mtime), so every "executable"
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "../helpers/temp_dir.hpp"
-#include "plan/toolchain.hpp"
+#include "run/toolchain.hpp"
 #include "util/error.hpp"
 
 using namespace bekc;

@@ -1,0 +1,40 @@
+// Everything `bekc build` decides before anything runs, as one value: the
+// scanned inputs, the tools, the archs, the flags, the environment the tools
+// read. The build graph (driver/plan_build.hpp), the keys (driver/keys.hpp),
+// the manifest and compile_commands.json all read this one value; none keeps
+// a copy of its own.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "driver/compiler_env.hpp"
+#include "driver/inputs.hpp"
+#include "plan/arch.hpp"
+#include "plan/flags.hpp"
+#include "run/toolchain.hpp"
+
+namespace bekc {
+
+struct BuildInputs {
+    std::string name, target_prefix;
+    std::vector<SourceFile> files;  // read and scanned, in command-line order
+    std::optional<Tool> nvcc;       // when any input is CUDA
+    Tool cxx;
+    std::string nvcc_version, cxx_version;  // driver/tool_versions.hpp
+    // The host compiler's multiarch triplet ("x86_64-linux-gnu"), which names
+    // its system include and library directories; "" when it has none. Asked
+    // on a miss only, where the dependencies are sorted.
+    std::string multiarch;
+    std::vector<Arch> archs;
+    PlanFlags flags;
+    std::optional<fs::path> launcher;  // never changes the output: not keyed
+    CompilerEnv env;                   // what the compilers and the linker read
+    fs::path cache_root;
+
+    std::string library_file() const { return "lib" + name + ".so"; }
+    bool any_cuda() const { return nvcc.has_value(); }
+};
+
+}  // namespace bekc

@@ -1,0 +1,42 @@
+// Executing a build graph (plan/build_graph.hpp) through a Runner: each step
+// starts once the steps it comes after have finished, and the independent
+// process steps of a wave run side by side, at most `jobs` at once.
+#pragma once
+
+#include <cstdio>
+#include <expected>
+#include <functional>
+#include <string>
+
+#include "plan/build_graph.hpp"
+#include "run/runner.hpp"
+
+namespace bekc {
+
+struct ExecuteOptions {
+    int jobs = 1;
+    // Where each step's line (describe_step) goes as it starts: stderr for
+    // -v, stdout for --dry-run, nowhere when null.
+    std::FILE* echo = nullptr;
+    // "[2/5] nvcc kernels/csr.cu" on stderr as each process step starts.
+    bool progress = false;
+};
+
+// The steps whose results live in the cache: called to write the runtime
+// headers (RuntimeHeaders) and to keep the object a RuntimeObject step
+// compiled. Absent in a dry run. May throw FatalError.
+using CacheStep = std::function<void(const Step&)>;
+
+struct StepFailure {
+    size_t step = 0;       // index in the graph
+    ProcessResult result;  // a process step's
+    std::string error;     // a write's
+};
+
+// Runs every step in order of `after`. Stops at the first failure (the
+// commands of its wave that are already running finish) and returns it.
+std::expected<void, StepFailure> execute_graph(const BuildGraph& graph, Runner& runner,
+                                               const ExecuteOptions& options,
+                                               const CacheStep& cache_step = {});
+
+}  // namespace bekc

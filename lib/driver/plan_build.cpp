@@ -1,0 +1,76 @@
+#include "driver/plan_build.hpp"
+
+#include "codegen/wrapper.hpp"
+#include "driver/runtime_headers.hpp"
+#include "driver/safe_paths.hpp"
+#include "store/hash.hpp"
+
+namespace bekc {
+
+GraphPaths graph_paths(const BuildInputs& in, const fs::path& build_dir) {
+    GraphPaths p;
+    p.build_dir = build_dir;
+    p.runtime_include = runtime_include_dir(in.cache_root);
+    p.runtime_object = runtime_object_path(in);
+    p.runtime_headers_ready = runtime_headers_ready(in.cache_root);
+    p.runtime_object_ready = runtime_object_ready(in);
+    return p;
+}
+
+BuildGraph plan_graph(const BuildInputs& in, const GraphPaths& paths) {
+    GraphRequest g;
+    PlanRequest& req = g.plan;
+    req.nvcc = in.nvcc;
+    req.cxx = in.cxx;
+    req.archs = in.archs;
+    req.flags = in.flags;
+    req.runtime_include = paths.runtime_include;
+    req.runtime_object = paths.runtime_object;
+    // nvcc hands paths to a shell and splits some at commas: it gets
+    // plain-named links to the directories it cannot take as they are.
+    if (in.nvcc && paths.nvcc_safe_paths) {
+        req.runtime_include = safe_path_for_nvcc(paths.runtime_include);
+        for (auto& d : req.flags.include_dirs) d = safe_path_for_nvcc(d).string();
+        if (!req.flags.xla_include.empty())
+            req.flags.xla_include = safe_path_for_nvcc(req.flags.xla_include).string();
+        req.runtime_object = safe_path_for_nvcc(paths.runtime_object.parent_path()) /
+                             paths.runtime_object.filename();
+    }
+    req.library = paths.build_dir / in.library_file();
+    if (paths.launcher) req.launcher = in.launcher;
+    // The linker lists the files it read. nvcc splits -Xlinker values at
+    // commas: a path with one is not asked for, and the flags stand in
+    // (keys.cpp).
+    fs::path link_depfile = paths.build_dir / "link.d";
+    if (paths.link_depfile && (!in.nvcc || link_depfile.string().find(',') == std::string::npos))
+        req.link_depfile = link_depfile;
+    for (size_t i = 0; i < in.files.size(); ++i) {
+        const SourceFile& f = in.files[i];
+        fs::path wrapper = paths.build_dir / (std::to_string(i) + "_" + f.path.stem().string() +
+                                              ".bekc" + (f.cuda ? ".cu" : ".cpp"));
+        WrapperRequest w{fs::absolute(f.path).lexically_normal().string(), f.path.string(),
+                         wrapper.string(), in.target_prefix, f.functions};
+        g.wrapper_texts.push_back(render_wrapper(w));
+        req.units.push_back({wrapper, f.cuda, f.path.string()});
+    }
+    g.write_runtime_headers = !paths.runtime_headers_ready;
+    if (!paths.runtime_object_ready) g.compile_runtime_object = paths.build_dir / "bekc_rt.o";
+    return make_build_graph(g);
+}
+
+BuildGraph key_graph(const BuildInputs& in) {
+    GraphPaths p;
+    p.build_dir = "/$BEKC_BUILD";
+    p.runtime_include = "/$BEKC_RUNTIME/include";
+    p.runtime_object = "/$BEKC_RUNTIME/obj/bekc_rt.o";
+    p.launcher = false;
+    return plan_graph(in, p);
+}
+
+fs::path build_dir_name(const BuildInputs& in, const std::string& direct_key) {
+    // The cache's path is part of the name: the same inputs may be built for
+    // two caches at once.
+    return "build." + sha256_hex(in.cache_root.string() + "\n" + direct_key).substr(0, 32);
+}
+
+}  // namespace bekc

@@ -1,0 +1,41 @@
+// From the prepared inputs to the build graph (plan/build_graph.hpp): the
+// wrappers rendered, the paths chosen, the runtime steps added when the
+// cache lacks their results. The real build and --dry-run plan with
+// graph_paths(); the direct key plans the same graph with placeholders
+// (key_graph), so it follows every command by construction.
+#pragma once
+
+#include "driver/build_inputs.hpp"
+#include "plan/build_graph.hpp"
+
+namespace bekc {
+
+struct GraphPaths {
+    fs::path build_dir;        // wrappers, objects, the library
+    fs::path runtime_include;  // the cache's runtime headers
+    fs::path runtime_object;   // the cache's bekc_rt.o
+    bool runtime_headers_ready = false;
+    bool runtime_object_ready = false;
+    // Give nvcc plain-named links for directories it cannot take as they are
+    // (driver/safe_paths.hpp). Creates the links, so never in a dry run.
+    bool nvcc_safe_paths = false;
+    bool launcher = true;      // put the launcher in front of the compiles
+    bool link_depfile = true;  // ask the linker for --dependency-file
+};
+
+// The paths of a build for this cache. `build_dir` is the private directory
+// named by the direct key.
+GraphPaths graph_paths(const BuildInputs& in, const fs::path& build_dir);
+
+BuildGraph plan_graph(const BuildInputs& in, const GraphPaths& paths);
+
+// The graph with the directories that differ between builds and machines as
+// placeholders, without the launcher, and with every step (the runtime
+// steps whether or not the cache has their results).
+BuildGraph key_graph(const BuildInputs& in);
+
+// The private directory a build of `direct_key` for this cache compiles in:
+// stable, so a compiler launcher in front sees the same commands.
+fs::path build_dir_name(const BuildInputs& in, const std::string& direct_key);
+
+}  // namespace bekc

@@ -1,0 +1,103 @@
+#include "plan/build_graph.hpp"
+
+namespace bekc {
+
+std::string_view step_kind_name(StepKind kind) {
+    switch (kind) {
+        case StepKind::WriteWrapper:
+            return "write-wrapper";
+        case StepKind::RuntimeHeaders:
+            return "runtime-headers";
+        case StepKind::RuntimeObject:
+            return "runtime-object";
+        case StepKind::Compile:
+            return "compile";
+        case StepKind::Link:
+            return "link";
+    }
+    return "?";
+}
+
+Command runtime_object_command(const Tool& cxx, const std::string& cxx_std,
+                               const fs::path& runtime_include, const fs::path& object,
+                               const std::optional<fs::path>& launcher) {
+    Command c;
+    fs::path source = runtime_include / "bekc" / "handler_rt.cpp";
+    c.argv = {cxx.path.string(),
+              "-std=" + cxx_std,
+              "-O2",
+              "-fPIC",
+              "-fvisibility=hidden",
+              "-I" + runtime_include.string(),
+              "-c",
+              source.string(),
+              "-o",
+              object.string()};
+    if (launcher) c.argv.insert(c.argv.begin(), launcher->string());
+    c.description = "c++ bekc/handler_rt.cpp";
+    c.inputs = {source.string()};
+    c.outputs = {object.string()};
+    return c;
+}
+
+BuildGraph make_build_graph(const GraphRequest& r) {
+    BuildGraph g;
+    g.library = r.plan.library;
+    BuildPlan plan = make_build_plan(r.plan);
+    g.link_depfile = plan.link_depfile;
+    auto add = [&](Step s) {
+        g.steps.push_back(std::move(s));
+        return g.steps.size() - 1;
+    };
+    std::vector<size_t> wrappers;
+    for (size_t i = 0; i < r.plan.units.size(); ++i) {
+        Step s{StepKind::WriteWrapper};
+        s.command.description = "write " + r.plan.units[i].wrapper.filename().string();
+        s.command.outputs = {r.plan.units[i].wrapper.string()};
+        s.content = i < r.wrapper_texts.size() ? r.wrapper_texts[i] : std::string();
+        wrappers.push_back(add(std::move(s)));
+    }
+    std::optional<size_t> headers, object;
+    if (r.write_runtime_headers) {
+        Step s{StepKind::RuntimeHeaders};
+        s.command.description = "write bekc's runtime headers";
+        s.command.outputs = {r.plan.runtime_include.string()};
+        headers = add(std::move(s));
+    }
+    if (r.compile_runtime_object) {
+        Step s{StepKind::RuntimeObject};
+        s.command = runtime_object_command(r.plan.cxx, r.plan.flags.cxx_std, r.plan.runtime_include,
+                                           *r.compile_runtime_object, r.plan.launcher);
+        if (headers) s.after.push_back(*headers);
+        object = add(std::move(s));
+    }
+    std::vector<size_t> compiles;
+    for (size_t i = 0; i < plan.compiles.size(); ++i) {
+        Step s{StepKind::Compile};
+        s.command = std::move(plan.compiles[i].command);
+        s.depfile = std::move(plan.compiles[i].depfile);
+        s.links = !plan.link;
+        s.after.push_back(wrappers.at(i));
+        if (headers) s.after.push_back(*headers);
+        if (s.links && object) s.after.push_back(*object);
+        compiles.push_back(add(std::move(s)));
+    }
+    if (plan.link) {
+        Step s{StepKind::Link};
+        s.command = std::move(*plan.link);
+        s.links = true;
+        s.after = compiles;
+        if (object) s.after.push_back(*object);
+        add(std::move(s));
+    }
+    return g;
+}
+
+std::string describe_step(const Step& step) {
+    if (step.runs()) return display_command(step.command);
+    std::string out = "# " + std::string(step_kind_name(step.kind)) + ":";
+    for (const auto& o : step.command.outputs) out += " " + shell_quote(o);
+    return out;
+}
+
+}  // namespace bekc

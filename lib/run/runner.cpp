@@ -1,0 +1,34 @@
+#include "run/runner.hpp"
+
+namespace bekc {
+
+ProcessResult Runner::run_one(const Command& command) {
+    auto results = run({command}, 1);
+    return results.empty() ? ProcessResult{} : results.front();
+}
+
+std::expected<void, std::string> ProcessRunner::write_file(const fs::path& path,
+                                                           std::string_view content) {
+    return write_atomic(path, content);
+}
+
+std::vector<ProcessResult> ProcessRunner::run(const std::vector<Command>& commands, int jobs,
+                                              const ProgressCallback& on_event) {
+    return run_parallel(commands, jobs, on_event);
+}
+
+std::vector<ProcessResult> DryRunRunner::run(const std::vector<Command>& commands, int,
+                                             const ProgressCallback& on_event) {
+    std::vector<ProcessResult> results(commands.size());
+    for (size_t i = 0; i < commands.size(); ++i) {
+        results[i].status = ProcessStatus::Exited;
+        results[i].exit_code = 0;
+        if (on_event) {
+            on_event({ProgressEvent::Kind::Started, i, commands[i], nullptr});
+            on_event({ProgressEvent::Kind::Finished, i, commands[i], &results[i]});
+        }
+    }
+    return results;
+}
+
+}  // namespace bekc

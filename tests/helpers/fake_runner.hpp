@@ -1,0 +1,107 @@
+// Test helper: a Runner (run/runner.hpp) that runs nothing. It answers the
+// tools' probes, writes every file a command names as an output (a depfile
+// listing the command's inputs, a placeholder for the rest), and records
+// what the driver asked for, so lib/driver is tested with no compiler.
+#pragma once
+
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "run/runner.hpp"
+#include "temp_dir.hpp"
+#include "util/fs.hpp"
+
+namespace bekc::test {
+
+class FakeRunner final : public Runner {
+  public:
+    // One call of run(): its commands' descriptions and the jobs it allowed.
+    struct Batch {
+        std::vector<std::string> descriptions;
+        int jobs = 0;
+    };
+    std::vector<Batch> batches;     // compiles and links (probes left out)
+    std::vector<fs::path> written;  // write_file calls, in order
+    int probes = 0;                 // --version and -print-multiarch
+    // A command whose description contains this fails with exit 1.
+    std::string fail_when;
+
+    std::expected<void, std::string> write_file(const fs::path& path,
+                                                std::string_view content) override {
+        written.push_back(path);
+        return write_atomic(path, content);
+    }
+
+    std::vector<ProcessResult> run(const std::vector<Command>& commands, int jobs,
+                                   const ProgressCallback& on_event) override {
+        std::vector<ProcessResult> results(commands.size());
+        Batch batch{{}, jobs};
+        bool failed = false;
+        for (size_t i = 0; i < commands.size(); ++i) {
+            const Command& c = commands[i];
+            ProcessResult& r = results[i];
+            if (failed) continue;  // NotRun, as run_parallel leaves them
+            r.status = ProcessStatus::Exited;
+            r.exit_code = 0;
+            if (probe(c, r)) continue;
+            batch.descriptions.push_back(c.description);
+            if (on_event) on_event({ProgressEvent::Kind::Started, i, c, nullptr});
+            if (!fail_when.empty() && c.description.find(fail_when) != std::string::npos) {
+                r.exit_code = 1;
+                r.output = "fake: error: " + c.description + " failed\n";
+                failed = true;
+            } else {
+                make_outputs(c);
+            }
+            if (on_event) on_event({ProgressEvent::Kind::Finished, i, c, &r});
+        }
+        if (!batch.descriptions.empty()) batches.push_back(std::move(batch));
+        return results;
+    }
+
+    // Every description of every batch, in order.
+    std::vector<std::string> all_descriptions() const {
+        std::vector<std::string> out;
+        for (const auto& b : batches)
+            out.insert(out.end(), b.descriptions.begin(), b.descriptions.end());
+        return out;
+    }
+    bool ran(const std::string& description_part) const {
+        auto all = all_descriptions();
+        return std::any_of(all.begin(), all.end(), [&](const std::string& d) {
+            return d.find(description_part) != std::string::npos;
+        });
+    }
+
+  private:
+    bool probe(const Command& c, ProcessResult& r) {
+        if (c.argv.size() == 2 && c.argv[1] == "--version") {
+            r.output = "fake compiler 1.2.3\n";
+        } else if (c.argv.size() == 2 && c.argv[1] == "-print-multiarch") {
+            r.output = "x86_64-linux-gnu\n";
+        } else {
+            return false;
+        }
+        ++probes;
+        return true;
+    }
+
+    static void make_outputs(const Command& c) {
+        for (const auto& out : c.outputs) {
+            std::string text = "fake output of " + c.description + "\n";
+            if (out.size() > 2 && out.compare(out.size() - 2, 2, ".d") == 0) {
+                // A compiler's depfile names its inputs; a linker's lists
+                // nothing more ("OUT:").
+                text = "out:";
+                if (fs::path(out).filename() != "link.d")
+                    for (const auto& in : c.inputs) text += " " + in;
+                text += "\n";
+            }
+            test::write_file(out, text);
+        }
+    }
+};
+
+}  // namespace bekc::test

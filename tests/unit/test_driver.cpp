@@ -1,0 +1,158 @@
+// `bekc build` end to end (lib/driver) with a fake runner: no compiler runs,
+// every step of the build graph is seen as the driver hands it over.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "../helpers/driver_fixture.hpp"
+#include "store/cache.hpp"
+#include "util/error.hpp"
+
+using namespace bekc;
+using test::DriverFixture;
+
+namespace {
+
+size_t index_of(const std::vector<std::string>& v, const std::string& part) {
+    for (size_t i = 0; i < v.size(); ++i)
+        if (v[i].find(part) != std::string::npos) return i;
+    return v.size();
+}
+
+// The FatalError the build ends with; the test fails when it succeeds.
+FatalError build_error(DriverFixture& f) {
+    try {
+        f.build();
+    } catch (const FatalError& e) {
+        return e;
+    }
+    FAIL("the build succeeded");
+    return FatalError("", 0);
+}
+
+}  // namespace
+
+TEST_CASE("driver: a miss runs every step, the next build is a hit that runs none", "[driver]") {
+    DriverFixture f;
+    BuildResult first = f.build();
+    CHECK_FALSE(first.cache_hit);
+    CHECK(f.runner.ran("handler_rt.cpp"));
+    CHECK(f.runner.ran("nvcc"));
+    CHECK(f.runner.ran("link libm.so"));
+    REQUIRE(fs::exists(first.manifest));
+    CHECK(read_file(first.library).value() == "fake output of link libm.so\n");
+    CHECK(first.targets == std::vector<std::string>{"m.scale", "m.shift"});
+    CHECK(f.runner.written.size() == 2);  // the two wrappers
+
+    f.runner = test::FakeRunner();
+    BuildResult second = f.build();
+    CHECK(second.cache_hit);
+    CHECK(second.manifest == first.manifest);
+    CHECK(f.runner.batches.empty());
+    CHECK(f.runner.written.empty());
+    CHECK(f.runner.probes == 0);  // tool versions are remembered
+}
+
+TEST_CASE("driver: independent steps share a wave, the link waits for them", "[driver]") {
+    DriverFixture f;
+    f.o.jobs = 3;
+    f.build();
+    REQUIRE(f.runner.batches.size() == 2);
+    const auto& wave = f.runner.batches[0];
+    CHECK(wave.jobs == 3);
+    CHECK(wave.descriptions.size() == 3);  // bekc_rt.o and both inputs
+    CHECK(index_of(wave.descriptions, "handler_rt.cpp") < 3);
+    CHECK(index_of(wave.descriptions, "a.cu") < 3);
+    CHECK(index_of(wave.descriptions, "b.cpp") < 3);
+    CHECK(f.runner.batches[1].descriptions == std::vector<std::string>{"link libm.so"});
+}
+
+TEST_CASE("driver: -j reaches the runner", "[driver]") {
+    DriverFixture f;
+    f.o.jobs = 1;
+    f.build();
+    for (const auto& b : f.runner.batches) CHECK(b.jobs == 1);
+}
+
+TEST_CASE("driver: a failing step stops the build before the link and caches nothing", "[driver]") {
+    DriverFixture f;
+    f.runner.fail_when = "b.cpp";
+    FatalError e = build_error(f);
+    CHECK(e.exit_code() == kExitSourceError);
+    CHECK(std::string(e.what()).find("compilation failed") != std::string::npos);
+    CHECK_FALSE(f.runner.ran("link"));
+    auto entries = Cache(f.tmp / "cache").list();
+    REQUIRE(entries);
+    CHECK(entries->empty());
+}
+
+TEST_CASE("driver: bekc_rt.o is compiled when the cache lacks it, and only then", "[driver]") {
+    DriverFixture f;
+    f.build();
+    CHECK(f.runner.ran("handler_rt.cpp"));
+
+    // Another build with the same host compiler: the object is in the cache.
+    f.runner = test::FakeRunner();
+    f.o.flags.opt_level = 1;
+    CHECK_FALSE(f.build().cache_hit);
+    CHECK_FALSE(f.runner.ran("handler_rt.cpp"));
+
+    // Another standard: another object.
+    f.runner = test::FakeRunner();
+    f.o.flags.cxx_std = "c++20";
+    f.build();
+    CHECK(f.runner.ran("handler_rt.cpp"));
+}
+
+TEST_CASE("driver: a failing runtime-object compile names it", "[driver]") {
+    DriverFixture f;
+    f.runner.fail_when = "handler_rt.cpp";
+    FatalError e = build_error(f);
+    CHECK(e.exit_code() == kExitToolchain);
+    CHECK(std::string(e.what()).find("handler support code") != std::string::npos);
+}
+
+TEST_CASE("driver: one input compiles and links in one step", "[driver]") {
+    DriverFixture f;
+    f.o.inputs = {(f.tmp / "src/b.cpp").string()};
+    f.build();
+    auto all = f.runner.all_descriptions();
+    REQUIRE(all.size() == 2);
+    CHECK(all[0] == "c++ bekc/handler_rt.cpp");  // first: the one step links it
+    CHECK(all[1].find("b.cpp") != std::string::npos);
+}
+
+TEST_CASE("driver: a dry run hands the runner nothing and writes nothing", "[driver]") {
+    DriverFixture f;
+    f.o.dry_run = true;
+    f.build();
+    CHECK(f.runner.batches.empty());
+    CHECK(f.runner.written.empty());
+    CHECK_FALSE(fs::exists(f.tmp / "cache/entries"));
+    CHECK_FALSE(fs::exists(f.tmp / "cache/runtime"));
+}
+
+TEST_CASE("driver: --force runs every compile again under the same key", "[driver]") {
+    DriverFixture f;
+    BuildResult first = f.build();
+    f.runner = test::FakeRunner();
+    f.o.force = true;
+    BuildResult again = f.build();
+    CHECK_FALSE(again.cache_hit);
+    CHECK(f.runner.ran("nvcc"));
+    CHECK(again.manifest == first.manifest);
+}
+
+TEST_CASE("driver: an unreachable remote cache costs a warning, not the build", "[driver]") {
+    DriverFixture f;
+    // A port nothing listens on; the lookup fails, the build goes on, and
+    // the upload afterwards fails the same way.
+    f.o.remote_cache = "http://127.0.0.1:9/bekc";
+    f.env["BEKC_REMOTE_TIMEOUT"] = "2";
+    BuildResult r = f.build();
+    CHECK_FALSE(r.cache_hit);
+    CHECK_FALSE(r.remote_hit);
+    CHECK(fs::exists(r.manifest));
+    f.runner = test::FakeRunner();
+    CHECK(f.build().cache_hit);  // local first: the remote is not asked again
+}

@@ -1,0 +1,143 @@
+// The direct key follows the build: every option and environment setting
+// that changes a command of the build graph changes the key, and the options
+// that only change how bekc reports or where it copies the result do not.
+// The key is derived from the graph (driver/keys.cpp), so these hold for
+// options added later too, as long as they reach a command.
+#include <catch2/catch.hpp>
+
+#include <functional>
+
+#include "../helpers/driver_fixture.hpp"
+#include "driver/compiler_env.hpp"
+#include "driver/plan_build.hpp"
+
+using namespace bekc;
+using test::DriverFixture;
+
+namespace {
+
+using Change = std::function<void(DriverFixture&)>;
+
+// Every command line and written file of the normalised graph.
+std::vector<std::string> graph_of(DriverFixture& f) {
+    BuildContext c = f.context();
+    std::vector<std::string> out;
+    for (const auto& s : key_graph(prepare_build(f.o, c)).steps) {
+        std::string line = describe_step(s);
+        out.push_back(s.runs() ? line : line + "\n" + s.content);
+    }
+    return out;
+}
+
+// The fixture as it was, for each change to start from.
+struct Reset {
+    DriverFixture& f;
+    BuildOptions o = f.o;
+    std::map<std::string, std::string> env = f.env, tool_env = f.tool_env;
+    void operator()() const {
+        f.o = o;
+        f.env = env;
+        f.tool_env = tool_env;
+    }
+};
+
+}  // namespace
+
+TEST_CASE("key: every option that changes a command changes the key", "[key][property]") {
+    const std::vector<std::pair<std::string, Change>> changes = {
+        {"--name", [](auto& f) { f.o.name = "other"; }},
+        {"--target-prefix", [](auto& f) { f.o.target_prefix = "pkg.ops"; }},
+        {"-O", [](auto& f) { f.o.flags.opt_level = 2; }},
+        {"--fast-math", [](auto& f) { f.o.flags.fast_math = true; }},
+        {"--std", [](auto& f) { f.o.flags.cxx_std = "c++20"; }},
+        {"--arch", [](auto& f) { f.o.arch = "sm_80,sm_90"; }},
+        {"-I", [](auto& f) { f.o.flags.include_dirs = {"inc"}; }},
+        {"-D", [](auto& f) { f.o.flags.defines = {"N=4"}; }},
+        {"--cuda-flag", [](auto& f) { f.o.flags.cuda_flags = {"-lineinfo"}; }},
+        {"--cxx-flag", [](auto& f) { f.o.flags.cxx_flags = {"-g"}; }},
+        {"--ldflag", [](auto& f) { f.o.flags.ldflags = {"-lm"}; }},
+        {"--linker-arg", [](auto& f) { f.o.flags.linker_args = {"--no-undefined"}; }},
+        {"--xla-include", [](auto& f) { f.o.xla_include = (f.tmp / "xla").string(); }},
+        {"--function", [](auto& f) { f.o.functions = {"extra"}; }},
+        {"--cxx", [](auto& f) { f.o.cxx = (f.tmp / "bin/clang++").string(); }},
+        {"--nvcc", [](auto& f) { f.o.nvcc = (f.tmp / "bin/nvcc-other").string(); }},
+        {"input order", [](auto& f) { std::swap(f.o.inputs[0], f.o.inputs[1]); }},
+        {"one input fewer", [](auto& f) { f.o.inputs.pop_back(); }},
+    };
+    DriverFixture f;
+    const Reset reset{f};
+    const std::string base_key = f.key();
+    const auto base_graph = graph_of(f);
+    for (const auto& [what, change] : changes) {
+        DYNAMIC_SECTION(what) {
+            reset();
+            change(f);
+            CHECK(graph_of(f) != base_graph);  // the option reaches a command...
+            CHECK(f.key() != base_key);        // ...and so the key
+        }
+    }
+}
+
+TEST_CASE("key: an input's bytes and a tool's binary change the key", "[key][property]") {
+    DriverFixture f;
+    const std::string base_key = f.key();
+    SECTION("input bytes") {
+        test::write_file(f.tmp / "src/b.cpp", read_file(f.tmp / "src/b.cpp").value() + "// x\n");
+        CHECK(f.key() != base_key);
+    }
+    SECTION("the host compiler's binary, same path") {
+        test::write_file(f.tmp / "bin/g++", "a rebuilt fake host compiler");
+        CHECK(f.key() != base_key);
+    }
+}
+
+TEST_CASE("key: every environment variable the tools read changes the key", "[key][property]") {
+    DriverFixture f;
+    const Reset reset{f};
+    const std::string base_key = f.key();
+    for (const auto& var : kCompilerEnv) {
+        DYNAMIC_SECTION(var.name) {
+            reset();
+            f.tool_env[std::string(var.name)] = "/opt/elsewhere";
+            CHECK(f.key() != base_key);
+        }
+    }
+}
+
+TEST_CASE("key: options that leave the output alone leave the key alone", "[key][property]") {
+    const std::vector<std::pair<std::string, Change>> neutral = {
+        {"-v", [](auto& f) { f.o.verbose = true; }},
+        {"-q", [](auto& f) { f.o.quiet = false; }},
+        {"--json", [](auto& f) { f.o.json = true; }},
+        {"-o", [](auto& f) { f.o.output_dir = (f.tmp / "out").string(); }},
+        {"--depfile", [](auto& f) { f.o.depfile = (f.tmp / "m.d").string(); }},
+        {"--no-cuda-graph", [](auto& f) { f.o.no_cuda_graph = true; }},
+        {"-j", [](auto& f) { f.o.jobs = 7; }},
+        {"--force", [](auto& f) { f.o.force = true; }},
+        {"--dry-run", [](auto& f) { f.o.dry_run = true; }},
+        {"--explain-key", [](auto& f) { f.o.explain_key = true; }},
+        {"--launcher", [](auto& f) { f.o.launcher = (f.tmp / "bin/g++").string(); }},
+        {"--compile-commands",
+         [](auto& f) { f.o.compile_commands = (f.tmp / "cc.json").string(); }},
+        {"--remote-cache", [](auto& f) { f.o.remote_cache = "http://127.0.0.1:9/x"; }},
+        {"an unrelated variable", [](auto& f) { f.tool_env["HOME_OF_SOMETHING"] = "/x"; }},
+    };
+    DriverFixture f;
+    const Reset reset{f};
+    const std::string base_key = f.key();
+    for (const auto& [what, change] : neutral) {
+        DYNAMIC_SECTION(what) {
+            reset();
+            change(f);
+            CHECK(f.key() == base_key);
+        }
+    }
+}
+
+TEST_CASE("key: the same build in another cache or build directory has the same key",
+          "[key][property]") {
+    DriverFixture f;
+    const std::string base_key = f.key();
+    f.o.cache_dir = (f.tmp / "another-cache").string();
+    CHECK(f.key() == base_key);
+}
