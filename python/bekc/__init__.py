@@ -60,7 +60,8 @@ from ._brainevent import (
 )
 from ._numba_cuda import (NotAKernelError, UnsupportedDtypeError, numba_cuda_callable,
                           numba_cuda_kernel, resolve_launch)
-from ._custom_kernel import KernelEntry, XLACustomKernel
+from ._custom_kernel import (KernelCompilationError, KernelEntry, KernelFallbackExhaustedError,
+                             XLACustomKernel, clear_backends, get_backend, set_backend)
 
 __all__ = [
     "__version__",
@@ -71,8 +72,8 @@ __all__ = [
     "use_for_brainevent", "BrainEventPatch", "SUPPORTED_BRAINEVENT_VERSIONS",
     "find_binary", "build_argv", "cast_attr", "ATTR_TYPES",
     "numba_cuda_kernel", "numba_cuda_callable", "resolve_launch", "UnsupportedDtypeError",
-    "XLACustomKernel",
-    "KernelEntry", "NotAKernelError",
+    "XLACustomKernel", "set_backend", "get_backend", "clear_backends",
+    "KernelEntry", "NotAKernelError", "KernelCompilationError", "KernelFallbackExhaustedError",
     "BekcError", "ManifestError", "LibraryHashMismatchError", "LibraryLoadError",
     "RegistrationError", "TargetConflictError", "BinaryNotFoundError", "CompileError",
     "BrainEventNotInstalledError", "UnsupportedBrainEventVersionError",

@@ -6,7 +6,11 @@ bekc before the tests are collected:
 
 * ``brainevent.numba_cuda_kernel`` / ``numba_cuda_callable`` (the tests import
   them inside each test) become ``bekc.numba_cuda_kernel`` / ``numba_cuda_callable``;
-* ``XLACustomKernel`` in ``brainevent._op.main`` becomes ``bekc.XLACustomKernel``;
+* ``XLACustomKernel`` in ``brainevent._op.main`` becomes ``bekc.XLACustomKernel``,
+  and the public names main_test.py uses with it become bekc's: the global
+  ``set_backend``/``get_backend``/``clear_backends`` of ``brainevent.config``
+  and the errors ``brainevent.KernelCompilationError`` and
+  ``KernelFallbackExhaustedError``;
 * ``numba_cuda_ffi._NUMBA_CUDA_FFI_TARGETS``, the registrations two tests count,
   becomes bekc's table of library entries, the same observation made on bekc.
 
@@ -36,6 +40,11 @@ PRIVATE = {
 }
 
 
+# brainevent's public names that go with XLACustomKernel, and are bekc's own.
+_XLA_CUSTOM_KERNEL_NAMES = ("set_backend", "get_backend", "clear_backends",
+                            "KernelCompilationError", "KernelFallbackExhaustedError")
+
+
 def _mode() -> str:
     return os.environ.get("BEKC_SUITE_MODE", "bekc")
 
@@ -57,6 +66,10 @@ def pytest_configure(config):
         module.numba_cuda_kernel = bekc.numba_cuda_kernel
         module.numba_cuda_callable = bekc.numba_cuda_callable
     main.XLACustomKernel = bekc.XLACustomKernel
+    for module in (brainevent, brainevent.config):
+        for name in _XLA_CUSTOM_KERNEL_NAMES:
+            if hasattr(module, name):  # each name where brainevent has it
+                setattr(module, name, getattr(bekc, name))
     numba_cuda_ffi._NUMBA_CUDA_FFI_TARGETS = _numba_cuda._LAUNCH_ENTRIES
     print("brainevent_numba_plugin: brainevent's Numba-CUDA API points at bekc")
 

@@ -208,7 +208,8 @@ def test_set_default_switches_the_default(x):
 
 def test_a_later_default_reaches_calls_jax_has_seen_before(x):
     # The same call, before and after set_default: JAX's caches of the first
-    # lowering must not keep the old backend.
+    # lowering must not keep the old backend, even in a function jitted
+    # before (set_default clears JAX's caches, as brainevent's does).
     op = new_op("defaults")
     op.def_kernel("a", "cpu", adds(1.0))
     op.def_kernel("b", "cpu", adds(2.0))
@@ -218,9 +219,7 @@ def test_a_later_default_reaches_calls_jax_has_seen_before(x):
     op.set_default("cpu", "b")
     np.testing.assert_allclose(op(x, outs=sds(x)), np.asarray(x) + 2.0)
     np.testing.assert_allclose(jax.jit(lambda a: op(a, outs=sds(a)))(x), np.asarray(x) + 2.0)
-    # A function jitted before keeps what it was traced with, as for any
-    # Python state read at trace time (jax.clear_caches() re-traces).
-    np.testing.assert_allclose(f(x), np.asarray(x) + 1.0)
+    np.testing.assert_allclose(f(x), np.asarray(x) + 2.0)
 
 
 def test_set_default_to_an_unknown_backend(x):
@@ -341,10 +340,10 @@ def test_cpu_kernel_function_cannot_be_the_gpu_implementation(cpu_module):
     assert op.defaults == {"gpu": "bekc"}
 
 
-@pytest.mark.parametrize("platform", ["tpu", "CPU", "rocm", ""])
+@pytest.mark.parametrize("platform", ["CPU", "rocm", ""])
 def test_bad_platform_names(platform):
     op = new_op("refuse")
-    with pytest.raises(ValueError, match=r"platform must be one of cpu, gpu, cuda, got "
+    with pytest.raises(ValueError, match=r"platform must be one of cpu, gpu, cuda, tpu, got "
                                          + re.escape(repr(platform))):
         op.def_kernel("mine", platform, adds(1.0))
 
