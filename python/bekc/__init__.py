@@ -12,7 +12,8 @@ registers every FFI target with JAX and returns a :class:`Module`::
 brainevent's loaders (``load_cuda_inline``, ``load_cuda_file``,
 ``load_cuda_dir``, ``load_cpp_inline``, ``load_cpp_file``, ``clear_cache``,
 ``set_cache_dir``, ``get_cache_dir``) keep their parameters and drive the
-``bekc`` binary (found through ``$BEKC``, ``PATH``, then ``bekc/bin/bekc``).
+``bekc`` binary (found through ``$BEKC``, the one installed by the same
+wheel, ``PATH``, then ``bekc/bin/bekc``).
 ``use_for_brainevent()`` makes an installed brainevent use them for every
 kernel it builds itself.
 

@@ -1,12 +1,14 @@
 """Finding and running the ``bekc`` executable.
 
 Lookup order: ``$BEKC`` (a path, or a command name looked up on ``PATH``),
-then ``bekc`` on ``PATH``, then ``bin/bekc`` inside this package. The process
-is always spawned with an argument vector, never through a shell.
+then the ``bekc`` that pip installed from the same wheel as this package, then
+``bekc`` on ``PATH``, then ``bin/bekc`` inside this package. The process is
+always spawned with an argument vector, never through a shell.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shlex
@@ -19,12 +21,41 @@ from typing import List, Optional, Sequence
 
 from ._errors import BekcError, BinaryNotFoundError, CompileError
 
-__all__ = ["find_binary", "run_bekc", "bundled_binary_path"]
+__all__ = ["find_binary", "run_bekc", "bundled_binary_path", "wheel_binary_path"]
 
 
 def bundled_binary_path() -> str:
     """Where a copy of ``bekc`` shipped inside the package would live."""
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", "bekc")
+
+
+@functools.lru_cache(maxsize=1)
+def wheel_binary_path() -> Optional[str]:
+    """The ``bekc`` that pip installed together with this package from bekc's
+    wheel (into the environment's ``bin/``), or None.
+
+    The wheel's file list (RECORD) says where pip put it, whatever the scheme
+    (a venv, ``--user``, ``--prefix``). It comes before ``PATH`` because it is
+    the binary this loader was released with; a venv that is not activated has
+    it off ``PATH``. The list is trusted only when it also holds this very
+    file, so another installation of bekc on ``sys.path`` is not mistaken for
+    this one.
+    """
+    try:
+        from importlib import metadata
+        files = metadata.distribution("bekc").files or []
+        here = os.path.realpath(__file__)
+        if not any(f.name == "_binary.py" and os.path.realpath(f.locate()) == here
+                   for f in files):
+            return None
+        for f in files:
+            if f.name == "bekc" and f.parent.name == "bin":
+                path = os.path.realpath(f.locate())
+                if _is_exe(path):
+                    return path
+    except Exception:  # no metadata, or an unreadable RECORD: not a wheel install
+        return None
+    return None
 
 
 def _is_exe(path: str) -> bool:
@@ -46,6 +77,9 @@ def find_binary() -> str:
         raise BinaryNotFoundError(
             f"$BEKC is set to {env!r}, which is not an executable file. Point it at the "
             f"bekc binary (export BEKC=/path/to/bekc) or unset it to search PATH.")
+    from_wheel = wheel_binary_path()
+    if from_wheel:
+        return from_wheel
     found = shutil.which("bekc")
     if found:
         return os.path.abspath(found)

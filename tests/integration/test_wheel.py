@@ -1,0 +1,175 @@
+"""The pip wheel (pyproject.toml, scikit-build-core): what it holds, that its
+platform tag is honest about glibc, and that a clean venv with only the wheel
+installed builds and calls a .cpp kernel from JAX.
+
+Compiling bekc again would cost CI minutes, so the wheel packages the binaries
+of the build tree under test (``$BEKC_BINARY``'s directory, default
+``<repo>/build``) through ``-C cmake.define.BEKC_PREBUILT_DIR``: the same
+pyproject.toml, install rules and glibc check as a plain ``pip wheel .``, without
+the compile. The build backend comes from the test venv (requirements-test.txt),
+so nothing is downloaded; without it the tests are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import textwrap
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+TIMEOUT_S = 300
+GLIBC_LIBRARIES = {"libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1",
+                   "ld-linux-x86-64.so.2"}
+
+
+def run(argv, **kw) -> subprocess.CompletedProcess:
+    kw.setdefault("capture_output", True)
+    kw.setdefault("text", True)
+    kw.setdefault("timeout", TIMEOUT_S)
+    done = subprocess.run([str(a) for a in argv], **kw)
+    assert done.returncode == 0, (
+        f"$ {' '.join(map(str, argv))}\n-> exit {done.returncode}\n{done.stdout}\n{done.stderr}")
+    return done
+
+
+def project_version() -> str:
+    text = (REPO / "CMakeLists.txt").read_text()
+    return re.search(r"project\(bekc VERSION ([0-9.]+)", text).group(1)
+
+
+def glibc_tag(wheel: Path) -> str:
+    """'2.36' from bekc-0.1.0-py3-none-manylinux_2_36_x86_64.whl."""
+    m = re.search(r"-manylinux_(\d+)_(\d+)_x86_64\.whl$", wheel.name)
+    assert m, f"{wheel.name} is not tagged manylinux_X_Y_x86_64"
+    return f"{m.group(1)}.{m.group(2)}"
+
+
+def version_tuple(v: str):
+    return tuple(int(p) for p in v.split("."))
+
+
+@pytest.fixture(scope="module")
+def wheel(bekc_path, tmp_path_factory) -> Path:
+    pytest.importorskip("scikit_build_core", reason="scikit-build-core (the wheel's build "
+                        "backend, pinned in requirements-test.txt) is not installed")
+    if sys.platform != "linux" or sysconfig.get_platform() != "linux-x86_64":
+        pytest.skip("the wheel is tagged for x86-64 Linux")
+    build = bekc_path.parent
+    if not (build / "CMakeCache.txt").is_file() or not (build / "libbekc_numba.so").is_file():
+        pytest.skip(f"{build} is not a CMake build tree with libbekc_numba.so")
+    work = tmp_path_factory.mktemp("wheel")
+    run([sys.executable, "-m", "pip", "wheel", REPO, "--no-build-isolation", "--no-deps",
+         "--no-index", "-w", work / "dist", "-C", f"build-dir={work / 'build'}",
+         "-C", f"cmake.define.BEKC_PREBUILT_DIR={build}"], cwd=work)
+    (found,) = (work / "dist").glob("bekc-*.whl")
+    return found
+
+
+def test_wheel_holds_the_binary_the_library_and_the_package(wheel):
+    version = project_version()
+    assert wheel.name == f"bekc-{version}-py3-none-manylinux_{glibc_tag(wheel).replace('.', '_')}_x86_64.whl"
+    with zipfile.ZipFile(wheel) as z:
+        names = set(z.namelist())
+        binary = z.getinfo(f"bekc-{version}.data/scripts/bekc")
+        assert binary.external_attr >> 16 & 0o111, "bekc is not executable in the wheel"
+        init = z.read("bekc/__init__.py").decode()
+    assert {"bekc/lib/libbekc_numba.so", "bekc/__main__.py", "bekc/_binary.py",
+            "bekc/py.typed", f"bekc-{version}.dist-info/licenses/LICENSE"} <= names
+    assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
+    # One version everywhere: CMake's project(), the package, and python/pyproject.toml.
+    assert f'__version__ = "{version}"' in init
+    assert f'version = "{version}"' in (REPO / "python" / "pyproject.toml").read_text()
+
+
+def test_wheel_needs_only_the_glibc_its_tag_names(wheel, tmp_path):
+    """Read the ELF files: only glibc's libraries are NEEDED, and no GLIBC_
+    symbol version is newer than the manylinux tag (auditwheel's rule too)."""
+    readelf = shutil.which("readelf")
+    if readelf is None:
+        pytest.skip("readelf (binutils) not found")
+    allowed = version_tuple(glibc_tag(wheel))
+    with zipfile.ZipFile(wheel) as z:
+        elves = [n for n in z.namelist() if z.read(n)[:4] == b"\x7fELF"]
+        z.extractall(tmp_path)
+    assert sorted(Path(n).name for n in elves) == ["bekc", "libbekc_numba.so"]
+    for name in elves:
+        elf = run([readelf, "-W", "-d", "-V", tmp_path / name]).stdout
+        needed = set(re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", elf))
+        assert needed and needed <= GLIBC_LIBRARIES, f"{name} needs {needed - GLIBC_LIBRARIES}"
+        versions = [version_tuple(v) for v in re.findall(r"Name: GLIBC_([0-9.]+)", elf)]
+        assert max(versions) <= allowed, f"{name} needs GLIBC {max(versions)} > tag {allowed}"
+        assert "GLIBCXX_" not in elf and "CXXABI_" not in elf  # libstdc++ linked in
+
+
+def test_auditwheel_agrees_with_the_tag(wheel):
+    if shutil.which("auditwheel", path=os.path.dirname(sys.executable)) is None:
+        pytest.skip("auditwheel (pinned in requirements-test.txt) is not installed")
+    auditwheel = os.path.join(os.path.dirname(sys.executable), "auditwheel")
+    report = json.loads(run([auditwheel, "show", "--json", wheel]).stdout)
+    assert report["external_libs"] == {}
+    assert report["overall_tag"] == f"manylinux_{glibc_tag(wheel).replace('.', '_')}_x86_64"
+
+
+KERNEL = r"""
+#include "brainevent/common.h"
+
+// @BE scale arg ret attr.factor:float32
+void scale(const BE::Tensor x, BE::Tensor out, float factor) {
+    const float* in = static_cast<const float*>(x.data_ptr());
+    float* o = static_cast<float*>(out.data_ptr());
+    for (int64_t i = 0; i < x.numel(); ++i) o[i] = in[i] * factor;
+}
+"""
+
+CALL = textwrap.dedent("""
+    import os, sys
+    import jax, jax.numpy as jnp, numpy as np
+    import bekc
+    from bekc._numba_cuda import find_numba_library
+    venv = os.path.realpath(sys.prefix) + os.sep
+    assert os.path.realpath(bekc.__file__).startswith(venv), bekc.__file__
+    assert bekc.find_binary() == os.path.join(venv, "bin", "bekc"), bekc.find_binary()
+    assert os.path.realpath(find_numba_library()).startswith(venv), find_numba_library()
+    mod = bekc.load_cpp_inline("wheel_scale", sys.argv[1])
+    x = jnp.arange(6, dtype=jnp.float32)
+    np.testing.assert_allclose(jax.jit(lambda v: mod.scale(v, factor=3.0))(x), 3 * x)
+    print("scale called")
+""")
+
+
+def test_clean_venv_builds_and_calls_a_cpp_kernel(wheel, tmp_path):
+    """Only the wheel is installed (no index, no dependencies); NumPy and JAX
+    come from the test venv through a .pth file, as a user's would from their
+    environment. Neither the build tree, $BEKC nor PATH points at a bekc."""
+    venv = tmp_path / "venv"
+    run([sys.executable, "-m", "venv", "--without-pip", venv])
+    python = venv / "bin" / "python"
+    run([sys.executable, "-m", "pip", "--python", python, "install", "--no-index", "--no-deps",
+         "-q", wheel])
+    site = Path(run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"])
+                .stdout.strip())
+    (site / "test_env.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "BEKC", "BEKC_BINARY", "BEKC_NUMBA_LIBRARY")}
+    env.update(PATH="/usr/bin:/bin", JAX_PLATFORMS="cpu", BEKC_CACHE_DIR=str(tmp_path / "cache"))
+
+    installed = venv / "bin" / "bekc"
+    assert installed.is_file() and os.access(installed, os.X_OK)
+    version = project_version()
+    assert version in run([installed, "--version"], env=env).stdout
+    assert version in run([python, "-m", "bekc", "--version"], env=env).stdout
+    # `bekc` on PATH once the venv's bin/ is there, as activating it does.
+    on_path = dict(env, PATH=f"{venv / 'bin'}:{env['PATH']}")
+    assert version in run(["bekc", "--version"], env=on_path).stdout
+
+    done = run([python, "-c", CALL, KERNEL], env=env, cwd=tmp_path)
+    assert done.stdout.strip().endswith("scale called")
