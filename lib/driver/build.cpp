@@ -14,6 +14,7 @@
 
 #include "driver/compile_commands.hpp"
 #include "driver/compile_log.hpp"
+#include "driver/compile_times.hpp"
 #include "driver/execute.hpp"
 #include "driver/gpu_detect.hpp"
 #include "driver/keys.hpp"
@@ -23,6 +24,7 @@
 #include "driver/tool_versions.hpp"
 #include "driver/xla_headers.hpp"
 #include "remote/remote_cache.hpp"
+#include "run/jobserver.hpp"
 #include "scan/symbols.hpp"
 #include "store/cache.hpp"
 #include "store/file_ops.hpp"
@@ -176,6 +178,12 @@ BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& re
     return in;
 }
 
+// -j, or one job per core.
+int jobs_wanted(const BuildOptions& o) {
+    return o.jobs > 0 ? o.jobs
+                      : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 struct Compiled {
     ReportedDependencies dependencies;
 };
@@ -210,14 +218,31 @@ struct Compiled {
 // Executes the build graph in `dir` and returns the dependencies the
 // compilers and the linker reported.
 Compiled compile(const BuildInputs& in, const BuildOptions& o, const fs::path& dir,
-                 Runner& runner) {
+                 BuildContext& ctx) {
+    Runner& runner = ctx.runner;
+    // Under `make -jN` the slots come from make's jobserver (run/jobserver.hpp).
+    JobSlots slots = JobSlots::take(jobs_wanted(o), ctx.env);
     GraphPaths paths = graph_paths(in, dir);
     paths.nvcc_safe_paths = true;
+    paths.device_threads = device_threads_for(in, slots.count(), !paths.runtime_object_ready);
     BuildGraph graph = plan_graph(in, paths);
     ExecuteOptions eo;
-    eo.jobs =
-        o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    eo.jobs = slots.count();
     eo.echo = o.verbose ? stderr : nullptr;
+    CompileTimes times(in.cache_root);
+    auto timing_name = [&](const Step& s) -> std::optional<std::string> {
+        if (s.kind == StepKind::RuntimeObject) return "bekc_rt.o";
+        if (!s.unit || *s.unit >= in.files.size()) return std::nullopt;
+        return fs::absolute(in.files[*s.unit].path).lexically_normal().string();
+    };
+    eo.expected_seconds = [&](const Step& s) -> std::optional<double> {
+        auto name = timing_name(s);
+        return name ? times.seconds(*name) : std::nullopt;
+    };
+    eo.finished = [&](const Step& s, const ProcessResult& r) {
+        if (auto name = timing_name(s))
+            times.record(*name, std::chrono::duration<double>(r.wall_time).count());
+    };
     // Progress for several inputs ("[2/5] nvcc kernels/csr.cu") on a terminal;
     // with -v every command in full instead.
     eo.progress = !o.quiet && in.files.size() > 1 && ::isatty(STDERR_FILENO);
@@ -239,6 +264,7 @@ Compiled compile(const BuildInputs& in, const BuildOptions& o, const fs::path& d
         done = execute_graph(graph, runner, eo, cache_step);
     }
     if (!done) step_failed(in, graph.steps[done.error().step], done.error(), o.verbose);
+    times.save();
     Compiled c;
     for (const auto& s : graph.steps) {
         if (s.kind != StepKind::Compile) continue;
@@ -367,6 +393,8 @@ BuildResult run_build(const BuildOptions& options, BuildContext& ctx) {
 
     KeyBuilder direct = direct_key_builder(in);
     std::string direct_key = direct.digest();
+    result.direct_key = direct_key;
+    result.direct_key_record = direct.explain();
     if (o.explain_key) std::fputs(direct.explain().c_str(), stdout);
     if (o.compile_commands && !o.dry_run)
         write_compile_commands(fs::path(*o.compile_commands), in,
@@ -382,8 +410,10 @@ BuildResult run_build(const BuildOptions& options, BuildContext& ctx) {
         DryRunRunner dry;
         ExecuteOptions eo;
         eo.echo = stdout;
-        (void)execute_graph(plan_graph(in, graph_paths(in, private_user_path() / dir_name)), dry,
-                            eo);
+        eo.jobs = jobs_wanted(o);
+        GraphPaths paths = graph_paths(in, private_user_path() / dir_name);
+        paths.device_threads = device_threads_for(in, eo.jobs, !paths.runtime_object_ready);
+        (void)execute_graph(plan_graph(in, paths), dry, eo);
         return result;
     }
     Cache cache(in.cache_root);
@@ -454,7 +484,7 @@ BuildResult run_build(const BuildOptions& options, BuildContext& ctx) {
 
     auto compile_start = Clock::now();
     int64_t compile_start_ns = now_ns();
-    Compiled c = compile(in, o, dir, ctx.runner);
+    Compiled c = compile(in, o, dir, ctx);
     // Where the host compiler's system headers and libraries are: only a
     // miss sorts what the compilers read.
     in.multiarch = ToolFacts(in.cache_root, ctx.runner).multiarch(in.cxx);

@@ -23,6 +23,9 @@ struct BuildResult {
     std::vector<std::string> targets;
     double seconds_total = 0, seconds_compile = 0;
     std::string miss_reason;  // why the direct lookup missed, for -v and --json
+    // The direct key and the record it hashes (KeyBuilder::explain; read it
+    // with KeyBuilder::parts), for logs that say which part changed.
+    std::string direct_key, direct_key_record;
 };
 
 // What a build reaches outside its options: the runner that writes and

@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "driver/compile_times.hpp"
+
 namespace bekc {
 
 std::expected<void, StepFailure> execute_graph(const BuildGraph& graph, Runner& runner,
@@ -10,6 +12,7 @@ std::expected<void, StepFailure> execute_graph(const BuildGraph& graph, Runner& 
     const auto& steps = graph.steps;
     std::vector<bool> done(steps.size(), false);
     size_t processes = 0, started = 0;
+    int waves = 0;
     for (const auto& s : steps) processes += s.runs() ? 1 : 0;
     auto echo = [&](const Step& s) {
         if (options.echo) std::fprintf(options.echo, "%s\n", describe_step(s).c_str());
@@ -47,6 +50,20 @@ std::expected<void, StepFailure> execute_graph(const BuildGraph& graph, Runner& 
             --left;
         }
         if (run.empty()) continue;
+        if (options.expected_seconds) {
+            std::vector<size_t> order = longest_first(
+                run.size(), [&](size_t k) { return options.expected_seconds(steps[run[k]]); });
+            std::vector<size_t> sorted;
+            for (size_t k : order) sorted.push_back(run[k]);
+            run = std::move(sorted);
+        }
+        if (options.echo) {
+            int slots = 0;
+            for (size_t i : run) slots += steps[i].command.slots;
+            std::fprintf(options.echo, "# wave %d: %zu %s, %d %s within -j %d\n", ++waves,
+                         run.size(), run.size() == 1 ? "command" : "commands side by side", slots,
+                         slots == 1 ? "slot" : "slots", options.jobs);
+        }
         std::vector<Command> commands;
         for (size_t i : run) commands.push_back(steps[i].command);
         auto on_event = [&](const ProgressEvent& e) {
@@ -69,6 +86,7 @@ std::expected<void, StepFailure> execute_graph(const BuildGraph& graph, Runner& 
                 return std::unexpected(
                     StepFailure{run[k], k < results.size() ? results[k] : ProcessResult{}, {}});
             const Step& s = steps[run[k]];
+            if (options.finished) options.finished(s, results[k]);
             if (s.kind == StepKind::RuntimeObject && cache_step) cache_step(s);
             done[run[k]] = true;
             --left;

@@ -1,11 +1,13 @@
 // Executing a build graph (plan/build_graph.hpp) through a Runner: each step
 // starts once the steps it comes after have finished, and the independent
-// process steps of a wave run side by side, at most `jobs` at once.
+// process steps of a wave run side by side, their slots (Command::slots: one,
+// or nvcc's --threads) adding up to at most `jobs`.
 #pragma once
 
 #include <cstdio>
 #include <expected>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "plan/build_graph.hpp"
@@ -20,6 +22,12 @@ struct ExecuteOptions {
     std::FILE* echo = nullptr;
     // "[2/5] nvcc kernels/csr.cu" on stderr as each process step starts.
     bool progress = false;
+    // How long a step is expected to take: the process steps of a wave start
+    // longest first (unknown ones before all), so the build does not end
+    // waiting on one straggler. Unset: graph order.
+    std::function<std::optional<double>(const Step&)> expected_seconds;
+    // Called with each process step that succeeded, as its wave ends.
+    std::function<void(const Step&, const ProcessResult&)> finished;
 };
 
 // The steps whose results live in the cache: called to write the runtime

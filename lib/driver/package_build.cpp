@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -10,7 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "driver/compile_times.hpp"
 #include "driver/xla_headers.hpp"
+#include "run/jobserver.hpp"
 #include "run/parallel.hpp"
 #include "scan/python_loads.hpp"
 #include "scan/scanner.hpp"
@@ -170,22 +173,35 @@ int run_package_build(const BuildOptions& o) {
     if (modules.empty())
         throw FatalError(o.inputs.front() + ": error: the package holds no kernel file",
                          kExitUsage);
+    // The modules that took longest last time start first, so the build does
+    // not end waiting on one straggler (driver/compile_times.hpp).
+    CompileTimes times(resolve_cache_root(o.cache_dir, system_env()));
+    auto timing_name = [](const PackageModule& m) {
+        return "package:" + m.source.string() + ":" + m.name;
+    };
+    const std::vector<size_t> order = longest_first(
+        modules.size(), [&](size_t i) { return times.seconds(timing_name(modules[i])); });
     std::error_code ec;
     fs::path self = fs::read_symlink("/proc/self/exe", ec);
     if (ec)
         throw FatalError("bekc: error: cannot find its own executable: " + ec.message(),
                          kExitInternal);
-    std::vector<Command> commands = package_commands(o, modules, self);
+    std::vector<Command> planned = package_commands(o, modules, self);
+    std::vector<Command> commands;  // in the order they start
+    for (size_t i : order) commands.push_back(planned[i]);
     if (o.dry_run) {
         for (const auto& c : commands) std::printf("%s\n", display_command(c).c_str());
         return kExitOk;
     }
-    int jobs =
-        o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    // Under `make -jN` the slots come from make's jobserver (run/jobserver.hpp).
+    JobSlots slots = JobSlots::take(
+        o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
+        system_env());
+    const int jobs = slots.count();
     size_t done = 0;
     ParallelOptions po;
     po.keep_going = true;
-    auto results = run_parallel(
+    auto started = run_parallel(
         commands, jobs,
         [&](const ProgressEvent& e) {
             if (e.kind != ProgressEvent::Kind::Finished || o.quiet) return;
@@ -195,10 +211,17 @@ int run_package_build(const BuildOptions& o) {
                          e.result->ok() ? "done" : e.result->describe().c_str());
         },
         po);
+    std::vector<ProcessResult> results(modules.size());  // in the package's order
+    for (size_t k = 0; k < order.size(); ++k) results[order[k]] = std::move(started[k]);
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
     int failed = 0, hits = 0;
     size_t as_loaded = 0;
     for (const auto& m : modules) as_loaded += m.load_site.empty() ? 0 : 1;
+    for (size_t i = 0; i < results.size(); ++i)
+        if (results[i].ok())
+            times.record(timing_name(modules[i]),
+                         std::chrono::duration<double>(results[i].wall_time).count());
+    times.save();
     for (size_t i = 0; i < results.size(); ++i) {
         const auto& r = results[i];
         const PackageModule& m = modules[i];

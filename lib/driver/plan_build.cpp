@@ -1,5 +1,7 @@
 #include "driver/plan_build.hpp"
 
+#include <algorithm>
+
 #include "codegen/wrapper.hpp"
 #include "driver/runtime_headers.hpp"
 #include "driver/safe_paths.hpp"
@@ -38,6 +40,7 @@ BuildGraph plan_graph(const BuildInputs& in, const GraphPaths& paths) {
     }
     req.library = paths.build_dir / in.library_file();
     if (paths.launcher) req.launcher = in.launcher;
+    req.device_threads = paths.device_threads;
     // The linker lists the files it read. nvcc splits -Xlinker values at
     // commas: a path with one is not asked for, and the flags stand in
     // (keys.cpp).
@@ -65,6 +68,12 @@ BuildGraph key_graph(const BuildInputs& in) {
     p.runtime_object = "/$BEKC_RUNTIME/obj/bekc_rt.o";
     p.launcher = false;
     return plan_graph(in, p);
+}
+
+int device_threads_for(const BuildInputs& in, int jobs, bool runtime_object) {
+    if (!in.nvcc) return 1;
+    int compiles = static_cast<int>(in.files.size()) + (runtime_object ? 1 : 0);
+    return std::clamp(jobs / std::max(compiles, 1), 1, std::max(1, device_compilations(in.archs)));
 }
 
 fs::path build_dir_name(const BuildInputs& in, const std::string& direct_key) {

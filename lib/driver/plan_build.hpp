@@ -21,7 +21,15 @@ struct GraphPaths {
     bool nvcc_safe_paths = false;
     bool launcher = true;      // put the launcher in front of the compiles
     bool link_depfile = true;  // ask the linker for --dependency-file
+    // nvcc's --threads for each CUDA compile (plan/compile_plan.hpp); the key
+    // graph keeps 1: threads never change the output.
+    int device_threads = 1;
 };
+
+// nvcc's --threads for a build of `in` with `jobs` slots: the slots the
+// first wave's compiles (each input, and bekc_rt.o when `runtime_object`
+// must be compiled) leave each, at most its architectures plus PTX.
+int device_threads_for(const BuildInputs& in, int jobs, bool runtime_object);
 
 // The paths of a build for this cache. `build_dir` is the private directory
 // named by the direct key.

@@ -77,6 +77,7 @@ BuildGraph make_build_graph(const GraphRequest& r) {
         s.command = std::move(plan.compiles[i].command);
         s.depfile = std::move(plan.compiles[i].depfile);
         s.links = !plan.link;
+        s.unit = i;
         s.after.push_back(wrappers.at(i));
         if (headers) s.after.push_back(*headers);
         if (s.links && object) s.after.push_back(*object);

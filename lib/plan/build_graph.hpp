@@ -39,6 +39,8 @@ struct Step {
     std::string content;  // WriteWrapper: the file's text
     fs::path depfile;     // Compile: the Make dependencies the compiler writes
     bool links = false;   // the step writes the library
+    // Compile: the index of the plan unit (the input) it compiles.
+    std::optional<size_t> unit;
     bool runs() const { return !command.argv.empty(); }
 };
 

@@ -1,5 +1,6 @@
 #include "plan/compile_plan.hpp"
 
+#include <algorithm>
 #include <string_view>
 
 namespace bekc {
@@ -27,6 +28,11 @@ std::vector<std::string> link_depfile_flags(const PlanRequest& r) {
     return {"-Xlinker", "--dependency-file=" + r.link_depfile->string()};
 }
 
+// The threads nvcc gets: no more than it has device compilations.
+int device_threads(const PlanRequest& r) {
+    return std::clamp(r.device_threads, 1, std::max(1, device_compilations(r.archs)));
+}
+
 // nvcc flags that do not depend on the unit: language, optimisation, host
 // compiler, archs. The handlers are the only symbols the library exports.
 std::vector<std::string> nvcc_common(const PlanRequest& r) {
@@ -39,6 +45,7 @@ std::vector<std::string> nvcc_common(const PlanRequest& r) {
                                   "-fPIC,-fvisibility=hidden"};
     if (r.flags.fast_math) a.push_back("--use_fast_math");
     append(a, gencode_flags(r.archs));
+    if (device_threads(r) > 1) append(a, {"--threads", std::to_string(device_threads(r))});
     return a;
 }
 
@@ -72,6 +79,7 @@ CompileStep compile_step(const PlanRequest& r, const PlanUnit& u, bool link_too)
         append(a, link_depfile_flags(r));
     }
     if (r.launcher) a.insert(a.begin(), r.launcher->string());
+    s.command.slots = u.cuda ? device_threads(r) : 1;
     s.command.description = (u.cuda ? "nvcc " : "c++ ") +
                             (u.display.empty() ? u.wrapper.filename().string() : u.display);
     s.command.inputs = {u.wrapper.string()};
@@ -82,6 +90,10 @@ CompileStep compile_step(const PlanRequest& r, const PlanUnit& u, bool link_too)
 }
 
 }  // namespace
+
+int device_compilations(const std::vector<Arch>& archs) {
+    return archs.empty() ? 0 : static_cast<int>(archs.size()) + 1;
+}
 
 std::vector<std::string> preprocessor_flags(const fs::path& runtime_include,
                                             const PlanFlags& flags) {

@@ -48,7 +48,15 @@ struct PlanRequest {
     // and gold since binutils 2.35, lld, mold), given to whichever command
     // links. Unset: not asked for (a linker without the option).
     std::optional<fs::path> link_depfile;
+    // nvcc compiles this many architectures of one input side by side
+    // (`--threads N`, when it has more than one to compile); the compile
+    // takes that many -j slots.
+    int device_threads = 1;
 };
+
+// How many device compilations nvcc runs for one input: one per arch, and
+// one more for the PTX of the newest.
+int device_compilations(const std::vector<Arch>& archs);
 
 struct CompileStep {
     Command command;

@@ -22,6 +22,9 @@ struct Command {
     std::string cwd;
     // Variables set (or replaced) on top of bekc's environment.
     std::vector<std::pair<std::string, std::string>> env_overrides;
+    // How many of the -j slots the command takes while it runs: 1, or N for
+    // `nvcc --threads N`, which compiles N architectures side by side.
+    int slots = 1;
 };
 
 // The command as a line a user can paste into a POSIX shell: `cd DIR &&`,

@@ -1,7 +1,7 @@
 #include "run/parallel.hpp"
 
 #include <algorithm>
-#include <atomic>
+#include <condition_variable>
 #include <mutex>
 #include <thread>
 
@@ -9,23 +9,51 @@ namespace bekc {
 
 namespace {
 
-// Shared state of one run_parallel call. Each worker thread blocks in one
-// run_process at a time, so `jobs` threads give exactly `jobs` processes.
+// Shared state of one run_parallel call. Commands start in input order,
+// each once its slots are free: the slots of the commands running never
+// add up to more than `jobs`. Each worker thread blocks in one run_process
+// at a time.
 class Scheduler {
   public:
-    Scheduler(const std::vector<Command>& commands, const ProgressCallback& on_event,
+    Scheduler(const std::vector<Command>& commands, int jobs, const ProgressCallback& on_event,
               const ParallelOptions& options)
-        : commands_(commands), on_event_(on_event), options_(options), results_(commands.size()) {}
+        : commands_(commands),
+          on_event_(on_event),
+          options_(options),
+          results_(commands.size()),
+          free_(jobs) {}
 
     void work() {
         for (;;) {
-            size_t index = next_.fetch_add(1);
-            if (index >= commands_.size() || stopped_.load()) return;
-            notify({ProgressEvent::Kind::Started, index, commands_[index], nullptr});
-            ProcessResult result = run_process(commands_[index], options_.run);
-            if (!result.ok() && !options_.keep_going) stopped_.store(true);
-            results_[index] = std::move(result);
+            size_t index;
+            int slots;
+            {
+                // Strictly in order: the next command waits for its slots and
+                // the ones after it wait behind it, so a wide command (nvcc
+                // with --threads, started first as the longest) is never
+                // overtaken by narrow ones.
+                std::unique_lock lock(slots_mutex_);
+                slots_free_.wait(lock, [&] {
+                    return stopped_ || next_ >= commands_.size() || free_ >= slots_of(next_);
+                });
+                if (stopped_ || next_ >= commands_.size()) return;
+                index = next_++;
+                slots = slots_of(index);
+                free_ -= slots;
+                // Under the lock, so that listeners see starts in order.
+                notify({ProgressEvent::Kind::Started, index, commands_[index], nullptr});
+            }
+            slots_free_.notify_all();  // the command after it may fit too
+            results_[index] = run_process(commands_[index], options_.run);
+            // Reported before its slots are free, so that a listener counting
+            // Started and Finished never sees more than `jobs` at once.
             notify({ProgressEvent::Kind::Finished, index, commands_[index], &results_[index]});
+            {
+                std::lock_guard lock(slots_mutex_);
+                free_ += slots;
+                if (!results_[index].ok() && !options_.keep_going) stopped_ = true;
+            }
+            slots_free_.notify_all();
         }
     }
 
@@ -38,12 +66,18 @@ class Scheduler {
         on_event_(event);
     }
 
+    int slots_of(size_t index) const { return std::clamp(commands_[index].slots, 1, total_); }
+
     const std::vector<Command>& commands_;
     const ProgressCallback& on_event_;
     const ParallelOptions& options_;
-    std::vector<ProcessResult> results_;  // each slot written by one worker only
-    std::atomic<size_t> next_{0};
-    std::atomic<bool> stopped_{false};
+    std::vector<ProcessResult> results_;  // each written by one worker only
+    std::mutex slots_mutex_;
+    std::condition_variable slots_free_;
+    size_t next_ = 0;
+    bool stopped_ = false;
+    int free_;
+    const int total_ = free_;
     std::mutex callback_mutex_;
 };
 
@@ -52,8 +86,9 @@ class Scheduler {
 std::vector<ProcessResult> run_parallel(const std::vector<Command>& commands, int jobs,
                                         const ProgressCallback& on_event,
                                         const ParallelOptions& options) {
-    Scheduler scheduler(commands, on_event, options);
-    size_t workers = std::min<size_t>(static_cast<size_t>(std::max(jobs, 1)), commands.size());
+    jobs = std::max(jobs, 1);
+    Scheduler scheduler(commands, jobs, on_event, options);
+    size_t workers = std::min<size_t>(static_cast<size_t>(jobs), commands.size());
     std::vector<std::jthread> threads;
     for (size_t i = 0; i < workers; ++i) threads.emplace_back([&scheduler] { scheduler.work(); });
     threads.clear();  // joins

@@ -28,7 +28,9 @@ struct ParallelOptions {
     RunOptions run;
 };
 
-// Runs at most `jobs` commands at once (jobs < 1 counts as 1). Results come
+// Runs commands side by side, their slots (Command::slots, at most `jobs`
+// each) adding up to at most `jobs` (jobs < 1 counts as 1). They start in
+// input order: put the longest first. Results come
 // back in input order whatever order the commands finish in. After a failure
 // no new command starts unless keep_going; those are NotRun, and commands
 // already running are allowed to finish.

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace bekc {
@@ -34,6 +35,10 @@ class KeyBuilder {
     std::string digest() const;
     // The record exactly as hashed.
     const std::string& explain() const { return record_; }
+
+    // The (label, value) parts of a record explain() gave, in order; a
+    // malformed record yields the parts before the damage.
+    static std::vector<std::pair<std::string, std::string>> parts(std::string_view record);
 
   private:
     std::string record_;

@@ -23,6 +23,7 @@
 //     runtime/<h>/obj/<c>/    bekc_rt.o for one host compiler, sealed by its
 //                             stamp.json; built under locks/runtime.<h>.<c>.lock
 //     tools.json, gpus.json   memos: tool versions, detected GPUs
+//     timings.json            memo: how long each input took to compile last
 //     size.json               the running size estimate for the size limit
 //     src/<sha256>/           the Python loader's inline sources
 //                             (python/bekc/_compat.py writes them, without
@@ -41,6 +42,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "store/cache_dir.hpp"
 #include "util/env.hpp"
@@ -90,7 +92,12 @@ class CacheLayout {
     static fs::path runtime_object_dir(std::string_view headers_hash, std::string_view compiler);
     static fs::path tool_memo() { return "tools.json"; }
     static fs::path gpu_memo() { return "gpus.json"; }
+    static fs::path timing_memo() { return "timings.json"; }
     static fs::path size_state() { return "size.json"; }
+    // Every small JSON object at the root: the memos and the size state.
+    static std::vector<fs::path> root_memos() {
+        return {tool_memo(), gpu_memo(), timing_memo(), size_state()};
+    }
 
     // Fresh names under tmp/.
     static fs::path staging(std::string_view what);  // what: a key, "runtime", "scratch"

@@ -139,8 +139,7 @@ std::expected<size_t, std::string> Cache::clear(const std::optional<std::string>
                            if (auto d = dir().remove_file(rel); !d && error.empty())
                                error = d.error();
                        });
-        for (const fs::path& memo :
-             {CacheLayout::tool_memo(), CacheLayout::gpu_memo(), CacheLayout::size_state()}) {
+        for (const fs::path& memo : CacheLayout::root_memos()) {
             auto st = dir().stat(memo);
             if (st && st->file.is_regular)
                 if (auto d = dir().remove_file(memo); !d && error.empty()) error = d.error();
@@ -311,8 +310,7 @@ std::expected<VerifyReport, std::string> Cache::verify() {
                        if (!direct_file_is_valid(dir(), rel))
                            remove_bad(rel, "not a direct-mode record", false);
                    });
-    for (const fs::path& memo :
-         {CacheLayout::tool_memo(), CacheLayout::gpu_memo(), CacheLayout::size_state()}) {
+    for (const fs::path& memo : CacheLayout::root_memos()) {
         auto st = dir().stat(memo);
         if (!st) continue;
         ++report.checked_other;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <string>
 #include <vector>
@@ -27,6 +28,9 @@ class FakeRunner final : public Runner {
     int probes = 0;                 // --version and -print-multiarch
     // A command whose description contains this fails with exit 1.
     std::string fail_when;
+    // How long a command "takes" (its result's wall_time): the first entry
+    // whose text its description contains.
+    std::vector<std::pair<std::string, double>> seconds;
 
     std::expected<void, std::string> write_file(const fs::path& path,
                                                 std::string_view content) override {
@@ -55,6 +59,12 @@ class FakeRunner final : public Runner {
             } else {
                 make_outputs(c);
             }
+            for (const auto& [part, secs] : seconds)
+                if (c.description.find(part) != std::string::npos) {
+                    r.wall_time = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::duration<double>(secs));
+                    break;
+                }
             if (on_event) on_event({ProgressEvent::Kind::Finished, i, c, &r});
         }
         if (!batch.descriptions.empty()) batches.push_back(std::move(batch));

@@ -352,4 +352,24 @@ def test_dry_run_leaves_out_what_the_cache_already_has(bekc, cpp_src):
     built = bekc.run("build", "--cache-dir", bekc.cache_dir, "-O0", cpp_src)
     assert built.returncode == 0, built.stderr
     steps = plan_lines(dry_run(bekc, other, "-O0")[1])
-    assert [k for k, _ in steps] == ["write-wrapper", "run"], steps
+    assert [k for k, _ in steps] == ["write-wrapper", "wave 1", "run"], steps
+
+
+def test_dry_run_shows_the_waves_and_nvccs_threads(bekc, cu_src, cpp_src, nvcc):
+    """The parallel plan: which commands run side by side, and how many of
+    -j's slots each takes (nvcc's --threads compiles architectures at once)."""
+    built = bekc.run("build", "--cache-dir", bekc.cache_dir, cpp_src, "-O0")  # bekc_rt.o
+    assert built.returncode == 0, built.stderr
+    one = plan_lines(dry_run(bekc, cu_src, "--arch", "80,90,100", "-j", "16")[1])
+    waves = [k for k, _ in one if k.startswith("wave")]
+    assert waves == ["wave 1"], one
+    nv = next(argv for k, argv in one if k == "run")
+    assert nv[nv.index("--threads") + 1] == "4"  # three archs and the PTX
+    header = dry_run(bekc, cu_src, "--arch", "80,90,100", "-j", "16")[1].stdout
+    assert "# wave 1: 1 command, 4 slots within -j 16" in header
+    serial = plan_lines(dry_run(bekc, cu_src, "--arch", "80,90,100", "-j", "1")[1])
+    assert not any("--threads" in argv for k, argv in serial if k == "run")
+    # Two inputs within -j 3: one slot each, side by side, then the link.
+    two = dry_run(bekc, cu_src, cpp_src, "--arch", "80,90,100", "-j", "3", "--name", "m")[1]
+    assert "# wave 1: 2 commands side by side, 2 slots within -j 3" in two.stdout
+    assert "# wave 2: 1 command, 1 slot within -j 3" in two.stdout

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "../helpers/driver_fixture.hpp"
+#include "driver/compile_times.hpp"
 #include "store/cache.hpp"
 #include "util/error.hpp"
 
@@ -155,4 +156,68 @@ TEST_CASE("driver: an unreachable remote cache costs a warning, not the build", 
     CHECK(fs::exists(r.manifest));
     f.runner = test::FakeRunner();
     CHECK(f.build().cache_hit);  // local first: the remote is not asked again
+}
+
+TEST_CASE("driver: the compiles that took longest last time start first", "[driver]") {
+    DriverFixture f;
+    test::write_file(f.tmp / "src/c.cpp",
+                     "#include \"brainevent/common.h\"\n"
+                     "// @BE third\n"
+                     "void third(const BE::Tensor x, BE::Tensor y) {}\n");
+    f.o.inputs.push_back((f.tmp / "src/c.cpp").string());
+    f.runner.seconds = {{"a.cu", 1.0}, {"b.cpp", 3.0}, {"c.cpp", 2.0}};
+    f.build();  // never timed before: graph order
+    auto first = f.runner.batches.front().descriptions;
+    CHECK(index_of(first, "a.cu") < index_of(first, "b.cpp"));
+
+    f.runner = test::FakeRunner();
+    f.o.force = true;
+    f.build();
+    auto again = f.runner.batches.front().descriptions;
+    CHECK(index_of(again, "b.cpp") < index_of(again, "c.cpp"));
+    CHECK(index_of(again, "c.cpp") < index_of(again, "a.cu"));
+}
+
+TEST_CASE("driver: nvcc gets the slots the wave leaves it", "[driver]") {
+    DriverFixture f;
+    f.o.inputs = {(f.tmp / "src/a.cu").string()};
+    f.o.arch = "sm_80,sm_90,sm_100";
+    f.o.jobs = 16;
+    f.build();  // bekc_rt.o first, then the one compile that links
+    f.runner = test::FakeRunner();
+    f.o.force = true;
+    f.build();
+    REQUIRE(f.runner.batches.size() == 1);
+    CHECK(f.runner.batches[0].jobs == 16);
+    // The key does not change with the threads (test_key_property.cpp: -j).
+}
+
+TEST_CASE("longest_first: unknown first, then by decreasing time, ties in order",
+          "[driver][times]") {
+    std::vector<std::optional<double>> s = {2.0, std::nullopt, 5.0, 2.0, std::nullopt};
+    auto order = longest_first(s.size(), [&](size_t i) { return s[i]; });
+    CHECK(order == std::vector<size_t>{1, 4, 2, 0, 3});
+}
+
+TEST_CASE("compile times are kept per input, bounded, and survive a damaged memo",
+          "[driver][times]") {
+    test::TempDir tmp;
+    fs::path root = tmp / "cache";
+    {
+        CompileTimes t(root);
+        CHECK_FALSE(t.seconds("/a.cu"));
+        for (size_t i = 0; i < CompileTimes::kMaxEntries + 10; ++i)
+            t.record("/f" + std::to_string(i), static_cast<double>(i));
+        t.record("/a.cu", 4.5);
+        t.save();
+    }
+    CompileTimes back(root);
+    CHECK(back.seconds("/a.cu") == 4.5);
+    CHECK_FALSE(back.seconds("/f0"));  // the oldest went
+    CHECK(back.seconds("/f20"));
+    test::write_file(root / "timings.json",
+                     "{\"/a.cu\": \"not a time\", \"/b\": {\"s\": 1, \"n\": 1}}");
+    CompileTimes damaged(root);
+    CHECK_FALSE(damaged.seconds("/a.cu"));
+    CHECK(damaged.seconds("/b") == 1.0);
 }

@@ -42,3 +42,19 @@ TEST_CASE("the same fields give the same key", "[key]") {
     auto make = [] { return KeyBuilder("build").add("src", "kernels.cu").add("opt", int64_t{3}); };
     CHECK(make().digest() == make().digest());
 }
+
+TEST_CASE("KeyBuilder::parts reads back what explain() holds", "[key]") {
+    KeyBuilder k("direct");
+    k.add("a b", "x:y z\nw").add("n", 3).add_list("l", {"", "q"});
+    auto parts = KeyBuilder::parts(k.explain());
+    using P = std::pair<std::string, std::string>;
+    CHECK(parts == std::vector<P>{{"format", parts[0].second},
+                                  {"kind", "direct"},
+                                  {"a b", "x:y z\nw"},
+                                  {"n", "3"},
+                                  {"l", "2"},
+                                  {"l[0]", ""},
+                                  {"l[1]", "q"}});
+    CHECK(KeyBuilder::parts("5:label 3:ab\n").empty());  // a wrong length
+    CHECK(KeyBuilder::parts("1:a 1:b\nxx").size() == 1);
+}

@@ -477,3 +477,25 @@ TEST_CASE("graph: a step's line is its shell command, or a comment for bekc's wr
     CHECK(describe_step(g.steps[1]) == "# runtime-headers: " + kRuntime);
     CHECK(describe_step(g.steps[2]) == display_command(g.steps[2].command));
 }
+
+TEST_CASE("plan: nvcc compiles architectures side by side within its slots", "[plan][threads]") {
+    std::vector<Arch> three = {Arch{80, ""}, Arch{90, ""}, Arch{100, ""}};
+    PlanRequest r = request({cu("0_a"), cpp("1_b")}, three);
+    r.device_threads = 8;  // more than it has device compilations
+    BuildPlan plan = make_build_plan(r);
+    const Command& nv = plan.compiles[0].command;
+    CHECK(has_pair(nv.argv, "--threads", "4"));  // three archs and the PTX
+    CHECK(nv.slots == 4);
+    CHECK(plan.compiles[1].command.slots == 1);  // the host compiler's unit
+    CHECK_FALSE(has(plan.compiles[1].command.argv, "--threads"));
+    CHECK_FALSE(has(plan.link->argv, "--threads"));
+
+    r.device_threads = 2;
+    CHECK(has_pair(make_build_plan(r).compiles[0].command.argv, "--threads", "2"));
+    r.device_threads = 1;  // one at a time: nvcc's default, no flag
+    BuildPlan serial = make_build_plan(r);
+    CHECK_FALSE(has(serial.compiles[0].command.argv, "--threads"));
+    CHECK(serial.compiles[0].command.slots == 1);
+    CHECK(device_compilations(three) == 4);
+    CHECK(device_compilations({}) == 0);
+}

@@ -242,3 +242,31 @@ TEST_CASE("run_parallel stops launching after a failure unless keep_going", "[pr
     CHECK(run_parallel(cmds, 1)[2].status == ProcessStatus::NotRun);
     CHECK(run_parallel({}, 4).empty());
 }
+
+TEST_CASE("run_parallel counts a command's slots against jobs", "[process]") {
+    // Two 2-slot commands and two 1-slot ones within -j 3: a 2-slot command
+    // never runs beside the other one.
+    std::vector<Command> cmds(4, cmd({"/bin/sleep", "0.2"}));
+    cmds[0].slots = 2;
+    cmds[1].slots = 2;
+    int busy = 0, most = 0;
+    std::vector<size_t> started;
+    auto results = run_parallel(cmds, 3, [&](const ProgressEvent& e) {
+        bool start = e.kind == ProgressEvent::Kind::Started;
+        busy += (start ? 1 : -1) * e.command.slots;
+        most = std::max(most, busy);
+        if (start) started.push_back(e.index);
+    });
+    CHECK(most <= 3);
+    CHECK(most >= 2);
+    CHECK(started == std::vector<size_t>{0, 1, 2, 3});  // in order: none jumps the queue
+    for (const auto& r : results) CHECK(r.ok());
+}
+
+TEST_CASE("run_parallel runs a command wider than -j alone, not never", "[process]") {
+    std::vector<Command> cmds(2, cmd({"/bin/true"}));
+    cmds[0].slots = 8;
+    auto results = run_parallel(cmds, 2);
+    CHECK(results[0].ok());
+    CHECK(results[1].ok());
+}

@@ -98,8 +98,16 @@ class Frame {
 public:
     Frame(const BekcXla_CallFrame* frame, int64_t stream) : frame_(frame), stream_(stream) {}
 
-    BE::Tensor arg(int i) const { return tensor(frame_->args.args[i], kArgument, i); }
-    BE::Tensor ret(int i) const { return tensor(frame_->rets.rets[i], kResult, i); }
+    // Out of line (one copy per wrapper): inlined, building a BE::Tensor in
+    // every handler of a file with dozens of them more than doubled the host
+    // compile (docs/benchmarks.md, "Multi-architecture builds"), and a call
+    // per buffer costs nothing beside a kernel launch.
+    BEKC_RT_NOINLINE BE::Tensor arg(int i) const {
+        return tensor(frame_->args.args[i], kArgument, i);
+    }
+    BEKC_RT_NOINLINE BE::Tensor ret(int i) const {
+        return tensor(frame_->rets.rets[i], kResult, i);
+    }
     int64_t stream() const { return stream_; }
     // The i-th attribute in name order; its dtype was checked against T's.
     template <class T>

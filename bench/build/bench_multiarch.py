@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""Multi-architecture builds (issue 15): bekc against bare nvcc, in one run.
+
+(a) One brainevent kernel file for three architectures plus PTX (--arch,
+    default sm_80,sm_90,sm_100): `bekc build --force` (a miss in a cache that
+    has seen the toolchain, -j = every core) next to
+    - bare nvcc with serial gencodes (nvcc's default), and
+    - bare nvcc `--threads 0` (every architecture at once),
+    both with bekc's flags for the user's file (-std, -O3, -ccbin,
+    -Xcompiler -fPIC,-fvisibility=hidden, -shared, the same -I).
+    Goal: bekc <= 1.0x `nvcc --threads 0`.
+    With --baseline-bekc, an earlier bekc is timed beside it, and the host
+    compiler's share (nvcc --time, "c++ (compiling)") of bekc's command and
+    of the bare one is printed: where bekc's extra cost was.
+(b) A package directory: `bekc build <package> -j <cores> --force` over the
+    --package-files largest kernel files of brainevent 0.2.1 (all 45 with
+    --package-files 0), next to the critical path: the longest single
+    compile, `bekc build FILE --force` of each of the --critical largest
+    files alone (which gives it every core as nvcc threads).
+    Goal: the package <= 1.1x the critical path.
+
+Every figure is the median of --reps runs, interleaved.
+
+Usage:
+    .venv/bin/python bench/build/bench_multiarch.py [--bekc build/bekc]
+        [--arch sm_80,sm_90,sm_100] [--reps 2] [--package-files 12]
+        [--baseline-bekc OLD] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import importlib.util
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+FILES = ["_fcn/binary_fcnmm.cu", "_dense/binary_densemv.cu"]
+
+
+def run(argv, env=None):
+    proc = subprocess.run([str(a) for a in argv], capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        sys.exit(f"command failed ({proc.returncode}): {' '.join(map(str, argv))}\n"
+                 f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+    return proc
+
+
+def timed(argv, env=None):
+    t0 = time.perf_counter()
+    proc = run(argv, env)
+    return time.perf_counter() - t0, proc
+
+
+def package_dir(explicit):
+    if explicit:
+        return Path(explicit)
+    spec = importlib.util.find_spec("brainevent")
+    if spec is None:
+        sys.exit("brainevent 0.2.1 is not installed: pip install brainevent==0.2.1 --no-deps, "
+                 "or pass --package DIR")
+    return Path(spec.origin).parent
+
+
+def gencodes(archs):
+    out = []
+    for a in archs:
+        v = a.removeprefix("sm_")
+        out += ["-gencode", f"arch=compute_{v},code=sm_{v}"]
+    v = archs[-1].removeprefix("sm_")
+    return out + ["-gencode", f"arch=compute_{v},code=compute_{v}"]
+
+
+def host_compile_seconds(csv_path):
+    with open(csv_path) as f:
+        rows = list(csv.reader(f))
+    return sum(float(r[6]) for r in rows[1:] if len(r) > 6 and "compiling" in r[1]) / 1000
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--bekc", default=os.environ.get("BEKC_BINARY", str(REPO / "build" / "bekc")))
+    ap.add_argument("--baseline-bekc", default=None)
+    ap.add_argument("--package", default=None, help="brainevent's package dir (default: installed)")
+    ap.add_argument("--arch", default="sm_80,sm_90,sm_100")
+    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--package-files", type=int, default=12,
+                    help="the N largest kernel files (0: all)")
+    ap.add_argument("--critical", type=int, default=3,
+                    help="time the N largest files alone for the critical path")
+    ap.add_argument("--json", dest="json_out", default=None)
+    args = ap.parse_args()
+
+    bekc = Path(args.bekc).resolve()
+    old = Path(args.baseline_bekc).resolve() if args.baseline_bekc else None
+    pkg = package_dir(args.package)
+    include = pkg / "include"
+    archs = args.arch.split(",")
+    cores = os.cpu_count() or 1
+    work = Path(tempfile.mkdtemp(prefix="bekc-bench-multiarch-"))
+    env = dict(os.environ)
+    env.pop("BEKC_CACHE_DIR", None)
+    env.pop("MAKEFLAGS", None)
+
+    def bekc_build(binary, cache, *more):
+        return timed([binary, "build", *more, "--arch", args.arch, "-I", include,
+                      "--cache-dir", cache, "-q", "--json"], env)
+
+    # The toolchain bekc picks, for the bare commands.
+    warm = work / "cache"
+    _, first = bekc_build(bekc, warm, pkg / FILES[0])
+    manifest = json.loads(Path(json.loads(first.stdout)["manifest"]).read_text())
+    nvcc, cxx = manifest["toolchain"]["nvcc"]["path"], manifest["toolchain"]["cxx"]["path"]
+    if old:
+        bekc_build(old, work / "old-cache", pkg / FILES[0])
+
+    rows, figures = [], {}
+    for rel in FILES:
+        src = pkg / rel
+        bare = [nvcc, "-std=c++17", "-O3", "-ccbin", cxx, "-Xcompiler",
+                "-fPIC,-fvisibility=hidden", *gencodes(archs), f"-I{include}", "-shared", src,
+                "-o", work / "bare.so"]
+        t = {"serial": [], "threads0": [], "bekc": [], "old": []}
+        for _ in range(args.reps):
+            t["serial"].append(timed(bare)[0])
+            t["threads0"].append(timed(bare + ["--threads", "0"])[0])
+            t["bekc"].append(bekc_build(bekc, warm, src, "--force")[0])
+            if old:
+                t["old"].append(bekc_build(old, work / "old-cache", src, "--force")[0])
+        m = {k: statistics.median(v) for k, v in t.items() if v}
+        figures[rel] = m
+        rows.append((f"(a) {rel}", m["bekc"], "nvcc --threads 0", m["threads0"],
+                     m["bekc"] / m["threads0"], "<= 1.00x", m["bekc"] <= m["threads0"]))
+        rows.append((f"(a) {rel}", m["bekc"], "nvcc serial", m["serial"],
+                     m["bekc"] / m["serial"], "", None))
+        if old:
+            rows.append((f"(a) {rel}", m["bekc"], "--baseline-bekc", m["old"],
+                         m["bekc"] / m["old"], "", None))
+            # Where the earlier bekc's extra cost was: the host compiler's share.
+            run(bare + ["--time", work / "bare.csv"])
+            bekc_build(bekc, warm, src, "--force", f"--cuda-flag=--time={work / 'new.csv'}")
+            bekc_build(old, work / "old-cache", src, "--force",
+                       f"--cuda-flag=--time={work / 'old.csv'}")
+            figures[rel]["host_compile"] = {
+                k: host_compile_seconds(work / f"{k}.csv") for k in ("bare", "new", "old")}
+
+    # (b) A package directory against its critical path.
+    trimmed = work / "package"
+    shutil.copytree(pkg, trimmed, ignore=shutil.ignore_patterns("*_test.py", "__pycache__"))
+    kernels = sorted((p for p in trimmed.rglob("*.cu")), key=lambda p: -p.stat().st_size)
+    if args.package_files:
+        for p in kernels[args.package_files:]:
+            p.unlink()
+        kernels = kernels[:args.package_files]
+    # The hybrid CSR kernels include brainevent/dtypes.h, which needs XLA's
+    # FFI headers: named the way bekc's Python loaders name them.
+    xla = []
+    try:
+        import jax.ffi  # noqa: PLC0415
+        xla = ["--xla-include", jax.ffi.include_dir()]
+    except Exception:  # pragma: no cover - depends on the environment
+        print("jax is not importable: kernel files that include XLA's headers will fail")
+    pkg_times, critical = [], []
+    for _ in range(args.reps):
+        s, _ = timed([bekc, "build", trimmed, *xla, "--arch", args.arch, "-j", str(cores),
+                      "--force", "--cache-dir", warm, "-q", "--json"], env)
+        pkg_times.append(s)
+    for p in kernels[:args.critical]:
+        critical.append(
+            min(bekc_build(bekc, warm, p, "--force", *xla)[0] for _ in range(args.reps)))
+    crit = max(critical)
+    pm = statistics.median(pkg_times)
+    rows.append((f"(b) {len(kernels)} files, -j {cores}", pm, "longest single", crit, pm / crit,
+                 "<= 1.10x", pm / crit <= 1.10))
+    figures["package"] = {"files": len(kernels), "seconds": pm, "critical_path": crit}
+
+    print(f"machine: {platform.node()}, {cores} CPUs; nvcc {nvcc}; host {cxx}; --arch {args.arch}")
+    print(f"medians of {args.reps} runs each\n")
+    header = f"{'case':<32} {'bekc':>8}   {'baseline':<18} {'':>8} {'ratio':>7}  {'goal':<9} met"
+    print(header)
+    print("-" * len(header))
+    for case, b, name, base, ratio, goal, met in rows:
+        shown = "" if met is None else ("yes" if met else "NO")
+        print(f"{case:<32} {b:7.2f}s   {name:<18} {base:7.2f}s {ratio:6.2f}x  {goal:<9} {shown}")
+    for rel in FILES:
+        hc = figures[rel].get("host_compile")
+        if hc:
+            print(f"\nhost compile of {rel} (nvcc --time, 'c++ (compiling)'): bare "
+                  f"{hc['bare']:.2f} s, bekc {hc['new']:.2f} s, --baseline-bekc {hc['old']:.2f} s")
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(figures, indent=1))
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,124 @@
+#include "run/jobserver.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <utility>
+#include <vector>
+
+namespace bekc {
+
+namespace {
+
+std::optional<int> parse_fd(std::string_view s) {
+    int fd = -1;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), fd);
+    if (ec != std::errc() || end != s.data() + s.size() || fd < 0) return std::nullopt;
+    return fd;
+}
+
+// A descriptor of our own on `path`, which must be a FIFO; no link is followed.
+int open_fifo(const std::string& path, int flags) {
+    int fd = ::open(path.c_str(), flags | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    struct stat st;
+    if (fd >= 0 && (::fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode))) {
+        ::close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+// Our own non-blocking descriptor on an inherited pipe end: reading it never
+// blocks, and make's descriptor keeps its flags.
+int reopen_inherited(int fd, int flags) {
+    struct stat st;
+    if (::fcntl(fd, F_GETFD) < 0 || ::fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode)) return -1;
+    return ::open(("/proc/self/fd/" + std::to_string(fd)).c_str(), flags | O_CLOEXEC | O_NONBLOCK);
+}
+
+}  // namespace
+
+std::optional<JobserverAuth> parse_makeflags(std::string_view makeflags) {
+    std::optional<JobserverAuth> found;
+    size_t pos = 0;
+    while (pos < makeflags.size()) {
+        size_t end = makeflags.find(' ', pos);
+        if (end == std::string_view::npos) end = makeflags.size();
+        std::string_view word = makeflags.substr(pos, end - pos);
+        pos = end + 1;
+        std::string_view value;
+        for (std::string_view prefix : {"--jobserver-auth=", "--jobserver-fds="})
+            if (word.substr(0, prefix.size()) == prefix) value = word.substr(prefix.size());
+        if (value.empty()) continue;
+        if (value.substr(0, 5) == "fifo:") {
+            if (value.size() > 5) found = JobserverAuth{std::string(value.substr(5)), -1, -1};
+            continue;
+        }
+        size_t comma = value.find(',');
+        if (comma == std::string_view::npos) continue;
+        auto r = parse_fd(value.substr(0, comma));
+        auto w = parse_fd(value.substr(comma + 1));
+        if (r && w) found = JobserverAuth{"", *r, *w};
+    }
+    return found;
+}
+
+JobSlots JobSlots::take(int wanted, const EnvLookup& env) {
+    wanted = std::max(wanted, 1);
+    auto flags = env("MAKEFLAGS");
+    auto auth = flags ? parse_makeflags(*flags) : std::nullopt;
+    if (!auth) return JobSlots(wanted);
+    JobSlots s(1);
+    if (!auth->fifo.empty()) {
+        s.read_fd_ = open_fifo(auth->fifo, O_RDONLY);
+        s.write_fd_ = open_fifo(auth->fifo, O_WRONLY);
+    } else {
+        s.read_fd_ = reopen_inherited(auth->read_fd, O_RDONLY);
+        s.write_fd_ = reopen_inherited(auth->write_fd, O_WRONLY);
+    }
+    // make did not hand the jobserver to this recipe (a recipe without `+`
+    // or $(MAKE)): make itself runs it in one slot, and so does bekc.
+    if (s.read_fd_ < 0 || s.write_fd_ < 0) return s;
+    std::vector<char> buf(static_cast<size_t>(wanted - 1));
+    while (!buf.empty() && s.tokens_.size() < buf.size()) {
+        ssize_t n = ::read(s.read_fd_, buf.data(), buf.size() - s.tokens_.size());
+        if (n > 0) {
+            s.tokens_.append(buf.data(), static_cast<size_t>(n));
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        break;  // none free now (EAGAIN), or make is gone
+    }
+    s.count_ = 1 + static_cast<int>(s.tokens_.size());
+    return s;
+}
+
+JobSlots::JobSlots(JobSlots&& other) noexcept
+    : count_(other.count_),
+      tokens_(std::move(other.tokens_)),
+      read_fd_(std::exchange(other.read_fd_, -1)),
+      write_fd_(std::exchange(other.write_fd_, -1)) {
+    other.tokens_.clear();
+}
+
+JobSlots::~JobSlots() {
+    size_t done = 0;
+    while (write_fd_ >= 0 && done < tokens_.size()) {
+        ssize_t n = ::write(write_fd_, tokens_.data() + done, tokens_.size() - done);
+        if (n > 0) {
+            done += static_cast<size_t>(n);
+        } else if (n < 0 && errno == EAGAIN) {
+            // A full pipe cannot hold tokens that came out of it; wait briefly.
+            ::usleep(1000);
+        } else if (n < 0 && errno != EINTR) {
+            break;
+        }
+    }
+    if (read_fd_ >= 0) ::close(read_fd_);
+    if (write_fd_ >= 0) ::close(write_fd_);
+}
+
+}  // namespace bekc

@@ -1,0 +1,140 @@
+"""How many compilers bekc runs at once (issue 15): `-j N` counts every
+process and every nvcc thread, `-j 1` never runs two, and under `make -jN`
+the compilers of all recipes together stay within make's N (its jobserver).
+
+The compilers here are fakes that sleep, write the outputs they are asked
+for, and log when they ran and with how many threads, so the overlap is
+measured from the processes themselves, not from bekc's own account.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FAKE = r'''#!PYTHON
+import json, os, sys, time
+args = sys.argv[1:]
+if args == ["--version"]:
+    print("fake compiler 1.0")
+    sys.exit(0)
+if args == ["-print-multiarch"]:
+    print("x86_64-linux-gnu")
+    sys.exit(0)
+def after(flag):
+    return args[args.index(flag) + 1] if flag in args else None
+threads = int(after("--threads") or 1)
+start = time.monotonic()
+time.sleep(float(os.environ.get("FAKE_SECONDS", "0.4")))
+out, depfile = after("-o"), after("-MF")
+if out:
+    Path = __import__("pathlib").Path
+    Path(out).write_text("fake output\n")
+if depfile:
+    open(depfile, "w").write(f"{out}: \n")
+for a in args:
+    if a.startswith("--dependency-file="):
+        open(a.split("=", 1)[1], "w").write(f"{out}:\n")
+with open(os.environ["FAKE_LOG"], "a") as log:
+    log.write(json.dumps([start, time.monotonic(), threads]) + "\n")
+'''
+
+KERNEL = """#include "brainevent/common.h"
+// @BE {name}
+void {name}(const BE::Tensor x, BE::Tensor y) {{}}
+"""
+
+
+@pytest.fixture
+def tools(tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("g++", "nvcc"):
+        p = bin_dir / name
+        p.write_text(FAKE.replace("PYTHON", sys.executable, 1))
+        p.chmod(0o755)
+    return bin_dir
+
+
+def sources(tmp_path, n, suffix=".cpp"):
+    out = []
+    for i in range(n):
+        p = tmp_path / f"k{i}{suffix}"
+        p.write_text(KERNEL.format(name=f"k{i}"))
+        out.append(p)
+    return out
+
+
+def most_at_once(log: Path) -> int:
+    """The most threads running at any moment, from the fakes' own log."""
+    events = []
+    for line in log.read_text().splitlines():
+        start, end, threads = json.loads(line)
+        events += [(start, threads), (end, -threads)]
+    busy = most = 0
+    for _, delta in sorted(events, key=lambda e: (e[0], e[1])):  # ends before starts at a tie
+        busy += delta
+        most = max(most, busy)
+    return most
+
+
+def build(bekc_path, tools, tmp_path, inputs, *args, log_name="log"):
+    log = tmp_path / log_name
+    env = dict(os.environ, FAKE_LOG=str(log))
+    proc = subprocess.run(
+        [str(bekc_path), "build", *map(str, inputs), "--name", "m", "--force",
+         "--cxx", str(tools / "g++"), "--nvcc", str(tools / "nvcc"),
+         "--cache-dir", str(tmp_path / "cache"), *args],
+        capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return log
+
+
+@pytest.mark.parametrize("jobs", [1, 2, 3])
+def test_j_bounds_the_compilers_at_once(bekc_path, tools, tmp_path, jobs):
+    inputs = sources(tmp_path, 4)
+    build(bekc_path, tools, tmp_path, inputs, log_name="warm")  # bekc_rt.o, once
+    log = build(bekc_path, tools, tmp_path, inputs, "-j", str(jobs))
+    most = most_at_once(log)
+    assert most <= jobs
+    assert most == jobs, f"-j {jobs} should run {jobs} of the 4 compiles at once"
+
+
+def test_nvcc_threads_count_against_j(bekc_path, tools, tmp_path):
+    inputs = sources(tmp_path, 2, ".cu")
+    build(bekc_path, tools, tmp_path, inputs, "--arch", "80,90,100", log_name="warm")
+    log = build(bekc_path, tools, tmp_path, inputs, "--arch", "80,90,100", "-j", "5")
+    runs = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [t for _, _, t in runs].count(2) == 2  # each input: 5 slots // 2 compiles
+    assert most_at_once(log) <= 5
+    one = build(bekc_path, tools, tmp_path, inputs[:1], "--arch", "80,90,100", "-j", "16",
+                log_name="one")
+    assert [json.loads(line)[2] for line in one.read_text().splitlines()] == [4]
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="GNU make is not installed")
+def test_make_jobserver_bounds_every_recipe_together(bekc_path, tools, tmp_path):
+    """`make -j2` with three recipes, each a bekc build of three inputs at
+    -j 8: without the jobserver that is up to 9 compilers at once."""
+    log = tmp_path / "log"
+    rules = []
+    for r in range(3):
+        (tmp_path / f"r{r}").mkdir()
+        inputs = " ".join(str(p) for p in sources(tmp_path / f"r{r}", 3))
+        rules.append(
+            f"r{r}:\n\t+{bekc_path} build {inputs} --name m{r} --force -j 8 -q "
+            f"--cxx {tools}/g++ --cache-dir {tmp_path}/cache{r}\n")
+    (tmp_path / "Makefile").write_text(".PHONY: all r0 r1 r2\nall: r0 r1 r2\n" + "".join(rules))
+    env = dict(os.environ, FAKE_LOG=str(log))
+    for var in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL"):
+        env.pop(var, None)
+    proc = subprocess.run(["make", "-j2", "-C", str(tmp_path)], capture_output=True, text=True,
+                          env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert most_at_once(log) <= 2
