@@ -1,21 +1,52 @@
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "build_report.hpp"
 #include "commands.hpp"
 #include "driver/build.hpp"
 #include "driver/inputs.hpp"
 #include "driver/package_build.hpp"
+#include "store/layout.hpp"
+#include "util/error.hpp"
 
 namespace bekc::cli {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 int build(const BuildOptions& o) {
-    if (is_kernel_package(o)) return run_package_build(o);
-    BuildResult r = run_build(o);
+    Settings settings = load_settings_or_exit(o.cache_dir);
+    EnvLookup env = settings.lookup();
+    if (is_kernel_package(o)) {
+        // Each module is a child `bekc build`, which logs and counts itself;
+        // it gets the cache directory the settings chose.
+        BuildOptions package = o;
+        package.cache_dir = resolve_cache_root(o.cache_dir, env).string();
+        return run_package_build(package);
+    }
+    ProcessRunner runner;
+    BuildContext context{runner};
+    context.env = env;
+    context.tools.env = env;
+    auto start = Clock::now();
+    BuildResult r;
+    try {
+        r = run_build(o, context);
+    } catch (const FatalError& e) {
+        if (!o.dry_run) {
+            account_failure(o, env);
+            log_build(o, nullptr, nullptr, e.exit_code(),
+                      std::chrono::duration<double>(Clock::now() - start).count(), env);
+        }
+        throw;
+    }
     if (o.dry_run) return r.exit_code;
+    nlohmann::ordered_json why = account_build(o, r, env);
+    log_build(o, &r, why, r.exit_code, r.seconds_total, env);
     if (o.json) {
         nlohmann::ordered_json j = {
             {"manifest", r.manifest.string()},
@@ -26,6 +57,7 @@ int build(const BuildOptions& o) {
             {"timings", {{"total_s", r.seconds_total}, {"compile_s", r.seconds_compile}}},
         };
         if (!r.cache_hit) j["miss_reason"] = r.miss_reason;
+        j["why"] = why;
         std::puts(j.dump().c_str());
     } else {
         std::puts(r.manifest.c_str());
@@ -90,23 +122,13 @@ Action add_build_command(CLI::App& app) {
     cmd->add_flag("--no-cuda-graph", o->no_cuda_graph,
                   "Do not report the command-buffer trait (not part of the cache key)");
     cmd->add_flag("--force", o->force, "Rebuild even when the cache has the result");
-    cmd->add_option("--cache-dir", o->cache_dir,
-                    "Cache directory (default: $BEKC_CACHE_DIR, $XDG_CACHE_HOME/bekc or "
-                    "~/.cache/bekc)");
     cmd->add_option("-o,--output-dir", o->output_dir, "Also place the library and manifest in DIR");
     cmd->add_option("--depfile", o->depfile,
                     "Write a Make rule listing every input and user header");
     cmd->add_option("--compile-commands", o->compile_commands,
                     "Write (merge) compile_commands.json entries for the sources, with the "
                     "include paths bekc adds, for clangd");
-    cmd->add_option("--remote-cache", o->remote_cache,
-                    "HTTP cache shared by several machines (GET/PUT of whole entries; default: "
-                    "$BEKC_REMOTE_CACHE; token from $BEKC_REMOTE_TOKEN)");
-    cmd->add_flag("--remote-cache-read-only", o->remote_read_only,
-                  "Only read from the remote cache (also $BEKC_REMOTE_CACHE_READONLY=1)");
-    cmd->add_option("--launcher", o->launcher,
-                    "Compiler launcher put in front of nvcc and the host compiler: ccache, "
-                    "sccache or a path (default: $BEKC_LAUNCHER)");
+    add_setting_options(cmd, o->cache_dir, o->remote_cache, o->remote_read_only, o->launcher);
     cmd->add_option("--nvcc", o->nvcc,
                     "nvcc to use (default: $CUDA_HOME, $CUDA_PATH, PATH, "
                     "/usr/local/cuda)");

@@ -3,11 +3,13 @@
 #include <memory>
 #include <optional>
 
+#include <fmt/format.h>
+
 #include "commands.hpp"
 #include "store/cache.hpp"
 #include "store/layout.hpp"
 #include "store/size.hpp"
-#include "util/env.hpp"
+#include "store/stats.hpp"
 #include "util/error.hpp"
 
 namespace bekc::cli {
@@ -19,6 +21,7 @@ struct CacheOptions {
     std::optional<std::string> name;
     std::string max_size;
     std::string new_max_size;
+    bool zero = false;
 };
 
 std::string format_time(std::chrono::system_clock::time_point t) {
@@ -36,6 +39,38 @@ T or_fail(std::expected<T, std::string> result) {
     return std::move(*result);
 }
 
+// "BEKC_CACHE_MAX_SIZE" may be the variable or max_size in a bekc.conf.
+std::string limit_origin(const SizeLimit& limit, const Settings& settings) {
+    if (limit.source != "BEKC_CACHE_MAX_SIZE") return limit.source;
+    auto found = settings.find("BEKC_CACHE_MAX_SIZE");
+    return found ? found->origin : limit.source;
+}
+
+std::string percent(uint64_t part, uint64_t whole) {
+    return whole ? fmt::format(" ({:.2f} %)",
+                               100.0 * static_cast<double>(part) / static_cast<double>(whole))
+                 : "";
+}
+
+// The counters as `ccache -s` shows them.
+void print_counters(const BuildCounters& c, uint64_t limit, uint64_t bytes) {
+    uint64_t hits = c.local_hits + c.remote_hits, builds = hits + c.misses;
+    if (c.zeroed_at) {
+        std::printf("stats zeroed    %s\n",
+                    format_time(std::chrono::system_clock::from_time_t(c.zeroed_at)).c_str());
+    }
+    std::printf("hits            %llu%s\n", static_cast<unsigned long long>(hits),
+                percent(hits, builds).c_str());
+    std::printf("  local         %llu\n", static_cast<unsigned long long>(c.local_hits));
+    std::printf("  remote        %llu\n", static_cast<unsigned long long>(c.remote_hits));
+    std::printf("misses          %llu%s\n", static_cast<unsigned long long>(c.misses),
+                percent(c.misses, builds).c_str());
+    std::printf("errors          %llu\n", static_cast<unsigned long long>(c.errors));
+    if (limit)
+        std::printf("cache size      %s / %s%s\n", format_size(bytes).c_str(),
+                    format_size(limit).c_str(), percent(bytes, limit).c_str());
+}
+
 int list(Cache& cache) {
     auto entries = or_fail(cache.list());
     if (entries.empty()) std::printf("(empty) %s\n", cache.path().c_str());
@@ -51,9 +86,17 @@ int list(Cache& cache) {
     return kExitOk;
 }
 
-int stats(Cache& cache) {
+int stats(Cache& cache, const Settings& settings, bool zero) {
+    if (zero) {
+        if (or_fail(cache.is_cache()))
+            if (auto zeroed = zero_counters(cache.dir()); !zeroed)
+                throw FatalError("bekc: error: " + zeroed.error(), kExitCache);
+        std::printf("statistics zeroed\n");
+        return kExitOk;
+    }
     CacheStats s = or_fail(cache.stats());
-    auto limit = or_fail(cache.size_limit(system_env()));
+    auto limit = or_fail(cache.size_limit(settings.lookup()));
+    print_counters(read_counters(cache.dir()), limit.bytes, s.bytes);
     std::printf("entries         %zu\n", s.entries);
     std::printf("direct records  %zu\n", s.direct_records);
     std::printf("entry bytes     %llu (%s)\n", static_cast<unsigned long long>(s.entry_bytes),
@@ -61,7 +104,8 @@ int stats(Cache& cache) {
     std::printf("total bytes     %llu (%s)\n", static_cast<unsigned long long>(s.bytes),
                 format_size(s.bytes).c_str());
     std::printf("max size        %s (%s)\n",
-                limit.bytes ? format_size(limit.bytes).c_str() : "no limit", limit.source.c_str());
+                limit.bytes ? format_size(limit.bytes).c_str() : "no limit",
+                limit_origin(limit, settings).c_str());
     return kExitOk;
 }
 
@@ -76,10 +120,10 @@ int verify(Cache& cache) {
     return r.removed.empty() ? kExitOk : kExitCache;
 }
 
-int prune(Cache& cache, const std::string& max_size) {
+int prune(Cache& cache, const std::string& max_size, const Settings& settings) {
     uint64_t bytes = 0;
     if (max_size.empty()) {
-        bytes = or_fail(cache.size_limit(system_env())).bytes;
+        bytes = or_fail(cache.size_limit(settings.lookup())).bytes;
     } else {
         auto parsed = parse_size(max_size);
         if (!parsed) throw FatalError("bekc: error: --max-size " + parsed.error(), kExitUsage);
@@ -92,7 +136,7 @@ int prune(Cache& cache, const std::string& max_size) {
     return kExitOk;
 }
 
-int max_size(Cache& cache, const std::string& value) {
+int max_size(Cache& cache, const std::string& value, const Settings& settings) {
     if (!value.empty()) {
         auto parsed = parse_size(value);
         if (!parsed) throw FatalError("bekc: error: max-size " + parsed.error(), kExitUsage);
@@ -100,9 +144,9 @@ int max_size(Cache& cache, const std::string& value) {
         if (auto w = cache.store_size_limit(*parsed); !w)
             throw FatalError("bekc: error: " + w.error(), kExitCache);
     }
-    auto limit = or_fail(cache.size_limit(system_env()));
+    auto limit = or_fail(cache.size_limit(settings.lookup()));
     std::printf("%s (%s)\n", limit.bytes ? format_size(limit.bytes).c_str() : "no limit",
-                limit.source.c_str());
+                limit_origin(limit, settings).c_str());
     return kExitOk;
 }
 
@@ -113,13 +157,15 @@ Action add_cache_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("cache", "Look at and maintain the build cache");
     cmd->require_subcommand(1);
     cmd->add_option("--cache-dir", o->cache_dir,
-                    "Cache directory (default: $BEKC_CACHE_DIR, $XDG_CACHE_HOME/bekc or "
-                    "~/.cache/bekc)");
+                    "Cache directory (default: $BEKC_CACHE_DIR, cache_dir in bekc.conf, "
+                    "$XDG_CACHE_HOME/bekc or ~/.cache/bekc)");
     auto* path = cmd->add_subcommand("path", "Print the cache directory");
     auto* ls = cmd->add_subcommand("ls", "List entries, most recently used first");
     auto* clear = cmd->add_subcommand("clear", "Remove every entry, or those of module NAME");
     clear->add_option("name", o->name, "Module name (--name of the build)");
-    auto* st = cmd->add_subcommand("stats", "Counts and sizes, and the size limit in force");
+    auto* st = cmd->add_subcommand(
+        "stats", "Hits, misses, counts and sizes, and the size limit in force (like ccache -s)");
+    st->add_flag("-z,--zero", o->zero, "Reset the hit and miss counters (like ccache -z)");
     auto* pr = cmd->add_subcommand("prune", "Remove least recently used entries down to a size");
     pr->add_option("--max-size", o->max_size,
                    "Size to keep, e.g. 500M, 2G (default: the size limit in force)");
@@ -133,20 +179,21 @@ Action add_cache_command(CLI::App& app) {
     // `bekc cache ls --cache-dir D` as well as `bekc cache --cache-dir D ls`.
     for (auto* sub : {path, ls, st, clear, pr, ver, mx}) sub->fallthrough();
     return [=] {
-        Cache cache(resolve_cache_root(o->cache_dir, system_env()));
+        Settings settings = load_settings_or_exit(o->cache_dir);
+        Cache cache(resolve_cache_root(o->cache_dir, settings.lookup()));
         if (path->parsed()) {
             std::printf("%s\n", cache.path().c_str());
             return static_cast<int>(kExitOk);
         }
         if (ls->parsed()) return list(cache);
-        if (st->parsed()) return stats(cache);
-        if (mx->parsed()) return max_size(cache, o->new_max_size);
+        if (st->parsed()) return stats(cache, settings, o->zero);
+        if (mx->parsed()) return max_size(cache, o->new_max_size, settings);
         if (clear->parsed()) {
             size_t n = or_fail(cache.clear(o->name));
             std::printf("removed %zu entries\n", n);
             return static_cast<int>(kExitOk);
         }
-        if (pr->parsed()) return prune(cache, o->max_size);
+        if (pr->parsed()) return prune(cache, o->max_size, settings);
         if (ver->parsed()) return verify(cache);
         return static_cast<int>(kExitUsage);
     };

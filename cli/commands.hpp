@@ -3,6 +3,10 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <optional>
+#include <string>
+
+#include "config/settings.hpp"
 
 namespace bekc::cli {
 
@@ -14,6 +18,16 @@ Action add_inspect_command(CLI::App& app);
 Action add_build_command(CLI::App& app);
 Action add_cache_command(CLI::App& app);
 Action add_doctor_command(CLI::App& app);
+Action add_config_command(CLI::App& app);
+
+// The settings (config/settings.hpp) for a command given `cache_dir_flag`
+// (--cache-dir); a bad bekc.conf prints its errors and exits 2.
+Settings load_settings_or_exit(const std::optional<std::string>& cache_dir_flag);
+
+// The options that override bekc.conf's settings, for `build` and `config`.
+void add_setting_options(CLI::App* cmd, std::optional<std::string>& cache_dir,
+                         std::optional<std::string>& remote_cache, bool& remote_read_only,
+                         std::optional<std::string>& launcher);
 
 int run(int argc, char** argv);
 

@@ -9,7 +9,6 @@
 #include "run/toolchain.hpp"
 #include "store/cache.hpp"
 #include "store/size.hpp"
-#include "util/env.hpp"
 #include "util/error.hpp"
 #include "util/version.hpp"
 
@@ -29,7 +28,9 @@ void show_tool(const char* what, const std::function<Tool()>& find) {
 }
 
 int doctor(const std::optional<std::string>& cache_dir) {
+    Settings settings = load_settings_or_exit(cache_dir);
     ToolLookup lookup = ToolLookup::system();
+    lookup.env = settings.lookup();
     std::printf("bekc           %s\n", kVersion);
     show_tool("nvcc", [&] { return find_nvcc(std::nullopt, lookup); });
     try {
@@ -39,7 +40,7 @@ int doctor(const std::optional<std::string>& cache_dir) {
     } catch (const FatalError&) {
     }
     show_tool("host compiler", [&] { return find_cxx(std::nullopt, lookup); });
-    fs::path root = resolve_cache_root(cache_dir, system_env());
+    fs::path root = resolve_cache_root(cache_dir, lookup.env);
     GpuDetection gpus = detect_gpus(root);
     std::printf("%-14s %s (%s)\n", "GPUs",
                 gpus.archs.empty() ? "none" : arch_list_string(gpus.archs).c_str(),

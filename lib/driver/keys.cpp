@@ -26,23 +26,11 @@ bool under(const fs::path& p, const fs::path& dir) {
 constexpr std::string_view kCompilerPrivateDirs[] = {"/usr/lib/gcc/", "/usr/include/c++/",
                                                      "/usr/lib/llvm-"};
 
-const std::string& embedded_hash() {
-    static const std::string hash = [] {
-        Sha256 h;
-        for (const auto& f : embedded_files()) {
-            h.update(std::to_string(f.path.size()) + ":" + std::string(f.path));
-            h.update(std::to_string(f.data.size()) + ":" + std::string(f.data));
-        }
-        return h.final_hex();
-    }();
-    return hash;
-}
-
 }  // namespace
 
 KeyBuilder direct_key_builder(const BuildInputs& in) {
     KeyBuilder k("direct");
-    k.add("bekc_version", kVersion).add("embedded", embedded_hash());
+    k.add("bekc_version", kVersion).add("embedded", embedded_files_hash());
     // The inputs' bytes; their paths are in the wrappers' #include lines.
     for (const auto& f : in.files) {
         k.add("input.path", fs::absolute(f.path).lexically_normal().string());

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <set>
 #include <thread>
@@ -124,9 +126,26 @@ std::vector<PackageModule> plan_package(const fs::path& package) {
     return out;
 }
 
+std::vector<int> module_slots(size_t modules, int jobs,
+                              const std::function<std::optional<double>(size_t)>& seconds) {
+    std::vector<int> out(modules,
+                         std::clamp(jobs / std::max<int>(1, static_cast<int>(modules)), 1, jobs));
+    double total = 0;
+    for (size_t i = 0; i < modules; ++i) {
+        auto s = seconds(i);
+        if (!s) return out;
+        total += *s;
+    }
+    const double per_slot = total / jobs;
+    if (per_slot <= 0) return out;
+    for (size_t i = 0; i < modules; ++i)
+        out[i] = std::clamp(static_cast<int>(std::ceil(*seconds(i) / per_slot)), 1, jobs);
+    return out;
+}
+
 std::vector<Command> package_commands(const BuildOptions& o,
                                       const std::vector<PackageModule>& modules,
-                                      const fs::path& self) {
+                                      const fs::path& self, const std::vector<int>& slots) {
     fs::path include = resolved_path(fs::path(o.inputs.front()) / "include");
     // Named explicitly, so each child keys on it whether or not its source
     // includes XLA's headers: bekc's Python loaders always pass it too.
@@ -152,14 +171,22 @@ std::vector<Command> package_commands(const BuildOptions& o,
     if (o.remote_read_only) common.push_back("--remote-cache-read-only");
     if (o.force) common.push_back("--force");
     if (o.no_cuda_graph) common.push_back("--no-cuda-graph");
-    // One compile each: the parallelism is across modules.
-    common.insert(common.end(), {"-j", "1", "--json"});
+    common.push_back("--json");
     common.push_back(o.verbose ? "-v" : "-q");
+    auto makeflags = system_env()("MAKEFLAGS");
+    const bool under_jobserver = makeflags && parse_makeflags(*makeflags);
     std::vector<Command> out;
-    for (const auto& m : modules) {
+    for (size_t i = 0; i < modules.size(); ++i) {
+        const PackageModule& m = modules[i];
         Command c;
         c.argv = {self.string(), "build", m.source.string(), "--name=" + m.name};
         c.argv.insert(c.argv.end(), common.begin(), common.end());
+        // The parallelism is across modules; a child gets more than one slot
+        // (nvcc --threads) only where the package leaves it them.
+        c.slots = i < slots.size() ? slots[i] : 1;
+        c.argv.insert(c.argv.end(), {"-j", std::to_string(c.slots)});
+        // The parent holds make's jobserver tokens for all of its children.
+        if (under_jobserver) c.env_overrides = {{"MAKEFLAGS", ""}};
         c.description = m.source.filename().string() + " as " + m.name;
         c.inputs = {m.source.string()};
         out.push_back(std::move(c));
@@ -186,18 +213,20 @@ int run_package_build(const BuildOptions& o) {
     if (ec)
         throw FatalError("bekc: error: cannot find its own executable: " + ec.message(),
                          kExitInternal);
-    std::vector<Command> planned = package_commands(o, modules, self);
+    // Under `make -jN` the slots come from make's jobserver (run/jobserver.hpp).
+    JobSlots job_slots = JobSlots::take(
+        o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
+        system_env());
+    const int jobs = job_slots.count();
+    std::vector<int> slots = module_slots(
+        modules.size(), jobs, [&](size_t i) { return times.seconds(timing_name(modules[i])); });
+    std::vector<Command> planned = package_commands(o, modules, self, slots);
     std::vector<Command> commands;  // in the order they start
     for (size_t i : order) commands.push_back(planned[i]);
     if (o.dry_run) {
         for (const auto& c : commands) std::printf("%s\n", display_command(c).c_str());
         return kExitOk;
     }
-    // Under `make -jN` the slots come from make's jobserver (run/jobserver.hpp).
-    JobSlots slots = JobSlots::take(
-        o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
-        system_env());
-    const int jobs = slots.count();
     size_t done = 0;
     ParallelOptions po;
     po.keep_going = true;

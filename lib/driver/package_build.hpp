@@ -13,6 +13,8 @@
 // compiled, under its file name, so it is checked, but its first use builds.
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,10 +35,19 @@ struct PackageModule {
 // The modules to build, sorted by source path then name, each once.
 std::vector<PackageModule> plan_package(const fs::path& package);
 
-// The child `bekc build` commands for those modules.
+// The -j slots each module's build gets within `jobs`: one each, or more
+// where the package leaves them. With every module timed before (`seconds`),
+// a module gets as many as its share of the work asks (its time over the
+// total per slot), so the longest is not the last to finish; otherwise the
+// slots are shared evenly.
+std::vector<int> module_slots(size_t modules, int jobs,
+                              const std::function<std::optional<double>(size_t)>& seconds);
+
+// The child `bekc build` commands for those modules, `slots[i]` the -j of
+// the i-th (and the slots its command takes).
 std::vector<Command> package_commands(const BuildOptions& options,
                                       const std::vector<PackageModule>& modules,
-                                      const fs::path& self);
+                                      const fs::path& self, const std::vector<int>& slots);
 
 // Runs the whole package build; returns the exit code.
 int run_package_build(const BuildOptions& options);

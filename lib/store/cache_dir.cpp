@@ -239,6 +239,25 @@ std::expected<UniqueFd, std::string> CacheDir::open_rw(const fs::path& rel) cons
     return fd;
 }
 
+std::expected<uint64_t, std::string> CacheDir::append(const fs::path& rel,
+                                                      std::string_view content) const {
+    auto parent = parent_of(rel, true);
+    if (!parent) return std::unexpected(parent.error());
+    UniqueFd fd(::openat(parent->first.get(), parent->second.c_str(),
+                         O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+                         0666));
+    if (!fd.valid()) return std::unexpected(errno_message("open", path(rel), errno));
+    struct stat st;
+    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
+        return std::unexpected(
+            fmt::format("cannot append to {}: it is not a regular file", path(rel).string()));
+    ssize_t n = ::write(fd.get(), content.data(), content.size());
+    if (n != static_cast<ssize_t>(content.size()))
+        return std::unexpected(errno_message("write", path(rel), n < 0 ? errno : EIO));
+    off_t end = ::lseek(fd.get(), 0, SEEK_CUR);  // O_APPEND: just past this write
+    return end < 0 ? uint64_t{0} : static_cast<uint64_t>(end);
+}
+
 void CacheDir::touch(const fs::path& rel) const {
     auto parent = parent_of(rel, false);
     if (!parent) return;

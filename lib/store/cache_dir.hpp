@@ -58,6 +58,11 @@ class CacheDir {
     // Opens (creating when missing) a regular file for reading and writing,
     // for lock files.
     std::expected<UniqueFd, std::string> open_rw(const fs::path& rel) const;
+    // Appends `content` in one write (O_APPEND: concurrent appends never
+    // interleave within a write), creating the file when missing; returns
+    // the file's size after it.
+    std::expected<uint64_t, std::string> append(const fs::path& rel,
+                                                std::string_view content) const;
     // Sets mtime to now, creating an empty file when missing. Best effort: a
     // read-only cache still serves hits. A link is left alone.
     void touch(const fs::path& rel) const;

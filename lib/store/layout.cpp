@@ -58,6 +58,10 @@ fs::path CacheLayout::direct_record(std::string_view direct_key) {
     return fan_out(direct(), direct_key, ".json");
 }
 
+fs::path CacheLayout::history_record(std::string_view inputs_id) {
+    return fan_out(history(), inputs_id, ".json");
+}
+
 fs::path CacheLayout::named_lock(std::string_view name) {
     return locks() / (std::string(name) + ".lock");
 }

@@ -25,6 +25,13 @@
 //     tools.json, gpus.json   memos: tool versions, detected GPUs
 //     timings.json            memo: how long each input took to compile last
 //     size.json               the running size estimate for the size limit
+//     stats.json              hit and miss counters (`bekc cache stats`),
+//                             updated under locks/stats.lock
+//     history/ab/cdef….json   the direct key record of the last build of one
+//                             set of inputs (module name + input paths), so
+//                             a miss can say which key part changed
+//     bekc.conf               the cache's configuration (config/settings.hpp);
+//                             the user's, never written or removed by bekc
 //     src/<sha256>/           the Python loader's inline sources
 //                             (python/bekc/_compat.py writes them, without
 //                             following links; `clear_cache()` removes them)
@@ -94,9 +101,26 @@ class CacheLayout {
     static fs::path gpu_memo() { return "gpus.json"; }
     static fs::path timing_memo() { return "timings.json"; }
     static fs::path size_state() { return "size.json"; }
-    // Every small JSON object at the root: the memos and the size state.
+    static fs::path stats_file() { return "stats.json"; }
+    // One byte per build appended by each build, folded into stats.json
+    // by `cache stats` or when it grows: a hit takes no lock for its count.
+    static fs::path stats_tally(std::string_view counter) {
+        return "stats." + std::string(counter) + ".tally";
+    }
+    static fs::path history() { return "history"; }
+    // history/ab/cdef….json for an inputs id (64 hex digits); throws like entry().
+    static fs::path history_record(std::string_view inputs_id);
+    // Every small JSON object at the root that `cache clear` removes: the
+    // memos and the size state.
     static std::vector<fs::path> root_memos() {
         return {tool_memo(), gpu_memo(), timing_memo(), size_state()};
+    }
+    // Every small JSON object at the root that `cache verify` parses: the
+    // memos and the counters, which `clear` keeps (as ccache -C does).
+    static std::vector<fs::path> root_json_files() {
+        auto all = root_memos();
+        all.push_back(stats_file());
+        return all;
     }
 
     // Fresh names under tmp/.

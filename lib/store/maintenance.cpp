@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "store/build_history.hpp"
 #include "store/cache.hpp"
 #include "store/lock.hpp"
 
@@ -134,11 +135,12 @@ std::expected<size_t, std::string> Cache::clear(const std::optional<std::string>
                        }
                    });
     if (!name && error.empty()) {
-        for_each_keyed(dir(), CacheLayout::direct(), ".json", false,
-                       [&](const std::string&, const fs::path& rel) {
-                           if (auto d = dir().remove_file(rel); !d && error.empty())
-                               error = d.error();
-                       });
+        for (const fs::path& records : {CacheLayout::direct(), CacheLayout::history()})
+            for_each_keyed(dir(), records, ".json", false,
+                           [&](const std::string&, const fs::path& rel) {
+                               if (auto d = dir().remove_file(rel); !d && error.empty())
+                                   error = d.error();
+                           });
         for (const fs::path& memo : CacheLayout::root_memos()) {
             auto st = dir().stat(memo);
             if (st && st->file.is_regular)
@@ -177,12 +179,12 @@ std::expected<PruneReport, std::string> Cache::prune_to(uint64_t max_bytes,
         dir(), CacheLayout::entries(), "", true, [&](const std::string& key, const fs::path& rel) {
             items.push_back({key, rel, dir().tree_bytes(rel), last_use_of(dir(), rel), true});
         });
-    for_each_keyed(
-        dir(), CacheLayout::direct(), ".json", false,
-        [&](const std::string& key, const fs::path& rel) {
-            auto st = dir().stat(rel);
-            items.push_back({key, rel, st ? st->file.size : 0, mtime_of(dir(), rel), false});
-        });
+    for (const fs::path& records : {CacheLayout::direct(), CacheLayout::history()})
+        for_each_keyed(
+            dir(), records, ".json", false, [&](const std::string& key, const fs::path& rel) {
+                auto st = dir().stat(rel);
+                items.push_back({key, rel, st ? st->file.size : 0, mtime_of(dir(), rel), false});
+            });
     std::sort(items.begin(), items.end(),
               [](const Item& a, const Item& b) { return a.last_use < b.last_use; });
     report.bytes_before = dir().tree_bytes("");
@@ -310,7 +312,13 @@ std::expected<VerifyReport, std::string> Cache::verify() {
                        if (!direct_file_is_valid(dir(), rel))
                            remove_bad(rel, "not a direct-mode record", false);
                    });
-    for (const fs::path& memo : CacheLayout::root_memos()) {
+    for_each_keyed(dir(), CacheLayout::history(), ".json", false,
+                   [&](const std::string&, const fs::path& rel) {
+                       ++report.checked_other;
+                       if (!history_file_is_valid(dir(), rel))
+                           remove_bad(rel, "not a build history record", false);
+                   });
+    for (const fs::path& memo : CacheLayout::root_json_files()) {
         auto st = dir().stat(memo);
         if (!st) continue;
         ++report.checked_other;
@@ -345,11 +353,12 @@ std::expected<size_t, std::string> Cache::remove_stale_temps() const {
         ++removed;
     }
     // What killed writers left beside their targets ("X.tmp.<suffix>"):
-    // in the root (memos, the marker) and among the direct records.
+    // in the root (memos, the marker) and among the direct and history records.
     std::vector<fs::path> dirs{""};
-    if (auto fans = dir().list(CacheLayout::direct()))
-        for (const auto& fan : *fans)
-            if (fan.is_dir && is_hex(fan.name, 2)) dirs.push_back(CacheLayout::direct() / fan.name);
+    for (const fs::path& records : {CacheLayout::direct(), CacheLayout::history()})
+        if (auto fans = dir().list(records))
+            for (const auto& fan : *fans)
+                if (fan.is_dir && is_hex(fan.name, 2)) dirs.push_back(records / fan.name);
     for (const auto& d : dirs) {
         auto names = dir().list(d);
         if (!names) continue;

@@ -13,6 +13,10 @@ struct EmbeddedFile {
 
 const std::vector<EmbeddedFile>& embedded_files();
 
+// SHA-256 (hex) over each file's path and SHA-256, in order; computed when
+// bekc is built. Part of every cache key.
+std::string_view embedded_files_hash();
+
 // The contents of an embedded file; throws FatalError when there is none.
 std::string_view embedded(std::string_view path);
 

@@ -41,7 +41,13 @@ n, f, e, k = (int(s.get(a, 0)) for a in ("tests", "failures", "errors", "skipped
 print(f"{sys.argv[2]}: {n - f - e - k} passed, {f + e} failed, {k} skipped")
 PY
   grep -E "^(FAILED|ERROR) " "$RESULTS/$mode-$name.log" | sed 's/^/    /'
+  # Only bekc's runs decide the exit status: brainevent's own bridge fails
+  # under NumPy 2 (docs/numba.md).
+  if [[ $mode == bekc && $status -ne 0 ]]; then failures=$((failures + 1)); fi
+  return 0
 }
+
+failures=0
 
 modes=("$MODE"); [[ $MODE == both ]] && modes=(brainevent bekc)
 for mode in "${modes[@]}"; do
@@ -49,3 +55,4 @@ for mode in "${modes[@]}"; do
   run "$mode" numba_cuda_ffi_test.py
   run "$mode" main_test.py
 done
+exit $((failures > 0))

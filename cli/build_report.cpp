@@ -1,0 +1,156 @@
+#include "build_report.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <ctime>
+#include <optional>
+
+#include "driver/inputs.hpp"
+#include "store/build_history.hpp"
+#include "store/cache.hpp"
+#include "store/stats.hpp"
+#include "util/error.hpp"
+
+namespace bekc::cli {
+
+namespace {
+
+// The changed parts a report lists; a changed list of flags shifts every
+// later item, so the rest is only counted.
+constexpr size_t kMaxChangesShown = 16;
+
+// Same module name + same input paths: the builds a miss is compared with.
+struct Identity {
+    std::string module;
+    std::vector<std::string> inputs;
+};
+
+Identity identity_of(const BuildOptions& o) {
+    std::vector<fs::path> files;
+    try {
+        files = expand_inputs(o.inputs);
+    } catch (const FatalError&) {
+        files.assign(o.inputs.begin(), o.inputs.end());
+    }
+    Identity id;
+    for (const auto& f : files) id.inputs.push_back(fs::absolute(f).lexically_normal().string());
+    id.module = !o.name.empty() ? o.name : files.empty() ? "" : files.front().stem().string();
+    return id;
+}
+
+// The build's cache, when it exists and is bekc's.
+std::optional<Cache> cache_of(const BuildOptions& o, const EnvLookup& settings) {
+    std::optional<Cache> cache;
+    try {
+        cache.emplace(resolve_cache_root(o.cache_dir, settings));
+    } catch (const FatalError&) {
+        return std::nullopt;
+    }
+    auto ok = cache->is_cache();
+    if (!ok || !*ok) return std::nullopt;
+    return cache;
+}
+
+nlohmann::ordered_json changes_json(const std::vector<KeyChange>& changes) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < changes.size() && i < kMaxChangesShown; ++i)
+        out.push_back({{"part", changes[i].part},
+                       {"old", changes[i].old_value},
+                       {"new", changes[i].new_value}});
+    return out;
+}
+
+std::string utc_now() {
+    std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+std::string result_of(const BuildResult* r) {
+    if (!r) return "error";
+    if (r->remote_hit) return "remote_hit";
+    return r->cache_hit ? "hit" : "miss";
+}
+
+// One write(2) with O_APPEND, so concurrent builds' lines do not interleave.
+// Opened without blocking: a FIFO nobody reads is an error, not a hang.
+std::optional<std::string> append_line(const fs::path& path, const std::string& line) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
+                    0666);
+    if (fd < 0) return errno_message("open", path, errno);
+    ssize_t n = ::write(fd, line.data(), line.size());
+    int err = errno;
+    bool closed = ::close(fd) == 0;
+    if (n != static_cast<ssize_t>(line.size()))
+        return errno_message("write", path, n < 0 ? err : EIO);
+    if (!closed) return errno_message("write", path, errno);
+    return std::nullopt;
+}
+
+}  // namespace
+
+nlohmann::ordered_json account_build(const BuildOptions& o, const BuildResult& r,
+                                     const EnvLookup& settings) {
+    const bool local_hit = r.cache_hit && !r.remote_hit;
+    nlohmann::ordered_json why = nullptr;
+    if (!local_hit)
+        why = {{"reason", r.miss_reason.empty() && o.force ? "--force" : r.miss_reason},
+               {"previous_build", false},
+               {"changed", nlohmann::ordered_json::array()}};
+    auto cache = cache_of(o, settings);
+    if (!cache) return why;
+    (void)count_build(cache->dir(), local_hit      ? BuildCount::LocalHit
+                                    : r.remote_hit ? BuildCount::RemoteHit
+                                                   : BuildCount::Miss);
+    if (r.direct_key_record.empty()) return why;
+    Identity id = identity_of(o);
+    std::string history = inputs_id(id.module, id.inputs);
+    // A hit only marks the record used (for prune): the next miss says what
+    // changed since the last build that compiled these inputs.
+    if (local_hit) {
+        cache->dir().touch(CacheLayout::history_record(history));
+        return why;
+    }
+    auto before = previous_record(cache->dir(), history);
+    remember_record(cache->dir(), history, r.direct_key_record, before);
+    if (!before) return why;
+    auto changes = changed_parts(*before, r.direct_key_record);
+    why["previous_build"] = true;
+    why["changed"] = changes_json(changes);
+    if (changes.size() > kMaxChangesShown) why["more_changed"] = changes.size() - kMaxChangesShown;
+    return why;
+}
+
+void account_failure(const BuildOptions& o, const EnvLookup& settings) {
+    if (auto cache = cache_of(o, settings)) (void)count_build(cache->dir(), BuildCount::Error);
+}
+
+void log_build(const BuildOptions& o, const BuildResult* r, const nlohmann::ordered_json& why,
+               int exit_code, double seconds, const EnvLookup& settings) {
+    auto path = settings("BEKC_LOG");
+    if (!path) return;
+    Identity id = identity_of(o);
+    nlohmann::ordered_json line = {
+        {"time", utc_now()},
+        {"module", id.module},
+        {"inputs", id.inputs},
+        {"result", result_of(r)},
+        {"exit_code", exit_code},
+        {"seconds_total", r ? r->seconds_total : seconds},
+        {"seconds_compile", r ? r->seconds_compile : 0.0},
+        {"direct_key", r ? r->direct_key : ""},
+        {"manifest", r ? r->manifest.string() : ""},
+        {"why", why},
+    };
+    std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    if (auto problem = append_line(*path, text); problem && !o.quiet)
+        std::fprintf(stderr, "bekc: warning: build log: %s\n", problem->c_str());
+}
+
+}  // namespace bekc::cli

@@ -1,0 +1,29 @@
+// What `bekc build` reports beyond the manifest: why it missed (the direct key
+// parts that changed since the last build of the same inputs), the hit and
+// miss counters in the cache, and one JSON line per build appended to
+// $BEKC_LOG (or log_file in bekc.conf). See docs/cli.md, "Build log and
+// statistics".
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "driver/build.hpp"
+#include "util/env.hpp"
+
+namespace bekc::cli {
+
+// After a build that returned: updates the history and the counters, and
+// returns the "why" object (null on a hit) for --json and the log.
+nlohmann::ordered_json account_build(const BuildOptions& o, const BuildResult& r,
+                                     const EnvLookup& settings);
+
+// After a build that failed with `exit_code`: counts the error.
+void account_failure(const BuildOptions& o, const EnvLookup& settings);
+
+// Appends one line to the build log when one is set (a warning when it
+// cannot be written; the build's result stands). `r`: nullptr when the
+// build failed.
+void log_build(const BuildOptions& o, const BuildResult* r, const nlohmann::ordered_json& why,
+               int exit_code, double seconds, const EnvLookup& settings);
+
+}  // namespace bekc::cli

@@ -1,0 +1,110 @@
+// `bekc config --show`: every setting bekc would use, and where it came from,
+// as `ccache -p` prints them. The layering is config/settings.hpp's.
+#include <cstdio>
+#include <memory>
+
+#include "commands.hpp"
+#include "store/cache.hpp"
+#include "store/size.hpp"
+#include "util/error.hpp"
+
+namespace bekc::cli {
+
+namespace {
+
+struct ConfigOptions {
+    bool show = false;
+    std::optional<std::string> cache_dir, remote_cache, launcher;
+    bool remote_read_only = false;
+};
+
+// The value a command-line option gives `s`, if any.
+std::optional<std::string> from_flag(const SettingInfo& s, const ConfigOptions& o) {
+    if (s.key == "cache_dir" && o.cache_dir) return fs::absolute(*o.cache_dir).string();
+    if (s.key == "remote_cache") return o.remote_cache;
+    if (s.key == "launcher") return o.launcher;
+    if (s.key == "remote_read_only" && o.remote_read_only) return "1";
+    return std::nullopt;
+}
+
+// What bekc uses when nothing sets `s`, and what says so.
+SettingValue default_of(const SettingInfo& s, const fs::path& root, const EnvLookup& env) {
+    if (s.key == "cache_dir") return {root.string(), "default"};
+    if (s.key == "max_size") {
+        auto limit = Cache(root).size_limit(env);
+        if (!limit) return {"", limit.error()};
+        return {limit->bytes ? format_size(limit->bytes) : "0 (no limit)",
+                limit->source == "default" ? "default" : (root / limit->source).string()};
+    }
+    if (s.key == "remote_read_only") return {"0", "default"};
+    return {"", "default"};
+}
+
+int show(const ConfigOptions& o) {
+    Settings settings = load_settings_or_exit(o.cache_dir);
+    EnvLookup env = settings.lookup();
+    fs::path root = resolve_cache_root(o.cache_dir, env);
+    std::printf("# bekc.conf files, most specific first:\n");
+    for (const auto& place : settings.places()) {
+        bool read = false;
+        for (const auto& f : settings.files()) read = read || f.path == place;
+        std::printf("#   %s%s\n", place.c_str(), read ? "" : " (not present)");
+    }
+    for (const SettingInfo& s : config_settings()) {
+        SettingValue v;
+        if (auto flag = from_flag(s, o)) {
+            v = {*flag, std::string(s.flag)};
+        } else if (auto found = settings.find(s.env)) {
+            v = *found;
+        } else {
+            v = default_of(s, root, env);
+        }
+        std::printf("(%s) %s = %s\n", v.origin.c_str(), std::string(s.key).c_str(),
+                    v.value.c_str());
+    }
+    return kExitOk;
+}
+
+}  // namespace
+
+Settings load_settings_or_exit(const std::optional<std::string>& cache_dir_flag) {
+    auto settings = load_settings(cache_dir_flag, system_env());
+    if (settings) return std::move(*settings);
+    std::string message;
+    for (const auto& e : settings.error()) message += (message.empty() ? "" : "\n") + e;
+    throw FatalError(message, kExitUsage);
+}
+
+void add_setting_options(CLI::App* cmd, std::optional<std::string>& cache_dir,
+                         std::optional<std::string>& remote_cache, bool& remote_read_only,
+                         std::optional<std::string>& launcher) {
+    cmd->add_option("--cache-dir", cache_dir,
+                    "Cache directory (default: $BEKC_CACHE_DIR, cache_dir in bekc.conf, "
+                    "$XDG_CACHE_HOME/bekc or ~/.cache/bekc)");
+    cmd->add_option("--remote-cache", remote_cache,
+                    "HTTP cache shared by several machines (GET/PUT of whole entries; default: "
+                    "$BEKC_REMOTE_CACHE; token from $BEKC_REMOTE_TOKEN)");
+    cmd->add_flag("--remote-cache-read-only", remote_read_only,
+                  "Only read from the remote cache (also $BEKC_REMOTE_CACHE_READONLY=1)");
+    cmd->add_option("--launcher", launcher,
+                    "Compiler launcher put in front of nvcc and the host compiler: ccache, "
+                    "sccache or a path (default: $BEKC_LAUNCHER)");
+}
+
+Action add_config_command(CLI::App& app) {
+    auto o = std::make_shared<ConfigOptions>();
+    CLI::App* cmd = app.add_subcommand(
+        "config",
+        "Show the settings bekc uses (bekc.conf, the environment, the command line) and where "
+        "each comes from");
+    cmd->add_flag("--show", o->show, "Print every setting as '(origin) key = value'");
+    add_setting_options(cmd, o->cache_dir, o->remote_cache, o->remote_read_only, o->launcher);
+    return [o] {
+        if (!o->show)
+            throw FatalError("bekc: error: bekc config needs --show (see bekc config --help)",
+                             kExitUsage);
+        return show(*o);
+    };
+}
+
+}  // namespace bekc::cli

@@ -1,0 +1,159 @@
+#include "config/config.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+
+#include <fmt/format.h>
+
+#include "store/size.hpp"
+
+namespace bekc {
+
+namespace {
+
+constexpr std::array<SettingInfo, 6> kSettings{{
+    {"cache_dir", "BEKC_CACHE_DIR", "--cache-dir", SettingType::Path},
+    {"max_size", "BEKC_CACHE_MAX_SIZE", "", SettingType::Size},
+    {"remote_cache", "BEKC_REMOTE_CACHE", "--remote-cache", SettingType::Url},
+    {"remote_read_only", "BEKC_REMOTE_CACHE_READONLY", "--remote-cache-read-only",
+     SettingType::Bool},
+    {"launcher", "BEKC_LAUNCHER", "--launcher", SettingType::Launcher},
+    {"log_file", "BEKC_LOG", "", SettingType::Path},
+}};
+
+constexpr std::array<std::pair<std::string_view, std::string_view>, 8> kBools{{
+    {"true", "1"},
+    {"yes", "1"},
+    {"on", "1"},
+    {"1", "1"},
+    {"false", "0"},
+    {"no", "0"},
+    {"off", "0"},
+    {"0", "0"},
+}};
+
+std::string_view trim(std::string_view s) {
+    auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+    while (!s.empty() && space(s.front())) s.remove_prefix(1);
+    while (!s.empty() && space(s.back())) s.remove_suffix(1);
+    return s;
+}
+
+std::string lower(std::string_view s) {
+    std::string out(s);
+    std::transform(out.begin(), out.end(), out.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return out;
+}
+
+bool has_control_char(std::string_view s) {
+    return std::any_of(s.begin(), s.end(), [](char c) {
+        auto u = static_cast<unsigned char>(c);
+        return u < 0x20 || u == 0x7f;
+    });
+}
+
+std::string known_keys() {
+    std::string out;
+    for (const auto& s : kSettings) out += (out.empty() ? "" : ", ") + std::string(s.key);
+    return out;
+}
+
+// The value as the environment variable would hold it, or why it is bad.
+std::expected<std::string, std::string> convert(const SettingInfo& s, std::string_view value,
+                                                const fs::path& dir) {
+    if (value.empty() && s.type != SettingType::Url)
+        return std::unexpected(fmt::format("{} needs a value", s.key));
+    if (has_control_char(value))
+        return std::unexpected(fmt::format("{} contains control characters", s.key));
+    switch (s.type) {
+        case SettingType::Size:
+            if (auto bytes = parse_size(value); !bytes)
+                return std::unexpected(fmt::format("{}: {}", s.key, bytes.error()));
+            return std::string(value);
+        case SettingType::Bool:
+            for (const auto& [word, as_env] : kBools)
+                if (lower(value) == word) return std::string(as_env);
+            return std::unexpected(fmt::format(
+                "{} must be true or false (or yes/no, on/off, 1/0), not '{}'", s.key, value));
+        case SettingType::Url: {
+            std::string l = lower(value);
+            if (!value.empty() && l.rfind("http://", 0) != 0 && l.rfind("https://", 0) != 0)
+                return std::unexpected(
+                    fmt::format("{} must be an http:// or https:// URL (or empty: none), not '{}'",
+                                s.key, value));
+            return std::string(value);
+        }
+        case SettingType::Launcher:
+            // A bare name is looked up on PATH, as on the command line.
+            if (value.find('/') == std::string_view::npos) return std::string(value);
+            [[fallthrough]];
+        case SettingType::Path:
+            if (value.front() == '~')
+                return std::unexpected(fmt::format(
+                    "{}: '~' is not expanded in bekc.conf; write the absolute path", s.key));
+            return (dir / fs::path(value)).lexically_normal().string();
+    }
+    return std::string(value);
+}
+
+}  // namespace
+
+std::span<const SettingInfo> config_settings() {
+    return kSettings;
+}
+
+const SettingInfo* find_setting(std::string_view key) {
+    for (const auto& s : kSettings)
+        if (s.key == key) return &s;
+    return nullptr;
+}
+
+std::string ConfigFile::origin(std::string_view env) const {
+    auto it = values.find(env);
+    return fmt::format("{}:{}", path.string(), it == values.end() ? 0 : it->second.line);
+}
+
+std::expected<ConfigFile, std::vector<std::string>> parse_config(std::string_view text,
+                                                                 const fs::path& file) {
+    ConfigFile out{file, {}};
+    std::vector<std::string> errors;
+    std::map<std::string_view, size_t> seen;
+    size_t line_no = 0;
+    while (!text.empty()) {
+        ++line_no;
+        size_t end = text.find('\n');
+        std::string_view line = trim(text.substr(0, end));
+        text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+        if (line.empty() || line.front() == '#') continue;
+        auto fail = [&](const std::string& what) {
+            errors.push_back(fmt::format("{}:{}: error: {}", file.string(), line_no, what));
+        };
+        size_t eq = line.find('=');
+        if (eq == std::string_view::npos) {
+            fail("expected 'key = value'");
+            continue;
+        }
+        std::string_view key = trim(line.substr(0, eq));
+        const SettingInfo* s = find_setting(key);
+        if (!s) {
+            fail(fmt::format("unknown key '{}'; bekc.conf knows {}", key, known_keys()));
+            continue;
+        }
+        if (auto [it, fresh] = seen.emplace(s->key, line_no); !fresh) {
+            fail(fmt::format("{} is set twice (first on line {})", s->key, it->second));
+            continue;
+        }
+        auto value = convert(*s, trim(line.substr(eq + 1)), file.parent_path());
+        if (!value) {
+            fail(value.error());
+            continue;
+        }
+        out.values[std::string(s->env)] = ConfigValue{*value, line_no};
+    }
+    if (!errors.empty()) return std::unexpected(std::move(errors));
+    return out;
+}
+
+}  // namespace bekc

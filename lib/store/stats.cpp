@@ -1,0 +1,107 @@
+#include "store/stats.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <ctime>
+#include <iterator>
+
+#include <nlohmann/json.hpp>
+
+#include "store/layout.hpp"
+#include "store/lock.hpp"
+
+namespace bekc {
+
+namespace {
+
+// A build waits this long for the counters' lock before giving its count up.
+constexpr std::chrono::milliseconds kLockWait{1000};
+
+uint64_t count_of(const nlohmann::json& j, const char* name) {
+    auto it = j.find(name);
+    return it != j.end() && it->is_number_unsigned() ? it->get<uint64_t>() : 0;
+}
+
+std::expected<void, std::string> write_counters(const CacheDir& cache, const BuildCounters& c) {
+    nlohmann::json j = {{"local_hits", c.local_hits},
+                        {"remote_hits", c.remote_hits},
+                        {"misses", c.misses},
+                        {"errors", c.errors},
+                        {"zeroed_at", c.zeroed_at}};
+    return cache.write(CacheLayout::stats_file(), j.dump() + "\n");
+}
+
+constexpr const char* kCounters[] = {"local_hits", "remote_hits", "misses", "errors"};
+
+uint64_t& field(BuildCounters& c, size_t i) {
+    uint64_t* fields[] = {&c.local_hits, &c.remote_hits, &c.misses, &c.errors};
+    return *fields[i];
+}
+
+// A tally's length and, with `take`, the tally emptied.
+uint64_t tally(const CacheDir& cache, size_t i, bool take) {
+    auto fd = cache.open_rw(CacheLayout::stats_tally(kCounters[i]));
+    struct stat st;
+    if (!fd || ::fstat(fd->get(), &st) != 0) return 0;
+    if (take && ::ftruncate(fd->get(), 0) != 0) return 0;
+    return static_cast<uint64_t>(st.st_size);
+}
+
+// The counters written in stats.json, without the tallies.
+BuildCounters read_folded(const CacheDir& cache) {
+    auto text = cache.read(CacheLayout::stats_file(), 1 << 16);
+    if (!text) return {};
+    auto j = nlohmann::json::parse(*text, nullptr, false);
+    if (!j.is_object()) return {};
+    BuildCounters c;
+    for (size_t i = 0; i < std::size(kCounters); ++i) field(c, i) = count_of(j, kCounters[i]);
+    if (auto it = j.find("zeroed_at"); it != j.end() && it->is_number_integer())
+        c.zeroed_at = it->get<int64_t>();
+    return c;
+}
+
+// Moves the tallies into stats.json, under the counters' lock; `zero` starts
+// them all again. An append between a tally's read and its truncation is the
+// one count that can be lost.
+std::expected<void, std::string> fold(const CacheDir& cache, bool zero) {
+    auto lock = FileLock::acquire(cache, CacheLayout::named_lock("stats"), kLockWait);
+    if (!lock) return std::unexpected(lock.error().message);
+    BuildCounters c = zero ? BuildCounters{} : read_folded(cache);
+    for (size_t i = 0; i < std::size(kCounters); ++i) {
+        uint64_t n = tally(cache, i, true);
+        if (!zero) field(c, i) += n;
+    }
+    if (zero)
+        c.zeroed_at = std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+    return write_counters(cache, c);
+}
+
+// A tally folds once it holds this many counts.
+constexpr uint64_t kFoldAt = 4096;
+
+}  // namespace
+
+BuildCounters read_counters(const CacheDir& cache) {
+    BuildCounters c = read_folded(cache);
+    for (size_t i = 0; i < std::size(kCounters); ++i) field(c, i) += tally(cache, i, false);
+    return c;
+}
+
+std::expected<void, std::string> count_build(const CacheDir& cache, BuildCount what) {
+    // One byte appended, no lock: a hit stays as cheap as it was.
+    const size_t i = static_cast<size_t>(what);
+    auto size = cache.append(CacheLayout::stats_tally(kCounters[i]), "+");
+    if (!size) return std::unexpected(size.error());
+    if (*size >= kFoldAt) return fold(cache, false);
+    return {};
+}
+
+std::expected<void, std::string> zero_counters(const CacheDir& cache) {
+    return fold(cache, true);
+}
+
+}  // namespace bekc
