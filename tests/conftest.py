@@ -12,5 +12,5 @@ import tempfile
 os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="bekc-test-config-")
 # Readable by the tests that run bekc as another user (setpriv), like a home.
 os.chmod(os.environ["XDG_CONFIG_HOME"], 0o755)
-for _var in ("BEKC_CONFIG", "BEKC_LOG"):
+for _var in ("BEKC_CONFIG", "BEKC_LOG", "BEKC_BASE_DIR"):
     os.environ.pop(_var, None)

@@ -12,12 +12,13 @@ namespace bekc {
 
 namespace {
 
-constexpr std::array<SettingInfo, 6> kSettings{{
+constexpr std::array<SettingInfo, 7> kSettings{{
     {"cache_dir", "BEKC_CACHE_DIR", "--cache-dir", SettingType::Path},
     {"max_size", "BEKC_CACHE_MAX_SIZE", "", SettingType::Size},
     {"remote_cache", "BEKC_REMOTE_CACHE", "--remote-cache", SettingType::Url},
     {"remote_read_only", "BEKC_REMOTE_CACHE_READONLY", "--remote-cache-read-only",
      SettingType::Bool},
+    {"base_dir", "BEKC_BASE_DIR", "", SettingType::Path},
     {"launcher", "BEKC_LAUNCHER", "--launcher", SettingType::Launcher},
     {"log_file", "BEKC_LOG", "", SettingType::Path},
 }};

@@ -174,6 +174,8 @@ BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& re
     if (in.nvcc) in.nvcc_version = facts.version(*in.nvcc);
     in.cxx_version = facts.version(in.cxx);
     in.env = read_compiler_env(ctx.raw_env, any_cuda, ctx.cwd);
+    if (auto base = ctx.env("BEKC_BASE_DIR"); base && !base->empty())
+        in.base = BaseDir(ctx.cwd / *base);
     in.files = std::move(scanned.files);
     return in;
 }
@@ -346,7 +348,8 @@ std::string make_escape(const std::string& path) {
 }
 
 void write_depfile(const fs::path& file, const Cache& cache, const Entry& entry,
-                   const std::vector<SourceFile>& inputs, const fs::path& target) {
+                   const std::vector<SourceFile>& inputs, const fs::path& target,
+                   const BaseDir& base) {
     std::vector<std::string> prereqs;
     for (const auto& f : inputs)
         prereqs.push_back(fs::absolute(f.path).lexically_normal().string());
@@ -354,7 +357,8 @@ void write_depfile(const fs::path& file, const Cache& cache, const Entry& entry,
         auto j = nlohmann::json::parse(*text, nullptr, false);
         if (j.is_array())
             for (const auto& h : j)
-                if (h.is_string()) prereqs.push_back(h.get<std::string>());
+                if (h.is_string())
+                    if (auto here = base.show(h.get<std::string>())) prereqs.push_back(*here);
     }
     std::string out = make_escape(target.string()) + ":";
     for (const auto& p : prereqs) out += " \\\n  " + make_escape(p);
@@ -429,13 +433,14 @@ BuildResult run_build(const BuildOptions& options, BuildContext& ctx) {
         result.manifest = e.manifest(!o.no_cuda_graph);
         result.library = e.library;
         if (o.output_dir) place_outputs(fs::path(*o.output_dir), result);
-        if (o.depfile) write_depfile(fs::path(*o.depfile), cache, e, in.files, result.manifest);
+        if (o.depfile)
+            write_depfile(fs::path(*o.depfile), cache, e, in.files, result.manifest, in.base);
         result.seconds_total = seconds_since(start);
         return result;
     };
     auto try_hit = [&]() -> std::optional<Entry> {
         if (o.force) return std::nullopt;
-        DirectLookup d = cache.lookup_direct(direct_key);
+        DirectLookup d = cache.lookup_direct(direct_key, in.base);
         if (!d.key) {
             result.miss_reason = d.why_not;
             return std::nullopt;
@@ -463,7 +468,7 @@ BuildResult run_build(const BuildOptions& options, BuildContext& ctx) {
     if (auto config = remote_config(o.remote_cache, o.remote_read_only, ctx.env))
         remote.emplace(*config, [&](const std::string& m) { report.warn(m); });
     if (remote && !o.force) {
-        if (auto e = remote->fetch(cache, direct_key)) {
+        if (auto e = remote->fetch(cache, direct_key, in.base)) {
             result.miss_reason = "local miss, remote hit";
             result.remote_hit = true;
             keep_under_limit(*e);
@@ -491,7 +496,7 @@ BuildResult run_build(const BuildOptions& options, BuildContext& ctx) {
     result.seconds_compile = seconds_since(compile_start);
     DependencySet deps =
         classify_dependencies(c.dependencies, in, runtime_include_dir(in.cache_root), dir);
-    KeyBuilder full = full_key_builder(direct_key, deps);
+    KeyBuilder full = full_key_builder(direct_key, deps, in.base);
     if (o.explain_key) std::fputs(full.explain().c_str(), stdout);
     std::string key = full.digest();
     deps.direct.key = key;
@@ -513,7 +518,9 @@ BuildResult run_build(const BuildOptions& options, BuildContext& ctx) {
             ManifestOutput m{key, *sha};
             if (auto w = staging.write(kManifestNoGraphFile, render_manifest(in, m, false)); !w)
                 return w;
-            nlohmann::json headers = deps.user_headers;
+            // Relative to the base directory, for --depfile in any checkout.
+            nlohmann::json headers = nlohmann::json::array();
+            for (const auto& h : deps.user_headers) headers.push_back(in.base.hide(h));
             if (auto w = staging.write(kDependenciesFile, headers.dump()); !w) return w;
             return staging.write(kManifestFile, render_manifest(in, m, true));
         },
@@ -534,10 +541,10 @@ BuildResult run_build(const BuildOptions& options, BuildContext& ctx) {
     if (!outcome->repaired.empty())
         report.warn("replaced a corrupt cache entry: " + outcome->repaired);
     if (changed) return finish(outcome->entry, false);
-    if (auto r = cache.record_direct(direct_key, deps.direct); !r)
+    if (auto r = cache.record_direct(direct_key, deps.direct, in.base); !r)
         report.warn("could not record dependencies for fast hits: " + r.error());
     if (!outcome->hit) keep_under_limit(outcome->entry);
-    if (remote) remote->publish(cache, outcome->entry, direct_key, deps.direct);
+    if (remote) remote->publish(cache, outcome->entry, direct_key, deps.direct, in.base);
     return finish(outcome->entry, false);
 }
 

@@ -14,6 +14,7 @@
 #include "plan/arch.hpp"
 #include "plan/flags.hpp"
 #include "run/toolchain.hpp"
+#include "store/base_dir.hpp"
 
 namespace bekc {
 
@@ -32,6 +33,9 @@ struct BuildInputs {
     std::optional<fs::path> launcher;  // never changes the output: not keyed
     CompilerEnv env;                   // what the compilers and the linker read
     fs::path cache_root;
+    // $BEKC_BASE_DIR: paths under it are keyed and recorded relative to it
+    // and mapped out of what the compilers write (store/base_dir.hpp).
+    BaseDir base;
 
     std::string library_file() const { return "lib" + name + ".so"; }
     bool any_cuda() const { return nvcc.has_value(); }

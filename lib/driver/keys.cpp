@@ -30,10 +30,12 @@ constexpr std::string_view kCompilerPrivateDirs[] = {"/usr/lib/gcc/", "/usr/incl
 
 KeyBuilder direct_key_builder(const BuildInputs& in) {
     KeyBuilder k("direct");
+    // Paths under the base directory count relative to it.
+    const BaseDir& b = in.base;
     k.add("bekc_version", kVersion).add("embedded", embedded_files_hash());
     // The inputs' bytes; their paths are in the wrappers' #include lines.
     for (const auto& f : in.files) {
-        k.add("input.path", fs::absolute(f.path).lexically_normal().string());
+        k.add("input.path", b.hide(fs::absolute(f.path).lexically_normal().string()));
         k.add("input.sha256", sha256_hex(f.text));
     }
     // The commands name the tools by path; this says which binaries they are.
@@ -43,11 +45,11 @@ KeyBuilder direct_key_builder(const BuildInputs& in) {
     // only the variables that are set, so set-but-empty and unset differ. The
     // path lists also as the directories they mean here, since relative and
     // empty elements depend on the working directory.
-    for (const auto& [name, value] : in.env.values) k.add("env." + name, value);
+    for (const auto& [name, value] : in.env.values) k.add("env." + name, b.hide(value));
     auto dirs = [&](std::string_view label, const std::vector<fs::path>& list) {
         if (list.empty()) return;
         std::vector<std::string> items;
-        for (const auto& d : list) items.push_back(d.string());
+        for (const auto& d : list) items.push_back(b.hide(d.string()));
         k.add_list(label, items);
     };
     dirs("env.include_dirs", in.env.include_dirs);
@@ -59,13 +61,16 @@ KeyBuilder direct_key_builder(const BuildInputs& in) {
     for (const Step& step : key_graph(in).steps) {
         k.add("step", step_kind_name(step.kind));
         if (step.runs()) {
-            k.add_list("step.argv", step.command.argv);
-            if (!step.command.cwd.empty()) k.add("step.cwd", step.command.cwd);
+            std::vector<std::string> argv;
+            for (const auto& a : step.command.argv) argv.push_back(b.hide(a));
+            k.add_list("step.argv", argv);
+            if (!step.command.cwd.empty()) k.add("step.cwd", b.hide(step.command.cwd));
             for (const auto& [name, value] : step.command.env_overrides)
-                k.add("step.env." + name, value);
+                k.add("step.env." + name, b.hide(value));
         } else {
             k.add_list("step.writes", step.command.outputs);
-            if (!step.content.empty()) k.add("step.content.sha256", sha256_hex(step.content));
+            if (!step.content.empty())
+                k.add("step.content.sha256", sha256_hex(b.hide(step.content)));
         }
     }
     return k;
@@ -418,10 +423,12 @@ DependencySet classify_dependencies(const ReportedDependencies& reported, const 
     return out;
 }
 
-KeyBuilder full_key_builder(const std::string& direct_key, const DependencySet& deps) {
+KeyBuilder full_key_builder(const std::string& direct_key, const DependencySet& deps,
+                            const BaseDir& base) {
     KeyBuilder k("build");
     k.add("direct_key", direct_key);
-    for (const auto& [path, sha] : deps.hashed) k.add("dep.path", path).add("dep.sha256", sha);
+    for (const auto& [path, sha] : deps.hashed)
+        k.add("dep.path", base.hide(path)).add("dep.sha256", sha);
     return k;
 }
 

@@ -57,7 +57,9 @@ struct DependencySet {
 DependencySet classify_dependencies(const ReportedDependencies& reported, const BuildInputs& in,
                                     const fs::path& runtime_include, const fs::path& build_dir);
 
-KeyBuilder full_key_builder(const std::string& direct_key, const DependencySet& deps);
+// Paths under `base` count relative to it.
+KeyBuilder full_key_builder(const std::string& direct_key, const DependencySet& deps,
+                            const BaseDir& base = {});
 
 // True for files the toolchain identity covers (CUDA toolkit, host
 // compiler's private directories: its headers and its libraries).

@@ -46,6 +46,9 @@ std::vector<std::string> nvcc_common(const PlanRequest& r) {
     if (r.flags.fast_math) a.push_back("--use_fast_math");
     append(a, gencode_flags(r.archs));
     if (device_threads(r) > 1) append(a, {"--threads", std::to_string(device_threads(r))});
+    // nvcc splits a -Xcompiler value at commas: a base with one is not mapped.
+    if (!r.base_dir.empty() && r.base_dir.find(',') == std::string::npos)
+        append(a, {"-Xcompiler", "-ffile-prefix-map=" + r.base_dir + "=."});
     return a;
 }
 
@@ -54,6 +57,7 @@ std::vector<std::string> cxx_common(const PlanRequest& r) {
                                   "-O" + std::to_string(r.flags.opt_level), "-fPIC",
                                   "-fvisibility=hidden"};
     if (r.flags.fast_math) a.push_back("-ffast-math");
+    if (!r.base_dir.empty()) a.push_back("-ffile-prefix-map=" + r.base_dir + "=.");
     return a;
 }
 

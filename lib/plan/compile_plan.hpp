@@ -52,6 +52,9 @@ struct PlanRequest {
     // (`--threads N`, when it has more than one to compile); the compile
     // takes that many -j slots.
     int device_threads = 1;
+    // $BEKC_BASE_DIR: what the compilers write (debug information, __FILE__)
+    // names files under it relative to it (-ffile-prefix-map=DIR=.).
+    std::string base_dir;
 };
 
 // How many device compilations nvcc runs for one input: one per arch, and

@@ -130,7 +130,8 @@ RemoteCache::RemoteRecords RemoteCache::read_records(const std::string& direct_k
     return {State::Found, std::move(*records)};
 }
 
-std::optional<Entry> RemoteCache::fetch(Cache& cache, const std::string& direct_key) {
+std::optional<Entry> RemoteCache::fetch(Cache& cache, const std::string& direct_key,
+                                        const BaseDir& base) {
     if (!http_) return std::nullopt;
     Lookup lookup{std::chrono::steady_clock::now() + lookup_budget(config_), ""};
     auto gave_up = [&]() -> std::optional<Entry> {
@@ -150,7 +151,7 @@ std::optional<Entry> RemoteCache::fetch(Cache& cache, const std::string& direct_
     if (!lookup.cut_short.empty()) return gave_up();
     if (remote.state != RemoteRecords::State::Found) return std::nullopt;
     // Only a record whose headers are byte for byte ours names our key.
-    auto match = match_local_files(remote.records, LocalCheck{lookup.deadline});
+    auto match = match_local_files(remote.records, LocalCheck{lookup.deadline}, base);
     if (!match) {
         lookup.cut_short = match.error();
         return gave_up();
@@ -173,7 +174,7 @@ std::optional<Entry> RemoteCache::fetch(Cache& cache, const std::string& direct_
         return std::nullopt;
     }
     // The next build of these inputs is a local hit.
-    if (auto r = cache.record_direct(direct_key, record); !r)
+    if (auto r = cache.record_direct(direct_key, record, base); !r)
         warn_("could not record dependencies for fast hits: " + r.error());
     return outcome->entry;
 }
@@ -227,7 +228,12 @@ std::expected<void, std::string> RemoteCache::download_entry(const std::string& 
 }
 
 void RemoteCache::publish(const Cache& cache, const Entry& entry, const std::string& direct_key,
-                          const DirectInputs& deps) {
+                          const DirectInputs& local_deps, const BaseDir& base) {
+    // Paths under the base directory go out relative to it, for checkouts
+    // elsewhere to check against their own files.
+    DirectInputs deps = local_deps;
+    for (auto& d : deps.dependencies) d.path = base.hide(d.path.string());
+    for (auto& p : deps.must_not_exist) p = base.hide(p.string());
     if (!http_ || config_.read_only) return;
     auto scratch = scratch_dir(cache);
     if (!scratch) {

@@ -101,13 +101,15 @@ class RemoteCache {
 
     // After a local miss: the remote's direct record for `direct_key`, checked
     // against the local files it names; then the entry, verified and published
-    // into `cache`. nullopt when the remote has nothing usable.
-    std::optional<Entry> fetch(Cache& cache, const std::string& direct_key);
+    // into `cache`. nullopt when the remote has nothing usable. Paths the
+    // records name under a base directory are checked under `base`.
+    std::optional<Entry> fetch(Cache& cache, const std::string& direct_key,
+                               const BaseDir& base = {});
 
     // After a local build: uploads the entry (from `cache`) and its direct
-    // record, unless read-only.
+    // record, unless read-only; paths under `base` go out relative to it.
     void publish(const Cache& cache, const Entry& entry, const std::string& direct_key,
-                 const DirectInputs& deps);
+                 const DirectInputs& deps, const BaseDir& base = {});
 
   private:
     // One fetch's time limit, and what it cut short once it passed.

@@ -36,6 +36,20 @@ bool is_absolute_path(const std::string& s) {
     return p.is_absolute() && p.lexically_normal() == p && s.find('\0') == std::string::npos;
 }
 
+// "$BEKC_BASE_DIR/rel", normal and never climbing out: a path under the
+// writer's base directory (store/base_dir.hpp).
+bool is_base_path(const std::string& s) {
+    const std::string prefix = std::string(BaseDir::kToken) + "/";
+    if (s.compare(0, prefix.size(), prefix) != 0 || s.find('\0') != std::string::npos) return false;
+    fs::path rel(s.substr(prefix.size()));
+    return !rel.empty() && rel.is_relative() && rel.lexically_normal() == rel &&
+           *rel.begin() != "..";
+}
+
+bool is_recorded_path(const std::string& s) {
+    return is_absolute_path(s) || is_base_path(s);
+}
+
 std::expected<DirectInputs, std::string> record_from_json(const json& r) {
     if (!r.is_object()) return std::unexpected("a record is not an object");
     DirectInputs in;
@@ -43,14 +57,14 @@ std::expected<DirectInputs, std::string> record_from_json(const json& r) {
     if (!is_valid_key(in.key)) return std::unexpected("a record has no valid key");
     for (const auto& f : r.at("files")) {
         std::string path = f.at("path").get<std::string>(), sha = f.at("sha256").get<std::string>();
-        if (!is_absolute_path(path))
+        if (!is_recorded_path(path))
             return std::unexpected("'" + path + "' is not an absolute path");
         if (!is_sha256(sha)) return std::unexpected("the SHA-256 of '" + path + "' is malformed");
         in.dependencies.push_back({fs::path(path), sha});
     }
     for (const auto& a : r.at("absent")) {
         std::string path = a.get<std::string>();
-        if (!is_absolute_path(path))
+        if (!is_recorded_path(path))
             return std::unexpected("'" + path + "' is not an absolute path");
         in.must_not_exist.emplace_back(path);
     }
@@ -151,19 +165,27 @@ std::vector<DirectInputs> merge_remote_records(std::vector<DirectInputs> existin
 }
 
 std::expected<LocalMatch, std::string> match_local_files(const std::vector<DirectInputs>& records,
-                                                         const LocalCheck& check) {
+                                                         const LocalCheck& check,
+                                                         const BaseDir& base) {
     LocalMatch result;
     // Records of one direct key mostly list the same headers: hash each once.
     std::map<fs::path, std::string> hashes;
     for (const auto& record : records) {
         bool holds = true;
         for (const auto& d : record.dependencies) {
-            auto it = hashes.find(d.path);
+            // A path under the writer's base is this checkout's file.
+            auto here = base.show(d.path.string());
+            if (!here) {
+                holds = false;
+                break;
+            }
+            fs::path path(*here);
+            auto it = hashes.find(path);
             if (it == hashes.end()) {
-                auto local = local_sha256(d.path, check);
-                if (!local) return std::unexpected("hashing " + d.path.string());
+                auto local = local_sha256(path, check);
+                if (!local) return std::unexpected("hashing " + path.string());
                 if (!local->refused.empty()) result.refused.push_back(local->refused);
-                it = hashes.emplace(d.path, std::move(local->sha256)).first;
+                it = hashes.emplace(path, std::move(local->sha256)).first;
             }
             if (it->second != d.sha256) {
                 holds = false;
@@ -171,7 +193,10 @@ std::expected<LocalMatch, std::string> match_local_files(const std::vector<Direc
             }
         }
         holds = holds && std::none_of(record.must_not_exist.begin(), record.must_not_exist.end(),
-                                      exists_here);
+                                      [&](const fs::path& p) {
+                                          auto here = base.show(p.string());
+                                          return !here || exists_here(*here);
+                                      });
         if (holds) {
             result.record = record;
             break;

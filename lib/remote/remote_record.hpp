@@ -9,9 +9,10 @@
 // what the full key was computed from: each dependency's SHA-256. A reader
 // hashes its own copy of every listed file; all must match, and every
 // "absent" path must be absent, before the record's key is believed. Paths
-// are absolute, so machines sharing a remote must build from the same paths
-// (a CI image, a fixed checkout directory), as with ccache's remote storage
-// without base_dir.
+// are absolute, or relative to the base directory ("$BEKC_BASE_DIR/inc/a.h",
+// store/base_dir.hpp); without a base, machines sharing a remote must build
+// from the same paths (a CI image, a fixed checkout directory), as with
+// ccache's remote storage without base_dir.
 //
 // Up to kMaxDirectRecords records per direct key, newest first, one per
 // distinct set of header contents; writers read, merge and rewrite the file,
@@ -26,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "store/base_dir.hpp"
 #include "store/direct.hpp"
 #include "util/fs.hpp"
 
@@ -66,7 +68,10 @@ struct LocalMatch {
 // The first record that holds on this machine, checked as above. The error:
 // the deadline passed first; it says what was being done then ("hashing
 // /inc/a.h").
+// Paths recorded under a base directory ("$BEKC_BASE_DIR/...") are this
+// checkout's files under `base`; without one, such a record does not hold.
 std::expected<LocalMatch, std::string> match_local_files(const std::vector<DirectInputs>& records,
-                                                         const LocalCheck& check = {});
+                                                         const LocalCheck& check = {},
+                                                         const BaseDir& base = {});
 
 }  // namespace bekc

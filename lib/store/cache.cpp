@@ -301,15 +301,17 @@ void Cache::write_memo(const fs::path& rel, std::string_view text) const {
     if (ensure_created()) (void)dir().write(rel, text);
 }
 
-DirectLookup Cache::lookup_direct(std::string_view direct_key) {
-    return check_direct_file(dir(), CacheLayout::direct_record(direct_key), options_.racy_window);
+DirectLookup Cache::lookup_direct(std::string_view direct_key, const BaseDir& base) {
+    return check_direct_file(dir(), CacheLayout::direct_record(direct_key), options_.racy_window,
+                             base);
 }
 
 std::expected<void, std::string> Cache::record_direct(std::string_view direct_key,
-                                                      const DirectInputs& inputs) {
+                                                      const DirectInputs& inputs,
+                                                      const BaseDir& base) {
     if (!is_valid_key(inputs.key)) return std::unexpected("not a cache key: " + inputs.key);
     if (auto made = ensure_created(); !made) return made;
-    return add_direct_record(dir(), CacheLayout::direct_record(direct_key), inputs);
+    return add_direct_record(dir(), CacheLayout::direct_record(direct_key), inputs, base);
 }
 
 std::expected<SizeLimit, std::string> Cache::size_limit(const EnvLookup& env) const {

@@ -178,9 +178,11 @@ class Cache {
     void write_memo(const fs::path& rel, std::string_view text) const;
 
     // Direct mode: the full key recorded for `direct_key`, if its files match.
-    DirectLookup lookup_direct(std::string_view direct_key);
+    // `base`: paths under it are recorded relative to it (store/base_dir.hpp).
+    DirectLookup lookup_direct(std::string_view direct_key, const BaseDir& base = {});
     std::expected<void, std::string> record_direct(std::string_view direct_key,
-                                                   const DirectInputs& inputs);
+                                                   const DirectInputs& inputs,
+                                                   const BaseDir& base = {});
 
     // The limit in force: $BEKC_CACHE_MAX_SIZE, else the stored one, else the
     // default. The error is a bad value, naming where it came from.

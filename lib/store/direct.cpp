@@ -42,17 +42,27 @@ class HashMemo {
 // whether rewriting the record would spare the next lookup some hashing.
 std::expected<bool, std::string> check_record(DirectRecord& record, HashMemo& memo,
                                               int64_t check_ns, std::chrono::nanoseconds window,
-                                              size_t& rehashed) {
-    for (const auto& path : record.absent) {
-        if (path_exists(path)) return std::unexpected(path + " now exists and shadows a header");
+                                              size_t& rehashed, const BaseDir& base) {
+    // Paths recorded under the base directory are checked under this one.
+    auto here = [&](const std::string& recorded) -> std::expected<std::string, std::string> {
+        auto path = base.show(recorded);
+        if (!path) return std::unexpected(recorded + " is under a base directory, and none is set");
+        return *path;
+    };
+    for (const auto& recorded : record.absent) {
+        auto path = here(recorded);
+        if (!path) return std::unexpected(path.error());
+        if (path_exists(*path)) return std::unexpected(*path + " now exists and shadows a header");
     }
     bool worth_refreshing = false;
     for (auto& file : record.files) {
-        auto now = stat_file(file.path);
-        if (!now) return std::unexpected(file.path + " no longer exists");
+        auto path = here(file.path);
+        if (!path) return std::unexpected(path.error());
+        auto now = stat_file(*path);
+        if (!now) return std::unexpected(*path + " no longer exists");
         if (!must_rehash(file.stat, *now, record.written_ns, window)) continue;
-        auto hash = memo.xxh128(file.path, *now, rehashed);
-        if (!hash || *hash != file.xxh128) return std::unexpected(file.path + " changed");
+        auto hash = memo.xxh128(*path, *now, rehashed);
+        if (!hash || *hash != file.xxh128) return std::unexpected(*path + " changed");
         file.stat = *now;
         worth_refreshing |= !must_rehash(*now, *now, check_ns, window);
     }
@@ -94,7 +104,7 @@ std::vector<fs::path> shadowing_paths(const std::vector<fs::path>& search_dirs,
 }
 
 DirectLookup check_direct_file(const CacheDir& cache, const fs::path& file,
-                               std::chrono::nanoseconds racy_window) {
+                               std::chrono::nanoseconds racy_window, const BaseDir& base) {
     DirectLookup result;
     int64_t check_ns = now_ns();  // before any stat, like a record's written_ns
     std::vector<DirectRecord> records = read_direct_records(cache, file);
@@ -104,7 +114,7 @@ DirectLookup check_direct_file(const CacheDir& cache, const fs::path& file,
     }
     HashMemo memo;
     for (auto& record : records) {
-        auto checked = check_record(record, memo, check_ns, racy_window, result.rehashed);
+        auto checked = check_record(record, memo, check_ns, racy_window, result.rehashed, base);
         if (!checked) {
             if (result.why_not.empty()) result.why_not = checked.error();
             continue;
@@ -123,18 +133,32 @@ DirectLookup check_direct_file(const CacheDir& cache, const fs::path& file,
 }
 
 std::expected<void, std::string> add_direct_record(const CacheDir& cache, const fs::path& file,
-                                                   const DirectInputs& inputs) {
+                                                   const DirectInputs& inputs,
+                                                   const BaseDir& base) {
     DirectRecord record{inputs.key, now_ns(), {}, {}};
+    // Paths under the base directory are recorded relative to it; a record
+    // from another checkout (a remote one) names them so already.
+    auto here = [&](const fs::path& p) -> std::expected<fs::path, std::string> {
+        auto path = base.show(p.string());
+        if (!path)
+            return std::unexpected(p.string() + " is under a base directory, and none is set");
+        return fs::path(*path);
+    };
     for (const auto& dep : inputs.dependencies) {
-        auto recorded = fingerprint(dep);
+        auto path = here(dep.path);
+        if (!path) return std::unexpected(path.error());
+        auto recorded = fingerprint({*path, dep.sha256});
         if (!recorded) return std::unexpected(recorded.error());
+        recorded->path = base.hide(recorded->path);
         record.files.push_back(std::move(*recorded));
     }
-    for (const auto& path : inputs.must_not_exist) {
-        if (path_exists(path.string())) {
-            return std::unexpected(path.string() + " exists, so it cannot be recorded as absent");
+    for (const auto& p : inputs.must_not_exist) {
+        auto path = here(p);
+        if (!path) return std::unexpected(path.error());
+        if (path_exists(path->string())) {
+            return std::unexpected(path->string() + " exists, so it cannot be recorded as absent");
         }
-        record.absent.push_back(path.string());
+        record.absent.push_back(base.hide(path->string()));
     }
     std::vector<DirectRecord> records = read_direct_records(cache, file);
     std::erase_if(records, [&](const DirectRecord& r) { return r.key == inputs.key; });

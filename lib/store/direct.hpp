@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "store/base_dir.hpp"
 #include "store/cache_dir.hpp"
 #include "store/file_ops.hpp"
 
@@ -72,10 +73,13 @@ std::vector<fs::path> shadowing_paths(const std::vector<fs::path>& search_dirs,
 
 // The record file operations behind Cache::lookup_direct / record_direct;
 // `file` is relative to the cache root.
+// Paths under `base` are recorded relative to it (store/base_dir.hpp) and
+// checked under the base in force.
 DirectLookup check_direct_file(const CacheDir& cache, const fs::path& file,
-                               std::chrono::nanoseconds racy_window);
+                               std::chrono::nanoseconds racy_window, const BaseDir& base = {});
 std::expected<void, std::string> add_direct_record(const CacheDir& cache, const fs::path& file,
-                                                   const DirectInputs& inputs);
+                                                   const DirectInputs& inputs,
+                                                   const BaseDir& base = {});
 // For `cache verify`: the file parses as a record file.
 bool direct_file_is_valid(const CacheDir& cache, const fs::path& file);
 

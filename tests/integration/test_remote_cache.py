@@ -816,3 +816,85 @@ def test_the_remotes_files_are_staged_in_the_cache(project, nginx, tmp_path):
         assert scratch.parent.parent in caches, line
         assert not scratch.exists(), f"{scratch} stayed"
     assert_no_leftovers(project)
+
+
+# --------------------------------------------------------------------------- base_dir
+# Two checkouts of one project at different places share hits when each sets
+# $BEKC_BASE_DIR to its own root (issue 16; docs/cache.md, "Sharing between
+# checkouts"): the keys, the direct records (local and remote) and the
+# dependency lists name files under it relative to it.
+class Checkout:
+    def __init__(self, bekc, kernels, root: Path, value="3.0f"):
+        self.bekc, self.root = bekc, root
+        root.mkdir(parents=True)
+        (root / "val.h").write_text(f"#define VAL {value}\n")
+        extra = 'const char* where_built() { return __FILE__; }\n'
+        self.src = kernels.cpp(root / "k.cpp", includes=["val.h"], value="VAL", extra=extra)
+
+    def env(self, base=True):
+        env = clean_env_for_base()
+        if base:
+            env["BEKC_BASE_DIR"] = str(self.root)
+        return env
+
+    def build(self, cache: Path, *args, base=True, **kw):
+        return self.bekc.build(self.src, FAST, "--depfile", self.root / "k.d", *args,
+                               cache_dir=cache, env=self.env(base), **kw)
+
+
+def clean_env_for_base():
+    env = dict(os.environ)
+    for var in ("BEKC_CACHE_DIR", "BEKC_REMOTE_CACHE", "BEKC_BASE_DIR", "BEKC_CONFIG"):
+        env.pop(var, None)
+    return env
+
+
+def test_checkouts_at_two_places_share_one_cache_through_base_dir(bekc, kernels, tmp_path):
+    a = Checkout(bekc, kernels, tmp_path / "alice" / "proj")
+    b = Checkout(bekc, kernels, tmp_path / "bob" / "work" / "proj")
+    cache = tmp_path / "cache"
+    first = a.build(cache)
+    assert first.hit is False
+    second = b.build(cache)
+    assert second.hit is True and second.key == first.key
+    # Each checkout's depfile names its own header, not the other's.
+    assert str(b.root / "val.h") in (b.root / "k.d").read_text()
+    assert str(a.root) not in (b.root / "k.d").read_text()
+    # __FILE__ and debug information name the file relative to the base.
+    library = Path(first.info["library"]).read_bytes()
+    assert str(a.root).encode() not in library
+    assert b"./k.cpp" in library
+    # Without a base, the same files at another place are another build.
+    assert b.build(cache, base=False).hit is False
+
+
+def test_base_dir_still_keys_what_the_files_hold(bekc, kernels, tmp_path):
+    """A header with other bytes under the same relative path is a miss."""
+    cache = tmp_path / "cache"
+    a = Checkout(bekc, kernels, tmp_path / "a" / "proj")
+    c = Checkout(bekc, kernels, tmp_path / "c" / "proj", value="4.0f")
+    assert a.build(cache).hit is False
+    other = c.build(cache)
+    assert other.hit is False and other.key != a.build(cache).key
+    # And the direct record of a checks a's own files, not c's.
+    (a.root / "val.h").write_text("#define VAL 5.0f\n")
+    assert a.build(cache).hit is False
+
+
+def test_checkouts_share_a_remote_cache_through_base_dir(bekc, kernels, tmp_path, nginx):
+    a = Checkout(bekc, kernels, tmp_path / "ci-runner" / "build" / "proj")
+    b = Checkout(bekc, kernels, tmp_path / "laptop" / "proj")
+    c = Checkout(bekc, kernels, tmp_path / "other" / "proj", value="4.0f")
+    remote = ("--remote-cache", nginx.url)
+    first = a.build(tmp_path / "cache-a", *remote)
+    assert first.hit is False
+    records = list((nginx.tree / "direct").rglob("*.json"))
+    assert records and "$BEKC_BASE_DIR/val.h" in records[0].read_text()
+    assert str(a.root) not in records[0].read_text()
+    second = b.build(tmp_path / "cache-b", *remote)
+    assert second.hit is True and second.info.get("remote_hit") is True
+    assert second.key == first.key
+    # Different bytes under the same relative path: the remote record does
+    # not hold, and c builds for itself.
+    third = c.build(tmp_path / "cache-c", *remote)
+    assert third.hit is False and third.key != first.key

@@ -46,6 +46,7 @@ TEST_CASE("bekc.conf: keys, comments, blank lines and values as the variables ho
         "remote_cache = https://cache.example/bekc\n"
         "remote_read_only = Yes\n"
         "launcher = ccache\n"
+        "base_dir = src\n"
         "log_file = ../logs/bekc.jsonl\n",
         "/etc/x/bekc.conf");
     REQUIRE(parsed);
@@ -57,6 +58,7 @@ TEST_CASE("bekc.conf: keys, comments, blank lines and values as the variables ho
     CHECK(v.at("BEKC_REMOTE_CACHE_READONLY").value == "1");
     CHECK(v.at("BEKC_LAUNCHER").value == "ccache");  // a name: looked up on PATH
     // Relative paths are relative to the file's directory.
+    CHECK(v.at("BEKC_BASE_DIR").value == "/etc/x/src");
     CHECK(v.at("BEKC_LOG").value == "/etc/logs/bekc.jsonl");
     CHECK(parsed->origin("BEKC_CACHE_MAX_SIZE") == "/etc/x/bekc.conf:4");
 }

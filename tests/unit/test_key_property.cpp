@@ -141,3 +141,17 @@ TEST_CASE("key: the same build in another cache or build directory has the same 
     f.o.cache_dir = (f.tmp / "another-cache").string();
     CHECK(f.key() == base_key);
 }
+
+TEST_CASE("key: with $BEKC_BASE_DIR, checkouts at two places have one key", "[key][property]") {
+    // Two fixtures: the same files in two temporary directories.
+    DriverFixture a, b;
+    b.o.cxx = a.o.cxx;  // one toolchain, outside both checkouts
+    b.o.nvcc = a.o.nvcc;
+    CHECK(a.key() != b.key());  // the inputs' paths differ
+    a.env["BEKC_BASE_DIR"] = (a.tmp / "src").string();
+    b.env["BEKC_BASE_DIR"] = (b.tmp / "src").string();
+    CHECK(a.key() == b.key());
+    // The bytes still count.
+    test::write_file(b.tmp / "src/b.cpp", read_file(b.tmp / "src/b.cpp").value() + "// x\n");
+    CHECK(a.key() != b.key());
+}
