@@ -58,7 +58,11 @@ EnvLookup Settings::lookup() const {
 }
 
 std::optional<SettingValue> Settings::find(std::string_view env_name) const {
-    if (auto v = env_(env_name)) return SettingValue{*v, "$" + std::string(env_name)};
+    if (auto v = env_(env_name)) {
+        std::string origin = "$";
+        origin += env_name;
+        return SettingValue{*v, std::move(origin)};
+    }
     for (const auto& f : *files_)
         if (auto it = f.values.find(env_name); it != f.values.end())
             return SettingValue{it->second.value, f.origin(env_name)};
