@@ -51,7 +51,8 @@ BuildGraph make_build_graph(const GraphRequest& r) {
     };
     std::vector<size_t> wrappers;
     for (size_t i = 0; i < r.plan.units.size(); ++i) {
-        Step s{StepKind::WriteWrapper};
+        Step s;
+        s.kind = StepKind::WriteWrapper;
         s.command.description = "write " + r.plan.units[i].wrapper.filename().string();
         s.command.outputs = {r.plan.units[i].wrapper.string()};
         s.content = i < r.wrapper_texts.size() ? r.wrapper_texts[i] : std::string();
@@ -59,13 +60,15 @@ BuildGraph make_build_graph(const GraphRequest& r) {
     }
     std::optional<size_t> headers, object;
     if (r.write_runtime_headers) {
-        Step s{StepKind::RuntimeHeaders};
+        Step s;
+        s.kind = StepKind::RuntimeHeaders;
         s.command.description = "write bekc's runtime headers";
         s.command.outputs = {r.plan.runtime_include.string()};
         headers = add(std::move(s));
     }
     if (r.compile_runtime_object) {
-        Step s{StepKind::RuntimeObject};
+        Step s;
+        s.kind = StepKind::RuntimeObject;
         s.command = runtime_object_command(r.plan.cxx, r.plan.flags.cxx_std, r.plan.runtime_include,
                                            *r.compile_runtime_object, r.plan.launcher);
         if (headers) s.after.push_back(*headers);
@@ -73,7 +76,8 @@ BuildGraph make_build_graph(const GraphRequest& r) {
     }
     std::vector<size_t> compiles;
     for (size_t i = 0; i < plan.compiles.size(); ++i) {
-        Step s{StepKind::Compile};
+        Step s;
+        s.kind = StepKind::Compile;
         s.command = std::move(plan.compiles[i].command);
         s.depfile = std::move(plan.compiles[i].depfile);
         s.links = !plan.link;
@@ -84,7 +88,8 @@ BuildGraph make_build_graph(const GraphRequest& r) {
         compiles.push_back(add(std::move(s)));
     }
     if (plan.link) {
-        Step s{StepKind::Link};
+        Step s;
+        s.kind = StepKind::Link;
         s.command = std::move(*plan.link);
         s.links = true;
         s.after = compiles;

@@ -29,7 +29,7 @@ enum class StepKind {
 std::string_view step_kind_name(StepKind kind);
 
 struct Step {
-    StepKind kind;
+    StepKind kind = StepKind::Compile;
     // Indices of the steps that must finish before this one starts.
     std::vector<size_t> after;
     // RuntimeObject, Compile and Link: the process, with its inputs and
