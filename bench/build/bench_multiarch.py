@@ -35,6 +35,7 @@ import importlib.util
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -169,22 +170,38 @@ def main():
         xla = ["--xla-include", jax.ffi.include_dir()]
     except Exception:  # pragma: no cover - depends on the environment
         print("jax is not importable: kernel files that include XLA's headers will fail")
-    pkg_times, critical = [], []
+    pkg_times, pkg_cpu, critical = [], [], []
     for _ in range(args.reps):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         s, _ = timed([bekc, "build", trimmed, *xla, "--arch", args.arch, "-j", str(cores),
                       "--force", "--cache-dir", warm, "-q", "--json"], env)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
         pkg_times.append(s)
+        pkg_cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
     for p in kernels[:args.critical]:
         critical.append(
             min(bekc_build(bekc, warm, p, "--force", *xla)[0] for _ in range(args.reps)))
     crit = max(critical)
     pm = statistics.median(pkg_times)
+    # No schedule on `cores` cores beats the work spread evenly over them:
+    # the package's lower bound is the larger of the critical path and
+    # (CPU seconds of every compile) / cores.
+    work = statistics.median(pkg_cpu)
+    bound = max(crit, work / cores)
     rows.append((f"(b) {len(kernels)} files, -j {cores}", pm, "longest single", crit, pm / crit,
                  "<= 1.10x", pm / crit <= 1.10))
-    figures["package"] = {"files": len(kernels), "seconds": pm, "critical_path": crit}
+    rows.append((f"(b) {len(kernels)} files, -j {cores}", pm, "max(crit, work/N)", bound,
+                 pm / bound, "", None))
+    figures["package"] = {"files": len(kernels), "seconds": pm, "critical_path": crit,
+                          "cpu_seconds": work, "work_bound": work / cores}
 
     print(f"machine: {platform.node()}, {cores} CPUs; nvcc {nvcc}; host {cxx}; --arch {args.arch}")
-    print(f"medians of {args.reps} runs each\n")
+    print(f"medians of {args.reps} runs each")
+    if "package" in figures:
+        p = figures["package"]
+        print(f"package: {p['cpu_seconds']:.1f} CPU seconds of compiles over {cores} cores = "
+              f"{p['work_bound']:.2f} s at best; longest single compile {p['critical_path']:.2f} s")
+    print()
     header = f"{'case':<32} {'bekc':>8}   {'baseline':<18} {'':>8} {'ratio':>7}  {'goal':<9} met"
     print(header)
     print("-" * len(header))

@@ -44,44 +44,56 @@ std::string join(const std::vector<std::string>& parts) {
     return out;
 }
 
-std::string render_function(const WrapperRequest& req, const FunctionSpec& fn) {
-    auto sorted = attrs_by_name(fn);
-    std::string attr_specs;
-    for (const Token* t : sorted)
-        attr_specs += "{\"" + t->attr_name + "\", " +
-                      std::to_string(attr_type_info(t->attr_type).xla_dtype) + ", \"" +
-                      std::string(attr_type_info(t->attr_type).name) + "\"}, ";
-    std::vector<std::string> params, call;
-    int arg = 0, ret = 0;
-    for (const auto& t : fn.tokens) {
-        params.push_back(param_type(t));
-        switch (t.kind) {
-            case TokenKind::Arg:
-                call.push_back("f.arg(" + std::to_string(arg++) + ")");
-                break;
-            case TokenKind::Ret:
-                call.push_back("f.ret(" + std::to_string(ret++) + ")");
-                break;
-            case TokenKind::Stream:
-                call.push_back("f.stream()");
-                break;
-            case TokenKind::Attr: {
-                size_t index = static_cast<size_t>(std::find(sorted.begin(), sorted.end(), &t) -
-                                                   sorted.begin());
-                call.push_back("f.attr<" + std::string(attr_type_info(t.attr_type).cxx_type) +
-                               ">(" + std::to_string(index) + ")");
-                break;
-            }
-        }
-    }
-    // Names reach generated code only after the scanner validated them as
-    // identifiers; check again here, where they are emitted.
+// Names reach generated code only after the scanner validated them as
+// identifiers; check again here, where they are emitted.
+void check_names(const FunctionSpec& fn, const std::vector<const Token*>& attrs) {
     if (!is_cxx_identifier(fn.name))
         throw FatalError("internal error: invalid function name reached codegen", kExitInternal);
-    for (const Token* t : sorted)
+    for (const Token* t : attrs)
         if (!is_cxx_identifier(t->attr_name))
             throw FatalError("internal error: invalid attribute name reached codegen",
                              kExitInternal);
+}
+
+// Where each parameter of the user's function comes from, in parameter order.
+std::string render_slots(const FunctionSpec& fn, const std::vector<const Token*>& sorted) {
+    std::vector<std::string> slots;
+    size_t arg = 0, ret = 0;
+    for (const auto& t : fn.tokens) {
+        size_t index = 0;
+        std::string kind;
+        switch (t.kind) {
+            case TokenKind::Arg:
+                kind = "bekc_rt::kSlotArg", index = arg++;
+                break;
+            case TokenKind::Ret:
+                kind = "bekc_rt::kSlotRet", index = ret++;
+                break;
+            case TokenKind::Stream:
+                kind = "bekc_rt::kSlotStream";
+                break;
+            case TokenKind::Attr:
+                kind = "bekc_rt::kSlotAttr";
+                index = static_cast<size_t>(std::find(sorted.begin(), sorted.end(), &t) -
+                                            sorted.begin());
+                break;
+        }
+        if (index > 0xffff)
+            throw FatalError("internal error: a parameter index beyond a Slot's reached codegen",
+                             kExitInternal);
+        slots.push_back("{" + kind + ", " + std::to_string(index) + "}");
+    }
+    if (slots.empty())
+        throw FatalError("internal error: a function without parameters reached codegen",
+                         kExitInternal);
+    return join(slots);
+}
+
+std::string render_function(const WrapperRequest& req, const FunctionSpec& fn) {
+    auto sorted = attrs_by_name(fn);
+    check_names(fn, sorted);
+    std::vector<std::string> params;
+    for (const auto& t : fn.tokens) params.push_back(param_type(t));
     return render_template(embedded("templates/function.cpp.in"),
                            {{"FUNCTION", fn.name},
                             {"TARGET", c_string_escape(target_name(req.target_prefix, fn.name))},
@@ -90,14 +102,41 @@ std::string render_function(const WrapperRequest& req, const FunctionSpec& fn) {
                             {"WRAPPER_FILE", c_string_escape(req.wrapper_name)},
                             {"LINE", std::to_string(fn.annotation.line)},
                             {"RESET_LINE", "@@RESET_LINE@@"},
-                            {"PARAM_TYPES", params.empty() ? "void" : join(params)},
-                            {"CALL_ARGS", join(call)},
+                            {"PARAM_TYPES", join(params)},
+                            {"SLOTS", render_slots(fn, sorted)}});
+}
+
+std::string render_exports(const WrapperRequest& req) {
+    std::string entries;
+    for (const auto& fn : req.functions)
+        entries += "    {bekc_rt::invoker(bekc_fn_" + fn.name + "), &bekc_fn_" + fn.name +
+                   ", bekc_slots_" + fn.name + "},\n";
+    return render_template(embedded("templates/wrapper_exports.cpp.in"),
+                           {{"TABLE", exports_table(req.unit)}, {"ENTRIES", entries}});
+}
+
+// Function `index` of `req`'s table: what XLA must send, and its two entry points.
+std::string render_handler(const WrapperRequest& req, const FunctionSpec& fn, size_t index) {
+    auto sorted = attrs_by_name(fn);
+    check_names(fn, sorted);
+    std::string attr_specs;
+    for (const Token* t : sorted)
+        attr_specs += "{\"" + t->attr_name + "\", " +
+                      std::to_string(attr_type_info(t->attr_type).xla_dtype) + ", \"" +
+                      std::string(attr_type_info(t->attr_type).name) + "\"}, ";
+    return render_template(embedded("templates/handler.cpp.in"),
+                           {{"FUNCTION", fn.name},
+                            {"TARGET", c_string_escape(target_name(req.target_prefix, fn.name))},
+                            {"SOURCE_DISPLAY", req.display_path},
+                            {"LINE", std::to_string(fn.annotation.line)},
                             {"ATTR_SPECS", attr_specs},
                             {"NUM_ARGS", std::to_string(fn.num_args())},
                             {"NUM_RETS", std::to_string(fn.num_rets())},
                             {"NUM_ATTRS", std::to_string(sorted.size())},
                             {"NEEDS_STREAM", fn.has_stream() ? "true" : "false"},
-                            {"SYMBOL", handler_symbol(fn.name)}});
+                            {"SYMBOL", handler_symbol(fn.name)},
+                            {"TABLE", exports_table(req.unit)},
+                            {"INDEX", std::to_string(index)}});
 }
 
 // `#line N "wrapper"` after the signature check must name the wrapper's real
@@ -155,7 +194,25 @@ std::string render_wrapper(const WrapperRequest& req) {
                                        {"SOURCE_DISPLAY", req.display_path},
                                        {"SOURCE_INCLUDE", req.source_path}});
     for (const auto& fn : req.functions) out += render_function(req, fn);
+    if (!req.functions.empty()) out += render_exports(req);
+    out += "#endif  // !defined(__CUDA_ARCH__)\n";
     return fix_line_resets(std::move(out));
+}
+
+std::string exports_table(size_t unit) {
+    return "bekc_exports_" + std::to_string(unit);
+}
+
+std::string render_handlers(const std::string& library, const std::vector<WrapperRequest>& units) {
+    std::string out = render_template(embedded("templates/handlers_prelude.cpp.in"),
+                                      {{"VERSION", kVersion}, {"LIBRARY", library}});
+    for (const auto& u : units)
+        if (!u.functions.empty())
+            out +=
+                "extern \"C\" BEKC_HIDDEN const bekc_rt::Export " + exports_table(u.unit) + "[];\n";
+    for (const auto& u : units)
+        for (size_t i = 0; i < u.functions.size(); ++i) out += render_handler(u, u.functions[i], i);
+    return out;
 }
 
 }  // namespace bekc

@@ -48,15 +48,18 @@ BuildGraph plan_graph(const BuildInputs& in, const GraphPaths& paths) {
     fs::path link_depfile = paths.build_dir / "link.d";
     if (paths.link_depfile && (!in.nvcc || link_depfile.string().find(',') == std::string::npos))
         req.link_depfile = link_depfile;
+    std::vector<WrapperRequest> wrappers;
     for (size_t i = 0; i < in.files.size(); ++i) {
         const SourceFile& f = in.files[i];
         fs::path wrapper = paths.build_dir / (std::to_string(i) + "_" + f.path.stem().string() +
                                               ".bekc" + (f.cuda ? ".cu" : ".cpp"));
-        WrapperRequest w{fs::absolute(f.path).lexically_normal().string(), f.path.string(),
-                         wrapper.string(), in.target_prefix, f.functions};
-        g.wrapper_texts.push_back(render_wrapper(w));
+        wrappers.push_back({fs::absolute(f.path).lexically_normal().string(), f.path.string(),
+                            wrapper.string(), in.target_prefix, f.functions, i});
+        g.wrapper_texts.push_back(render_wrapper(wrappers.back()));
         req.units.push_back({wrapper, f.cuda, f.path.string()});
     }
+    req.handlers = paths.build_dir / "bekc_handlers.cpp";
+    g.handlers_text = render_handlers(in.library_file(), wrappers);
     g.write_runtime_headers = !paths.runtime_headers_ready;
     if (!paths.runtime_object_ready) g.compile_runtime_object = paths.build_dir / "bekc_rt.o";
     return make_build_graph(g);

@@ -49,15 +49,19 @@ BuildGraph make_build_graph(const GraphRequest& r) {
         g.steps.push_back(std::move(s));
         return g.steps.size() - 1;
     };
-    std::vector<size_t> wrappers;
-    for (size_t i = 0; i < r.plan.units.size(); ++i) {
+    auto write = [&](const fs::path& path, std::string text) {
         Step s;
         s.kind = StepKind::WriteWrapper;
-        s.command.description = "write " + r.plan.units[i].wrapper.filename().string();
-        s.command.outputs = {r.plan.units[i].wrapper.string()};
-        s.content = i < r.wrapper_texts.size() ? r.wrapper_texts[i] : std::string();
-        wrappers.push_back(add(std::move(s)));
-    }
+        s.command.description = "write " + path.filename().string();
+        s.command.outputs = {path.string()};
+        s.content = std::move(text);
+        return add(std::move(s));
+    };
+    std::vector<size_t> wrappers;
+    for (size_t i = 0; i < r.plan.units.size(); ++i)
+        wrappers.push_back(write(r.plan.units[i].wrapper,
+                                 i < r.wrapper_texts.size() ? r.wrapper_texts[i] : std::string()));
+    size_t handlers_text = write(r.plan.handlers, r.handlers_text);
     std::optional<size_t> headers, object;
     if (r.write_runtime_headers) {
         Step s;
@@ -74,28 +78,25 @@ BuildGraph make_build_graph(const GraphRequest& r) {
         if (headers) s.after.push_back(*headers);
         object = add(std::move(s));
     }
-    std::vector<size_t> compiles;
-    for (size_t i = 0; i < plan.compiles.size(); ++i) {
+    auto compile = [&](CompileStep c, size_t written, std::optional<size_t> unit) {
         Step s;
         s.kind = StepKind::Compile;
-        s.command = std::move(plan.compiles[i].command);
-        s.depfile = std::move(plan.compiles[i].depfile);
-        s.links = !plan.link;
-        s.unit = i;
-        s.after.push_back(wrappers.at(i));
+        s.command = std::move(c.command);
+        s.depfile = std::move(c.depfile);
+        s.unit = unit;
+        s.after.push_back(written);
         if (headers) s.after.push_back(*headers);
-        if (s.links && object) s.after.push_back(*object);
-        compiles.push_back(add(std::move(s)));
-    }
-    if (plan.link) {
-        Step s;
-        s.kind = StepKind::Link;
-        s.command = std::move(*plan.link);
-        s.links = true;
-        s.after = compiles;
-        if (object) s.after.push_back(*object);
-        add(std::move(s));
-    }
+        return add(std::move(s));
+    };
+    Step link;
+    link.kind = StepKind::Link;
+    link.command = std::move(plan.link);
+    link.links = true;
+    for (size_t i = 0; i < plan.compiles.size(); ++i)
+        link.after.push_back(compile(std::move(plan.compiles[i]), wrappers.at(i), i));
+    link.after.push_back(compile(std::move(plan.handlers), handlers_text, std::nullopt));
+    if (object) link.after.push_back(*object);
+    add(std::move(link));
     return g;
 }
 

@@ -18,10 +18,11 @@
 namespace bekc {
 
 enum class StepKind {
-    WriteWrapper,    // a generated translation unit, written into the build directory
+    WriteWrapper,    // a generated translation unit (a wrapper, the entry points), written
+                     // into the build directory
     RuntimeHeaders,  // bekc's embedded headers, written into the cache once
     RuntimeObject,   // bekc_rt.o, compiled once per host compiler, then kept in the cache
-    Compile,         // a compiler run (it also links when one input makes the library)
+    Compile,         // a compiler run: a source's wrapper, or the entry points
     Link,            // the objects into the library
 };
 
@@ -39,7 +40,8 @@ struct Step {
     std::string content;  // WriteWrapper: the file's text
     fs::path depfile;     // Compile: the Make dependencies the compiler writes
     bool links = false;   // the step writes the library
-    // Compile: the index of the plan unit (the input) it compiles.
+    // Compile: the index of the plan unit (the input) it compiles; unset for
+    // the entry points.
     std::optional<size_t> unit;
     bool runs() const { return !command.argv.empty(); }
 };
@@ -56,6 +58,8 @@ struct GraphRequest {
     PlanRequest plan;
     // One wrapper text per plan unit, written to the unit's path first.
     std::vector<std::string> wrapper_texts;
+    // The entry points' text, written to plan.handlers.
+    std::string handlers_text;
     // The cache has no runtime headers at plan.runtime_include yet.
     bool write_runtime_headers = false;
     // The cache has no bekc_rt.o at plan.runtime_object yet: it is compiled

@@ -61,35 +61,50 @@ std::vector<std::string> cxx_common(const PlanRequest& r) {
     return a;
 }
 
-CompileStep compile_step(const PlanRequest& r, const PlanUnit& u, bool link_too) {
+CompileStep compile_step(const PlanRequest& r, const PlanUnit& u) {
     CompileStep s;
     s.depfile = u.wrapper;
     s.depfile += ".d";
-    fs::path out = link_too ? r.library : fs::path(u.wrapper.string() + ".o");
+    fs::path out = u.wrapper.string() + ".o";
     std::vector<std::string>& a = s.command.argv;
     a = u.cuda ? nvcc_common(r) : cxx_common(r);
     append(a, preprocessor_flags(r.runtime_include, r.flags));
     append(a, u.cuda ? r.flags.cuda_flags : r.flags.cxx_flags);
-    append(a, {"-MD", "-MF", s.depfile.string()});
-    if (link_too)
-        a.push_back("-shared");
-    else
-        a.push_back("-c");
-    a.push_back(u.wrapper.string());
-    if (link_too && r.runtime_object) a.push_back(r.runtime_object->string());
-    append(a, {"-o", out.string()});
-    if (link_too) {
-        append(a, link_flags(r.flags));
-        append(a, link_depfile_flags(r));
-    }
+    append(a, {"-MD", "-MF", s.depfile.string(), "-c", u.wrapper.string(), "-o", out.string()});
     if (r.launcher) a.insert(a.begin(), r.launcher->string());
     s.command.slots = u.cuda ? device_threads(r) : 1;
     s.command.description = (u.cuda ? "nvcc " : "c++ ") +
                             (u.display.empty() ? u.wrapper.filename().string() : u.display);
     s.command.inputs = {u.wrapper.string()};
-    if (link_too && r.runtime_object) s.command.inputs.push_back(r.runtime_object->string());
     s.command.outputs = {out.string(), s.depfile.string()};
-    if (link_too && r.link_depfile) s.command.outputs.push_back(r.link_depfile->string());
+    return s;
+}
+
+// The entry points' file includes only bekc's runtime headers: the library's
+// standard, a fixed -O2 (the code only passes a call on), none of the user's
+// flags.
+CompileStep handlers_step(const PlanRequest& r) {
+    CompileStep s;
+    s.depfile = r.handlers;
+    s.depfile += ".d";
+    fs::path out = r.handlers.string() + ".o";
+    s.command.argv = {r.cxx.path.string(),
+                      "-std=" + r.flags.cxx_std,
+                      "-O2",
+                      "-fPIC",
+                      "-fvisibility=hidden",
+                      "-I" + r.runtime_include.string(),
+                      "-MD",
+                      "-MF",
+                      s.depfile.string(),
+                      "-c",
+                      r.handlers.string(),
+                      "-o",
+                      out.string()};
+    if (r.launcher) s.command.argv.insert(s.command.argv.begin(), r.launcher->string());
+    s.command.description = "c++ " + r.handlers.filename().string();
+    s.command.inputs = {r.handlers.string()};
+    s.command.outputs = {out.string(), s.depfile.string()};
     return s;
 }
 
@@ -114,12 +129,9 @@ BuildPlan make_build_plan(const PlanRequest& r) {
     plan.link_depfile = r.link_depfile;
     bool any_cuda = false;
     for (const auto& u : r.units) any_cuda |= u.cuda;
-    // One input: compile and link in one compiler run, as `nvcc -shared` would,
-    // unless a launcher is in front: ccache and sccache cache compiles, not links.
-    if (r.units.size() == 1 && !r.launcher) {
-        plan.compiles.push_back(compile_step(r, r.units[0], /*link_too=*/true));
-        return plan;
-    }
+    // Every source and the entry points compile side by side, then one
+    // command links them: nvcc when any source is CUDA (its device link and
+    // runtime), else the host compiler.
     Command link;
     std::vector<std::string>& a = link.argv;
     if (any_cuda) {
@@ -128,14 +140,13 @@ BuildPlan make_build_plan(const PlanRequest& r) {
         a = {r.cxx.path.string(), "-shared", "-fPIC"};
     }
     for (const auto& u : r.units) {
-        plan.compiles.push_back(compile_step(r, u, /*link_too=*/false));
-        a.push_back(u.wrapper.string() + ".o");
-        link.inputs.push_back(u.wrapper.string() + ".o");
+        plan.compiles.push_back(compile_step(r, u));
+        link.inputs.push_back(plan.compiles.back().command.outputs.front());
     }
-    if (r.runtime_object) {
-        a.push_back(r.runtime_object->string());
-        link.inputs.push_back(r.runtime_object->string());
-    }
+    plan.handlers = handlers_step(r);
+    link.inputs.push_back(plan.handlers.command.outputs.front());
+    if (r.runtime_object) link.inputs.push_back(r.runtime_object->string());
+    append(a, link.inputs);
     append(a, {"-o", r.library.string()});
     append(a, link_flags(r.flags));
     append(a, link_depfile_flags(r));

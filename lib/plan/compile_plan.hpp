@@ -31,6 +31,9 @@ struct PlanUnit {
 
 struct PlanRequest {
     std::vector<PlanUnit> units;
+    // The library's entry points (codegen: render_handlers), a C++ file in
+    // the staging dir compiled beside the units.
+    fs::path handlers;
     std::optional<Tool> nvcc;  // required when any unit is CUDA
     Tool cxx;
     std::vector<Arch> archs;
@@ -41,8 +44,8 @@ struct PlanRequest {
     // wrappers' objects, which only declare the handler support functions.
     std::optional<fs::path> runtime_object;
     // A compiler launcher (ccache, sccache, distcc...) put in front of every
-    // compile, not the link: `launcher nvcc ...`. It never changes the output,
-    // so it is not part of the cache key.
+    // compile, not the link (they cache compiles, not links): `launcher nvcc ...`. It never changes
+    // the output, so it is not part of the cache key.
     std::optional<fs::path> launcher;
     // Where the linker lists the files it read (`--dependency-file`, GNU ld
     // and gold since binutils 2.35, lld, mold), given to whichever command
@@ -67,9 +70,10 @@ struct CompileStep {
 };
 
 struct BuildPlan {
-    std::vector<CompileStep> compiles;     // independent, may run in parallel
-    std::optional<Command> link;           // absent when one command compiles and links
-    std::optional<fs::path> link_depfile;  // the request's, written by the linking command
+    std::vector<CompileStep> compiles;     // one per unit; independent, may run in parallel
+    CompileStep handlers;                  // the entry points, beside the compiles
+    Command link;                          // the objects, bekc_rt.o and the user's flags
+    std::optional<fs::path> link_depfile;  // the request's, written by the link
 };
 
 BuildPlan make_build_plan(const PlanRequest& request);

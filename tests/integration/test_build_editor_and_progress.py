@@ -74,8 +74,8 @@ def test_progress_lines_on_a_terminal_only(bekc_path, tmp_path):
     # of them: bekc's runtime object (first build with this compiler), each
     # input, the link.
     assert tty_err.splitlines() == [
-        "[1/4] c++ bekc/handler_rt.cpp", f"[2/4] c++ {paths[0]}", f"[3/4] c++ {paths[1]}",
-        "[4/4] link libtwo.so"], tty_err
+        "[1/5] c++ bekc/handler_rt.cpp", f"[2/5] c++ {paths[0]}", f"[3/5] c++ {paths[1]}",
+        "[4/5] c++ bekc_handlers.cpp", "[5/5] link libtwo.so"], tty_err
     piped = subprocess.run(argv + ["--force"], capture_output=True, text=True)
     assert piped.returncode == 0 and "[1/" not in piped.stderr  # quiet when not a terminal
     rc, quiet = run_on_terminal(argv + ["--force", "-q"])

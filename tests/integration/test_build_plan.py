@@ -32,14 +32,19 @@ def plan_lines(proc):
     return steps
 
 
+def bekcs_own(argv):
+    """bekc's runtime object (compiled once per host compiler) or the
+    library's entry points (bekc_handlers.cpp, compiled with bekc's flags)."""
+    return any(a.endswith(("/bekc/handler_rt.cpp", "/bekc_handlers.cpp")) for a in argv)
+
+
 def dry_run(bekc, *args, ok=True, cwd=None):
-    """The commands that compile and link the user's code (bekc's own
-    runtime object, compiled once per host compiler, left out)."""
+    """The commands that compile and link the user's code (bekc_own's left
+    out): each input's compile, then the link."""
     proc = bekc.run("build", "--dry-run", "--cache-dir", bekc.cache_dir, *args, cwd=cwd)
     if ok:
         assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stderr}"
-    cmds = [argv for kind, argv in plan_lines(proc)
-            if kind == "run" and not any(a.endswith("/bekc/handler_rt.cpp") for a in argv)]
+    cmds = [argv for kind, argv in plan_lines(proc) if kind == "run" and not bekcs_own(argv)]
     return cmds, proc
 
 
@@ -66,35 +71,60 @@ def cu_src(bekc, kernels):
 
 
 # --------------------------------------------------------------------------- shapes
-def test_cpu_only_is_one_host_compiler_run(bekc, cpp_src):
+def test_cpu_only_is_host_compiler_runs(bekc, cpp_src):
     cmds, proc = dry_run(bekc, cpp_src)
-    assert len(cmds) == 1, proc.stdout
-    argv = cmds[0]
+    assert len(cmds) == 2, proc.stdout
+    argv, link = cmds
     assert Path(argv[0]).is_absolute()
-    assert "nvcc" not in tool_name(argv)
-    assert "-shared" in argv and "-fPIC" in argv and "-O3" in argv and "-std=c++17" in argv
+    assert "nvcc" not in tool_name(argv) and link[0] == argv[0]
+    assert "-c" in argv and "-fPIC" in argv and "-O3" in argv and "-std=c++17" in argv
     assert not any("gencode" in a for a in argv)
-    lib = argv[argv.index("-o") + 1]
-    assert Path(lib).name == "libhost.so"
     # The generated wrapper is what is compiled; it lives in a private directory.
     assert any(a.endswith(".bekc.cpp") for a in argv)
+    assert "-shared" in link and argv[argv.index("-o") + 1] in link
+    assert Path(link[link.index("-o") + 1]).name == "libhost.so"
 
 
 def test_cpu_build_needs_no_nvcc(bekc, cpp_src):
     cmds, proc = dry_run(bekc, cpp_src, "--nvcc", "/nonexistent/nvcc")
-    assert len(cmds) == 1
+    assert len(cmds) == 2
+    assert all("nvcc" not in tool_name(c) for c in cmds)
 
 
-def test_cuda_only_is_one_nvcc_run(bekc, cu_src, nvcc):
+def test_cuda_only_is_an_nvcc_compile_and_an_nvcc_link(bekc, cu_src, nvcc):
     cmds, proc = dry_run(bekc, cu_src, "--arch", "sm_90")
-    assert len(cmds) == 1, proc.stdout
-    argv = cmds[0]
-    assert tool_name(argv) == "nvcc"
-    assert "-shared" in argv and "-c" not in argv
+    assert len(cmds) == 2, proc.stdout
+    argv, link = cmds
+    assert tool_name(argv) == "nvcc" and tool_name(link) == "nvcc"
+    assert "-c" in argv and "-shared" not in argv
     ccbin = argv[argv.index("-ccbin") + 1]
     assert Path(ccbin).is_absolute() and "nvcc" not in ccbin
     assert gencodes(argv) == ["arch=compute_90,code=sm_90", "arch=compute_90,code=compute_90"]
-    assert Path(argv[argv.index("-o") + 1]).name == "libdev.so"
+    assert "-shared" in link and argv[argv.index("-o") + 1] in link
+    assert Path(link[link.index("-o") + 1]).name == "libdev.so"
+
+
+def test_the_entry_points_compile_beside_the_inputs_with_bekcs_flags(bekc, cu_src, cpp_src,
+                                                                     nvcc):
+    """bekc_handlers.cpp (the library's XLA entry points) includes only bekc's
+    headers: the host compiler builds it in the inputs' wave, without the
+    user's flags, and the link takes its object."""
+    _, proc = dry_run(bekc, cu_src, cpp_src, "--arch", "90", "-O1", "-D", "FOO", "-I",
+                      bekc.workdir, "--cxx-flag=-Wall")
+    steps = plan_lines(proc)
+    writes = [argv[0] for k, argv in steps if k == "write-wrapper"]
+    assert Path(writes[-1]).name == "bekc_handlers.cpp", steps
+    runs = [argv for k, argv in steps if k == "run"]
+    entry = [argv for argv in runs if any(a.endswith("/bekc_handlers.cpp") for a in argv)]
+    assert len(entry) == 1, steps
+    h = entry[0]
+    assert "nvcc" not in tool_name(h) and "-O2" in h and "-c" in h
+    assert not [a for a in h if a in ("-O1", "-DFOO", f"-I{bekc.workdir}", "-Wall")]
+    assert h[h.index("-o") + 1] in runs[-1], "the link takes the entry points' object"
+    # In the first wave, beside the inputs; the link alone in the second.
+    kinds = [k for k, _ in steps]
+    assert kinds.index("wave 1") < steps.index(("run", h)) < kinds.index("wave 2"), steps
+    assert kinds[kinds.index("wave 2"):] == ["wave 2", "run"], steps
 
 
 def test_mixed_compiles_each_then_links_with_nvcc(bekc, cu_src, cpp_src, nvcc):
@@ -228,7 +258,7 @@ def test_ldflags_go_to_the_link_after_objects(bekc, cu_src, cpp_src, nvcc):
 
 def test_ldflags_in_a_single_input_build(bekc, cpp_src):
     cmds, _ = dry_run(bekc, cpp_src, "--ldflag=-lm")
-    assert "-lm" in cmds[0]
+    assert "-lm" not in cmds[0] and "-lm" in cmds[1]
 
 
 def test_std(bekc, cu_src, cpp_src, nvcc):
@@ -327,9 +357,9 @@ def test_dry_run_prints_every_step_of_a_first_build_in_order(bekc, cpp_src, cu_s
     needs, and nothing is created."""
     steps = plan_lines(dry_run(bekc, cu_src, cpp_src, "--arch", "90", "--name", "m")[1])
     kinds = [k for k, _ in steps]
-    assert kinds[:3] == ["write-wrapper", "write-wrapper", "runtime-headers"], steps
+    assert kinds[:4] == ["write-wrapper"] * 3 + ["runtime-headers"], steps
     runs = [argv for k, argv in steps if k == "run"]
-    assert len(runs) == 4, steps
+    assert len(runs) == 5, steps  # bekc_rt.o, two inputs, the entry points, the link
     rt = runs[0]
     assert rt[rt.index("-c") + 1].endswith("/bekc/handler_rt.cpp"), rt
     obj = rt[rt.index("-o") + 1]
@@ -352,7 +382,8 @@ def test_dry_run_leaves_out_what_the_cache_already_has(bekc, cpp_src):
     built = bekc.run("build", "--cache-dir", bekc.cache_dir, "-O0", cpp_src)
     assert built.returncode == 0, built.stderr
     steps = plan_lines(dry_run(bekc, other, "-O0")[1])
-    assert [k for k, _ in steps] == ["write-wrapper", "wave 1", "run"], steps
+    assert [k for k, _ in steps] == ["write-wrapper", "write-wrapper", "wave 1", "run", "run",
+                                     "wave 2", "run"], steps
 
 
 def test_dry_run_shows_the_waves_and_nvccs_threads(bekc, cu_src, cpp_src, nvcc):
@@ -362,14 +393,16 @@ def test_dry_run_shows_the_waves_and_nvccs_threads(bekc, cu_src, cpp_src, nvcc):
     assert built.returncode == 0, built.stderr
     one = plan_lines(dry_run(bekc, cu_src, "--arch", "80,90,100", "-j", "16")[1])
     waves = [k for k, _ in one if k.startswith("wave")]
-    assert waves == ["wave 1"], one
+    assert waves == ["wave 1", "wave 2"], one
     nv = next(argv for k, argv in one if k == "run")
     assert nv[nv.index("--threads") + 1] == "4"  # three archs and the PTX
     header = dry_run(bekc, cu_src, "--arch", "80,90,100", "-j", "16")[1].stdout
-    assert "# wave 1: 1 command, 4 slots within -j 16" in header
+    # nvcc's four threads beside the entry points' one.
+    assert "# wave 1: 2 commands side by side, 5 slots within -j 16" in header
     serial = plan_lines(dry_run(bekc, cu_src, "--arch", "80,90,100", "-j", "1")[1])
     assert not any("--threads" in argv for k, argv in serial if k == "run")
-    # Two inputs within -j 3: one slot each, side by side, then the link.
+    # Two inputs within -j 3: one slot each, side by side with the entry
+    # points, then the link.
     two = dry_run(bekc, cu_src, cpp_src, "--arch", "80,90,100", "-j", "3", "--name", "m")[1]
-    assert "# wave 1: 2 commands side by side, 2 slots within -j 3" in two.stdout
+    assert "# wave 1: 3 commands side by side, 3 slots within -j 3" in two.stdout
     assert "# wave 2: 1 command, 1 slot within -j 3" in two.stdout

@@ -35,7 +35,8 @@ def test_ccache_launcher_serves_the_second_compile(bekc, tmp_path):
     # the link does not (ccache and sccache do not cache links).
     runs = [l for l in dry.stdout.splitlines() if not l.startswith("#")]
     compiles = [l for l in runs if " -c " in l]
-    assert len(compiles) == 2 and any("handler_rt.cpp" in l for l in compiles), dry.stdout
+    assert len(compiles) == 3 and any("handler_rt.cpp" in l for l in compiles), dry.stdout
+    assert any("bekc_handlers.cpp" in l for l in compiles), dry.stdout
     assert all(l.split()[0].endswith("ccache") for l in compiles), dry.stdout
     assert all(not l.split()[0].endswith("ccache") for l in runs if " -c " not in l), dry.stdout
     for _ in range(2):

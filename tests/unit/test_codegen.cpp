@@ -70,6 +70,11 @@ std::vector<std::string> lines_of(const std::string& text) {
     return lines;
 }
 
+// The library's entry points for one wrapper.
+std::string handlers(const WrapperRequest& r) {
+    return render_handlers("libmymod.so", {r});
+}
+
 bool contains(const std::string& haystack, const std::string& needle) {
     return haystack.find(needle) != std::string::npos;
 }
@@ -113,60 +118,86 @@ TEST_CASE("codegen: prelude includes the source first, then the handler support"
     CHECK_FALSE(contains(w, "@@"));
 }
 
-TEST_CASE("codegen: parameter types, call arguments and attribute indices in name order",
-          "[codegen]") {
+TEST_CASE("codegen: parameter types, slots and attribute indices in name order", "[codegen]") {
     // Signature order zeta, alpha, mid: name order alpha(0), mid(1), zeta(2).
     FunctionSpec fn =
         function("scale_by",
                  {arg(), arg(true), ret(), attr("zeta", AttrType::Float32),
                   attr("alpha", AttrType::Int64), ret(), attr("mid", AttrType::Bool), stream()},
                  12);
-    std::string w = render_wrapper(request({fn}));
+    WrapperRequest r = request({fn});
+    std::string w = render_wrapper(r);
     auto lines = lines_of(w);
     CAPTURE(w);
 
     size_t ptr = line_index(lines,
-                            "static void (*const bekc_fn_scale_by)(const BE::Tensor, const "
+                            "static constexpr void (*bekc_fn_scale_by)(const BE::Tensor, const "
                             "BE::Tensor&, BE::Tensor, float, int64_t, BE::Tensor, bool, int64_t) "
                             "= &scale_by;");
     REQUIRE(ptr > 1);
     // The pointer check is reported at the annotation: kernels/k.cu line 12.
     CHECK(lines[ptr - 2] == "#line 12 \"kernels/k.cu\"");
     CHECK(lines[ptr] == "#line " + std::to_string(ptr + 2) + " \"/cache/tmp/build.x/0_k.bekc.cu\"");
+    CHECK(contains(w,
+                   "static const bekc_rt::Slot bekc_slots_scale_by[] = {{bekc_rt::kSlotArg, 0}, "
+                   "{bekc_rt::kSlotArg, 1}, {bekc_rt::kSlotRet, 0}, {bekc_rt::kSlotAttr, 2}, "
+                   "{bekc_rt::kSlotAttr, 0}, {bekc_rt::kSlotRet, 1}, {bekc_rt::kSlotAttr, 1}, "
+                   "{bekc_rt::kSlotStream, 0}};"));
+    // The table calls the user's function through the checked pointer.
+    CHECK(contains(w,
+                   "extern \"C\" BEKC_HIDDEN const bekc_rt::Export bekc_exports_0[] = {\n"
+                   "    {bekc_rt::invoker(bekc_fn_scale_by), &bekc_fn_scale_by, "
+                   "bekc_slots_scale_by},\n};"));
+    // The wrapper defines no entry point: they are in the handlers file.
+    CHECK_FALSE(contains(w, "bekc_ffi_"));
+    CHECK_FALSE(contains(w, "@@"));
+    check_line_resets(w, "/cache/tmp/build.x/0_k.bekc.cu", 1);
 
+    std::string h = handlers(r);
+    CAPTURE(h);
     CHECK(
-        contains(w,
+        contains(h,
                  "static const bekc_rt::AttrSpec bekc_attrs_scale_by[] = "
                  "{{\"alpha\", 5, \"int64\"}, {\"mid\", 1, \"bool\"}, {\"zeta\", 11, \"float32\"}, "
                  "{nullptr, 0, nullptr}};"));
-    CHECK(contains(w, "\"mymod.scale_by\", 2, 2, 3, bekc_attrs_scale_by, true};"));
-    // The stub calls through a volatile copy of the checked pointer (no second inlining).
-    CHECK(contains(w,
-                   "static void bekc_call_scale_by(const bekc_rt::Frame& f) {\n"
-                   "    void (*volatile const fn)(const BE::Tensor, const BE::Tensor&, BE::Tensor, "
-                   "float, int64_t, BE::Tensor, bool, int64_t) = bekc_fn_scale_by;\n"));
-    CHECK(contains(w,
-                   "    fn(f.arg(0), f.arg(1), f.ret(0), f.attr<float>(2), "
-                   "f.attr<int64_t>(0), f.ret(1), f.attr<bool>(1), f.stream());"));
-    CHECK(contains(w,
+    CHECK(contains(h, "\"mymod.scale_by\", 2, 2, 3, bekc_attrs_scale_by, true};"));
+    CHECK(contains(h, "extern \"C\" BEKC_HIDDEN const bekc_rt::Export bekc_exports_0[];"));
+    CHECK(contains(h,
                    "extern \"C\" BEKC_EXPORT BekcXla_Error* bekc_ffi_scale_by(BekcXla_CallFrame* "
                    "frame) {\n    return bekc_rt::handle(frame, bekc_info_scale_by, "
-                   "bekc_call_scale_by, true);"));
-    CHECK(contains(w,
+                   "bekc_exports_0[0], true);"));
+    CHECK(contains(h,
                    "extern \"C\" BEKC_EXPORT BekcXla_Error* bekc_ffi_scale_by_nograph("
                    "BekcXla_CallFrame* frame) {\n    return bekc_rt::handle(frame, "
-                   "bekc_info_scale_by, bekc_call_scale_by, false);"));
-    CHECK_FALSE(contains(w, "@@"));
-    check_line_resets(w, "/cache/tmp/build.x/0_k.bekc.cu", 1);
+                   "bekc_info_scale_by, bekc_exports_0[0], false);"));
+    // No header of the user's, no brainevent/ header.
+    CHECK(contains(h, "#include \"bekc/entry.h\""));
+    CHECK_FALSE(contains(h, "k.cu\""));
+    CHECK_FALSE(contains(h, "brainevent"));
+    CHECK_FALSE(contains(h, "@@"));
+}
+
+TEST_CASE("codegen: what bekc adds to the user's file is for host passes only", "[codegen]") {
+    std::string w = render_wrapper(request({function("f", {arg(), ret()}, 3)}));
+    auto lines = lines_of(w);
+    size_t src = line_index(lines, "#include \"/abs/kernels/k.cu\"");
+    size_t guard = line_index(lines, "#if !defined(__CUDA_ARCH__)");
+    REQUIRE(src > 0);
+    CHECK(guard > src);
+    CHECK(line_index(lines, "#include \"bekc/handler.h\"") > guard);
+    CHECK(lines.back() == "#endif  // !defined(__CUDA_ARCH__)");
 }
 
 TEST_CASE("codegen: a function without attributes or stream", "[codegen]") {
-    std::string w = render_wrapper(request({function("add", {arg(), arg(), ret()}, 4)}));
+    WrapperRequest r = request({function("add", {arg(), arg(), ret()}, 4)});
+    std::string w = render_wrapper(r);
+    CHECK(contains(w, "(*bekc_fn_add)(const BE::Tensor, const BE::Tensor, BE::Tensor) = &add;"));
     CHECK(contains(w,
-                   "(*const bekc_fn_add)(const BE::Tensor, const BE::Tensor, BE::Tensor) = &add;"));
-    CHECK(contains(w, "bekc_attrs_add[] = {{nullptr, 0, nullptr}};"));
-    CHECK(contains(w, "\"mymod.add\", 2, 1, 0, bekc_attrs_add, false};"));
-    CHECK(contains(w, "    fn(f.arg(0), f.arg(1), f.ret(0));"));
+                   "bekc_slots_add[] = {{bekc_rt::kSlotArg, 0}, {bekc_rt::kSlotArg, 1}, "
+                   "{bekc_rt::kSlotRet, 0}};"));
+    std::string h = handlers(r);
+    CHECK(contains(h, "bekc_attrs_add[] = {{nullptr, 0, nullptr}};"));
+    CHECK(contains(h, "\"mymod.add\", 2, 1, 0, bekc_attrs_add, false};"));
 }
 
 TEST_CASE("codegen: every attribute type's C++ type and XLA dtype code", "[codegen]") {
@@ -194,48 +225,69 @@ TEST_CASE("codegen: every attribute type's C++ type and XLA dtype code", "[codeg
     CHECK(attr_types().size() == std::size(rows));
     for (const Row& r : rows) {
         INFO(attr_type_info(r.type).name);
-        std::string w =
-            render_wrapper(request({function("g", {arg(), ret(), attr("v", r.type)}, 2)}));
-        CHECK(contains(w, "(*const bekc_fn_g)(const BE::Tensor, BE::Tensor, " + std::string(r.cxx) +
-                              ") = &g;"));
-        CHECK(contains(w, "bekc_attrs_g[] = {{\"v\", " + std::to_string(r.code) + ", \"" +
-                              std::string(attr_type_info(r.type).name) +
-                              "\"}, {nullptr, 0, nullptr}};"));
-        CHECK(contains(w, "    fn(f.arg(0), f.ret(0), f.attr<" + std::string(r.cxx) + ">(0));"));
+        WrapperRequest req = request({function("g", {arg(), ret(), attr("v", r.type)}, 2)});
+        std::string w = render_wrapper(req);
+        CHECK(contains(
+            w, "(*bekc_fn_g)(const BE::Tensor, BE::Tensor, " + std::string(r.cxx) + ") = &g;"));
+        CHECK(contains(w, "{bekc_rt::kSlotAttr, 0}}"));
+        CHECK(contains(handlers(req), "bekc_attrs_g[] = {{\"v\", " + std::to_string(r.code) +
+                                          ", \"" + std::string(attr_type_info(r.type).name) +
+                                          "\"}, {nullptr, 0, nullptr}};"));
     }
 }
 
 TEST_CASE("codegen: attribute names sort bytewise, as XLA sorts them", "[codegen]") {
     // 'B' (0x42) < '_' (0x5f) < 'a' (0x61): upper case first.
-    std::string w =
-        render_wrapper(request({function("h",
+    WrapperRequest r = request({function("h",
                                          {ret(), attr("a", AttrType::Int32),
                                           attr("_x", AttrType::Int32), attr("B", AttrType::Int32)},
-                                         2)}));
-    CHECK(contains(w,
+                                         2)});
+    CHECK(contains(handlers(r),
                    "{{\"B\", 4, \"int32\"}, {\"_x\", 4, \"int32\"}, {\"a\", 4, \"int32\"}, "
                    "{nullptr, 0, nullptr}}"));
-    CHECK(contains(
-        w, "    fn(f.ret(0), f.attr<int32_t>(2), f.attr<int32_t>(1), f.attr<int32_t>(0));"));
+    CHECK(contains(render_wrapper(r),
+                   "{{bekc_rt::kSlotRet, 0}, {bekc_rt::kSlotAttr, 2}, {bekc_rt::kSlotAttr, 1}, "
+                   "{bekc_rt::kSlotAttr, 0}}"));
 }
 
 TEST_CASE("codegen: several functions, each #line pair right", "[codegen]") {
     std::vector<FunctionSpec> fns = {function("one", {arg(), ret()}, 5),
                                      function("two", {ret(), attr("k", AttrType::UInt32)}, 40),
                                      function("three", {arg(), ret(), stream()}, 41)};
-    std::string w = render_wrapper(request(fns));
+    WrapperRequest r = request(fns);
+    std::string w = render_wrapper(r);
     auto lines = lines_of(w);
     for (const auto& [name, line] : {std::pair{"one", 5}, {"two", 40}, {"three", 41}}) {
         INFO(name);
         size_t i = 0;
         for (size_t k = 0; k < lines.size(); ++k)
-            if (contains(lines[k], std::string("(*const bekc_fn_") + name + ")")) i = k + 1;
+            if (contains(lines[k], std::string("(*bekc_fn_") + name + ")")) i = k + 1;
         REQUIRE(i > 1);
         CHECK(lines[i - 2] == "#line " + std::to_string(line) + " \"kernels/k.cu\"");
     }
     check_line_resets(w, "/cache/tmp/build.x/0_k.bekc.cu", 3);
-    CHECK(contains(w, "\"mymod.two\", 0, 1, 1, bekc_attrs_two, false};"));
-    CHECK(contains(w, "\"mymod.three\", 1, 1, 0, bekc_attrs_three, true};"));
+    std::string h = handlers(r);
+    CHECK(contains(h, "\"mymod.two\", 0, 1, 1, bekc_attrs_two, false};"));
+    CHECK(contains(h, "\"mymod.three\", 1, 1, 0, bekc_attrs_three, true};"));
+    // Each entry point names its own row of the table.
+    CHECK(contains(h, "bekc_info_one, bekc_exports_0[0], true"));
+    CHECK(contains(h, "bekc_info_two, bekc_exports_0[1], true"));
+    CHECK(contains(h, "bekc_info_three, bekc_exports_0[2], false"));
+}
+
+TEST_CASE("codegen: several sources, one handlers file naming each one's table", "[codegen]") {
+    WrapperRequest a = request({function("fa", {arg(), ret()}, 2)});
+    WrapperRequest b = request({function("fb", {arg(), ret()}, 3), function("gb", {ret()}, 9)});
+    b.unit = 1;
+    b.source_path = "/abs/kernels/b.cu";
+    CHECK(contains(render_wrapper(b), "const bekc_rt::Export bekc_exports_1[] = {"));
+    std::string h = render_handlers("libmymod.so", {a, b});
+    CHECK(contains(h, "Export bekc_exports_0[];"));
+    CHECK(contains(h, "Export bekc_exports_1[];"));
+    CHECK(contains(h, "bekc_info_fa, bekc_exports_0[0], true"));
+    CHECK(contains(h, "bekc_info_fb, bekc_exports_1[0], true"));
+    CHECK(contains(h, "bekc_info_gb, bekc_exports_1[1], false"));
+    CHECK(contains(h, "the XLA FFI entry points of libmymod.so"));
 }
 
 TEST_CASE("codegen: paths and prefixes are escaped in string literals", "[codegen]") {
@@ -245,7 +297,7 @@ TEST_CASE("codegen: paths and prefixes are escaped in string literals", "[codege
     r.target_prefix = "pre\"fix";
     std::string w = render_wrapper(r);
     CHECK(contains(w, "#line 7 \"odd \\\"dir\\\"\\\\k.cu\""));
-    CHECK(contains(w, "\"pre\\\"fix.f\", 1, 1, 0"));
+    CHECK(contains(handlers(r), "\"pre\\\"fix.f\", 1, 1, 0"));
     check_line_resets(w, "/tmp/w\\\\x.cu", 1);
 }
 
@@ -327,10 +379,15 @@ Compiled compile_wrapper(const bekc::test::TempDir& dir, const std::string& kern
     r.target_prefix = "k";
     r.functions = {fn};
     bekc::test::write_file(dir / "0_k.bekc.cpp", render_wrapper(r));
+    bekc::test::write_file(dir / "bekc_handlers.cpp", render_handlers("libk.so", {r}));
+    // The handlers file is compiled with bekc's runtime headers only.
     const char* cxx = std::getenv("CXX");
-    std::string cmd = std::string(cxx && *cxx ? cxx : "c++") + " -std=c++17 -fsyntax-only -I'" +
-                      BEKC_SOURCE_DIR + "/runtime/include' '" + (dir / "0_k.bekc.cpp").string() +
-                      "' > '" + (dir / "out.txt").string() + "' 2>&1";
+    const std::string compiler = std::string(cxx && *cxx ? cxx : "c++") + " -std=c++17 -I'" +
+                                 BEKC_SOURCE_DIR + "/runtime/include' ";
+    std::string cmd = compiler + "-fsyntax-only '" + (dir / "0_k.bekc.cpp").string() + "' > '" +
+                      (dir / "out.txt").string() + "' 2>&1 && " + compiler + "-fsyntax-only '" +
+                      (dir / "bekc_handlers.cpp").string() + "' >> '" + (dir / "out.txt").string() +
+                      "' 2>&1";
     int status = std::system(cmd.c_str());
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, bekc::test::read_file(dir / "out.txt")};
 }

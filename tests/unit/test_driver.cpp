@@ -44,7 +44,8 @@ TEST_CASE("driver: a miss runs every step, the next build is a hit that runs non
     REQUIRE(fs::exists(first.manifest));
     CHECK(read_file(first.library).value() == "fake output of link libm.so\n");
     CHECK(first.targets == std::vector<std::string>{"m.scale", "m.shift"});
-    CHECK(f.runner.written.size() == 2);  // the two wrappers
+    CHECK(f.runner.written.size() == 3);  // the two wrappers, the entry points
+    CHECK(f.runner.ran("c++ bekc_handlers.cpp"));
 
     f.runner = test::FakeRunner();
     BuildResult second = f.build();
@@ -62,10 +63,11 @@ TEST_CASE("driver: independent steps share a wave, the link waits for them", "[d
     REQUIRE(f.runner.batches.size() == 2);
     const auto& wave = f.runner.batches[0];
     CHECK(wave.jobs == 3);
-    CHECK(wave.descriptions.size() == 3);  // bekc_rt.o and both inputs
-    CHECK(index_of(wave.descriptions, "handler_rt.cpp") < 3);
-    CHECK(index_of(wave.descriptions, "a.cu") < 3);
-    CHECK(index_of(wave.descriptions, "b.cpp") < 3);
+    CHECK(wave.descriptions.size() == 4);  // bekc_rt.o, both inputs, the entry points
+    CHECK(index_of(wave.descriptions, "handler_rt.cpp") < 4);
+    CHECK(index_of(wave.descriptions, "a.cu") < 4);
+    CHECK(index_of(wave.descriptions, "b.cpp") < 4);
+    CHECK(index_of(wave.descriptions, "bekc_handlers.cpp") < 4);
     CHECK(f.runner.batches[1].descriptions == std::vector<std::string>{"link libm.so"});
 }
 
@@ -114,14 +116,17 @@ TEST_CASE("driver: a failing runtime-object compile names it", "[driver]") {
     CHECK(std::string(e.what()).find("handler support code") != std::string::npos);
 }
 
-TEST_CASE("driver: one input compiles and links in one step", "[driver]") {
+TEST_CASE("driver: one input compiles beside its entry points and bekc_rt.o, then links",
+          "[driver]") {
     DriverFixture f;
     f.o.inputs = {(f.tmp / "src/b.cpp").string()};
     f.build();
-    auto all = f.runner.all_descriptions();
-    REQUIRE(all.size() == 2);
-    CHECK(all[0] == "c++ bekc/handler_rt.cpp");  // first: the one step links it
-    CHECK(all[1].find("b.cpp") != std::string::npos);
+    REQUIRE(f.runner.batches.size() == 2);
+    auto wave = f.runner.batches[0].descriptions;
+    std::sort(wave.begin(), wave.end());
+    CHECK(wave == std::vector<std::string>{"c++ " + (f.tmp / "src/b.cpp").string(),
+                                           "c++ bekc/handler_rt.cpp", "c++ bekc_handlers.cpp"});
+    CHECK(f.runner.batches[1].descriptions == std::vector<std::string>{"link libm.so"});
 }
 
 TEST_CASE("driver: a dry run hands the runner nothing and writes nothing", "[driver]") {
@@ -184,11 +189,11 @@ TEST_CASE("driver: nvcc gets the slots the wave leaves it", "[driver]") {
     f.o.inputs = {(f.tmp / "src/a.cu").string()};
     f.o.arch = "sm_80,sm_90,sm_100";
     f.o.jobs = 16;
-    f.build();  // bekc_rt.o first, then the one compile that links
+    f.build();
     f.runner = test::FakeRunner();
     f.o.force = true;
     f.build();
-    REQUIRE(f.runner.batches.size() == 1);
+    REQUIRE(f.runner.batches.size() == 2);  // the compiles, then the link
     CHECK(f.runner.batches[0].jobs == 16);
     // The key does not change with the threads (test_key_property.cpp: -j).
 }

@@ -26,6 +26,7 @@ PlanRequest request(std::vector<PlanUnit> units) {
     r.archs = {Arch{90, ""}};
     r.runtime_include = "/cache/runtime/abc/include";
     r.library = kBuild + "/libmod.so";
+    r.handlers = kBuild + "/bekc_handlers.cpp";
     r.flags.ldflags = {"-L/user/lib", "-lfoo"};
     r.link_depfile = kBuild + "/link.d";
     return r;
@@ -55,32 +56,22 @@ std::vector<std::string> unescaped(const std::vector<LinkerDependency>& deps) {
 
 }  // namespace
 
-TEST_CASE("link deps: a one-step compile and link asks the linker, after the link flags",
-          "[plan][link_deps]") {
-    for (bool cuda : {false, true}) {
-        BuildPlan plan =
-            make_build_plan(request({unit(cuda ? "0_k.bekc.cu" : "0_k.bekc.cpp", cuda)}));
-        REQUIRE_FALSE(plan.link.has_value());
-        const Argv& a = plan.compiles.at(0).command.argv;
-        long ask = index_of(a, kAsk);
+TEST_CASE("link deps: only the link asks the linker, after the link flags", "[plan][link_deps]") {
+    for (auto units :
+         {std::vector<PlanUnit>{unit("0_k.bekc.cpp", false)},
+          std::vector<PlanUnit>{unit("0_k.bekc.cu", true)},
+          std::vector<PlanUnit>{unit("0_a.bekc.cu", true), unit("1_b.bekc.cpp", false)}}) {
+        BuildPlan plan = make_build_plan(request(units));
+        for (const auto& s : plan.compiles) CHECK(index_of(s.command.argv, kAsk) == -1);
+        CHECK(index_of(plan.handlers.command.argv, kAsk) == -1);
+        long ask = index_of(plan.link.argv, kAsk);
         REQUIRE(ask > 0);
-        CHECK(a[ask - 1] == "-Xlinker");
-        CHECK(ask > index_of(a, "-lfoo"));
+        CHECK(plan.link.argv[ask - 1] == "-Xlinker");
+        CHECK(ask > index_of(plan.link.argv, "-lfoo"));
         CHECK(plan.link_depfile == fs::path(kBuild + "/link.d"));
-        CHECK(std::count(plan.compiles[0].command.outputs.begin(),
-                         plan.compiles[0].command.outputs.end(), kBuild + "/link.d") == 1);
+        CHECK(std::count(plan.link.outputs.begin(), plan.link.outputs.end(), kBuild + "/link.d") ==
+              1);
     }
-}
-
-TEST_CASE("link deps: with several inputs only the link asks", "[plan][link_deps]") {
-    BuildPlan plan =
-        make_build_plan(request({unit("0_a.bekc.cu", true), unit("1_b.bekc.cpp", false)}));
-    REQUIRE(plan.link.has_value());
-    for (const auto& s : plan.compiles) CHECK(index_of(s.command.argv, kAsk) == -1);
-    long ask = index_of(plan.link->argv, kAsk);
-    REQUIRE(ask > 0);
-    CHECK(plan.link->argv[ask - 1] == "-Xlinker");
-    CHECK(ask > index_of(plan.link->argv, "-lfoo"));
 }
 
 TEST_CASE("link deps: not asked for when the request has no path", "[plan][link_deps]") {
@@ -88,8 +79,7 @@ TEST_CASE("link deps: not asked for when the request has no path", "[plan][link_
     r.link_depfile.reset();
     BuildPlan plan = make_build_plan(r);
     CHECK_FALSE(plan.link_depfile.has_value());
-    for (const auto& a : plan.compiles.at(0).command.argv)
-        CHECK(a.find("--dependency-file") == std::string::npos);
+    for (const auto& a : plan.link.argv) CHECK(a.find("--dependency-file") == std::string::npos);
 }
 
 TEST_CASE("link deps: GNU ld's file, one path per line, spaces unescaped", "[depfile][link_deps]") {

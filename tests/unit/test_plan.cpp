@@ -31,6 +31,7 @@ PlanRequest request(std::vector<PlanUnit> units, std::vector<Arch> archs = {Arch
     r.archs = std::move(archs);
     r.runtime_include = kRuntime;
     r.library = kBuild + "/libmod.so";
+    r.handlers = kBuild + "/bekc_handlers.cpp";
     return r;
 }
 
@@ -75,26 +76,55 @@ std::string joined(const Argv& a) {
 
 // ---------------------------------------------------------------- plan shapes
 
-TEST_CASE("plan: one .cpp input compiles and links in one host-compiler run", "[plan]") {
+TEST_CASE("plan: one .cpp input compiles beside the entry points, then the host compiler links",
+          "[plan]") {
     BuildPlan plan = make_build_plan(request({cpp("0_k")}));
     REQUIRE(plan.compiles.size() == 1);
-    CHECK_FALSE(plan.link.has_value());
     const Argv& a = plan.compiles[0].command.argv;
     INFO(joined(a));
     CHECK(a.at(0) == kCxx);
-    CHECK(has(a, "-shared"));
+    CHECK(has(a, "-c"));
+    CHECK_FALSE(has(a, "-shared"));
     CHECK(has(a, "-fPIC"));
     CHECK(has(a, "-std=c++17"));
     CHECK(has(a, "-O3"));
-    CHECK_FALSE(has(a, "-c"));
     CHECK(has(a, "-I" + kRuntime));
     CHECK(has(a, kBuild + "/0_k.bekc.cpp"));
-    CHECK(has_pair(a, "-o", kBuild + "/libmod.so"));
+    CHECK(has_pair(a, "-o", kBuild + "/0_k.bekc.cpp.o"));
     // Nothing of nvcc's.
     CHECK_FALSE(has(a, "-gencode"));
     CHECK_FALSE(has(a, "-ccbin"));
     CHECK_FALSE(has(a, "-Xcompiler"));
     CHECK_FALSE(has(a, kNvcc));
+    const Argv& l = plan.link.argv;
+    INFO(joined(l));
+    CHECK(l.at(0) == kCxx);
+    CHECK(has(l, "-shared"));
+    CHECK(has_pair(l, "-o", kBuild + "/libmod.so"));
+    CHECK(plan.link.inputs ==
+          std::vector<std::string>{kBuild + "/0_k.bekc.cpp.o", kBuild + "/bekc_handlers.cpp.o"});
+}
+
+TEST_CASE("plan: the entry points compile with bekc's flags only, none of the user's", "[plan]") {
+    PlanRequest r = request({cu("0_a"), cpp("1_b")});
+    r.flags.opt_level = 0;
+    r.flags.include_dirs = {"/user/inc"};
+    r.flags.defines = {"FOO"};
+    r.flags.cxx_flags = {"-Wall"};
+    r.flags.cxx_std = "c++20";
+    BuildPlan plan = make_build_plan(r);
+    const Command& h = plan.handlers.command;
+    INFO(joined(h.argv));
+    CHECK(h.argv.at(0) == kCxx);
+    CHECK(has_sequence(h.argv, {"-std=c++20", "-O2", "-fPIC", "-fvisibility=hidden"}));
+    CHECK(has(h.argv, "-I" + kRuntime));
+    CHECK(has_pair(h.argv, "-MF", kBuild + "/bekc_handlers.cpp.d"));
+    CHECK(has_pair(h.argv, "-c", kBuild + "/bekc_handlers.cpp"));
+    CHECK(has_pair(h.argv, "-o", kBuild + "/bekc_handlers.cpp.o"));
+    for (const char* user : {"-I/user/inc", "-DFOO", "-Wall", "-O0"})
+        CHECK_FALSE(has(h.argv, user));
+    CHECK(h.slots == 1);
+    CHECK(plan.handlers.depfile == kBuild + "/bekc_handlers.cpp.d");
 }
 
 TEST_CASE("plan: every compile writes a depfile next to its wrapper", "[plan]") {
@@ -110,18 +140,17 @@ TEST_CASE("plan: every compile writes a depfile next to its wrapper", "[plan]") 
     CHECK(plan.compiles[1].depfile == kBuild + "/1_b.bekc.cpp.d");
 }
 
-TEST_CASE("plan: one .cu input is one nvcc -shared run with the host compiler as -ccbin",
+TEST_CASE("plan: one .cu input is an nvcc -c with the host compiler as -ccbin, then an nvcc link",
           "[plan]") {
     auto archs = std::vector<Arch>{{80, ""}, {90, ""}};
     BuildPlan plan = make_build_plan(request({cu("0_k")}, archs));
     REQUIRE(plan.compiles.size() == 1);
-    CHECK_FALSE(plan.link.has_value());
     const Argv& a = plan.compiles[0].command.argv;
     INFO(joined(a));
     CHECK(a.at(0) == kNvcc);
     CHECK(has_pair(a, "-ccbin", kCxx));
-    CHECK(has(a, "-shared"));
-    CHECK_FALSE(has(a, "-c"));
+    CHECK(has(a, "-c"));
+    CHECK_FALSE(has(a, "-shared"));
     long xc = index_of(a, "-Xcompiler");
     REQUIRE(xc >= 0);
     CHECK(a.at(xc + 1).find("-fPIC") != std::string::npos);
@@ -130,7 +159,10 @@ TEST_CASE("plan: one .cu input is one nvcc -shared run with the host compiler as
     CHECK(has(a, "-std=c++17"));
     CHECK(has(a, "-O3"));
     CHECK(has(a, "-I" + kRuntime));
-    CHECK(has_pair(a, "-o", kBuild + "/libmod.so"));
+    CHECK(has_pair(a, "-o", kBuild + "/0_k.bekc.cu.o"));
+    CHECK(plan.link.argv.at(0) == kNvcc);
+    CHECK(has_pair(plan.link.argv, "-ccbin", kCxx));
+    CHECK(has_pair(plan.link.argv, "-o", kBuild + "/libmod.so"));
 }
 
 TEST_CASE("plan: mixed .cu and .cpp compile separately, then nvcc links", "[plan]") {
@@ -150,8 +182,7 @@ TEST_CASE("plan: mixed .cu and .cpp compile separately, then nvcc links", "[plan
     CHECK(has(cx, "-fPIC"));
     CHECK_FALSE(has(cx, "-gencode"));
 
-    REQUIRE(plan.link.has_value());
-    const Argv& l = plan.link->argv;
+    const Argv& l = plan.link.argv;
     INFO(joined(l));
     CHECK(l.at(0) == kNvcc);
     CHECK(has(l, "-shared"));
@@ -161,17 +192,17 @@ TEST_CASE("plan: mixed .cu and .cpp compile separately, then nvcc links", "[plan
     CHECK(o1 >= 0);
     CHECK(o2 > o1);
     CHECK(has_pair(l, "-o", kBuild + "/libmod.so"));
-    CHECK(plan.link->inputs ==
-          std::vector<std::string>{kBuild + "/0_a.bekc.cu.o", kBuild + "/1_b.bekc.cpp.o"});
-    CHECK(plan.link->outputs == std::vector<std::string>{kBuild + "/libmod.so"});
+    CHECK(plan.link.inputs == std::vector<std::string>{kBuild + "/0_a.bekc.cu.o",
+                                                       kBuild + "/1_b.bekc.cpp.o",
+                                                       kBuild + "/bekc_handlers.cpp.o"});
+    CHECK(plan.link.outputs == std::vector<std::string>{kBuild + "/libmod.so"});
 }
 
 TEST_CASE("plan: several .cpp inputs link with the host compiler, no nvcc anywhere", "[plan]") {
     BuildPlan plan = make_build_plan(request({cpp("0_a"), cpp("1_b"), cpp("2_c")}));
     REQUIRE(plan.compiles.size() == 3);
-    REQUIRE(plan.link.has_value());
-    CHECK(plan.link->argv.at(0) == kCxx);
-    CHECK(has(plan.link->argv, "-shared"));
+    CHECK(plan.link.argv.at(0) == kCxx);
+    CHECK(has(plan.link.argv, "-shared"));
     for (const auto& s : plan.compiles) CHECK(s.command.argv.at(0) == kCxx);
     // Each compile writes its own object: they can run in parallel.
     std::vector<std::string> outs;
@@ -186,8 +217,7 @@ TEST_CASE("plan: several .cu inputs get the same arch flags each", "[plan]") {
     BuildPlan plan = make_build_plan(request({cu("0_a"), cu("1_b")}, archs));
     REQUIRE(plan.compiles.size() == 2);
     for (const auto& s : plan.compiles) CHECK(has_sequence(s.command.argv, gencode_flags(archs)));
-    REQUIRE(plan.link.has_value());
-    CHECK(plan.link->argv.at(0) == kNvcc);
+    CHECK(plan.link.argv.at(0) == kNvcc);
 }
 
 // ---------------------------------------------------------------------- flags
@@ -239,8 +269,7 @@ TEST_CASE("plan: include dirs and defines reach both compilers, in order", "[pla
         CHECK(index_of(a, "-DFOO") < index_of(a, "-DBAR=1"));
     }
     // Preprocessor flags are for compiles, not for the link.
-    REQUIRE(plan.link.has_value());
-    CHECK_FALSE(has(plan.link->argv, "-DFOO"));
+    CHECK_FALSE(has(plan.link.argv, "-DFOO"));
 }
 
 TEST_CASE("plan: --cuda-flag goes to nvcc compiles only, --cxx-flag to C++ compiles only",
@@ -256,9 +285,8 @@ TEST_CASE("plan: --cuda-flag goes to nvcc compiles only, --cxx-flag to C++ compi
     CHECK_FALSE(has(nv, "-Wall"));
     CHECK(has_sequence(cx, {"-Wall", "-march=x86-64-v2"}));
     CHECK_FALSE(has(cx, "-lineinfo"));
-    REQUIRE(plan.link.has_value());
-    CHECK_FALSE(has(plan.link->argv, "-lineinfo"));
-    CHECK_FALSE(has(plan.link->argv, "-Wall"));
+    CHECK_FALSE(has(plan.link.argv, "-lineinfo"));
+    CHECK_FALSE(has(plan.link.argv, "-Wall"));
 }
 
 TEST_CASE("plan: --ldflag goes to the link, after the objects", "[plan][flags]") {
@@ -266,53 +294,41 @@ TEST_CASE("plan: --ldflag goes to the link, after the objects", "[plan][flags]")
     r.flags.ldflags = {"-L/opt/lib", "-lcublas"};
     BuildPlan plan = make_build_plan(r);
     for (const auto& s : plan.compiles) CHECK_FALSE(has(s.command.argv, "-lcublas"));
-    REQUIRE(plan.link.has_value());
-    const Argv& l = plan.link->argv;
+    const Argv& l = plan.link.argv;
     INFO(joined(l));
     CHECK(has_sequence(l, {"-L/opt/lib", "-lcublas"}));
     // Libraries after the objects that need them, or the linker drops them.
     CHECK(index_of(l, "-lcublas") > index_of(l, kBuild + "/1_b.bekc.cpp.o"));
 }
 
-TEST_CASE("plan: --ldflag reaches a single-input compile-and-link, after the source",
-          "[plan][flags]") {
+TEST_CASE("plan: --ldflag reaches a single input's link, after the objects", "[plan][flags]") {
     for (PlanUnit u : {cu("0_k"), cpp("0_k")}) {
         PlanRequest r = request({u});
         r.flags.ldflags = {"-lm"};
         BuildPlan plan = make_build_plan(r);
-        const Argv& a = plan.compiles.at(0).command.argv;
-        INFO(joined(a));
-        CHECK(has(a, "-lm"));
-        CHECK(index_of(a, "-lm") > index_of(a, u.wrapper.string()));
+        CHECK_FALSE(has(plan.compiles.at(0).command.argv, "-lm"));
+        const Argv& l = plan.link.argv;
+        INFO(joined(l));
+        CHECK(index_of(l, "-lm") > index_of(l, u.wrapper.string() + ".o"));
+        CHECK(index_of(l, "-lm") > index_of(l, kBuild + "/bekc_handlers.cpp.o"));
     }
 }
 
 TEST_CASE("plan: the handler support object is linked into the library, once", "[plan]") {
     const std::string rt = "/cache/runtime/abc/obj/0123/bekc_rt.o";
-    SECTION("one input: compiled and linked in one run, the object after the source") {
-        for (PlanUnit u : {cu("0_k"), cpp("0_k")}) {
-            PlanRequest r = request({u});
-            r.runtime_object = rt;
-            r.flags.ldflags = {"-lm"};
-            BuildPlan plan = make_build_plan(r);
-            const Argv& a = plan.compiles.at(0).command.argv;
-            INFO(joined(a));
-            CHECK(index_of(a, rt) == index_of(a, u.wrapper.string()) + 1);
-            CHECK(index_of(a, rt) < index_of(a, "-lm"));
-            CHECK(has(plan.compiles.at(0).command.inputs, rt));
-        }
-    }
-    SECTION("several inputs: only the link names it, after the objects") {
-        PlanRequest r = request({cu("0_a"), cpp("1_b")});
+    for (auto units :
+         {std::vector<PlanUnit>{cu("0_k")}, std::vector<PlanUnit>{cu("0_a"), cpp("1_b")}}) {
+        PlanRequest r = request(units);
         r.runtime_object = rt;
         BuildPlan plan = make_build_plan(r);
         for (const auto& s : plan.compiles) CHECK_FALSE(has(s.command.argv, rt));
-        REQUIRE(plan.link.has_value());
-        const Argv& l = plan.link->argv;
+        CHECK_FALSE(has(plan.handlers.command.argv, rt));
+        const Argv& l = plan.link.argv;
         INFO(joined(l));
-        CHECK(index_of(l, rt) > index_of(l, kBuild + "/1_b.bekc.cpp.o"));
+        CHECK(index_of(l, rt) > index_of(l, units.back().wrapper.string() + ".o"));
+        CHECK(index_of(l, rt) > index_of(l, kBuild + "/bekc_handlers.cpp.o"));
         CHECK(std::count(l.begin(), l.end(), rt) == 1);
-        CHECK(has(plan.link->inputs, rt));
+        CHECK(has(plan.link.inputs, rt));
     }
 }
 
@@ -399,6 +415,7 @@ GraphRequest graph_request(std::vector<PlanUnit> units) {
     g.plan = request(std::move(units));
     g.plan.runtime_object = "/cache/runtime/abc/obj/def/bekc_rt.o";
     for (const auto& u : g.plan.units) g.wrapper_texts.push_back("// " + u.wrapper.string());
+    g.handlers_text = "// entry points";
     return g;
 }
 
@@ -416,18 +433,25 @@ TEST_CASE("graph: every step comes after what it reads", "[plan][graph]") {
     r.compile_runtime_object = kBuild + "/bekc_rt.o";
     BuildGraph g = make_build_graph(r);
     using K = StepKind;
-    REQUIRE(kinds(g) == std::vector<K>{K::WriteWrapper, K::WriteWrapper, K::RuntimeHeaders,
-                                       K::RuntimeObject, K::Compile, K::Compile, K::Link});
+    REQUIRE(kinds(g) == std::vector<K>{K::WriteWrapper, K::WriteWrapper, K::WriteWrapper,
+                                       K::RuntimeHeaders, K::RuntimeObject, K::Compile, K::Compile,
+                                       K::Compile, K::Link});
     CHECK(g.steps[0].content == "// " + kBuild + "/0_a.bekc.cu");
-    CHECK(g.steps[3].after == std::vector<size_t>{2});     // the object reads the headers
-    CHECK(g.steps[4].after == std::vector<size_t>{0, 2});  // its wrapper, the headers
-    CHECK(g.steps[5].after == std::vector<size_t>{1, 2});
-    CHECK(g.steps[6].after == std::vector<size_t>{4, 5, 3});  // the objects, bekc_rt.o
-    CHECK(g.steps[6].links);
-    CHECK_FALSE(g.steps[4].links);
+    CHECK(g.steps[2].content == "// entry points");
+    CHECK(g.steps[2].command.outputs == std::vector<std::string>{kBuild + "/bekc_handlers.cpp"});
+    CHECK(g.steps[4].after == std::vector<size_t>{3});     // the object reads the headers
+    CHECK(g.steps[5].after == std::vector<size_t>{0, 3});  // its wrapper, the headers
+    CHECK(g.steps[6].after == std::vector<size_t>{1, 3});
+    CHECK(g.steps[7].after == std::vector<size_t>{2, 3});  // the entry points
+    CHECK(g.steps[5].unit == 0u);
+    CHECK(g.steps[6].unit == 1u);
+    CHECK_FALSE(g.steps[7].unit.has_value());
+    CHECK(g.steps[8].after == std::vector<size_t>{5, 6, 7, 4});  // the objects, bekc_rt.o
+    CHECK(g.steps[8].links);
+    for (size_t i = 0; i < 8; ++i) CHECK_FALSE(g.steps[i].links);
     // The object is compiled where the request says; the link reads the cache's.
-    CHECK(g.steps[3].command.outputs == std::vector<std::string>{kBuild + "/bekc_rt.o"});
-    CHECK(has(g.steps[6].command.argv, "/cache/runtime/abc/obj/def/bekc_rt.o"));
+    CHECK(g.steps[4].command.outputs == std::vector<std::string>{kBuild + "/bekc_rt.o"});
+    CHECK(has(g.steps[8].command.argv, "/cache/runtime/abc/obj/def/bekc_rt.o"));
     // Every step's inputs are some earlier step's outputs or outside the build.
     for (size_t i = 0; i < g.steps.size(); ++i)
         for (const auto& in : g.steps[i].command.inputs) {
@@ -442,18 +466,21 @@ TEST_CASE("graph: every step comes after what it reads", "[plan][graph]") {
 TEST_CASE("graph: what the cache has is not planned again", "[plan][graph]") {
     BuildGraph g = make_build_graph(graph_request({cpp("0_k")}));
     using K = StepKind;
-    REQUIRE(kinds(g) == std::vector<K>{K::WriteWrapper, K::Compile});
-    CHECK(g.steps[1].links);
-    CHECK(g.steps[1].after == std::vector<size_t>{0});
+    REQUIRE(kinds(g) ==
+            std::vector<K>{K::WriteWrapper, K::WriteWrapper, K::Compile, K::Compile, K::Link});
+    CHECK(g.steps[4].links);
+    CHECK(g.steps[4].after == std::vector<size_t>{2, 3});
 }
 
-TEST_CASE("graph: one input links in its compile, after bekc_rt.o", "[plan][graph]") {
+TEST_CASE("graph: bekc_rt.o compiles beside the sources, the link waits for it", "[plan][graph]") {
     GraphRequest r = graph_request({cpp("0_k")});
     r.compile_runtime_object = kBuild + "/bekc_rt.o";
     BuildGraph g = make_build_graph(r);
-    REQUIRE(g.steps.size() == 3);
-    CHECK(g.steps[2].kind == StepKind::Compile);
-    CHECK(g.steps[2].after == std::vector<size_t>{0, 1});
+    REQUIRE(g.steps.size() == 6);
+    CHECK(g.steps[2].kind == StepKind::RuntimeObject);
+    CHECK(g.steps[3].after == std::vector<size_t>{0});
+    CHECK(g.steps[5].kind == StepKind::Link);
+    CHECK(g.steps[5].after == std::vector<size_t>{3, 4, 2});
 }
 
 TEST_CASE("graph: the launcher goes in front of every compile, bekc_rt.o's too", "[plan][graph]") {
@@ -474,8 +501,9 @@ TEST_CASE("graph: a step's line is its shell command, or a comment for bekc's wr
     r.write_runtime_headers = true;
     BuildGraph g = make_build_graph(r);
     CHECK(describe_step(g.steps[0]) == "# write-wrapper: " + kBuild + "/0_k.bekc.cpp");
-    CHECK(describe_step(g.steps[1]) == "# runtime-headers: " + kRuntime);
-    CHECK(describe_step(g.steps[2]) == display_command(g.steps[2].command));
+    CHECK(describe_step(g.steps[1]) == "# write-wrapper: " + kBuild + "/bekc_handlers.cpp");
+    CHECK(describe_step(g.steps[2]) == "# runtime-headers: " + kRuntime);
+    CHECK(describe_step(g.steps[3]) == display_command(g.steps[3].command));
 }
 
 TEST_CASE("plan: nvcc compiles architectures side by side within its slots", "[plan][threads]") {
@@ -488,7 +516,8 @@ TEST_CASE("plan: nvcc compiles architectures side by side within its slots", "[p
     CHECK(nv.slots == 4);
     CHECK(plan.compiles[1].command.slots == 1);  // the host compiler's unit
     CHECK_FALSE(has(plan.compiles[1].command.argv, "--threads"));
-    CHECK_FALSE(has(plan.link->argv, "--threads"));
+    CHECK_FALSE(has(plan.link.argv, "--threads"));
+    CHECK_FALSE(has(plan.handlers.command.argv, "--threads"));
 
     r.device_threads = 2;
     CHECK(has_pair(make_build_plan(r).compiles[0].command.argv, "--threads", "2"));

@@ -1,13 +1,18 @@
-// Support code for the XLA FFI handlers bekc generates, included by each
-// wrapper translation unit after the user's source. The generated code per
-// function is only a table (FunctionInfo) and a call; everything that checks
-// a call frame lives here, once, where it can be read and tested.
+// Support code for the XLA FFI handlers bekc generates.
 //
-// The functions below are only declared in a wrapper. Their definitions
-// (under BEKC_RT_IMPLEMENTATION) are compiled once per host compiler into an
-// object in bekc's cache (bekc/handler_rt.cpp) and linked into every library,
-// so no build compiles and optimises them again: in every wrapper they were
-// most of what the handlers added to a small file's compile time.
+// A library's entry points live in their own translation unit (bekc/entry.h).
+// This header is what the user's translation unit adds after the user's
+// source: the Frame a call reads its parameters from, and `invoke`, which
+// calls the user's function with them. bekc's wrapper includes it only in host
+// passes (device passes skip it), and emits no function of its own: per
+// exported function, only a table entry (Export) naming the user's function
+// and where each of its parameters comes from, plus one `invoke` per distinct
+// C++ signature.
+//
+// Everything that checks a call frame is defined here under
+// BEKC_RT_IMPLEMENTATION, compiled once per host compiler into an object in
+// bekc's cache (bekc/handler_rt.cpp) and linked into every library, so no
+// build compiles and optimises it again.
 //
 // Each check XLA's own handlers make is made here too, with an
 // INVALID_ARGUMENT error that names the target and says what was expected and
@@ -23,11 +28,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <type_traits>
+#include <utility>
 
+#include "bekc/entry.h"
 #include "bekc/xla_ffi_abi.h"
 #include "brainevent/common.h"
-
-#define BEKC_EXPORT __attribute__((visibility("default")))
 
 // The checks and error formatting are called from each handler, not inlined
 // into every one: inlined at -O3 they made the host compiler's share of a
@@ -39,26 +45,9 @@
 
 namespace bekc_rt {
 
-// One expected scalar attribute; arrays of these are sorted by name, as XLA
-// sorts the attributes it passes.
-struct AttrSpec {
-    const char* name;
-    int32_t dtype;     // BekcXla_DataType the scalar arrives as
-    const char* type;  // the spec's type name ("float16" arrives as uint16 bits)
-};
-
 // The most dimensions a BE::Tensor holds, in bekc's headers and in
 // brainevent's alike.
 constexpr int kMaxRank = 8;
-
-struct FunctionInfo {
-    const char* target;
-    int64_t num_args;
-    int64_t num_rets;
-    int64_t num_attrs;
-    const AttrSpec* attrs;
-    bool needs_stream;
-};
 
 inline BE::DType to_be_dtype(int32_t xla) {
     switch (xla) {
@@ -127,8 +116,12 @@ private:
     // bekc's BE::Tensor also records which argument or result it views (its
     // Origin), so that a data_ptr<T>() of the wrong width can name it.
     // brainevent's has no such tag, and no check in data_ptr<T>().
+    //
+    // Cold, so optimised for size: brainevent's checked constructor builds
+    // its error message with std::to_string, and at -O3 that alone added
+    // about 50 ms to every wrapper's host compile.
     enum Role { kArgument, kResult };
-    static BE::Tensor tensor(void* p, Role role, int index) {
+    __attribute__((cold)) static BE::Tensor tensor(void* p, Role role, int index) {
         const auto* b = static_cast<const BekcXla_Buffer*>(p);
         // check_buffers has checked the rank, dtype and dimensions of every buffer.
 #if defined(BEKC_BRAINEVENT_HEADERS)
@@ -146,6 +139,40 @@ private:
     const BekcXla_CallFrame* frame_;
     int64_t stream_;
 };
+
+// One parameter of the user's function, from where its Slot says.
+template <class T>
+inline T parameter(const Frame& f, const Slot& s) {
+    if constexpr (std::is_same_v<T, BE::Tensor>) {
+        return s.kind == kSlotArg ? f.arg(s.index) : f.ret(s.index);
+    } else {
+        if (s.kind == kSlotStream) return static_cast<T>(f.stream());
+        return f.attr<T>(s.index);
+    }
+}
+
+template <class... P, size_t... I>
+void invoke_with(const Frame& f, const Export& e, std::index_sequence<I...>) {
+    // Read at run time through the table, so the user's function is never
+    // inlined here: it is optimised once, as its own symbol.
+    void (*fn)(P...) = *static_cast<void (*const*)(P...)>(e.function);
+    fn(parameter<std::decay_t<P>>(f, e.slots[I])...);
+}
+
+// Export::invoke for functions of type void(P...): one instantiation per
+// signature, however many functions share it.
+template <class... P>
+BEKC_RT_NOINLINE void invoke(const Frame& f, const Export& e) {
+    invoke_with<P...>(f, e, std::index_sequence_for<P...>{});
+}
+
+// &invoke<P...> for a function pointer of type void (*)(P...); top-level
+// const on parameters is not part of a function's type, so `const BE::Tensor`
+// and `BE::Tensor` share one instantiation.
+template <class... P>
+constexpr void (*invoker(void (*)(P...)))(const Frame&, const Export&) {
+    return &invoke<P...>;
+}
 
 // ---- declarations (definitions below, under BEKC_RT_IMPLEMENTATION) ----
 
@@ -177,9 +204,6 @@ BekcXla_Error* check_buffers(const BekcXla_CallFrame* f, const FunctionInfo& inf
 // Checks attribute names (in order) and scalar dtypes.
 BekcXla_Error* check_attrs(const BekcXla_CallFrame* f, const FunctionInfo& info);
 
-// The whole handler: metadata query, checks, stream, call, exceptions.
-BekcXla_Error* handle(BekcXla_CallFrame* f, const FunctionInfo& info,
-                      void (*call)(const Frame&), bool command_buffer);
 
 #if defined(BEKC_RT_IMPLEMENTATION)
 // ---- definitions: bekc/handler_rt.cpp, once per host compiler ----
@@ -347,7 +371,7 @@ BEKC_RT_NOINLINE BekcXla_Error* check_attrs(const BekcXla_CallFrame* f,
 }
 
 BEKC_RT_NOINLINE BekcXla_Error* handle(BekcXla_CallFrame* f, const FunctionInfo& info,
-                                              void (*call)(const Frame&), bool command_buffer) {
+                                       const Export& entry, bool command_buffer) {
     const int32_t bad = BEKC_XLA_ERROR_INVALID_ARGUMENT;
     BekcXla_Error* error = nullptr;
     if (!begin_call(f, info.target, command_buffer, &error)) return error;
@@ -366,7 +390,7 @@ BEKC_RT_NOINLINE BekcXla_Error* handle(BekcXla_CallFrame* f, const FunctionInfo&
     void* stream = nullptr;
     if (info.needs_stream && (error = get_stream(f, &stream))) return error;
     try {
-        call(Frame(f, reinterpret_cast<int64_t>(stream)));
+        entry.invoke(Frame(f, reinterpret_cast<int64_t>(stream)), entry);
     } catch (const std::exception& e) {
         return fail(f->api, BEKC_XLA_ERROR_INTERNAL, "%s: %s", info.target, e.what());
     } catch (...) {
