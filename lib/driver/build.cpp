@@ -292,18 +292,21 @@ Compiled compile(const BuildInputs& in, const BuildOptions& o, const fs::path& d
 // The first input or dependency written since the compile started, if any.
 // File timestamps come from a coarse clock that can only lag, so a file
 // written before the start never looks newer; sources written just before
-// bekc runs (as load_cpp_inline does) are not flagged.
+// bekc runs (as load_cpp_inline does) are not flagged. A dependency is
+// judged by the stat classify_dependencies took when it read the bytes that
+// were keyed (a later write changes nothing keyed), or flagged when it
+// changed while being read.
 std::optional<std::string> changed_during_build(const DependencySet& deps,
                                                 const std::vector<SourceFile>& inputs,
                                                 int64_t start_ns) {
-    auto recent = [&](const fs::path& path) {
-        auto st = stat_file(path);
+    auto recent = [&](const std::optional<FileStat>& st) {
         return !st || std::max(st->mtime_ns, st->ctime_ns) >= start_ns;
     };
     for (const auto& f : inputs)
-        if (recent(f.path)) return f.path.string();
+        if (recent(stat_file(f.path))) return f.path.string();
+    if (deps.changed_while_read) return deps.changed_while_read;
     for (const auto& d : deps.direct.dependencies)
-        if (recent(d.path)) return d.path.string();
+        if (recent(d.stat ? d.stat : stat_file(d.path))) return d.path.string();
     return std::nullopt;
 }
 
@@ -528,13 +531,14 @@ BuildResult run_build(const BuildOptions& options, BuildContext& ctx) {
     if (!outcome) throw FatalError("bekc: error: " + outcome.error().message, kExitCache);
     // --force rebuilt an entry that existed under the same key: the same
     // inputs must give the same library, or the key missed one of them.
+    // Both digests are the seals': publishing hashed the new library.
     if (outcome->replaced_sha256) {
-        auto now = sha256_file(outcome->entry.library);
-        if (now && *now != *outcome->replaced_sha256)
+        const std::string& now = outcome->entry.library_sha256;
+        if (now != *outcome->replaced_sha256)
             report.warn("--force rebuilt cache entry " + key +
                         " and the library differs from the one it replaced (SHA-256 " +
                         outcome->replaced_sha256->substr(0, 16) + "... before, " +
-                        now->substr(0, 16) +
+                        now.substr(0, 16) +
                         "... now) although the key is unchanged: an input bekc does not "
                         "key changed, or the compiler is not deterministic; please report it");
     }

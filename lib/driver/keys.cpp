@@ -1,11 +1,13 @@
 #include "driver/keys.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "driver/plan_build.hpp"
 #include "driver/runtime_headers.hpp"
 #include "scan/includes.hpp"
+#include "store/file_ops.hpp"
 #include "store/hash.hpp"
 #include "util/embedded.hpp"
 #include "util/env.hpp"
@@ -16,7 +18,30 @@ namespace bekc {
 
 namespace {
 
+// An absolute path without empty, "." or ".." components (a trailing '/'
+// allowed): one whose components its spelling shows.
+bool is_plain_absolute(std::string_view s) {
+    if (s.empty() || s[0] != '/') return false;
+    for (size_t i = 1; i < s.size();) {
+        size_t end = std::min(s.find('/', i), s.size());
+        std::string_view c = s.substr(i, end - i);
+        if ((c.empty() && end != s.size()) || c == "." || c == "..") return false;
+        i = end + 1;
+    }
+    return true;
+}
+
+// `p` is `dir` or below it (lexically). Called some twenty times per header,
+// so plain absolute paths compare as strings; lexically_relative decides
+// the rest.
 bool under(const fs::path& p, const fs::path& dir) {
+    std::string_view ps = p.native(), ds = dir.native();
+    if (is_plain_absolute(ps) && is_plain_absolute(ds)) {
+        while (ds.size() > 1 && ds.back() == '/') ds.remove_suffix(1);
+        while (ps.size() > 1 && ps.back() == '/') ps.remove_suffix(1);
+        if (ds == "/") return true;
+        return ps.substr(0, ds.size()) == ds && (ps.size() == ds.size() || ps[ds.size()] == '/');
+    }
     auto rel = p.lexically_relative(dir);
     return !rel.empty() && *rel.begin() != "..";
 }
@@ -300,6 +325,8 @@ std::vector<fs::path> has_include_chain(const HasIncludeOperand& o, const fs::pa
 DependencySet classify_dependencies(const ReportedDependencies& reported, const BuildInputs& in,
                                     const fs::path& runtime_include, const fs::path& build_dir) {
     DependencySet out;
+    // Before any file is examined: the direct record's time (store/direct.hpp).
+    out.direct.examined_ns = now_ns();
     std::set<fs::path> inputs, seen;
     for (const auto& f : in.files) inputs.insert(fs::absolute(f.path).lexically_normal());
     std::error_code ec;
@@ -307,18 +334,25 @@ DependencySet classify_dependencies(const ReportedDependencies& reported, const 
     fs::path runtime_dir = fs::weakly_canonical(runtime_include, ec);
     // Runtime headers may be reported through the plain-named link nvcc was
     // given (driver/safe_paths.hpp): compare real paths for those. They, and
-    // the handlers' support object, are covered by bekc's version.
+    // the handlers' support object, are covered by bekc's version. Resolved
+    // once per directory: hundreds of headers share a few dozen.
+    RealPaths real_paths;
     auto is_runtime = [&](const fs::path& p) {
-        return under(p, runtime_root) || under(fs::weakly_canonical(p, ec), runtime_root);
+        return under(p, runtime_root) || under(real_paths.resolve(p), runtime_root);
     };
-    auto key_file = [&](const fs::path& p) {
-        auto sha = sha256_file(p);
-        if (!sha)
+    // One read per file: both digests, and the bytes of the user's headers,
+    // whose __has_include are looked at below.
+    std::map<fs::path, std::string> texts_read;
+    auto key_file = [&](const fs::path& p, bool keep_text) {
+        auto digest = digest_file(p, keep_text);
+        if (!digest)
             throw FatalError(
-                "bekc: error: cannot read dependency " + p.string() + ": " + sha.error(),
+                "bekc: error: cannot read dependency " + p.string() + ": " + digest.error(),
                 kExitSourceError);
-        out.hashed.emplace_back(p.string(), *sha);
-        out.direct.dependencies.push_back({p, *sha});
+        out.hashed.emplace_back(p.string(), digest->sha256);
+        out.direct.dependencies.push_back({p, digest->sha256, digest->stat, digest->xxh128});
+        if (digest->changed && !out.changed_while_read) out.changed_while_read = p.string();
+        if (keep_text) texts_read[p] = std::move(digest->text);
     };
 
     // What the compilers read.
@@ -329,13 +363,14 @@ DependencySet classify_dependencies(const ReportedDependencies& reported, const 
         if (is_runtime(p)) {
             // A user's directory searched before them may come to hold one
             // of their names.
-            fs::path real = fs::weakly_canonical(p, ec);
+            fs::path real = real_paths.resolve(p);
             if (under(real, runtime_dir)) runtime_used.push_back(real);
             continue;
         }
         if (inputs.count(p) || under(p, build_dir) || is_toolchain_header(p, in)) continue;
-        key_file(p);
-        if (!is_system_header(p, in.multiarch)) user_headers.push_back(p);
+        bool user = !is_system_header(p, in.multiarch);
+        key_file(p, user);
+        if (user) user_headers.push_back(p);
         recorded.push_back(p);
     }
     for (const auto& h : user_headers) out.user_headers.push_back(h.string());
@@ -364,7 +399,7 @@ DependencySet classify_dependencies(const ReportedDependencies& reported, const 
         libraries.push_back(p);
         if (is_toolchain_header(p, in)) continue;
         if (presence(p) == Presence::Absent && is_driver_temporary(p)) continue;
-        key_file(p);
+        key_file(p, false);
         if (!is_system_library(p)) out.user_headers.push_back(p.string());
     }
 
@@ -403,8 +438,7 @@ DependencySet classify_dependencies(const ReportedDependencies& reported, const 
     std::vector<std::pair<fs::path, std::string>> texts;
     for (const auto& f : in.files)
         texts.emplace_back(fs::absolute(f.path).lexically_normal(), f.text);
-    for (const auto& h : user_headers)
-        if (auto text = read_file(h)) texts.emplace_back(h, std::move(*text));
+    for (const auto& h : user_headers) texts.emplace_back(h, std::move(texts_read[h]));
     for (const auto& [file, text] : texts) {
         for (const auto& o : find_has_includes(text, file.string())) {
             for (const auto& dir : has_include_chain(o, file, order)) {
@@ -414,7 +448,7 @@ DependencySet classify_dependencies(const ReportedDependencies& reported, const 
                 if (there != Presence::File) continue;  // a directory is no header: look on
                 if (seen.insert(c).second && !inputs.count(c) && !under(c, build_dir) &&
                     !is_runtime(c) && !is_toolchain_header(c, in))
-                    key_file(c);
+                    key_file(c, false);
                 break;
             }
         }

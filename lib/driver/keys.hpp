@@ -43,10 +43,17 @@ struct ReportedDependencies {
 };
 
 struct DependencySet {
-    DirectInputs direct;                                      // key filled in by the caller
+    // Key filled in by the caller. Each file is read once, here: its
+    // dependencies carry the stat taken before that read and the XXH3-128
+    // of the bytes keyed, which the direct record and changed-during-build
+    // use instead of looking again.
+    DirectInputs direct;
     std::vector<std::pair<std::string, std::string>> hashed;  // path, SHA-256 (full key)
     // For --depfile: the user's headers and link inputs, not the system's.
     std::vector<std::string> user_headers;
+    // The first keyed file whose stat moved while it was read: it is being
+    // written now, and what was keyed may not be what was compiled.
+    std::optional<std::string> changed_while_read;
 };
 
 // Sorts what the compilers and the linker read into what is keyed and

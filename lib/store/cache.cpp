@@ -10,7 +10,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "store/hash.hpp"
 #include "store/size.hpp"
 
 namespace bekc {
@@ -158,8 +157,8 @@ std::expected<BuildOutcome, CacheError> Cache::get_or_build(std::string_view key
         return BuildOutcome{*again, true, repaired, std::nullopt};
     }
     if (again) {
-        if (auto fd = dir().open_read(CacheLayout::entry(key) / again->library.filename()))
-            if (auto sha = sha256_fd(fd->get(), again->library)) replaced_sha256 = *sha;
+        // What the seal holds, which the check above tied to the file.
+        replaced_sha256 = again->library_sha256;
     } else if (again.error().kind == Miss::Kind::Corrupt) {
         repaired = again.error().reason;
     }

@@ -135,7 +135,9 @@ DirectLookup check_direct_file(const CacheDir& cache, const fs::path& file,
 std::expected<void, std::string> add_direct_record(const CacheDir& cache, const fs::path& file,
                                                    const DirectInputs& inputs,
                                                    const BaseDir& base) {
-    DirectRecord record{inputs.key, now_ns(), {}, {}};
+    int64_t written_ns = now_ns();
+    if (inputs.examined_ns != 0) written_ns = std::min(written_ns, inputs.examined_ns);
+    DirectRecord record{inputs.key, written_ns, {}, {}};
     // Paths under the base directory are recorded relative to it; a record
     // from another checkout (a remote one) names them so already.
     auto here = [&](const fs::path& p) -> std::expected<fs::path, std::string> {
@@ -147,6 +149,10 @@ std::expected<void, std::string> add_direct_record(const CacheDir& cache, const 
     for (const auto& dep : inputs.dependencies) {
         auto path = here(dep.path);
         if (!path) return std::unexpected(path.error());
+        if (dep.stat && !dep.xxh128.empty()) {
+            record.files.push_back({base.hide(path->string()), *dep.stat, dep.xxh128});
+            continue;
+        }
         auto recorded = fingerprint({*path, dep.sha256});
         if (!recorded) return std::unexpected(recorded.error());
         recorded->path = base.hide(recorded->path);

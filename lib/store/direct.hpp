@@ -45,12 +45,22 @@ struct DirectDependency {
     // fails if the file no longer has them, so a header edited during the
     // build cannot be recorded under the old key. Empty: not checked.
     std::string sha256;
+    // When the caller read the file for the key already: the stat taken
+    // before that read and the XXH3-128 of the same bytes as `sha256`. They
+    // are recorded as they are, without reading the file again; a later
+    // change shows at the lookup, as a stat that differs.
+    std::optional<FileStat> stat = std::nullopt;
+    std::string xxh128 = {};
 };
 
 struct DirectInputs {
     std::string key;  // the full cache key this build produced
     std::vector<DirectDependency> dependencies;
     std::vector<fs::path> must_not_exist;
+    // With dependencies that carry their stat: a time before the first of
+    // those stats was taken, which the record's time must not be after (see
+    // "racy" above). 0: none carries one.
+    int64_t examined_ns = 0;
 };
 
 struct DirectLookup {

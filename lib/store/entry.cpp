@@ -73,7 +73,9 @@ std::expected<ManifestFacts, std::string> read_manifests(const CacheDir& cache, 
 Entry make_entry(const CacheDir& cache, const fs::path& dir, std::string_view key,
                  const ManifestFacts& facts) {
     fs::path abs = cache.path(dir);
-    return Entry{std::string(key), abs, facts.name, abs / facts.library, facts.targets};
+    Entry entry{std::string(key), abs, facts.name, abs / facts.library, facts.targets};
+    entry.library_sha256 = facts.library_sha256;
+    return entry;
 }
 
 // Entries published before seals existed: the library against the manifest,

@@ -33,6 +33,8 @@ struct Entry {
     std::string name;  // the manifest's "name"
     fs::path library;  // dir / the manifest's "library"
     size_t targets = 0;
+    // The manifests' library_sha256, which the seal holds for the library.
+    std::string library_sha256 = {};
 
     // manifest.json, or with cuda_graph=false manifest.no-cuda-graph.json.
     fs::path manifest(bool cuda_graph = true) const;

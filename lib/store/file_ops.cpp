@@ -17,6 +17,10 @@ int64_t to_ns(const timespec& t) {
 std::optional<FileStat> stat_file(const fs::path& path) {
     struct stat st;
     if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+    return file_stat_of(st);
+}
+
+FileStat file_stat_of(const struct stat& st) {
     return FileStat{static_cast<uint64_t>(st.st_size), to_ns(st.st_mtim), to_ns(st.st_ctim),
                     S_ISREG(st.st_mode)};
 }

@@ -27,6 +27,9 @@ struct FileStat {
 // do; nullopt when the path does not exist or cannot be stat'ed.
 std::optional<FileStat> stat_file(const fs::path& path);
 
+// What a stat(2) result says, as a FileStat.
+FileStat file_stat_of(const struct stat& st);
+
 // Wall-clock time, nanoseconds since the epoch: the clock file timestamps use.
 int64_t now_ns();
 

@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "store/file_ops.hpp"
+
 namespace bekc {
 
 // Lowercase hex, 64 digits.
@@ -23,6 +25,25 @@ std::expected<std::string, std::string> sha256_fd(int fd, const std::filesystem:
 std::string xxh128_hex(std::string_view bytes);
 std::expected<std::string, std::string> xxh128_file(const std::filesystem::path& path);
 std::expected<std::string, std::string> xxh128_fd(int fd, const std::filesystem::path& shown);
+
+// One read of a file for both keys: the full key's SHA-256 and direct mode's
+// XXH3-128 of the same bytes, and what fstat said before the first read.
+struct FileDigest {
+    FileStat stat;
+    // The file's stat moved while it was read: the bytes may be a mix of two
+    // versions, and were written just now.
+    bool changed = false;
+    std::string sha256, xxh128;
+    std::string text;  // the bytes, when asked for
+};
+
+// Opens the regular file at `path` (following links, as the compilers do)
+// and digests it; `keep_text` also keeps its bytes. The error names the file
+// and why.
+std::expected<FileDigest, std::string> digest_file(const std::filesystem::path& path,
+                                                   bool keep_text = false);
+// The same for an open regular file, read from its current offset.
+std::expected<FileDigest, std::string> digest_fd(int fd, const std::filesystem::path& shown);
 
 // Incremental SHA-256 for data that arrives in pieces.
 class Sha256 {

@@ -16,12 +16,6 @@ using nlohmann::json;
 constexpr uint64_t kSmallFile = 64 * 1024;
 constexpr uint64_t kMaxSealBytes = 16 << 20;
 
-std::expected<std::string, std::string> sha256_in(const CacheDir& cache, const fs::path& rel) {
-    auto fd = cache.open_read(rel);
-    if (!fd) return std::unexpected(fd.error());
-    return sha256_fd(fd->get(), cache.path(rel));
-}
-
 // Every regular file under `dir`, as paths relative to it.
 std::expected<void, std::string> walk(const CacheDir& cache, const fs::path& dir,
                                       const fs::path& rel, std::vector<std::string>& out) {
@@ -41,9 +35,14 @@ std::expected<void, std::string> walk(const CacheDir& cache, const fs::path& dir
     return {};
 }
 
-std::expected<void, std::string> check_library(const CacheDir& cache, const fs::path& dir,
-                                               const LibraryStamp& stamp, const SealedFile& sealed,
-                                               CheckLevel level, bool& restamp) {
+// On success, the stamp to write when the library's stat moved (copied,
+// touched or hard-linked) but its bytes are the sealed ones: the stat taken
+// before the read that proved it, and that read's XXH3-128.
+std::expected<std::optional<LibraryStamp>, std::string> check_library(const CacheDir& cache,
+                                                                      const fs::path& dir,
+                                                                      const LibraryStamp& stamp,
+                                                                      const SealedFile& sealed,
+                                                                      CheckLevel level) {
     fs::path rel = dir / stamp.name;
     auto now = cache.stat(rel);
     if (!now || !now->file.is_regular)
@@ -51,26 +50,25 @@ std::expected<void, std::string> check_library(const CacheDir& cache, const fs::
     if (now->file.size != sealed.size)
         return std::unexpected(fmt::format("library {} has {} bytes, not {}", stamp.name,
                                            now->file.size, sealed.size));
+    if (level == CheckLevel::Cheap && stamp.stat == now->file) return std::nullopt;
+    auto fd = cache.open_read(rel);
+    if (!fd) return std::unexpected(fd.error());
     if (level == CheckLevel::Cheap) {
-        if (stamp.stat == now->file) return {};
-        // Copied, touched or hard-linked: the same bytes under a new stat.
-        auto fd = cache.open_read(rel);
+        auto cheap = xxh128_fd(fd->get(), cache.path(rel));
+        if (!cheap) return std::unexpected(cheap.error());
+        if (*cheap == stamp.xxh128) return LibraryStamp{stamp.name, now->file, *cheap};
+        // Other bytes: the SHA-256 says whether the stamp or the library is wrong.
+        fd = cache.open_read(rel);
         if (!fd) return std::unexpected(fd.error());
-        auto xxh = xxh128_fd(fd->get(), cache.path(rel));
-        if (!xxh) return std::unexpected(xxh.error());
-        if (*xxh == stamp.xxh128) {
-            restamp = true;
-            return {};
-        }
     }
-    auto sha = sha256_in(cache, rel);
-    if (!sha) return std::unexpected(sha.error());
-    if (*sha != sealed.sha256)
+    auto digest = digest_fd(fd->get(), cache.path(rel));
+    if (!digest) return std::unexpected(digest.error());
+    if (digest->sha256 != sealed.sha256)
         return std::unexpected(fmt::format(
             "library {} does not match its SHA-256 (truncated or modified after publishing)",
             stamp.name));
-    restamp = restamp || stamp.stat != now->file;
-    return {};
+    if (stamp.stat == now->file) return std::nullopt;
+    return LibraryStamp{stamp.name, now->file, digest->xxh128};
 }
 
 }  // namespace
@@ -135,24 +133,19 @@ std::expected<Seal, std::string> seal_dir(const CacheDir& cache, const fs::path&
     std::vector<std::string> names;
     if (auto w = walk(cache, dir, "", names); !w) return std::unexpected(w.error());
     Seal seal;
+    // One read per file; the library's XXH3-128 comes from the same read.
     for (const auto& name : names) {
         fs::path rel = dir / name;
-        auto st = cache.stat(rel);
-        auto sha = sha256_in(cache, rel);
-        if (!st || !sha) return std::unexpected(sha ? "cannot stat " + rel.string() : sha.error());
-        seal.files[name] = {st->file.size, *sha};
-    }
-    if (library) {
-        if (!seal.files.count(*library))
-            return std::unexpected(fmt::format("the library {} is missing", *library));
-        fs::path rel = dir / *library;
-        auto st = cache.stat(rel);
         auto fd = cache.open_read(rel);
         if (!fd) return std::unexpected(fd.error());
-        auto xxh = xxh128_fd(fd->get(), cache.path(rel));
-        if (!st || !xxh) return std::unexpected(xxh ? "cannot stat " + rel.string() : xxh.error());
-        seal.library = LibraryStamp{*library, st->file, *xxh};
+        auto digest = digest_fd(fd->get(), cache.path(rel));
+        if (!digest) return std::unexpected(digest.error());
+        seal.files[name] = {digest->stat.size, digest->sha256};
+        if (library && name == *library)
+            seal.library = LibraryStamp{*library, digest->stat, digest->xxh128};
     }
+    if (library && !seal.library)
+        return std::unexpected(fmt::format("the library {} is missing", *library));
     if (auto w = seal.write(cache, dir); !w) return std::unexpected(w.error());
     return seal;
 }
@@ -162,11 +155,12 @@ std::expected<SealedContents, std::string> check_seal(const CacheDir& cache, con
     auto seal = Seal::read(cache, dir);
     if (!seal) return std::unexpected(seal.error());
     SealedContents contents;
-    bool restamp = false;
+    std::optional<LibraryStamp> restamp;
     for (const auto& [name, sealed] : seal->files) {
         if (seal->library && name == seal->library->name) {
-            auto ok = check_library(cache, dir, *seal->library, sealed, level, restamp);
+            auto ok = check_library(cache, dir, *seal->library, sealed, level);
             if (!ok) return std::unexpected(ok.error());
+            restamp = std::move(*ok);
             continue;
         }
         fs::path rel = dir / name;
@@ -187,15 +181,8 @@ std::expected<SealedContents, std::string> check_seal(const CacheDir& cache, con
     }
     if (restamp) {
         // Best effort: a read-only cache still serves hits, without the shortcut.
-        auto st = cache.stat(dir / seal->library->name);
-        auto fd = cache.open_read(dir / seal->library->name);
-        if (st && fd) {
-            if (auto xxh = xxh128_fd(fd->get(), cache.path(dir / seal->library->name))) {
-                seal->library->stat = st->file;
-                seal->library->xxh128 = *xxh;
-                (void)seal->write(cache, dir);
-            }
-        }
+        seal->library = std::move(*restamp);
+        (void)seal->write(cache, dir);
     }
     return contents;
 }

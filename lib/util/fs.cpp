@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -33,16 +34,58 @@ const char* kind_of(mode_t mode) {
     return "not a regular file";
 }
 
-std::expected<void, std::string> check_regular(int fd, const fs::path& shown, ReadOptions options) {
+std::string too_large(const fs::path& shown, uint64_t max_bytes) {
+    return fmt::format("cannot read {}: it is larger than {} bytes", shown.string(), max_bytes);
+}
+
+// What fstat says of `fd`, when it is a regular file within the limit.
+std::expected<struct stat, std::string> check_regular(int fd, const fs::path& shown,
+                                                      ReadOptions options) {
     struct stat st;
     if (::fstat(fd, &st) != 0) return std::unexpected(errno_message("read", shown, errno));
     if (!S_ISREG(st.st_mode))
         return std::unexpected(
             fmt::format("cannot read {}: it is {}", shown.string(), kind_of(st.st_mode)));
     if (static_cast<uint64_t>(st.st_size) > options.max_bytes)
-        return std::unexpected(fmt::format("cannot read {}: it is larger than {} bytes",
-                                           shown.string(), options.max_bytes));
-    return {};
+        return std::unexpected(too_large(shown, options.max_bytes));
+    return st;
+}
+
+// Reads a checked regular file to its end straight into the string, sized by
+// the stat: no intermediate buffer, no copy.
+std::expected<std::string, std::string> read_checked(int fd, const struct stat& st,
+                                                     const fs::path& shown, ReadOptions options) {
+    // The size was checked, but a file may grow while read (and /proc files
+    // report size 0): one byte over the limit says it is too large.
+    const size_t cap = options.max_bytes >= SIZE_MAX - 1
+                           ? SIZE_MAX - 1
+                           : static_cast<size_t>(options.max_bytes) + 1;
+    const size_t want = std::min(cap, std::max<size_t>(static_cast<size_t>(st.st_size) + 1, 4096));
+    std::string out;
+    size_t used = 0;
+    for (;;) {
+        if (used == out.size()) {
+            if (used >= cap) return std::unexpected(too_large(shown, options.max_bytes));
+            out.resize(std::min(cap, std::max(want, used * 2)));
+        }
+        ssize_t n = ::read(fd, out.data() + used, out.size() - used);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return std::unexpected(errno_message("read", shown, errno));
+        if (n == 0) break;
+        used += static_cast<size_t>(n);
+    }
+    out.resize(used);
+    return out;
+}
+
+std::expected<UniqueFd, std::string> open_at(int dirfd, const fs::path& name, const fs::path& shown,
+                                             ReadOptions options) {
+    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
+    int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
+    if (!options.follow_symlinks) flags |= O_NOFOLLOW;
+    UniqueFd fd(::openat(dirfd, name.c_str(), flags));
+    if (!fd.valid()) return std::unexpected(errno_message("read", shown, errno));
+    return fd;
 }
 
 }  // namespace
@@ -70,40 +113,33 @@ std::string errno_message(std::string_view what, const fs::path& path, int err) 
     return fmt::format("cannot {} {}: {}", what, path.string(), std::strerror(err));
 }
 
+std::expected<RegularFile, std::string> open_regular_file_at(int dirfd, const fs::path& name,
+                                                             const fs::path& shown,
+                                                             ReadOptions options) {
+    auto fd = open_at(dirfd, name, shown, options);
+    if (!fd) return std::unexpected(fd.error());
+    auto st = check_regular(fd->get(), shown, options);
+    if (!st) return std::unexpected(st.error());
+    return RegularFile{std::move(*fd), *st};
+}
+
 std::expected<UniqueFd, std::string> open_regular_at(int dirfd, const fs::path& name,
                                                      const fs::path& shown, ReadOptions options) {
-    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
-    int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
-    if (!options.follow_symlinks) flags |= O_NOFOLLOW;
-    UniqueFd fd(::openat(dirfd, name.c_str(), flags));
-    if (!fd.valid()) return std::unexpected(errno_message("read", shown, errno));
-    if (auto ok = check_regular(fd.get(), shown, options); !ok) return std::unexpected(ok.error());
-    return fd;
+    auto file = open_regular_file_at(dirfd, name, shown, options);
+    if (!file) return std::unexpected(file.error());
+    return std::move(file->fd);
 }
 
 std::expected<std::string, std::string> read_fd(UniqueFd fd, const fs::path& shown,
                                                 ReadOptions options) {
-    if (auto ok = check_regular(fd.get(), shown, options); !ok) return std::unexpected(ok.error());
-    std::string out;
-    char buf[65536];
-    for (;;) {
-        ssize_t n = ::read(fd.get(), buf, sizeof buf);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return std::unexpected(errno_message("read", shown, errno));
-        if (n == 0) break;
-        // The size was checked, but a file may grow while read (and /proc
-        // files report size 0).
-        if (out.size() + static_cast<size_t>(n) > options.max_bytes)
-            return std::unexpected(fmt::format("cannot read {}: it is larger than {} bytes",
-                                               shown.string(), options.max_bytes));
-        out.append(buf, static_cast<size_t>(n));
-    }
-    return out;
+    auto st = check_regular(fd.get(), shown, options);
+    if (!st) return std::unexpected(st.error());
+    return read_checked(fd.get(), *st, shown, options);
 }
 
 std::expected<std::string, std::string> read_file_at(int dirfd, const fs::path& name,
                                                      const fs::path& shown, ReadOptions options) {
-    auto fd = open_regular_at(dirfd, name, shown, options);
+    auto fd = open_at(dirfd, name, shown, options);
     if (!fd) return std::unexpected(fd.error());
     return read_fd(std::move(*fd), shown, options);
 }
@@ -180,6 +216,102 @@ std::string unique_suffix() {
     thread_local std::mt19937_64 rng{std::random_device{}()};
     static const std::string host = host_name();
     return fmt::format("{}.{}.{:016x}", host, getpid(), rng());
+}
+
+namespace {
+
+// Symbolic links followed in one resolution before giving up, as the kernel's
+// limit (ELOOP).
+constexpr int kMaxLinks = 40;
+
+std::string parent_of(const std::string& real) {
+    size_t slash = real.rfind('/');
+    return slash == 0 || slash == std::string::npos ? std::string("/") : real.substr(0, slash);
+}
+
+}  // namespace
+
+std::optional<std::string> RealPaths::child(const std::string& real, std::string_view name,
+                                            int depth) {
+    std::string path = real;
+    if (path.back() != '/') path += '/';
+    path += name;
+    if (auto it = memo_.find(path); it != memo_.end()) return it->second;
+    struct stat st;
+    std::optional<std::string> found;
+    if (::lstat(path.c_str(), &st) != 0) {
+        if (errno != ENOENT && errno != ENOTDIR) {
+            failed_ = true;  // not memoised: the next path asks again
+            return std::nullopt;
+        }
+    } else if (!S_ISLNK(st.st_mode)) {
+        found = path;
+    } else if (depth >= kMaxLinks) {
+        failed_ = true;
+        return std::nullopt;
+    } else {
+        std::error_code ec;
+        fs::path target = fs::read_symlink(path, ec);
+        if (ec) {
+            failed_ = true;
+            return std::nullopt;
+        }
+        auto [real_target, rest] =
+            walk(target.is_absolute() ? std::string("/") : real, target.native(), depth + 1);
+        if (rest == std::string_view::npos) found = std::move(real_target);
+        if (failed_) return std::nullopt;
+    }
+    memo_.emplace(std::move(path), found);
+    return found;
+}
+
+std::pair<std::string, size_t> RealPaths::walk(std::string cur, std::string_view path, int depth) {
+    for (size_t i = 0; i <= path.size();) {
+        size_t end = std::min(path.find('/', i), path.size());
+        std::string_view c = path.substr(i, end - i);
+        if (c == "..") {
+            cur = parent_of(cur);
+        } else if (!c.empty() && c != ".") {
+            auto next = child(cur, c, depth);
+            if (!next) return {std::move(cur), i};
+            cur = std::move(*next);
+        }
+        i = end + 1;
+    }
+    return {std::move(cur), std::string_view::npos};
+}
+
+fs::path RealPaths::resolve(const fs::path& path) {
+    std::error_code ec;
+    if (!path.is_absolute()) return fs::weakly_canonical(path, ec);
+    failed_ = false;
+    const std::string& s = path.native();
+    // Most paths differ from one another only in their last component: the
+    // directory is resolved once, by its spelling.
+    size_t slash = s.rfind('/');
+    std::string_view name = std::string_view(s).substr(slash + 1);
+    if (slash > 0 && !name.empty() && name != "." && name != "..") {
+        std::string dir = s.substr(0, slash);
+        auto known = dirs_.find(dir);
+        if (known == dirs_.end()) {
+            auto [real, rest] = walk("/", dir, 0);
+            if (failed_) return {};
+            std::optional<std::string> found;
+            if (rest == std::string_view::npos) found = std::move(real);
+            known = dirs_.emplace(std::move(dir), std::move(found)).first;
+        }
+        if (known->second) {
+            auto real = child(*known->second, name, 0);
+            if (failed_) return {};
+            if (real) return *real;
+            return (fs::path(*known->second) / name).lexically_normal();
+        }
+    }
+    // What does not exist is appended and normalised, as weakly_canonical does.
+    auto [real, rest] = walk("/", s, 0);
+    if (failed_) return {};
+    if (rest == std::string_view::npos) return real;
+    return (fs::path(real) / s.substr(rest)).lexically_normal();
 }
 
 fs::path resolved_path(const fs::path& path) {

@@ -11,12 +11,16 @@
 // (store/cache_dir.hpp) can reach its files without following links.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <expected>
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <utility>
 
 namespace bekc {
 
@@ -57,6 +61,18 @@ struct ReadOptions {
 std::expected<UniqueFd, std::string> open_regular_at(int dirfd, const fs::path& name,
                                                      const fs::path& shown, ReadOptions options);
 
+// An open regular file and what fstat(2) said of it once it was open.
+struct RegularFile {
+    UniqueFd fd;
+    struct stat st;
+};
+
+// open_regular_at, with the stat it checked: callers that need the size or
+// the timestamps need not ask again.
+std::expected<RegularFile, std::string> open_regular_file_at(int dirfd, const fs::path& name,
+                                                             const fs::path& shown,
+                                                             ReadOptions options);
+
 // Reads an open descriptor whole when it is a regular file within the limit.
 std::expected<std::string, std::string> read_fd(UniqueFd fd, const fs::path& shown,
                                                 ReadOptions options);
@@ -93,6 +109,31 @@ std::string unique_suffix();
 // keys that must not depend on how a directory was spelled; the plain
 // absolute, normalised path when that fails.
 fs::path resolved_path(const fs::path& path);
+
+// Real paths, as fs::weakly_canonical gives them (links resolved as far as
+// the path exists, the rest normalised), memoised per directory: the
+// hundreds of headers of one build share a few dozen directories, so
+// resolving all of them costs one lstat per distinct directory and one per
+// file, not a stat and a readlink per component of every path. For one
+// pass over paths that do not change meanwhile.
+class RealPaths {
+  public:
+    // Empty when the path cannot be examined (as weakly_canonical's error).
+    fs::path resolve(const fs::path& path);
+
+  private:
+    // `real`: a real directory; the real path of `real`/`name`, or nullopt
+    // when nothing is there (or it cannot be examined).
+    std::optional<std::string> child(const std::string& real, std::string_view name, int depth);
+    // How much of `path` exists: the real path of its longest existing
+    // prefix, and where the rest begins in `path` (npos: all of it exists).
+    // A relative `path` starts at the real directory `cur`.
+    std::pair<std::string, size_t> walk(std::string cur, std::string_view path, int depth);
+
+    std::unordered_map<std::string, std::optional<std::string>> memo_;  // real dir + name
+    std::unordered_map<std::string, std::optional<std::string>> dirs_;  // as spelt
+    bool failed_ = false;  // a component could not be examined
+};
 
 // "cannot <what> <path>: <strerror(err)>", the message shape of this layer.
 std::string errno_message(std::string_view what, const fs::path& path, int err);

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Where a multi-architecture miss spends its time (issue 15), on this machine.
 
-For each file: `bekc build --force` with a launcher that stamps the compile's
-start and end, so the build splits into bekc before the compile, the compile,
-and bekc after it; the same with bekc's `--threads N` replaced by 0; and bare
-nvcc `--threads 0` on the user's file. Then one `nvcc --time` of bekc's
+For each file: `bekc build --force` with a launcher that stamps each
+compile's start and end, so the build splits into bekc before the compiles,
+the nvcc compile, the wave of compiles (nvcc beside the entry points'), and
+what follows it (the link, then bekc's own work); the same with bekc's
+`--threads N` replaced by 0; and bare nvcc `--threads 0` on the user's file. Then one `nvcc --time` of bekc's
 command and of the bare one, phase by phase (summed over architectures).
 
     PYTHON tests/gpu/multiarch_breakdown.py --bekc .carry/bekc [--reps 3]
@@ -39,7 +40,8 @@ for a in "$@"; do
 done
 "${args[@]}"
 rc=$?
-echo "$s $EPOCHREALTIME" >> "$STAMPS"
+e=$EPOCHREALTIME
+echo "${args[0]##*/} $s $e" >> "$STAMPS"
 exit $rc
 """
 
@@ -90,8 +92,13 @@ def main():
         run([args.bekc, "build", src, "--arch", args.arch, "-I", include, "--cache-dir", cache,
              "--force", "-q", "--json", "--launcher", launcher, *more], e)
         t1 = time.time()
-        s, e_ = (float(x) for x in stamps.read_text().split())
-        return {"total": t1 - t0, "pre": s - t0, "compile": e_ - s, "post": t1 - e_}
+        runs = [line.split() for line in stamps.read_text().splitlines()]
+        starts = [float(r[1]) for r in runs]
+        ends = [float(r[2]) for r in runs]
+        nv = next(r for r in runs if r[0] == "nvcc")
+        return {"total": t1 - t0, "pre": min(starts) - t0,
+                "nvcc": float(nv[2]) - float(nv[1]), "wave": max(ends) - min(starts),
+                "after": t1 - max(ends)}
 
     first = json.loads(run([args.bekc, "build", pkg / FILES[0], "--arch", args.arch, "-I",
                             include, "--cache-dir", cache, "-q", "--json"], env).stdout)

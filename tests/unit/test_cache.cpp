@@ -936,6 +936,42 @@ TEST_CASE("direct mode refuses to record a header edited during the build", "[ca
     CHECK_FALSE(cache.lookup_direct(f.direct_key).key.has_value());
 }
 
+TEST_CASE("direct mode records a dependency read for the key as it was read, without reading again",
+          "[cache][direct]") {
+    DirectFixture f;
+    Cache cache(f.tmp / "cache", CacheOptions{.racy_window = 0ns});
+    int64_t old = now_ns() - 3600'000'000'000;
+    test::set_mtime(f.a, old);
+    int64_t examined = now_ns();
+    auto digest = digest_file(f.a);
+    REQUIRE(digest.has_value());
+    DirectInputs in{f.key, {{f.a, digest->sha256, digest->stat, digest->xxh128}}, {}};
+    in.examined_ns = examined;
+    // Rewritten after it was read: the record keeps the stat and the bytes
+    // the key saw, and the lookup tells the difference.
+    test::write_file(f.a, "#define A 8\n");
+    test::set_mtime(f.a, old);
+    REQUIRE(cache.record_direct(f.direct_key, in).has_value());
+    auto records = nlohmann::json::parse(
+        test::read_file(cache.layout().path(CacheLayout::direct_record(f.direct_key))));
+    CHECK(records["records"][0]["written_ns"].get<int64_t>() == examined);
+    CHECK(records["records"][0]["files"][0]["xxh128"] == xxh128_hex("#define A 1\n"));
+    DirectLookup changed = cache.lookup_direct(f.direct_key);
+    CHECK_FALSE(changed.key.has_value());
+    CHECK(changed.why_not == f.a.string() + " changed");
+    // Unchanged since it was read: a hit, trusted by its stat.
+    test::write_file(f.a, "#define A 1\n");
+    test::set_mtime(f.a, old);
+    in.examined_ns = now_ns();
+    digest = digest_file(f.a);
+    REQUIRE(digest.has_value());
+    in.dependencies = {{f.a, digest->sha256, digest->stat, digest->xxh128}};
+    REQUIRE(cache.record_direct(f.direct_key, in).has_value());
+    DirectLookup hit = cache.lookup_direct(f.direct_key);
+    CHECK(hit.key == f.key);
+    CHECK(hit.rehashed == 0);
+}
+
 TEST_CASE("direct mode keeps a handful of records per direct key", "[cache][direct]") {
     DirectFixture f;
     Cache cache(f.tmp / "cache");

@@ -42,3 +42,26 @@ TEST_CASE("hashing a missing file is an error naming it", "[hash]") {
     CHECK_THAT(sha.error(), Catch::Contains("missing.h") && Catch::Contains("No such file"));
     CHECK_FALSE(xxh128_file(tmp / "missing.h").has_value());
 }
+
+TEST_CASE("one digest of a file gives both hashes, its stat and, when asked, its bytes", "[hash]") {
+    test::TempDir tmp;
+    std::string big;
+    for (int i = 0; big.size() < 2 * 1024 * 1024 + 5; ++i) big += std::to_string(i) + ",";
+    for (const std::string& text : {std::string(), std::string("abc"), big}) {
+        test::write_file(tmp / "f", text);
+        auto d = digest_file(tmp / "f");
+        REQUIRE(d.has_value());
+        CHECK(d->sha256 == sha256_hex(text));
+        CHECK(d->xxh128 == xxh128_hex(text));
+        CHECK(d->stat == stat_file(tmp / "f").value());
+        CHECK_FALSE(d->changed);
+        CHECK(d->text.empty());
+        CHECK(digest_file(tmp / "f", true).value().text == text);
+    }
+    auto missing = digest_file(tmp / "missing.h");
+    REQUIRE_FALSE(missing.has_value());
+    CHECK_THAT(missing.error(), Catch::Contains("missing.h") && Catch::Contains("No such file"));
+    auto dir = digest_file(tmp.path());
+    REQUIRE_FALSE(dir.has_value());
+    CHECK_THAT(dir.error(), Catch::Contains("a directory"));
+}

@@ -1,0 +1,89 @@
+#include <fcntl.h>
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "../helpers/temp_dir.hpp"
+#include "util/fs.hpp"
+
+using namespace bekc;
+
+TEST_CASE("read_file reads whole files of every size, within the limit", "[fs]") {
+    test::TempDir tmp;
+    for (size_t size : {size_t{0}, size_t{1}, size_t{4095}, size_t{4096}, size_t{70000}}) {
+        std::string text(size, 'x');
+        for (size_t i = 0; i < size; ++i) text[i] = static_cast<char>('a' + i % 26);
+        test::write_file(tmp / "f", text);
+        CHECK(read_file(tmp / "f").value() == text);
+        CHECK(read_file(tmp / "f", ReadOptions{.max_bytes = size}).value() == text);
+        if (size == 0) continue;
+        auto over = read_file(tmp / "f", ReadOptions{.max_bytes = size - 1});
+        REQUIRE_FALSE(over.has_value());
+        CHECK_THAT(over.error(), Catch::Contains("larger than " + std::to_string(size - 1)));
+    }
+}
+
+TEST_CASE("read_file reads a file whose size says 0 to its end", "[fs]") {
+    // /proc files report size 0 and have content.
+    auto text = read_file("/proc/self/status");
+    REQUIRE(text.has_value());
+    CHECK_THAT(*text, Catch::Contains("Name:"));
+    auto small = read_file("/proc/self/status", ReadOptions{.max_bytes = 8});
+    REQUIRE_FALSE(small.has_value());
+    CHECK_THAT(small.error(), Catch::Contains("larger than 8 bytes"));
+}
+
+TEST_CASE("open_regular_file_at gives the stat it checked", "[fs]") {
+    test::TempDir tmp;
+    test::write_file(tmp / "f", "12345");
+    auto f = open_regular_file_at(AT_FDCWD, tmp / "f", tmp / "f", {});
+    REQUIRE(f.has_value());
+    CHECK(f->fd.valid());
+    CHECK(f->st.st_size == 5);
+    auto dir = open_regular_file_at(AT_FDCWD, tmp.path(), tmp.path(), {});
+    REQUIRE_FALSE(dir.has_value());
+    CHECK_THAT(dir.error(), Catch::Contains("a directory"));
+}
+
+TEST_CASE("RealPaths resolves as weakly_canonical does, links and missing parts included", "[fs]") {
+    test::TempDir tmp;
+    fs::path real = fs::canonical(tmp.path());
+    test::write_file(real / "a" / "b" / "h.h", "h");
+    test::write_file(real / "c" / "x.h", "x");
+    fs::create_directory_symlink(real / "a" / "b", real / "abs");  // absolute
+    fs::create_directory_symlink("../a/b", real / "c" / "rel");    // relative, with ..
+    fs::create_directory_symlink("rel", real / "c" / "chain");     // a link to a link
+    fs::create_symlink("../c/x.h", real / "a" / "file_link.h");    // the last component
+    fs::create_symlink(real / "nowhere", real / "dangling");       // points at nothing
+    fs::create_symlink("loop2", real / "loop1");
+    fs::create_symlink("loop1", real / "loop2");
+    std::vector<fs::path> paths = {
+        real / "a" / "b" / "h.h",
+        real / "abs" / "h.h",
+        real / "c" / "rel" / "h.h",
+        real / "c" / "chain" / "h.h",
+        real / "c" / "chain" / ".." / "x.h",  // .. after a link: the link's target's parent
+        real / "a" / "file_link.h",
+        real / "abs" / "missing" / "deeper.h",
+        real / "dangling" / "h.h",
+        real / "dangling",
+        real / "c" / "x.h" / "not_a_dir.h",
+        real / "missing" / ".." / "a" / "b" / "h.h",
+        real / "a" / "b" / "",
+        fs::path("/"),
+    };
+    RealPaths resolver;
+    for (int round = 0; round < 2; ++round) {  // the second from the memo
+        for (const auto& p : paths) {
+            INFO(p.string());
+            std::error_code ec;
+            CHECK(resolver.resolve(p) == fs::weakly_canonical(p, ec));
+        }
+    }
+    // A loop is an error, as for weakly_canonical.
+    std::error_code ec;
+    CHECK(fs::weakly_canonical(real / "loop1" / "x", ec).empty());
+    CHECK(resolver.resolve(real / "loop1" / "x").empty());
+    CHECK(resolver.resolve(real / "abs" / "h.h") == real / "a" / "b" / "h.h");
+}
