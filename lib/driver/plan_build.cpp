@@ -41,6 +41,7 @@ BuildGraph plan_graph(const BuildInputs& in, const GraphPaths& paths) {
     req.library = paths.build_dir / in.library_file();
     if (paths.launcher) req.launcher = in.launcher;
     req.device_threads = paths.device_threads;
+    req.nvcc_objtemp = in.nvcc && nvcc_takes_objtemp(in.nvcc_version);
     req.base_dir = in.base.dir();
     // The linker lists the files it read. nvcc splits -Xlinker values at
     // commas: a path with one is not asked for, and the flags stand in

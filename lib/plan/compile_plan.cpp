@@ -1,6 +1,7 @@
 #include "plan/compile_plan.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <string_view>
 
 namespace bekc {
@@ -46,6 +47,7 @@ std::vector<std::string> nvcc_common(const PlanRequest& r) {
     if (r.flags.fast_math) a.push_back("--use_fast_math");
     append(a, gencode_flags(r.archs));
     if (device_threads(r) > 1) append(a, {"--threads", std::to_string(device_threads(r))});
+    if (r.nvcc_objtemp) a.push_back("-objtemp");
     // nvcc splits a -Xcompiler value at commas: a base with one is not mapped.
     if (!r.base_dir.empty() && r.base_dir.find(',') == std::string::npos)
         append(a, {"-Xcompiler", "-ffile-prefix-map=" + r.base_dir + "=."});
@@ -109,6 +111,12 @@ CompileStep handlers_step(const PlanRequest& r) {
 }
 
 }  // namespace
+
+bool nvcc_takes_objtemp(const std::string& version) {
+    int major = 0, minor = 0;
+    if (std::sscanf(version.c_str(), "%d.%d", &major, &minor) != 2) return false;
+    return major > 12 || (major == 12 && minor >= 4);
+}
 
 int device_compilations(const std::vector<Arch>& archs) {
     return archs.empty() ? 0 : static_cast<int>(archs.size()) + 1;

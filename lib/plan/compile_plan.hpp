@@ -55,10 +55,17 @@ struct PlanRequest {
     // (`--threads N`, when it has more than one to compile); the compile
     // takes that many -j slots.
     int device_threads = 1;
+    // nvcc names its intermediate files after the object (-objtemp, nvcc
+    // 12.4 and later) instead of after its process id, a name that reaches
+    // the object: the same inputs then give the same library.
+    bool nvcc_objtemp = false;
     // $BEKC_BASE_DIR: what the compilers write (debug information, __FILE__)
     // names files under it relative to it (-ffile-prefix-map=DIR=.).
     std::string base_dir;
 };
+
+// Whether an nvcc of this version ("13.0.88") takes -objtemp (12.4 and later).
+bool nvcc_takes_objtemp(const std::string& version);
 
 // How many device compilations nvcc runs for one input: one per arch, and
 // one more for the PTX of the newest.

@@ -452,3 +452,19 @@ def test_handler_support_object_is_compiled_once_per_compiler_and_linked_after(b
         # The support functions are in the library, and not exported.
         local = subprocess.run(["nm", "-C", b.library], capture_output=True, text=True).stdout
         assert "bekc_rt::handle(" in local and "bekc_rt::handle(" not in nm.stdout
+
+
+def test_forcing_a_cuda_rebuild_gives_the_same_library(bekc, kernels, nvcc):
+    """`--force` under an unchanged key must rebuild the very same library:
+    nvcc names its intermediate files after its process id, and that name
+    reached the object (its file symbol) until bekc asked for names taken
+    from the object's (-objtemp); then every forced CUDA rebuild warned that
+    the library differed although nothing had changed."""
+    src = kernels.cu(bekc.workdir / "det.cu", fn="det_fn")
+    args = [src, "--arch", "sm_90", FAST]
+    first = bekc.build(*args)
+    before = first.library.read_bytes()
+    again = bekc.build(*args, "--force")
+    assert again.key == first.key
+    assert "differs" not in again.stderr, again.stderr
+    assert again.library.read_bytes() == before

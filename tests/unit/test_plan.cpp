@@ -528,3 +528,19 @@ TEST_CASE("plan: nvcc compiles architectures side by side within its slots", "[p
     CHECK(device_compilations(three) == 4);
     CHECK(device_compilations({}) == 0);
 }
+
+TEST_CASE("plan: nvcc 12.4 and later names its temporaries after the object", "[plan]") {
+    CHECK(nvcc_takes_objtemp("13.0.88"));
+    CHECK(nvcc_takes_objtemp("12.4.131"));
+    CHECK_FALSE(nvcc_takes_objtemp("12.3.107"));
+    CHECK_FALSE(nvcc_takes_objtemp("11.8"));
+    CHECK_FALSE(nvcc_takes_objtemp(""));
+    CHECK_FALSE(nvcc_takes_objtemp("unknown"));
+    PlanRequest r = request({cu("0_a"), cpp("1_b")});
+    CHECK_FALSE(has(make_build_plan(r).compiles[0].command.argv, "-objtemp"));
+    r.nvcc_objtemp = true;
+    BuildPlan plan = make_build_plan(r);
+    CHECK(has(plan.compiles[0].command.argv, "-objtemp"));
+    CHECK_FALSE(has(plan.compiles[1].command.argv, "-objtemp"));  // the host compiler's
+    CHECK_FALSE(has(plan.link.argv, "-objtemp"));
+}
