@@ -40,8 +40,10 @@ XLA_INCLUDE=$(.venv/bin/python -c 'import jax.ffi; print(jax.ffi.include_dir())'
 BUILD_DIR=${BUILD_DIR:-build}
 log "building bekc in $BUILD_DIR"
 # Release: debug information costs about 40% of the compile time of lib/,
-# and CI builds twice (the ASan pass is a Debug build).
-cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-Release} \
+# and CI builds twice (the ASan pass is a Debug build). Unity build: sources
+# are compiled eight to a translation unit, which halves the build on two
+# cores (docs/ARCHITECTURE.md, "Unity builds").
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-Release} -DCMAKE_UNITY_BUILD=ON \
       -DBEKC_BUILD_TESTS=ON -DBEKC_XLA_INCLUDE_DIR="$XLA_INCLUDE" ${CMAKE_EXTRA:-} >/dev/null
 # BUILD_TARGETS narrows the build (the ASan pass builds only what it runs).
 targets=()

@@ -20,10 +20,14 @@ step "unit tests (ctest)"
 step "Python and integration tests (pytest, JAX CPU)"
 export BEKC_BINARY=$ROOT/build/bekc
 export BEKC_TEST_CACHE=$(mktemp -d)
-# Separate runs: each folder has its own conftest module.
+# Separate runs: each folder has its own conftest module. pytest-xdist runs
+# each test file on one of up to 4 workers (--dist loadfile: a file's
+# module-scoped fixtures are built once); the suites spend much of their time
+# waiting on compilers and servers.
+workers=$(nproc); ((workers > 4)) && workers=4
 for suite in python integration; do
-  .venv/bin/python -m pytest -q --junitxml="$RESULTS/pytest-$suite.xml" \
-      "tests/$suite" || status=1
+  .venv/bin/python -m pytest -q -n "$workers" --dist loadfile \
+      --junitxml="$RESULTS/pytest-$suite.xml" "tests/$suite" || status=1
 done
 
 step "unit tests under ASan+UBSan"

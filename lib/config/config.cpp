@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "store/size.hpp"
+#include "util/text.hpp"
 
 namespace bekc {
 
@@ -34,25 +35,11 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 8> kBools{{
     {"0", "0"},
 }};
 
-std::string_view trim(std::string_view s) {
-    auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
-    while (!s.empty() && space(s.front())) s.remove_prefix(1);
-    while (!s.empty() && space(s.back())) s.remove_suffix(1);
-    return s;
-}
-
 std::string lower(std::string_view s) {
     std::string out(s);
     std::transform(out.begin(), out.end(), out.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     return out;
-}
-
-bool has_control_char(std::string_view s) {
-    return std::any_of(s.begin(), s.end(), [](char c) {
-        auto u = static_cast<unsigned char>(c);
-        return u < 0x20 || u == 0x7f;
-    });
 }
 
 std::string known_keys() {

@@ -4,6 +4,8 @@
 #include <sstream>
 #include <string_view>
 
+#include "util/text.hpp"
+
 namespace bekc {
 
 namespace {
@@ -44,12 +46,6 @@ std::optional<Arch> parse_one(std::string_view s) {
     return Arch{*number, suffix};
 }
 
-std::string trim(const std::string& s) {
-    size_t b = s.find_first_not_of(" \t\r\n");
-    size_t e = s.find_last_not_of(" \t\r\n");
-    return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
-}
-
 void sort_unique(std::vector<Arch>& archs) {
     std::sort(archs.begin(), archs.end());
     archs.erase(std::unique(archs.begin(), archs.end()), archs.end());
@@ -62,7 +58,7 @@ std::optional<std::vector<Arch>> parse_arch_list(const std::string& list, std::s
     std::stringstream ss(list);
     std::string item;
     while (std::getline(ss, item, ',')) {
-        item = trim(item);
+        item = std::string(trim(item));
         if (item.empty()) continue;
         auto a = parse_one(item);
         if (!a || a->number < 50) {

@@ -22,7 +22,7 @@ using Block = std::array<char, kBlock>;
 
 // Header fields used here: offset and width in the 512-byte ustar header.
 constexpr size_t kName = 0, kNameLen = 100, kMode = 100, kUid = 108, kGid = 116, kSize = 124,
-                 kMtime = 136, kChecksum = 148, kType = 156, kMagic = 257, kVersion = 263,
+                 kMtime = 136, kChecksum = 148, kType = 156, kMagic = 257, kUstarVersion = 263,
                  kPrefix = 345, kPrefixLen = 155;
 
 // Closes on every path out, so an error return leaks nothing.
@@ -142,7 +142,7 @@ std::expected<void, std::string> write_entry_archive(const fs::path& dir,
         put_octal(h, kMtime, 12, 0);
         h[kType] = '0';
         std::memcpy(h.data() + kMagic, "ustar", 6);
-        std::memcpy(h.data() + kVersion, "00", 2);
+        std::memcpy(h.data() + kUstarVersion, "00", 2);
         std::string sum = fmt::format("{:06o}", checksum_of(h));
         std::memcpy(h.data() + kChecksum, sum.data(), 6);
         h[kChecksum + 6] = '\0';

@@ -8,6 +8,7 @@
 
 #include "remote/remote_cache.hpp"
 #include "store/size.hpp"
+#include "util/text.hpp"
 
 namespace bekc {
 
@@ -18,13 +19,6 @@ bool starts_with_nocase(const std::string& s, std::string_view prefix) {
            std::equal(prefix.begin(), prefix.end(), s.begin(), [](char a, char b) {
                return a == std::tolower(static_cast<unsigned char>(b));
            });
-}
-
-bool has_control_char(const std::string& s) {
-    return std::any_of(s.begin(), s.end(), [](char c) {
-        auto u = static_cast<unsigned char>(c);
-        return u < 0x20 || u == 0x7f;
-    });
 }
 
 bool truthy(const std::optional<std::string>& v) {

@@ -6,12 +6,12 @@ namespace bekc {
 
 namespace {
 
-bool is_space(char c) {
+bool is_blank(char c) {
     return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v';
 }
 
 size_t skip_spaces(std::string_view line, size_t i) {
-    while (i < line.size() && is_space(line[i])) ++i;
+    while (i < line.size() && is_blank(line[i])) ++i;
     return i;
 }
 
@@ -169,7 +169,7 @@ class HasIncludeScanner {
         while (i_ < text_.size()) {
             if (size_t len = splice_at(i_)) {
                 skip_splice(len);
-            } else if (is_space(text_[i_])) {
+            } else if (is_blank(text_[i_])) {
                 ++i_;
             } else {
                 break;

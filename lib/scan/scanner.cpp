@@ -13,10 +13,6 @@ namespace bekc {
 
 namespace {
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-    return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 struct Annotation {
     std::string name;
     std::vector<RawToken> tokens;
@@ -550,11 +546,11 @@ ScanResult scan_source(std::string_view text, std::string_view file, const ScanO
 }
 
 bool is_cuda_source(std::string_view path) {
-    return ends_with(path, ".cu");
+    return path.ends_with(".cu");
 }
 
 bool is_cpu_source(std::string_view path) {
-    return ends_with(path, ".cpp") || ends_with(path, ".cc") || ends_with(path, ".cxx");
+    return path.ends_with(".cpp") || path.ends_with(".cc") || path.ends_with(".cxx");
 }
 
 std::optional<ExplicitSpec> parse_function_option(std::string_view value, std::string& error) {

@@ -38,14 +38,9 @@ int open_beneath(int dirfd, const std::string& rel, int flags) {
 
 constexpr int kDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 
-int64_t to_ns(const timespec& t) {
-    return int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec;
-}
-
 CacheDir::Stat to_stat(const struct stat& st) {
     CacheDir::Stat s;
-    s.file = FileStat{static_cast<uint64_t>(st.st_size), to_ns(st.st_mtim), to_ns(st.st_ctim),
-                      S_ISREG(st.st_mode)};
+    s.file = file_stat_of(st);
     s.is_dir = S_ISDIR(st.st_mode);
     s.is_symlink = S_ISLNK(st.st_mode);
     s.dev = st.st_dev;

@@ -18,10 +18,6 @@ fs::path fan_out(const fs::path& dir, std::string_view key, std::string_view ext
     return dir / key.substr(0, 2) / (std::string(key.substr(2)) + std::string(extension));
 }
 
-bool ends_with(std::string_view s, std::string_view tail) {
-    return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
-}
-
 // "<host>.<pid>.<16 hex>" as util/fs unique_suffix() makes it.
 bool is_suffix(std::string_view s) {
     size_t last = s.rfind('.');
@@ -88,7 +84,7 @@ fs::path CacheLayout::trash() {
 
 std::string CacheLayout::key_of(std::string_view fan, std::string_view name,
                                 std::string_view extension) {
-    if (!ends_with(name, extension)) return "";
+    if (!name.ends_with(extension)) return "";
     std::string key =
         std::string(fan) + std::string(name.substr(0, name.size() - extension.size()));
     return fan.size() == 2 && is_valid_key(key) ? key : "";

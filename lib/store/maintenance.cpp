@@ -16,7 +16,7 @@ namespace bekc {
 
 namespace {
 
-using Clock = std::chrono::system_clock;
+using WallClock = std::chrono::system_clock;
 using Visit = std::function<void(const std::string& key, const fs::path& rel)>;
 
 // Every keyed item (entry directory, record or lock file) under `top`:
@@ -38,17 +38,17 @@ void for_each_keyed(const CacheDir& dir, const fs::path& top, std::string_view e
     }
 }
 
-Clock::time_point to_time(int64_t ns) {
-    return Clock::time_point(
-        std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(ns)));
+WallClock::time_point to_time(int64_t ns) {
+    return WallClock::time_point(
+        std::chrono::duration_cast<WallClock::duration>(std::chrono::nanoseconds(ns)));
 }
 
-Clock::time_point mtime_of(const CacheDir& dir, const fs::path& rel) {
+WallClock::time_point mtime_of(const CacheDir& dir, const fs::path& rel) {
     auto st = dir.stat(rel);
     return to_time(st ? st->file.mtime_ns : 0);
 }
 
-Clock::time_point last_use_of(const CacheDir& dir, const fs::path& entry) {
+WallClock::time_point last_use_of(const CacheDir& dir, const fs::path& entry) {
     auto marker = dir.stat(entry / kLastUseFile);
     return marker && marker->file.is_regular ? to_time(marker->file.mtime_ns)
                                              : mtime_of(dir, entry);
@@ -67,7 +67,7 @@ struct Item {
     std::string key;
     fs::path rel;
     uint64_t bytes;
-    Clock::time_point last_use;
+    WallClock::time_point last_use;
     bool is_entry;
 };
 
@@ -189,7 +189,7 @@ std::expected<PruneReport, std::string> Cache::prune_to(uint64_t max_bytes,
               [](const Item& a, const Item& b) { return a.last_use < b.last_use; });
     report.bytes_before = dir().tree_bytes("");
     report.bytes_after = report.bytes_before;
-    auto recent = Clock::now() - spare_recent;
+    auto recent = WallClock::now() - spare_recent;
     std::string error;
     for (const Item& item : items) {
         if (report.bytes_after <= max_bytes) break;
@@ -340,7 +340,7 @@ std::expected<size_t, std::string> Cache::remove_stale_temps() const {
     size_t removed = 0;
     auto items = dir().list(CacheLayout::tmp());
     if (!items) return std::unexpected(items.error());
-    auto now = Clock::now();
+    auto now = WallClock::now();
     for (const auto& item : *items) {
         if (!CacheLayout::is_own_temp(item.name) || item.is_symlink) continue;
         fs::path rel = CacheLayout::tmp() / item.name;

@@ -12,7 +12,6 @@
 //
 // BEKC_HARNESS_BEKC overrides the bekc binary; BEKC_HARNESS_KEEP keeps the
 // temporary build directories.
-#define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -131,7 +130,8 @@ struct Slot {
         return std::vector<unsigned char>(bytes, bytes + sizeof(T));
     }
     bool untouched() const {
-        return std::all_of(std::begin(bytes), std::end(bytes), [](unsigned char c) { return c == 0xA5; });
+        return std::all_of(std::begin(bytes), std::end(bytes),
+                           [](unsigned char c) { return c == 0xA5; });
     }
 };
 
@@ -160,8 +160,8 @@ const std::string kAffine = "handlers_cpu.affine: ";
 
 TEST_CASE("manifest names every function and the library exports both handler variants", "[cpu]") {
     const BuiltLibrary& lib = cpu();
-    std::vector<std::string> want = {"affine",  "attrs_small", "attrs_wide", "axpy",
-                                     "checked", "describe",    "int_affine", "stats",
+    std::vector<std::string> want = {"affine",     "attrs_small", "attrs_wide", "axpy",
+                                     "checked",    "describe",    "int_affine", "stats",
                                      "throws_int", "throws_std"};
     std::vector<std::string> got;
     for (const auto& [fn, t] : lib.targets()) got.push_back(fn);
@@ -181,9 +181,15 @@ TEST_CASE("manifest names every function and the library exports both handler va
     CHECK(small.num_args == 1);
     CHECK(small.num_rets == 10);
     using P = std::pair<std::string, std::string>;
-    CHECK(small.attrs == std::vector<P>{{"zb", "bool"},      {"Yi8", "int8"},    {"xu8", "uint8"},
-                                        {"wi16", "int16"},   {"vu16", "uint16"}, {"ui32", "int32"},
-                                        {"tu32", "uint32"},  {"af32", "float32"}, {"bh", "float16"},
+    CHECK(small.attrs == std::vector<P>{{"zb", "bool"},
+                                        {"Yi8", "int8"},
+                                        {"xu8", "uint8"},
+                                        {"wi16", "int16"},
+                                        {"vu16", "uint16"},
+                                        {"ui32", "int32"},
+                                        {"tu32", "uint32"},
+                                        {"af32", "float32"},
+                                        {"bh", "float16"},
                                         {"cbh", "bfloat16"}});
     CHECK(lib.target("attrs_wide").attrs ==
           std::vector<P>{{"mu64", "uint64"}, {"f64", "float64"}, {"i64", "int64"}});
@@ -195,7 +201,6 @@ TEST_CASE("manifest names every function and the library exports both handler va
 // ---------------------------------------------------------------- metadata
 
 namespace {
-
 
 void check_metadata(BekcXla_Handler* h, bool want_trait, const BekcXla_Api* api, bool other_first) {
     MetadataQuery q(api, other_first);
@@ -211,7 +216,8 @@ void check_metadata(BekcXla_Handler* h, bool want_trait, const BekcXla_Api* api,
     CHECK(q.metadata.api_version.struct_size == BEKC_XLA_API_VERSION_STRUCT_SIZE);
     CHECK(q.metadata.api_version.major_version == 0);
     CHECK(q.metadata.api_version.minor_version == 1);
-    CHECK(q.metadata.traits == (want_trait ? uint32_t{BEKC_XLA_TRAIT_COMMAND_BUFFER_COMPATIBLE} : 0u));
+    CHECK(q.metadata.traits ==
+          (want_trait ? uint32_t{BEKC_XLA_TRAIT_COMMAND_BUFFER_COMPATIBLE} : 0u));
     CHECK(std::memcmp(&q.frame, &frame_before, sizeof frame_before) == 0);
     CHECK(std::memcmp(&q.ext, &ext_before, sizeof ext_before) == 0);
 }
@@ -221,7 +227,8 @@ void check_metadata(BekcXla_Handler* h, bool want_trait, const BekcXla_Api* api,
 TEST_CASE("metadata query: API version 0.1, command-buffer trait only without _nograph", "[cpu]") {
     for (const auto& [fn, t] : cpu().targets()) {
         INFO(fn);
-        for (const BekcXla_Api* api : {harness::fake_api(), static_cast<const BekcXla_Api*>(nullptr)})
+        for (const BekcXla_Api* api :
+             {harness::fake_api(), static_cast<const BekcXla_Api*>(nullptr)})
             for (bool other_first : {false, true}) {
                 check_metadata(cpu().find(t.symbol), true, api, other_first);
                 check_metadata(cpu().find(t.symbol + "_nograph"), false, api, other_first);
@@ -229,7 +236,8 @@ TEST_CASE("metadata query: API version 0.1, command-buffer trait only without _n
     }
 }
 
-TEST_CASE("metadata query: a larger Metadata (jaxlib 0.8+, with state_type_id) keeps its tail", "[cpu]") {
+TEST_CASE("metadata query: a larger Metadata (jaxlib 0.8+, with state_type_id) keeps its tail",
+          "[cpu]") {
     MetadataQuery q(harness::fake_api());
     q.metadata.struct_size = sizeof(BekcXla_Metadata);
     q.metadata.state_type_id = 0x1122334455667788;
@@ -343,8 +351,8 @@ TEST_CASE("64-bit attributes (int64, uint64, float64) reach the kernel bit for b
         uint64_t u64;
         double f64;
     };
-    for (const auto& v : {Values{std::numeric_limits<int64_t>::min(), std::numeric_limits<uint64_t>::max(),
-                                 3.141592653589793},
+    for (const auto& v : {Values{std::numeric_limits<int64_t>::min(),
+                                 std::numeric_limits<uint64_t>::max(), 3.141592653589793},
                           Values{0x0123456789ABCDEF, 1, -std::numeric_limits<double>::max()}}) {
         float x = 2.0f;
         Slot o[3];
@@ -430,13 +438,20 @@ TEST_CASE("every XLA dtype with a BE::DType maps to it", "[cpu]") {
         int size;
     };
     const Row rows[] = {
-        {BEKC_XLA_DTYPE_PRED, BE::DType::Bool, 1},       {BEKC_XLA_DTYPE_S8, BE::DType::Int8, 1},
-        {BEKC_XLA_DTYPE_S16, BE::DType::Int16, 2},       {BEKC_XLA_DTYPE_S32, BE::DType::Int32, 4},
-        {BEKC_XLA_DTYPE_S64, BE::DType::Int64, 8},       {BEKC_XLA_DTYPE_U8, BE::DType::UInt8, 1},
-        {BEKC_XLA_DTYPE_U16, BE::DType::UInt16, 2},      {BEKC_XLA_DTYPE_U32, BE::DType::UInt32, 4},
-        {BEKC_XLA_DTYPE_U64, BE::DType::UInt64, 8},      {BEKC_XLA_DTYPE_F16, BE::DType::Float16, 2},
-        {BEKC_XLA_DTYPE_F32, BE::DType::Float32, 4},     {BEKC_XLA_DTYPE_F64, BE::DType::Float64, 8},
-        {BEKC_XLA_DTYPE_C64, BE::DType::Complex64, 8},   {BEKC_XLA_DTYPE_BF16, BE::DType::BFloat16, 2},
+        {BEKC_XLA_DTYPE_PRED, BE::DType::Bool, 1},
+        {BEKC_XLA_DTYPE_S8, BE::DType::Int8, 1},
+        {BEKC_XLA_DTYPE_S16, BE::DType::Int16, 2},
+        {BEKC_XLA_DTYPE_S32, BE::DType::Int32, 4},
+        {BEKC_XLA_DTYPE_S64, BE::DType::Int64, 8},
+        {BEKC_XLA_DTYPE_U8, BE::DType::UInt8, 1},
+        {BEKC_XLA_DTYPE_U16, BE::DType::UInt16, 2},
+        {BEKC_XLA_DTYPE_U32, BE::DType::UInt32, 4},
+        {BEKC_XLA_DTYPE_U64, BE::DType::UInt64, 8},
+        {BEKC_XLA_DTYPE_F16, BE::DType::Float16, 2},
+        {BEKC_XLA_DTYPE_F32, BE::DType::Float32, 4},
+        {BEKC_XLA_DTYPE_F64, BE::DType::Float64, 8},
+        {BEKC_XLA_DTYPE_C64, BE::DType::Complex64, 8},
+        {BEKC_XLA_DTYPE_BF16, BE::DType::BFloat16, 2},
         {BEKC_XLA_DTYPE_C128, BE::DType::Complex128, 16},
     };
     for (const Row& r : rows) {
@@ -520,8 +535,9 @@ TEST_CASE("BE_DISPATCH_INTEGRAL runs every integer instantiation", "[cpu]") {
 
 // ---------------------------------------------------------------- exceptions
 
-TEST_CASE("a failing BE_CHECK is an INTERNAL error with target, file:line and text; the next call works",
-          "[cpu]") {
+TEST_CASE(
+    "a failing BE_CHECK is an INTERNAL error with target, file:line and text; the next call works",
+    "[cpu]") {
     const auto src = kernel("handlers_cpu.cpp");
     std::vector<float> x = random_floats(4, 7), y(4, -777.0f);
     for (int round = 0; round < 3; ++round) {
@@ -640,31 +656,44 @@ TEST_CASE("wrong number of arguments, results or attributes", "[cpu]") {
     SECTION("two arguments") {
         FrameBuilder fb;
         fb.arg(BEKC_XLA_DTYPE_F32, x.data(), {6}).arg(BEKC_XLA_DTYPE_F32, x.data(), {6});
-        fb.ret(BEKC_XLA_DTYPE_F32, y.data(), {6}).attr("a", BEKC_XLA_DTYPE_F32, 1.0f).attr("b", BEKC_XLA_DTYPE_F32, 1.0f);
-        require_error(call("affine", fb.frame()), kInvalidArgument, kAffine + "expected 1 arguments, got 2");
+        fb.ret(BEKC_XLA_DTYPE_F32, y.data(), {6})
+            .attr("a", BEKC_XLA_DTYPE_F32, 1.0f)
+            .attr("b", BEKC_XLA_DTYPE_F32, 1.0f);
+        require_error(call("affine", fb.frame()), kInvalidArgument,
+                      kAffine + "expected 1 arguments, got 2");
     }
     SECTION("no argument") {
         FrameBuilder fb;
-        fb.ret(BEKC_XLA_DTYPE_F32, y.data(), {6}).attr("a", BEKC_XLA_DTYPE_F32, 1.0f).attr("b", BEKC_XLA_DTYPE_F32, 1.0f);
-        require_error(call("affine", fb.frame()), kInvalidArgument, kAffine + "expected 1 arguments, got 0");
+        fb.ret(BEKC_XLA_DTYPE_F32, y.data(), {6})
+            .attr("a", BEKC_XLA_DTYPE_F32, 1.0f)
+            .attr("b", BEKC_XLA_DTYPE_F32, 1.0f);
+        require_error(call("affine", fb.frame()), kInvalidArgument,
+                      kAffine + "expected 1 arguments, got 0");
     }
     SECTION("two results") {
         FrameBuilder fb;
         fb.arg(BEKC_XLA_DTYPE_F32, x.data(), {6}).ret(BEKC_XLA_DTYPE_F32, y.data(), {6});
-        fb.ret(BEKC_XLA_DTYPE_F32, y.data(), {6}).attr("a", BEKC_XLA_DTYPE_F32, 1.0f).attr("b", BEKC_XLA_DTYPE_F32, 1.0f);
-        require_error(call("affine", fb.frame()), kInvalidArgument, kAffine + "expected 1 results, got 2");
+        fb.ret(BEKC_XLA_DTYPE_F32, y.data(), {6})
+            .attr("a", BEKC_XLA_DTYPE_F32, 1.0f)
+            .attr("b", BEKC_XLA_DTYPE_F32, 1.0f);
+        require_error(call("affine", fb.frame()), kInvalidArgument,
+                      kAffine + "expected 1 results, got 2");
     }
     SECTION("one attribute") {
         FrameBuilder fb;
         fb.arg(BEKC_XLA_DTYPE_F32, x.data(), {6}).ret(BEKC_XLA_DTYPE_F32, y.data(), {6});
         fb.attr("a", BEKC_XLA_DTYPE_F32, 1.0f);
-        require_error(call("affine", fb.frame()), kInvalidArgument, kAffine + "expected 2 attributes, got 1");
+        require_error(call("affine", fb.frame()), kInvalidArgument,
+                      kAffine + "expected 2 attributes, got 1");
     }
     SECTION("three attributes") {
         FrameBuilder fb;
         fb.arg(BEKC_XLA_DTYPE_F32, x.data(), {6}).ret(BEKC_XLA_DTYPE_F32, y.data(), {6});
-        fb.attr("a", BEKC_XLA_DTYPE_F32, 1.0f).attr("b", BEKC_XLA_DTYPE_F32, 1.0f).attr("c", BEKC_XLA_DTYPE_F32, 1.0f);
-        require_error(call("affine", fb.frame()), kInvalidArgument, kAffine + "expected 2 attributes, got 3");
+        fb.attr("a", BEKC_XLA_DTYPE_F32, 1.0f)
+            .attr("b", BEKC_XLA_DTYPE_F32, 1.0f)
+            .attr("c", BEKC_XLA_DTYPE_F32, 1.0f);
+        require_error(call("affine", fb.frame()), kInvalidArgument,
+                      kAffine + "expected 2 attributes, got 3");
     }
     SECTION("no attributes for a function with ten") {
         FrameBuilder fb;
@@ -682,31 +711,37 @@ TEST_CASE("wrong attribute name", "[cpu]") {
         FrameBuilder fb;
         fb.arg(BEKC_XLA_DTYPE_F32, x.data(), {6}).ret(BEKC_XLA_DTYPE_F32, y.data(), {6});
         fb.attr("a", BEKC_XLA_DTYPE_F32, 1.0f).attr("c", BEKC_XLA_DTYPE_F32, 1.0f);
-        require_error(call("affine", fb.frame()), kInvalidArgument,
-                      kAffine + "unexpected attribute 'c' (expected 'b'; attributes are matched by name)");
+        require_error(
+            call("affine", fb.frame()), kInvalidArgument,
+            kAffine + "unexpected attribute 'c' (expected 'b'; attributes are matched by name)");
     }
     SECTION("case matters") {
         FrameBuilder fb;
         fb.arg(BEKC_XLA_DTYPE_F32, x.data(), {6}).ret(BEKC_XLA_DTYPE_F32, y.data(), {6});
         fb.attr("A", BEKC_XLA_DTYPE_F32, 1.0f).attr("b", BEKC_XLA_DTYPE_F32, 1.0f);
-        require_error(call("affine", fb.frame()), kInvalidArgument,
-                      kAffine + "unexpected attribute 'A' (expected 'a'; attributes are matched by name)");
+        require_error(
+            call("affine", fb.frame()), kInvalidArgument,
+            kAffine + "unexpected attribute 'A' (expected 'a'; attributes are matched by name)");
     }
     SECTION("a prefix of the name") {
         FrameBuilder ax;
         std::vector<float> w = random_floats(6, 3);
         ax.arg(BEKC_XLA_DTYPE_F32, x.data(), {6}).arg(BEKC_XLA_DTYPE_F32, w.data(), {6});
         ax.ret(BEKC_XLA_DTYPE_F32, y.data(), {6}).attr("alph", BEKC_XLA_DTYPE_F64, 1.0);
-        require_error(call("axpy", ax.frame()), kInvalidArgument,
-                      "handlers_cpu.axpy: unexpected attribute 'alph' (expected 'alpha'; attributes "
-                      "are matched by name)");
+        require_error(
+            call("axpy", ax.frame()), kInvalidArgument,
+            "handlers_cpu.axpy: unexpected attribute 'alph' (expected 'alpha'; attributes "
+            "are matched by name)");
     }
     SECTION("not sorted by name") {
         FrameBuilder fb;
         fb.arg(BEKC_XLA_DTYPE_F32, x.data(), {6}).ret(BEKC_XLA_DTYPE_F32, y.data(), {6});
-        fb.attr("b", BEKC_XLA_DTYPE_F32, 1.0f).attr("a", BEKC_XLA_DTYPE_F32, 1.0f).keep_attr_order();
-        require_error(call("affine", fb.frame()), kInvalidArgument,
-                      kAffine + "unexpected attribute 'b' (expected 'a'; attributes are matched by name)");
+        fb.attr("b", BEKC_XLA_DTYPE_F32, 1.0f)
+            .attr("a", BEKC_XLA_DTYPE_F32, 1.0f)
+            .keep_attr_order();
+        require_error(
+            call("affine", fb.frame()), kInvalidArgument,
+            kAffine + "unexpected attribute 'b' (expected 'a'; attributes are matched by name)");
     }
     CHECK(std::all_of(y.begin(), y.end(), [](float v) { return v == -777.0f; }));
 }
@@ -718,7 +753,8 @@ TEST_CASE("wrong scalar dtype or attribute kind", "[cpu]") {
         fb.attr("b", BEKC_XLA_DTYPE_F32, 1.0f);
         return fb;
     };
-    const std::string hint = " (pass e.g. np.float32(value), or call through bekc.load, which casts)";
+    const std::string hint =
+        " (pass e.g. np.float32(value), or call through bekc.load, which casts)";
     SECTION("int32 for float32") {
         FrameBuilder fb;
         frame_with_a(fb).attr("a", BEKC_XLA_DTYPE_S32, int32_t{2});
@@ -757,7 +793,8 @@ TEST_CASE("wrong scalar dtype or attribute kind", "[cpu]") {
                 .attr("bh", h_dtype, uint16_t{0x3C00})
                 .attr("cbh", bh_dtype, uint16_t{0x3F80});
             Outcome r = call("attrs_small", fb.frame());
-            std::vector<std::vector<unsigned char>> got = {o[8].first<uint16_t>(), o[9].first<uint16_t>()};
+            std::vector<std::vector<unsigned char>> got = {o[8].first<uint16_t>(),
+                                                           o[9].first<uint16_t>()};
             return std::make_pair(r, got);
         };
         for (auto [h, bh] : {std::pair{BEKC_XLA_DTYPE_U16, BEKC_XLA_DTYPE_U16},
@@ -773,14 +810,16 @@ TEST_CASE("wrong scalar dtype or attribute kind", "[cpu]") {
                       "handlers_cpu.attrs_small: attribute 'bh' must be float16 (its bits as a "
                       "uint16 scalar), got int16 (pass e.g. np.float16(value).view(np.uint16), or "
                       "call through bekc.load, which casts)");
-        require_error(run(BEKC_XLA_DTYPE_U16, BEKC_XLA_DTYPE_F32).first, kInvalidArgument,
-                      "handlers_cpu.attrs_small: attribute 'cbh' must be bfloat16 (its bits as a "
-                      "uint16 scalar), got float32 (pass e.g. ml_dtypes.bfloat16(value).view(np.uint16), "
-                      "or call through bekc.load, which casts)");
-        require_error(run(BEKC_XLA_DTYPE_BF16, BEKC_XLA_DTYPE_U16).first, kInvalidArgument,
-                      "handlers_cpu.attrs_small: attribute 'bh' must be float16 (its bits as a "
-                      "uint16 scalar), got bfloat16 (pass e.g. np.float16(value).view(np.uint16), or "
-                      "call through bekc.load, which casts)");
+        require_error(
+            run(BEKC_XLA_DTYPE_U16, BEKC_XLA_DTYPE_F32).first, kInvalidArgument,
+            "handlers_cpu.attrs_small: attribute 'cbh' must be bfloat16 (its bits as a "
+            "uint16 scalar), got float32 (pass e.g. ml_dtypes.bfloat16(value).view(np.uint16), "
+            "or call through bekc.load, which casts)");
+        require_error(
+            run(BEKC_XLA_DTYPE_BF16, BEKC_XLA_DTYPE_U16).first, kInvalidArgument,
+            "handlers_cpu.attrs_small: attribute 'bh' must be float16 (its bits as a "
+            "uint16 scalar), got bfloat16 (pass e.g. np.float16(value).view(np.uint16), or "
+            "call through bekc.load, which casts)");
     }
     SECTION("uint16 for int16 is still wrong") {
         float in = 1.0f;
@@ -799,9 +838,10 @@ TEST_CASE("wrong scalar dtype or attribute kind", "[cpu]") {
             .attr("af32", BEKC_XLA_DTYPE_F32, 1.0f)
             .attr("bh", BEKC_XLA_DTYPE_F16, uint16_t{0x3C00})
             .attr("cbh", BEKC_XLA_DTYPE_BF16, uint16_t{0x3F80});
-        require_error(call("attrs_small", fb.frame()), kInvalidArgument,
-                      "handlers_cpu.attrs_small: attribute 'wi16' must be int16, got uint16 (pass e.g. "
-                      "np.int16(value), or call through bekc.load, which casts)");
+        require_error(
+            call("attrs_small", fb.frame()), kInvalidArgument,
+            "handlers_cpu.attrs_small: attribute 'wi16' must be int16, got uint16 (pass e.g. "
+            "np.int16(value), or call through bekc.load, which casts)");
         for (const Slot& s : o) CHECK(s.untouched());
     }
     SECTION("int32 for int64") {
@@ -815,19 +855,22 @@ TEST_CASE("wrong scalar dtype or attribute kind", "[cpu]") {
             .attr("mu64", BEKC_XLA_DTYPE_U64, uint64_t{1})
             .attr("f64", BEKC_XLA_DTYPE_F64, 1.0)
             .attr("i64", BEKC_XLA_DTYPE_S32, int32_t{1});
-        require_error(call("attrs_wide", fb.frame()), kInvalidArgument,
-                      "handlers_cpu.attrs_wide: attribute 'i64' must be int64, got int32 (pass e.g. "
-                      "np.int64(value), or call through bekc.load, which casts)");
+        require_error(
+            call("attrs_wide", fb.frame()), kInvalidArgument,
+            "handlers_cpu.attrs_wide: attribute 'i64' must be int64, got int32 (pass e.g. "
+            "np.int64(value), or call through bekc.load, which casts)");
     }
     SECTION("an array attribute") {
         FrameBuilder fb;
         frame_with_a(fb).attr_of_kind("a", BEKC_XLA_ATTR_ARRAY);
-        require_error(call("affine", fb.frame()), kInvalidArgument, kAffine + "attribute 'a' must be a scalar");
+        require_error(call("affine", fb.frame()), kInvalidArgument,
+                      kAffine + "attribute 'a' must be a scalar");
     }
     SECTION("a string attribute") {
         FrameBuilder fb;
         frame_with_a(fb).attr_of_kind("a", BEKC_XLA_ATTR_STRING);
-        require_error(call("affine", fb.frame()), kInvalidArgument, kAffine + "attribute 'a' must be a scalar");
+        require_error(call("affine", fb.frame()), kInvalidArgument,
+                      kAffine + "attribute 'a' must be a scalar");
     }
     CHECK(std::all_of(y.begin(), y.end(), [](float v) { return v == -777.0f; }));
 }
@@ -837,8 +880,9 @@ TEST_CASE("wrong execution stage", "[cpu]") {
         AffineCall c;
         BekcXla_CallFrame& f = c.fb.frame();
         f.stage = stage;
-        require_error(call("affine", f), kInvalidArgument,
-                      kAffine + "wrong execution stage: expected 3 (execute), got " + std::to_string(stage));
+        require_error(
+            call("affine", f), kInvalidArgument,
+            kAffine + "wrong execution stage: expected 3 (execute), got " + std::to_string(stage));
         CHECK(c.output_untouched());
     }
 }
@@ -848,8 +892,9 @@ TEST_CASE("call frame struct_size: too small is an error, larger (a newer XLA) i
         AffineCall c;
         BekcXla_CallFrame& f = c.fb.frame();
         f.struct_size = size;
-        require_error(call("affine", f), kInvalidArgument,
-                      kAffine + "call frame is " + std::to_string(size) + " bytes, expected at least 168");
+        require_error(
+            call("affine", f), kInvalidArgument,
+            kAffine + "call frame is " + std::to_string(size) + " bytes, expected at least 168");
         CHECK(c.output_untouched());
     }
     for (size_t size : {size_t{168}, size_t{176}, size_t{256}}) {
@@ -866,25 +911,25 @@ TEST_CASE("buffer dtypes without a BE::DType are rejected, never a zero-sized te
         int32_t dtype;
         const char* name;
     };
-    const Case cases[] = {{20, "float8_e4m3fn"}, {19, "float8_e5m2"}, {21, "int4"},
-                          {17, "token"},         {0, "invalid"},      {33, "float8_e8m0fnu"},
+    const Case cases[] = {{20, "float8_e4m3fn"}, {19, "float8_e5m2"},     {21, "int4"},
+                          {17, "token"},         {0, "invalid"},          {33, "float8_e8m0fnu"},
                           {13, "type 13"},       {99, "an unknown type"}, {-1, "an unknown type"}};
     for (const Case& k : cases) {
         INFO("dtype " << k.dtype);
         {
             AffineCall c;
             c.fb.arg_buffer(0).dtype = k.dtype;
-            require_error(call("affine", c.fb.frame()), kInvalidArgument,
-                          kAffine + "argument 0 has dtype " + k.name +
-                              ", which BE::Tensor cannot represent");
+            require_error(
+                call("affine", c.fb.frame()), kInvalidArgument,
+                kAffine + "argument 0 has dtype " + k.name + ", which BE::Tensor cannot represent");
             CHECK(c.output_untouched());
         }
         {
             AffineCall c;
             c.fb.ret_buffer(0).dtype = k.dtype;
-            require_error(call("affine", c.fb.frame()), kInvalidArgument,
-                          kAffine + "result 0 has dtype " + k.name +
-                              ", which BE::Tensor cannot represent");
+            require_error(
+                call("affine", c.fb.frame()), kInvalidArgument,
+                kAffine + "result 0 has dtype " + k.name + ", which BE::Tensor cannot represent");
             CHECK(c.output_untouched());
         }
     }
@@ -898,7 +943,8 @@ TEST_CASE("buffer dtypes without a BE::DType are rejected, never a zero-sized te
         .ret(BEKC_XLA_DTYPE_F32, y.data(), {4})
         .ret(BEKC_XLA_DTYPE_F32, w.data(), {1});
     require_error(call("stats", fb.frame()), kInvalidArgument,
-                  "handlers_cpu.stats: argument 1 has dtype float8_e4m3fn, which BE::Tensor cannot represent");
+                  "handlers_cpu.stats: argument 1 has dtype float8_e4m3fn, which BE::Tensor cannot "
+                  "represent");
 }
 
 TEST_CASE("rank above 8 (or negative) is rejected", "[cpu]") {
@@ -942,7 +988,8 @@ TEST_CASE("an argument or result that is not a buffer", "[cpu]") {
     }
 }
 
-TEST_CASE("a negative dimension is an INVALID_ARGUMENT error before the user's code runs", "[cpu]") {
+TEST_CASE("a negative dimension is an INVALID_ARGUMENT error before the user's code runs",
+          "[cpu]") {
     AffineCall c;
     c.fb.arg_buffer(0).dims[0] = -2;
     Outcome o = call("affine", c.fb.frame());
@@ -979,7 +1026,9 @@ TEST_CASE("CUDA handler: the stream comes from Stream_Get with the frame's conte
     float x = 1.0f;
     int64_t out = -1;
     FrameBuilder fb;
-    fb.arg(BEKC_XLA_DTYPE_F32, &x, {}).ret(BEKC_XLA_DTYPE_S64, &out, {}).attr("launch", BEKC_XLA_DTYPE_PRED, false);
+    fb.arg(BEKC_XLA_DTYPE_F32, &x, {})
+        .ret(BEKC_XLA_DTYPE_S64, &out, {})
+        .attr("launch", BEKC_XLA_DTYPE_PRED, false);
     BekcXla_CallFrame& f = fb.frame();
     static int fake_stream_object;
     harness::api_log().stream = &fake_stream_object;
@@ -992,11 +1041,14 @@ TEST_CASE("CUDA handler: the stream comes from Stream_Get with the frame's conte
     CHECK(harness::api_log().stream_get_ctx == fb.ctx());
 }
 
-TEST_CASE("CUDA handler: an error from Stream_Get is returned as is, the kernel not called", "[cuda]") {
+TEST_CASE("CUDA handler: an error from Stream_Get is returned as is, the kernel not called",
+          "[cuda]") {
     float x = 1.0f;
     int64_t out = -1;
     FrameBuilder fb;
-    fb.arg(BEKC_XLA_DTYPE_F32, &x, {}).ret(BEKC_XLA_DTYPE_S64, &out, {}).attr("launch", BEKC_XLA_DTYPE_PRED, false);
+    fb.arg(BEKC_XLA_DTYPE_F32, &x, {})
+        .ret(BEKC_XLA_DTYPE_S64, &out, {})
+        .attr("launch", BEKC_XLA_DTYPE_PRED, false);
     auto* stream_error = new BekcXla_Error{BEKC_XLA_ERROR_UNAVAILABLE, "no stream today"};
     harness::api_log().stream_error = stream_error;
     reset_log();
@@ -1014,10 +1066,13 @@ TEST_CASE("CUDA handler: metadata and the checks before the stream", "[cuda]") {
     float x = 1.0f;
     int64_t out = -1;
     FrameBuilder fb;
-    fb.arg(BEKC_XLA_DTYPE_F32, &x, {}).ret(BEKC_XLA_DTYPE_S64, &out, {}).attr("launch", BEKC_XLA_DTYPE_S32, 0);
-    require_error(call(cuda().handler("stream_probe"), fb.frame()), kInvalidArgument,
-                  "handlers_stream.stream_probe: attribute 'launch' must be bool, got int32 (pass e.g. "
-                  "np.bool_(value), or call through bekc.load, which casts)");
+    fb.arg(BEKC_XLA_DTYPE_F32, &x, {})
+        .ret(BEKC_XLA_DTYPE_S64, &out, {})
+        .attr("launch", BEKC_XLA_DTYPE_S32, 0);
+    require_error(
+        call(cuda().handler("stream_probe"), fb.frame()), kInvalidArgument,
+        "handlers_stream.stream_probe: attribute 'launch' must be bool, got int32 (pass e.g. "
+        "np.bool_(value), or call through bekc.load, which casts)");
     CHECK(harness::api_log().stream_gets == 0);
 }
 #endif

@@ -2,7 +2,7 @@
 // Python side call it, with no GPU: the library is dlopened, its entries are
 // added through its C functions, and its two FFI handlers are called with call
 // frames and the API table of tests/harness/fake_xla.hpp. The CUDA driver is
-// tests/harness/fake_libcuda.cpp, which the library opens because main() sets
+// tests/harness/fake_libcuda.cpp, which the library opens because this file sets
 // BEKC_NUMBA_LIBCUDA before any test runs (the library reads it once, on the
 // first launch, so it must be set before anything in this process launches).
 //
@@ -13,7 +13,6 @@
 // The cases that need a library without a usable driver re-run this binary
 // ("[numba-child]", hidden) with BEKC_NUMBA_HARNESS_CHILD set and
 // BEKC_NUMBA_LIBCUDA naming a missing library or one without the driver API.
-#define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
 #include <dlfcn.h>
@@ -1276,10 +1275,11 @@ TEST_CASE("child: the driver library cannot be used", "[.][numba-child]") {
     CHECK(log.calls == 1);
 }
 
-int main(int argc, char** argv) {
-    // Before any test can launch: the library reads this once, on its first
-    // launch. A child run (see run_child) brings its own.
+// Before any test can launch (static initialisation, ahead of Catch2's main in
+// tests/catch_main.cpp): the library reads this once, on its first launch. A
+// child run (see run_child) brings its own.
+const bool g_fake_libcuda_set = [] {
     if (std::getenv("BEKC_NUMBA_HARNESS_CHILD") == nullptr)
         setenv("BEKC_NUMBA_LIBCUDA", BEKC_FAKE_LIBCUDA, 1);
-    return Catch::Session().run(argc, argv);
-}
+    return true;
+}();

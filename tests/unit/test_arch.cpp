@@ -20,7 +20,7 @@ std::vector<Arch> parse_ok(const std::string& list) {
     return *archs;
 }
 
-std::string parse_error(const std::string& list) {
+std::string arch_error(const std::string& list) {
     std::string err;
     auto archs = parse_arch_list(list, err);
     INFO("--arch " << list);
@@ -82,25 +82,25 @@ TEST_CASE("a spelling change does not change the canonical list", "[arch]") {
 TEST_CASE("malformed architectures are errors that name the element and the syntax", "[arch]") {
     for (const char* bad : {"sm_9x", "foo", "sm_", "sm90", "9", "9.0.1", "sm_90b", "sm_90,bogus",
                             "native,sm_90", "-1"}) {
-        std::string err = parse_error(bad);
+        std::string err = arch_error(bad);
         INFO(bad << " -> " << err);
         CHECK(err.find("--arch") != std::string::npos);
         CHECK(err.find("sm_90") != std::string::npos);  // shows how to write one
     }
-    std::string err = parse_error("sm_80,sm_9x");
+    std::string err = arch_error("sm_80,sm_9x");
     CHECK(err.find("'sm_9x'") != std::string::npos);
 }
 
 TEST_CASE("architectures too old for current CUDA are refused", "[arch]") {
-    std::string err = parse_error("sm_35");
+    std::string err = arch_error("sm_35");
     CHECK(err.find("sm_35") != std::string::npos);
-    parse_error("3.0");
+    arch_error("3.0");
     CHECK(parse_ok("sm_50").front().number == 50);
 }
 
 TEST_CASE("an empty list is an error", "[arch]") {
-    CHECK(parse_error("").find("empty") != std::string::npos);
-    CHECK(parse_error(" , ").find("empty") != std::string::npos);
+    CHECK(arch_error("").find("empty") != std::string::npos);
+    CHECK(arch_error(" , ").find("empty") != std::string::npos);
 }
 
 TEST_CASE("gencode: SASS for every arch and PTX for the highest", "[arch]") {

@@ -23,11 +23,11 @@ using test::write_fake_entry;
 
 namespace {
 
-using BuildResult = std::expected<void, std::string>;
+using StagingResult = std::expected<void, std::string>;
 
 Builder fake_builder(const std::string& key, const std::string& name, const std::string& bytes,
                      int* calls = nullptr) {
-    return [=](const Staging& staging) -> BuildResult {
+    return [=](const Staging& staging) -> StagingResult {
         if (calls) ++*calls;
         write_fake_entry(staging, key, name, bytes);
         return {};
@@ -208,7 +208,7 @@ TEST_CASE("the builder writes into its staging directory under tmp/", "[cache]")
     Cache cache(tmp / "cache");
     std::string key = fake_key("staging");
     test::TempDir outside;
-    auto built = cache.get_or_build(key, [&](const Staging& staging) -> BuildResult {
+    auto built = cache.get_or_build(key, [&](const Staging& staging) -> StagingResult {
         CHECK(staging.path().is_absolute());
         CHECK(staging.path() == cache.layout().path(staging.rel()));
         CHECK(staging.rel().parent_path() == CacheLayout::tmp());
@@ -239,7 +239,7 @@ TEST_CASE("readers never see an entry that is still being built", "[cache]") {
     Cache reader(tmp / "cache");
     std::string key = fake_key("partial");
     std::optional<Miss> seen;
-    auto built = cache.get_or_build(key, [&](const Staging& staging) -> BuildResult {
+    auto built = cache.get_or_build(key, [&](const Staging& staging) -> StagingResult {
         test::write_file(staging.path() / "libk.so", "half");
         seen = reader.lookup(key).error();
         write_fake_entry(staging, key, "k", "whole");
@@ -254,7 +254,7 @@ TEST_CASE("a failing builder leaves nothing behind", "[cache]") {
     test::TempDir tmp;
     Cache cache(tmp / "cache");
     std::string key = fake_key("fails");
-    auto r = cache.get_or_build(key, [](const Staging& staging) -> BuildResult {
+    auto r = cache.get_or_build(key, [](const Staging& staging) -> StagingResult {
         test::write_file(staging.path() / "libk.so", "junk");
         return std::unexpected(std::string("kernels.cu:3: error: expected ';'"));
     });
@@ -264,7 +264,7 @@ TEST_CASE("a failing builder leaves nothing behind", "[cache]") {
     CHECK(count_children(tmp / "cache" / "tmp") == 0);
     CHECK(count_entries(tmp / "cache") == 0);
 
-    auto wrong = cache.get_or_build(key, [&](const Staging& staging) -> BuildResult {
+    auto wrong = cache.get_or_build(key, [&](const Staging& staging) -> StagingResult {
         write_fake_entry(staging, key, "k", "bytes");
         // No longer matches the manifest.
         test::write_file(staging.path() / "libk.so", "other bytes");
@@ -279,7 +279,7 @@ TEST_CASE("a failing builder leaves nothing behind", "[cache]") {
 
     // A link in the staging directory is refused, never sealed.
     test::write_file(tmp / "elsewhere.so", "bytes");
-    auto linked = cache.get_or_build(key, [&](const Staging& staging) -> BuildResult {
+    auto linked = cache.get_or_build(key, [&](const Staging& staging) -> StagingResult {
         write_fake_entry(staging, key, "k", "bytes");
         fs::create_symlink(tmp / "elsewhere.so", staging.path() / "extra.so");
         return {};
@@ -289,7 +289,7 @@ TEST_CASE("a failing builder leaves nothing behind", "[cache]") {
     CHECK(count_entries(tmp / "cache") == 0);
     CHECK(test::read_file(tmp / "elsewhere.so") == "bytes");
 
-    auto throws = [](const Staging& staging) -> BuildResult {
+    auto throws = [](const Staging& staging) -> StagingResult {
         test::write_file(staging.path() / "libk.so", "junk");
         throw FatalError("nvcc not found", kExitToolchain);
     };
@@ -303,7 +303,7 @@ TEST_CASE("an entry published by someone else first wins", "[cache]") {
     Cache cache(tmp / "cache");
     std::string key = fake_key("race");
     // As if another machine, without working locks, published meanwhile.
-    auto r = cache.get_or_build(key, [&](const Staging& staging) -> BuildResult {
+    auto r = cache.get_or_build(key, [&](const Staging& staging) -> StagingResult {
         write_fake_entry(entry_dir(cache, key), key, "k", "THEIRS");
         write_fake_entry(staging, key, "k", "OURS");
         return {};
@@ -314,7 +314,7 @@ TEST_CASE("an entry published by someone else first wins", "[cache]") {
 
     // A corrupt competitor is replaced instead.
     std::string key2 = fake_key("race 2");
-    auto r2 = cache.get_or_build(key2, [&](const Staging& staging) -> BuildResult {
+    auto r2 = cache.get_or_build(key2, [&](const Staging& staging) -> StagingResult {
         test::write_file(entry_dir(cache, key2) / "manifest.json", "{");
         write_fake_entry(staging, key2, "k", "OURS");
         return {};
@@ -355,7 +355,7 @@ TEST_CASE("get_or_build with replace rebuilds an existing entry", "[cache]") {
 
     // A failed replacement keeps the entry there was.
     auto failed = cache.get_or_build(
-        key, [](const Staging&) -> BuildResult { return std::unexpected(std::string("no")); },
+        key, [](const Staging&) -> StagingResult { return std::unexpected(std::string("no")); },
         true);
     REQUIRE_FALSE(failed.has_value());
     CHECK(test::read_file(entry_dir(cache, key) / "libk.so") == "version 2");
@@ -373,7 +373,7 @@ TEST_CASE("eight processes building one key: one build, one entry, all succeed",
         children.push_back(test::fork_child([&] {
             while (!fs::exists(go)) std::this_thread::sleep_for(1ms);
             Cache cache(root);
-            auto r = cache.get_or_build(key, [&](const Staging& staging) -> BuildResult {
+            auto r = cache.get_or_build(key, [&](const Staging& staging) -> StagingResult {
                 append_line(builds, "built\n");
                 std::this_thread::sleep_for(200ms);
                 write_fake_entry(staging, key, "k", "the library");
@@ -427,7 +427,7 @@ TEST_CASE("a waiting builder uses the entry the lock holder published", "[cache]
     test::ReadySignal ready;
     pid_t first = test::fork_child([&] {
         Cache cache(root);
-        auto r = cache.get_or_build(key, [&](const Staging& staging) -> BuildResult {
+        auto r = cache.get_or_build(key, [&](const Staging& staging) -> StagingResult {
             ready.notify();
             std::this_thread::sleep_for(300ms);
             write_fake_entry(staging, key, "k", "from the first");
@@ -453,7 +453,7 @@ TEST_CASE("a builder killed with SIGKILL blocks nobody and leaves only a temp di
     test::ReadySignal ready;
     pid_t victim = test::fork_child([&] {
         Cache cache(root);
-        (void)cache.get_or_build(key, [&](const Staging& staging) -> BuildResult {
+        (void)cache.get_or_build(key, [&](const Staging& staging) -> StagingResult {
             test::write_file(staging.path() / "libk.so", "half written");
             ready.notify();
             pause();
@@ -784,7 +784,7 @@ TEST_CASE("ensure_tree builds a sealed tree once and repairs a damaged one", "[c
     fs::path rel = CacheLayout::runtime_include("0123456789abcdef");
     fs::path lock = CacheLayout::named_lock("runtime.0123456789abcdef");
     int calls = 0;
-    Builder build = [&](const Staging& staging) -> BuildResult {
+    Builder build = [&](const Staging& staging) -> StagingResult {
         ++calls;
         if (auto w = staging.write("bekc.h", "#pragma once\n"); !w) return w;
         return staging.write(fs::path("detail") / "x.h", "int x;\n");
@@ -806,7 +806,7 @@ TEST_CASE("ensure_tree builds a sealed tree once and repairs a damaged one", "[c
 
     auto failed = cache.ensure_tree(
         CacheLayout::runtime_include("fedcba9876543210"), lock,
-        [](const Staging&) -> BuildResult { return std::unexpected(std::string("no headers")); });
+        [](const Staging&) -> StagingResult { return std::unexpected(std::string("no headers")); });
     REQUIRE_FALSE(failed.has_value());
     CHECK(failed.error().kind == CacheError::Kind::Builder);
     CHECK(failed.error().message == "no headers");

@@ -11,12 +11,15 @@
 #include <vector>
 
 #include "../helpers/temp_dir.hpp"
+#include "../helpers/text.hpp"
 #include "codegen/render.hpp"
 #include "codegen/wrapper.hpp"
 #include "scan/spec.hpp"
 #include "util/error.hpp"
 
 using namespace bekc;
+
+using test::contains;
 
 namespace {
 
@@ -53,7 +56,7 @@ FunctionSpec function(const std::string& name, std::vector<Token> tokens, int li
     return f;
 }
 
-WrapperRequest request(std::vector<FunctionSpec> functions) {
+WrapperRequest wrapper_request(std::vector<FunctionSpec> functions) {
     WrapperRequest r;
     r.source_path = "/abs/kernels/k.cu";
     r.display_path = "kernels/k.cu";
@@ -73,10 +76,6 @@ std::vector<std::string> lines_of(const std::string& text) {
 // The library's entry points for one wrapper.
 std::string handlers(const WrapperRequest& r) {
     return render_handlers("libmymod.so", {r});
-}
-
-bool contains(const std::string& haystack, const std::string& needle) {
-    return haystack.find(needle) != std::string::npos;
 }
 
 // 1-based index of the first line equal to `line`, 0 when absent.
@@ -107,7 +106,7 @@ void check_line_resets(const std::string& text, const std::string& wrapper, size
 }  // namespace
 
 TEST_CASE("codegen: prelude includes the source first, then the handler support", "[codegen]") {
-    std::string w = render_wrapper(request({function("f", {arg(), ret()}, 3)}));
+    std::string w = render_wrapper(wrapper_request({function("f", {arg(), ret()}, 3)}));
     auto lines = lines_of(w);
     size_t src = line_index(lines, "#include \"/abs/kernels/k.cu\"");
     size_t rt = line_index(lines, "#include \"bekc/handler.h\"");
@@ -125,7 +124,7 @@ TEST_CASE("codegen: parameter types, slots and attribute indices in name order",
                  {arg(), arg(true), ret(), attr("zeta", AttrType::Float32),
                   attr("alpha", AttrType::Int64), ret(), attr("mid", AttrType::Bool), stream()},
                  12);
-    WrapperRequest r = request({fn});
+    WrapperRequest r = wrapper_request({fn});
     std::string w = render_wrapper(r);
     auto lines = lines_of(w);
     CAPTURE(w);
@@ -178,7 +177,7 @@ TEST_CASE("codegen: parameter types, slots and attribute indices in name order",
 }
 
 TEST_CASE("codegen: what bekc adds to the user's file is for host passes only", "[codegen]") {
-    std::string w = render_wrapper(request({function("f", {arg(), ret()}, 3)}));
+    std::string w = render_wrapper(wrapper_request({function("f", {arg(), ret()}, 3)}));
     auto lines = lines_of(w);
     size_t src = line_index(lines, "#include \"/abs/kernels/k.cu\"");
     size_t guard = line_index(lines, "#if !defined(__CUDA_ARCH__)");
@@ -189,7 +188,7 @@ TEST_CASE("codegen: what bekc adds to the user's file is for host passes only", 
 }
 
 TEST_CASE("codegen: a function without attributes or stream", "[codegen]") {
-    WrapperRequest r = request({function("add", {arg(), arg(), ret()}, 4)});
+    WrapperRequest r = wrapper_request({function("add", {arg(), arg(), ret()}, 4)});
     std::string w = render_wrapper(r);
     CHECK(contains(w, "(*bekc_fn_add)(const BE::Tensor, const BE::Tensor, BE::Tensor) = &add;"));
     CHECK(contains(w,
@@ -225,7 +224,7 @@ TEST_CASE("codegen: every attribute type's C++ type and XLA dtype code", "[codeg
     CHECK(attr_types().size() == std::size(rows));
     for (const Row& r : rows) {
         INFO(attr_type_info(r.type).name);
-        WrapperRequest req = request({function("g", {arg(), ret(), attr("v", r.type)}, 2)});
+        WrapperRequest req = wrapper_request({function("g", {arg(), ret(), attr("v", r.type)}, 2)});
         std::string w = render_wrapper(req);
         CHECK(contains(
             w, "(*bekc_fn_g)(const BE::Tensor, BE::Tensor, " + std::string(r.cxx) + ") = &g;"));
@@ -238,10 +237,11 @@ TEST_CASE("codegen: every attribute type's C++ type and XLA dtype code", "[codeg
 
 TEST_CASE("codegen: attribute names sort bytewise, as XLA sorts them", "[codegen]") {
     // 'B' (0x42) < '_' (0x5f) < 'a' (0x61): upper case first.
-    WrapperRequest r = request({function("h",
-                                         {ret(), attr("a", AttrType::Int32),
-                                          attr("_x", AttrType::Int32), attr("B", AttrType::Int32)},
-                                         2)});
+    WrapperRequest r =
+        wrapper_request({function("h",
+                                  {ret(), attr("a", AttrType::Int32), attr("_x", AttrType::Int32),
+                                   attr("B", AttrType::Int32)},
+                                  2)});
     CHECK(contains(handlers(r),
                    "{{\"B\", 4, \"int32\"}, {\"_x\", 4, \"int32\"}, {\"a\", 4, \"int32\"}, "
                    "{nullptr, 0, nullptr}}"));
@@ -254,7 +254,7 @@ TEST_CASE("codegen: several functions, each #line pair right", "[codegen]") {
     std::vector<FunctionSpec> fns = {function("one", {arg(), ret()}, 5),
                                      function("two", {ret(), attr("k", AttrType::UInt32)}, 40),
                                      function("three", {arg(), ret(), stream()}, 41)};
-    WrapperRequest r = request(fns);
+    WrapperRequest r = wrapper_request(fns);
     std::string w = render_wrapper(r);
     auto lines = lines_of(w);
     for (const auto& [name, line] : {std::pair{"one", 5}, {"two", 40}, {"three", 41}}) {
@@ -276,8 +276,9 @@ TEST_CASE("codegen: several functions, each #line pair right", "[codegen]") {
 }
 
 TEST_CASE("codegen: several sources, one handlers file naming each one's table", "[codegen]") {
-    WrapperRequest a = request({function("fa", {arg(), ret()}, 2)});
-    WrapperRequest b = request({function("fb", {arg(), ret()}, 3), function("gb", {ret()}, 9)});
+    WrapperRequest a = wrapper_request({function("fa", {arg(), ret()}, 2)});
+    WrapperRequest b =
+        wrapper_request({function("fb", {arg(), ret()}, 3), function("gb", {ret()}, 9)});
     b.unit = 1;
     b.source_path = "/abs/kernels/b.cu";
     CHECK(contains(render_wrapper(b), "const bekc_rt::Export bekc_exports_1[] = {"));
@@ -291,7 +292,7 @@ TEST_CASE("codegen: several sources, one handlers file naming each one's table",
 }
 
 TEST_CASE("codegen: paths and prefixes are escaped in string literals", "[codegen]") {
-    WrapperRequest r = request({function("f", {arg(), ret()}, 7)});
+    WrapperRequest r = wrapper_request({function("f", {arg(), ret()}, 7)});
     r.display_path = "odd \"dir\"\\k.cu";
     r.wrapper_name = "/tmp/w\\x.cu";
     r.target_prefix = "pre\"fix";
@@ -303,7 +304,7 @@ TEST_CASE("codegen: paths and prefixes are escaped in string literals", "[codege
 
 TEST_CASE("codegen: a source path that cannot be #included is a usage error", "[codegen]") {
     for (const char* bad : {"/a/\"q\".cu", "/a/back\\slash.cu", "/a/new\nline.cu", "/a/cr\r.cu"}) {
-        WrapperRequest r = request({function("f", {arg(), ret()}, 1)});
+        WrapperRequest r = wrapper_request({function("f", {arg(), ret()}, 1)});
         r.source_path = bad;
         try {
             render_wrapper(r);
@@ -320,18 +321,19 @@ TEST_CASE("codegen: invalid function or attribute names never reach generated co
                                "int", "return", "a\nb", "a\"b"};
     for (const char* bad : bad_names) {
         INFO("name: " << bad);
-        CHECK_THROWS_AS(render_wrapper(request({function(bad, {arg(), ret()}, 1)})), FatalError);
-        CHECK_THROWS_AS(
-            render_wrapper(request({function("ok", {ret(), attr(bad, AttrType::Int32)}, 1)})),
-            FatalError);
+        CHECK_THROWS_AS(render_wrapper(wrapper_request({function(bad, {arg(), ret()}, 1)})),
+                        FatalError);
+        CHECK_THROWS_AS(render_wrapper(wrapper_request(
+                            {function("ok", {ret(), attr(bad, AttrType::Int32)}, 1)})),
+                        FatalError);
         try {
-            render_wrapper(request({function(bad, {arg(), ret()}, 1)}));
+            render_wrapper(wrapper_request({function(bad, {arg(), ret()}, 1)}));
         } catch (const FatalError& e) {
             CHECK(e.exit_code() == kExitInternal);
         }
     }
-    CHECK_NOTHROW(
-        render_wrapper(request({function("_ok9", {ret(), attr("_Z1", AttrType::Int32)}, 1)})));
+    CHECK_NOTHROW(render_wrapper(
+        wrapper_request({function("_ok9", {ret(), attr("_Z1", AttrType::Int32)}, 1)})));
 }
 
 TEST_CASE("codegen: exports f and f_nograph would define one symbol twice: a clear error",
@@ -339,7 +341,7 @@ TEST_CASE("codegen: exports f and f_nograph would define one symbol twice: a cle
     std::vector<FunctionSpec> fns = {function("foo", {arg(), ret()}, 3, "src/a.cpp"),
                                      function("foo_nograph", {arg(), ret()}, 9, "src/a.cpp")};
     try {
-        render_wrapper(request(fns));
+        render_wrapper(wrapper_request(fns));
         FAIL("no error");
     } catch (const FatalError& e) {
         CHECK(e.exit_code() == kExitSourceError);

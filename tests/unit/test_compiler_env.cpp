@@ -23,7 +23,7 @@ RawEnvLookup fake_env(std::map<std::string, std::string> vars) {
     };
 }
 
-std::vector<std::string> names(const CompilerEnv& env) {
+std::vector<std::string> variable_names(const CompilerEnv& env) {
     std::vector<std::string> out;
     for (const auto& [name, value] : env.values) out.push_back(name);
     return out;
@@ -58,15 +58,16 @@ TEST_CASE("compiler env: split_search_path reads colon lists as GCC does", "[env
 TEST_CASE("compiler env: only set variables, in the table's order; empty counts as set", "[env]") {
     auto env = read_compiler_env(
         fake_env({{"SOURCE_DATE_EPOCH", "1"}, {"CPATH", ""}, {"HOME", "/root"}}), false, "/w");
-    CHECK(names(env) == std::vector<std::string>{"CPATH", "SOURCE_DATE_EPOCH"});
+    CHECK(variable_names(env) == std::vector<std::string>{"CPATH", "SOURCE_DATE_EPOCH"});
     CHECK(env.values[0].second.empty());
     CHECK(env.include_dirs.empty());  // CPATH="" names no directory
 }
 
 TEST_CASE("compiler env: nvcc's variables only for builds that run nvcc", "[env]") {
     auto vars = fake_env({{"NVCC_APPEND_FLAGS", "-DX=1"}, {"INCLUDES", "-I/x"}, {"CPATH", "/c"}});
-    CHECK(names(read_compiler_env(vars, false, "/w")) == std::vector<std::string>{"CPATH"});
-    CHECK(names(read_compiler_env(vars, true, "/w")) ==
+    CHECK(variable_names(read_compiler_env(vars, false, "/w")) ==
+          std::vector<std::string>{"CPATH"});
+    CHECK(variable_names(read_compiler_env(vars, true, "/w")) ==
           std::vector<std::string>{"CPATH", "NVCC_APPEND_FLAGS", "INCLUDES"});
 }
 
@@ -79,7 +80,8 @@ TEST_CASE("compiler env: the path variables become search directories", "[env]")
     CHECK(env.include_dirs == Paths{"/c1", "/w/c2"});
     CHECK(env.system_include_dirs == Paths{"/s"});
     CHECK(env.library_dirs == Paths{"/l", "/w"});
-    CHECK(names(env) == std::vector<std::string>{"CPATH", "CPLUS_INCLUDE_PATH", "LIBRARY_PATH"});
+    CHECK(variable_names(env) ==
+          std::vector<std::string>{"CPATH", "CPLUS_INCLUDE_PATH", "LIBRARY_PATH"});
 }
 
 TEST_CASE("compiler env: the keyed and the documented-unkeyed lists do not overlap", "[env]") {

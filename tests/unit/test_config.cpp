@@ -8,6 +8,7 @@
 #include <map>
 #include <thread>
 
+#include "../helpers/env.hpp"
 #include "../helpers/temp_dir.hpp"
 #include "config/settings.hpp"
 #include "store/build_history.hpp"
@@ -18,16 +19,9 @@
 using namespace bekc;
 namespace fs = std::filesystem;
 
-namespace {
+using test::env_of;
 
-// An environment holding exactly `vars`.
-EnvLookup env_of(std::map<std::string, std::string> vars) {
-    return [vars = std::move(vars)](std::string_view name) -> std::optional<std::string> {
-        auto it = vars.find(std::string(name));
-        if (it == vars.end() || it->second.empty()) return std::nullopt;
-        return it->second;
-    };
-}
+namespace {
 
 std::vector<std::string> parse_errors(std::string_view text) {
     auto parsed = parse_config(text, "/etc/x/bekc.conf");

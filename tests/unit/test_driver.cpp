@@ -15,7 +15,7 @@ using test::DriverFixture;
 
 namespace {
 
-size_t index_of(const std::vector<std::string>& v, const std::string& part) {
+size_t first_containing(const std::vector<std::string>& v, const std::string& part) {
     for (size_t i = 0; i < v.size(); ++i)
         if (v[i].find(part) != std::string::npos) return i;
     return v.size();
@@ -64,10 +64,10 @@ TEST_CASE("driver: independent steps share a wave, the link waits for them", "[d
     const auto& wave = f.runner.batches[0];
     CHECK(wave.jobs == 3);
     CHECK(wave.descriptions.size() == 4);  // bekc_rt.o, both inputs, the entry points
-    CHECK(index_of(wave.descriptions, "handler_rt.cpp") < 4);
-    CHECK(index_of(wave.descriptions, "a.cu") < 4);
-    CHECK(index_of(wave.descriptions, "b.cpp") < 4);
-    CHECK(index_of(wave.descriptions, "bekc_handlers.cpp") < 4);
+    CHECK(first_containing(wave.descriptions, "handler_rt.cpp") < 4);
+    CHECK(first_containing(wave.descriptions, "a.cu") < 4);
+    CHECK(first_containing(wave.descriptions, "b.cpp") < 4);
+    CHECK(first_containing(wave.descriptions, "bekc_handlers.cpp") < 4);
     CHECK(f.runner.batches[1].descriptions == std::vector<std::string>{"link libm.so"});
 }
 
@@ -174,14 +174,14 @@ TEST_CASE("driver: the compiles that took longest last time start first", "[driv
     f.runner.seconds = {{"a.cu", 1.0}, {"b.cpp", 3.0}, {"c.cpp", 2.0}};
     f.build();  // never timed before: graph order
     auto first = f.runner.batches.front().descriptions;
-    CHECK(index_of(first, "a.cu") < index_of(first, "b.cpp"));
+    CHECK(first_containing(first, "a.cu") < first_containing(first, "b.cpp"));
 
     f.runner = test::FakeRunner();
     f.o.force = true;
     f.build();
     auto again = f.runner.batches.front().descriptions;
-    CHECK(index_of(again, "b.cpp") < index_of(again, "c.cpp"));
-    CHECK(index_of(again, "c.cpp") < index_of(again, "a.cu"));
+    CHECK(first_containing(again, "b.cpp") < first_containing(again, "c.cpp"));
+    CHECK(first_containing(again, "c.cpp") < first_containing(again, "a.cu"));
 }
 
 TEST_CASE("driver: nvcc gets the slots the wave leaves it", "[driver]") {

@@ -20,7 +20,7 @@ std::string fatal(F&& f) {
     return test::fatal_message(std::forward<F>(f));
 }
 
-std::vector<std::string> names(const std::vector<fs::path>& paths) {
+std::vector<std::string> file_names(const std::vector<fs::path>& paths) {
     std::vector<std::string> out;
     for (const auto& p : paths) out.push_back(p.filename().string());
     return out;
@@ -36,7 +36,7 @@ TEST_CASE("inputs: directories expand to their sources, sorted", "[inputs]") {
         write_file(dir / n, "\n");
     fs::create_directories(dir / "dir.cu");  // a directory, whatever its name
     auto found = expand_inputs({(dir / "").string(), (dir / "sub/z.cu").string()});
-    CHECK(names(found) == std::vector<std::string>{"a.cpp", "b.cu", "c.cc", "d.cxx", "z.cu"});
+    CHECK(file_names(found) == std::vector<std::string>{"a.cpp", "b.cu", "c.cc", "d.cxx", "z.cu"});
 }
 
 TEST_CASE("inputs: bad inputs are usage errors", "[inputs]") {

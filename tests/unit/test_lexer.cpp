@@ -4,17 +4,13 @@
 #include <string>
 #include <vector>
 
+#include "../helpers/tokens.hpp"
 #include "scan/lexer.hpp"
 
 using namespace bekc;
+using bekc::test::texts;
 
 namespace {
-
-std::string texts(const std::vector<LexToken>& toks) {
-    std::string out;
-    for (const auto& t : toks) out += (out.empty() ? "" : " ") + std::string(t.text());
-    return out;
-}
 
 std::string comments(const Lexed& l) {
     std::string out;

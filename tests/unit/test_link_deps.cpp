@@ -14,34 +14,22 @@ using Argv = std::vector<std::string>;
 
 namespace {
 
-const std::string kBuild = "/tmp/bekc-0/build.x";
+using test::index_of;
+using test::kPlanBuild;
 
-PlanRequest request(std::vector<PlanUnit> units) {
-    PlanRequest r;
-    r.units = std::move(units);
-    bool cuda = false;
-    for (const auto& u : r.units) cuda |= u.cuda;
-    if (cuda) r.nvcc = Tool{"/opt/cuda/bin/nvcc", "/opt/cuda/bin/nvcc", 1, 2};
-    r.cxx = Tool{"/usr/bin/g++", "/usr/bin/g++", 3, 4};
-    r.archs = {Arch{90, ""}};
-    r.runtime_include = "/cache/runtime/abc/include";
-    r.library = kBuild + "/libmod.so";
-    r.handlers = kBuild + "/bekc_handlers.cpp";
+// Every shape links with user ldflags and asks for the linker's dependency list.
+PlanRequest link_request(std::vector<PlanUnit> units) {
+    PlanRequest r = test::plan_request(std::move(units));
     r.flags.ldflags = {"-L/user/lib", "-lfoo"};
-    r.link_depfile = kBuild + "/link.d";
+    r.link_depfile = kPlanBuild + "/link.d";
     return r;
 }
 
-PlanUnit unit(const std::string& file, bool cuda) {
-    return test::plan_unit(kBuild, file, cuda);
+PlanUnit link_unit(const std::string& file, bool cuda) {
+    return test::plan_unit(kPlanBuild, file, cuda);
 }
 
-long index_of(const Argv& a, const std::string& s) {
-    auto it = std::find(a.begin(), a.end(), s);
-    return it == a.end() ? -1 : static_cast<long>(it - a.begin());
-}
-
-const std::string kAsk = "--dependency-file=" + kBuild + "/link.d";
+const std::string kAsk = "--dependency-file=" + kPlanBuild + "/link.d";
 
 std::vector<std::string> written(const std::vector<LinkerDependency>& deps) {
     std::vector<std::string> out;
@@ -57,25 +45,25 @@ std::vector<std::string> unescaped(const std::vector<LinkerDependency>& deps) {
 }  // namespace
 
 TEST_CASE("link deps: only the link asks the linker, after the link flags", "[plan][link_deps]") {
-    for (auto units :
-         {std::vector<PlanUnit>{unit("0_k.bekc.cpp", false)},
-          std::vector<PlanUnit>{unit("0_k.bekc.cu", true)},
-          std::vector<PlanUnit>{unit("0_a.bekc.cu", true), unit("1_b.bekc.cpp", false)}}) {
-        BuildPlan plan = make_build_plan(request(units));
+    for (auto units : {std::vector<PlanUnit>{link_unit("0_k.bekc.cpp", false)},
+                       std::vector<PlanUnit>{link_unit("0_k.bekc.cu", true)},
+                       std::vector<PlanUnit>{link_unit("0_a.bekc.cu", true),
+                                             link_unit("1_b.bekc.cpp", false)}}) {
+        BuildPlan plan = make_build_plan(link_request(units));
         for (const auto& s : plan.compiles) CHECK(index_of(s.command.argv, kAsk) == -1);
         CHECK(index_of(plan.handlers.command.argv, kAsk) == -1);
         long ask = index_of(plan.link.argv, kAsk);
         REQUIRE(ask > 0);
         CHECK(plan.link.argv[ask - 1] == "-Xlinker");
         CHECK(ask > index_of(plan.link.argv, "-lfoo"));
-        CHECK(plan.link_depfile == fs::path(kBuild + "/link.d"));
-        CHECK(std::count(plan.link.outputs.begin(), plan.link.outputs.end(), kBuild + "/link.d") ==
-              1);
+        CHECK(plan.link_depfile == fs::path(kPlanBuild + "/link.d"));
+        CHECK(std::count(plan.link.outputs.begin(), plan.link.outputs.end(),
+                         kPlanBuild + "/link.d") == 1);
     }
 }
 
 TEST_CASE("link deps: not asked for when the request has no path", "[plan][link_deps]") {
-    PlanRequest r = request({unit("0_k.bekc.cpp", false)});
+    PlanRequest r = link_request({link_unit("0_k.bekc.cpp", false)});
     r.link_depfile.reset();
     BuildPlan plan = make_build_plan(r);
     CHECK_FALSE(plan.link_depfile.has_value());

@@ -4,18 +4,14 @@
 #include <string>
 #include <vector>
 
+#include "../helpers/tokens.hpp"
 #include "scan/lexer.hpp"
 #include "scan/macro.hpp"
 
 using namespace bekc;
+using bekc::test::texts;
 
 namespace {
-
-std::string texts(const std::vector<LexToken>& toks) {
-    std::string out;
-    for (const auto& t : toks) out += (out.empty() ? "" : " ") + std::string(t.text());
-    return out;
-}
 
 // Expands the first call of a macro in `text`.
 std::string expand(const std::string& text) {

@@ -16,23 +16,14 @@ using Argv = std::vector<std::string>;
 
 namespace {
 
-const std::string kNvcc = "/opt/cuda-13/bin/nvcc";
-const std::string kCxx = "/usr/bin/g++-12";
-const std::string kBuild = "/cache/tmp/build.x";
-const std::string kRuntime = "/cache/runtime/abc/include";
+const std::string& kNvcc = test::kPlanNvcc;
+const std::string& kCxx = test::kPlanCxx;
+const std::string& kBuild = test::kPlanBuild;
+const std::string& kRuntime = test::kPlanRuntime;
+using test::index_of;
 
 PlanRequest request(std::vector<PlanUnit> units, std::vector<Arch> archs = {Arch{90, ""}}) {
-    PlanRequest r;
-    r.units = std::move(units);
-    bool cuda = false;
-    for (const auto& u : r.units) cuda |= u.cuda;
-    if (cuda) r.nvcc = Tool{kNvcc, kNvcc, 1, 2};
-    r.cxx = Tool{kCxx, kCxx, 3, 4};
-    r.archs = std::move(archs);
-    r.runtime_include = kRuntime;
-    r.library = kBuild + "/libmod.so";
-    r.handlers = kBuild + "/bekc_handlers.cpp";
-    return r;
+    return test::plan_request(std::move(units), std::move(archs));
 }
 
 PlanUnit unit(const std::string& file, bool cuda) {
@@ -47,11 +38,6 @@ PlanUnit cpp(const std::string& stem) {
 
 bool has(const Argv& a, const std::string& s) {
     return std::find(a.begin(), a.end(), s) != a.end();
-}
-
-long index_of(const Argv& a, const std::string& s) {
-    auto it = std::find(a.begin(), a.end(), s);
-    return it == a.end() ? -1 : static_cast<long>(it - a.begin());
 }
 
 // `flag` immediately followed by `value`.

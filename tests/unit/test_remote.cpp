@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "../helpers/env.hpp"
 #include "../helpers/temp_dir.hpp"
 #include "remote/entry_archive.hpp"
 #include "remote/http.hpp"
@@ -27,6 +28,8 @@
 using namespace bekc;
 using test::TempDir;
 using test::write_file;
+
+using test::env_of;
 
 namespace {
 
@@ -74,14 +77,6 @@ std::expected<std::vector<std::string>, std::string> unpack(const TempDir& tmp,
 
 std::string key_of(const std::string& seed) {
     return KeyBuilder("test").add("seed", seed).digest();
-}
-
-EnvLookup env_of(std::map<std::string, std::string> vars) {
-    return [vars](std::string_view name) -> std::optional<std::string> {
-        auto it = vars.find(std::string(name));
-        if (it == vars.end()) return std::nullopt;
-        return it->second;
-    };
 }
 
 ProcessResult exited(int code, std::string output) {

@@ -14,7 +14,7 @@ using bekc::test::specs;
 
 namespace {
 
-std::string parse_error(std::string_view value) {
+std::string option_error(std::string_view value) {
     std::string error;
     auto spec = parse_function_option(value, error);
     return spec ? "<parsed>" : error;
@@ -48,17 +48,17 @@ TEST_CASE("parse_function_option (--function): name and tokens", "[scanner][expl
 }
 
 TEST_CASE("parse_function_option (--function): bad names", "[scanner][explicit]") {
-    CHECK(parse_error("=arg,ret") ==
+    CHECK(option_error("=arg,ret") ==
           "--function '=arg,ret': no function name before '=' (expected 'name=arg,arg,ret')");
-    CHECK(parse_error("") ==
+    CHECK(option_error("") ==
           "--function '': no function name before '=' (expected "
           "'name=arg,arg,ret')");
-    CHECK(parse_error("2f=arg") ==
+    CHECK(option_error("2f=arg") ==
           "--function '2f=arg': '2f' is not an ASCII C++ identifier (expected 'name=arg,arg,ret')");
-    CHECK(parse_error("my-kernel=ret") ==
+    CHECK(option_error("my-kernel=ret") ==
           "--function 'my-kernel=ret': 'my-kernel' is not an "
           "ASCII C++ identifier (expected 'name=arg,arg,ret')");
-    CHECK(parse_error("for=ret") ==
+    CHECK(option_error("for=ret") ==
           "--function 'for=ret': 'for' is a C++ keyword (expected 'name=arg,arg,ret')");
 }
 

@@ -16,11 +16,14 @@
 #include <vector>
 
 #include "../helpers/temp_dir.hpp"
+#include "../helpers/text.hpp"
 #include "run/toolchain.hpp"
 #include "util/error.hpp"
 
 using namespace bekc;
 namespace fs = std::filesystem;
+
+using test::contains;
 
 namespace {
 
@@ -77,10 +80,6 @@ std::string toolchain_error(F&& f) {
     }
     FAIL("expected a FatalError");
     return "";
-}
-
-bool contains(const std::string& haystack, const std::string& needle) {
-    return haystack.find(needle) != std::string::npos;
 }
 
 }  // namespace

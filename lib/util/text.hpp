@@ -1,0 +1,27 @@
+// Small checks and edits on text that several layers share.
+#pragma once
+
+#include <algorithm>
+#include <cctype>
+#include <string_view>
+
+namespace bekc {
+
+// `s` without leading and trailing white space (std::isspace).
+inline std::string_view trim(std::string_view s) {
+    auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+    while (!s.empty() && space(s.front())) s.remove_prefix(1);
+    while (!s.empty() && space(s.back())) s.remove_suffix(1);
+    return s;
+}
+
+// True when `s` holds an ASCII control character (below 0x20, or DEL), which
+// would let a value break a line, a header or a terminal.
+inline bool has_control_char(std::string_view s) {
+    return std::any_of(s.begin(), s.end(), [](char c) {
+        auto u = static_cast<unsigned char>(c);
+        return u < 0x20 || u == 0x7f;
+    });
+}
+
+}  // namespace bekc
