@@ -28,31 +28,30 @@ std::string param_type(const Token& t) {
     return {};
 }
 
-// XLA hands attributes over sorted by name; the handler looks them up by that index.
-std::vector<const Token*> attrs_by_name(const FunctionSpec& fn) {
-    std::vector<const Token*> attrs;
-    for (const auto& t : fn.tokens)
-        if (t.kind == TokenKind::Attr) attrs.push_back(&t);
-    std::sort(attrs.begin(), attrs.end(),
-              [](const Token* a, const Token* b) { return a->attr_name < b->attr_name; });
-    return attrs;
-}
-
 std::string join(const std::vector<std::string>& parts) {
     std::string out;
     for (const auto& p : parts) out += (out.empty() ? "" : ", ") + p;
     return out;
 }
 
-// Names reach generated code only after the scanner validated them as
-// identifiers; check again here, where they are emitted.
-void check_names(const FunctionSpec& fn, const std::vector<const Token*>& attrs) {
+// `fn`'s attributes sorted by name: XLA hands them over in that order, and the
+// handler looks them up by that index. Names reach generated code only after
+// the scanner validated them as identifiers; they are checked again here,
+// where they are emitted.
+std::vector<const Token*> checked_attrs_by_name(const FunctionSpec& fn) {
     if (!is_cxx_identifier(fn.name))
         throw FatalError("internal error: invalid function name reached codegen", kExitInternal);
-    for (const Token* t : attrs)
-        if (!is_cxx_identifier(t->attr_name))
+    std::vector<const Token*> attrs;
+    for (const auto& t : fn.tokens) {
+        if (t.kind != TokenKind::Attr) continue;
+        if (!is_cxx_identifier(t.attr_name))
             throw FatalError("internal error: invalid attribute name reached codegen",
                              kExitInternal);
+        attrs.push_back(&t);
+    }
+    std::sort(attrs.begin(), attrs.end(),
+              [](const Token* a, const Token* b) { return a->attr_name < b->attr_name; });
+    return attrs;
 }
 
 // Where each parameter of the user's function comes from, in parameter order.
@@ -90,8 +89,7 @@ std::string render_slots(const FunctionSpec& fn, const std::vector<const Token*>
 }
 
 std::string render_function(const WrapperRequest& req, const FunctionSpec& fn) {
-    auto sorted = attrs_by_name(fn);
-    check_names(fn, sorted);
+    auto sorted = checked_attrs_by_name(fn);
     std::vector<std::string> params;
     for (const auto& t : fn.tokens) params.push_back(param_type(t));
     return render_template(embedded("templates/function.cpp.in"),
@@ -117,8 +115,7 @@ std::string render_exports(const WrapperRequest& req) {
 
 // Function `index` of `req`'s table: what XLA must send, and its two entry points.
 std::string render_handler(const WrapperRequest& req, const FunctionSpec& fn, size_t index) {
-    auto sorted = attrs_by_name(fn);
-    check_names(fn, sorted);
+    auto sorted = checked_attrs_by_name(fn);
     std::string attr_specs;
     for (const Token* t : sorted)
         attr_specs += "{\"" + t->attr_name + "\", " +

@@ -256,7 +256,7 @@ Compiled compile(const BuildInputs& in, const BuildOptions& o, const fs::path& d
     auto done = execute_graph(graph, runner, eo, cache_step);
     // A linker without --dependency-file (GNU ld before binutils 2.35) fails
     // the step that links: the build runs again without the option.
-    if (!done && graph.link_depfile && graph.steps[done.error().step].links &&
+    if (!done && graph.link_depfile && graph.steps[done.error().step].kind == StepKind::Link &&
         done.error().result.status == ProcessStatus::Exited &&
         done.error().result.output.find("--dependency-file") != std::string::npos) {
         paths = graph_paths(in, dir);

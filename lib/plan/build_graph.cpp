@@ -91,7 +91,6 @@ BuildGraph make_build_graph(const GraphRequest& r) {
     Step link;
     link.kind = StepKind::Link;
     link.command = std::move(plan.link);
-    link.links = true;
     for (size_t i = 0; i < plan.compiles.size(); ++i)
         link.after.push_back(compile(std::move(plan.compiles[i]), wrappers.at(i), i));
     link.after.push_back(compile(std::move(plan.handlers), handlers_text, std::nullopt));

@@ -39,7 +39,6 @@ struct Step {
     Command command;
     std::string content;  // WriteWrapper: the file's text
     fs::path depfile;     // Compile: the Make dependencies the compiler writes
-    bool links = false;   // the step writes the library
     // Compile: the index of the plan unit (the input) it compiles; unset for
     // the entry points.
     std::optional<size_t> unit;

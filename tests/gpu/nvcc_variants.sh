@@ -33,7 +33,8 @@ BASE=(-std=c++17 -O3 -ccbin "$CXX" -Xcompiler -fPIC,-fvisibility=hidden
       -gencode arch=compute_100,code=sm_100 -gencode arch=compute_100,code=compute_100
       -I"$PKG/include" -I"$RT")
 declare -A T
-names=("bare -shared t0" "bare -c t0" "bare -c t0 -MD" "bare -c t4 -MD" "wrapper -c t0" "wrapper -c t0 -MD" "wrapper -c t4 -MD")
+names=("bare -shared t0" "bare -c t0" "bare -c t0 -MD" "bare -c t4 -MD" "wrapper -c t0" "wrapper -c t0 -MD"
+       "wrapper -c t4 -MD" "wrapper -c t8 -MD" "wrapper -M")
 run() {
   case "$1" in
     "bare -shared t0") $NV "${BASE[@]}" --threads 0 -shared "$SRC" -o $W/x.so ;;
@@ -43,6 +44,9 @@ run() {
     "wrapper -c t0") $NV "${BASE[@]}" --threads 0 -c $W/wrapper.cu -o $W/w.o ;;
     "wrapper -c t0 -MD") $NV "${BASE[@]}" --threads 0 -MD -MF $W/w.d -c $W/wrapper.cu -o $W/w.o ;;
     "wrapper -c t4 -MD") $NV "${BASE[@]}" --threads 4 -MD -MF $W/w.d -c $W/wrapper.cu -o $W/w.o ;;
+    "wrapper -c t8 -MD") $NV "${BASE[@]}" --threads 8 -MD -MF $W/w.d -c $W/wrapper.cu -o $W/w.o ;;
+    # The dependency scan alone, as a step of its own would run it.
+    "wrapper -M") $NV "${BASE[@]}" -M -MF $W/m.d -MT $W/w.o $W/wrapper.cu ;;
   esac
 }
 for ((r = 0; r < ${REPS:-3}; r++)); do

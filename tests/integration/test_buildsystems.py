@@ -20,20 +20,11 @@ from pathlib import Path
 
 import pytest
 
+from checked import TIMEOUT_S, run  # tests/integration/checked.py
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
-TIMEOUT_S = 300
 CMAKE_STEP = "bekc: building module ops"
-
-
-def run(argv, **kw) -> subprocess.CompletedProcess:
-    kw.setdefault("capture_output", True)
-    kw.setdefault("text", True)
-    kw.setdefault("timeout", TIMEOUT_S)
-    done = subprocess.run([str(a) for a in argv], **kw)
-    assert done.returncode == 0, (
-        f"$ {' '.join(map(str, argv))}\n-> exit {done.returncode}\n{done.stdout}\n{done.stderr}")
-    return done
 
 
 def tool_env(tmp: Path, **extra) -> dict:

@@ -12,15 +12,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from checked import run  # tests/integration/checked.py
+
 REPO = Path(__file__).resolve().parents[2]
-TIMEOUT_S = 300
 PY_SUBDIR = Path("lib") / "bekc" / "python"
 
 KERNEL = """\
@@ -33,16 +33,6 @@ void add_offset(const BE::Tensor x, BE::Tensor out) {
         out.data_ptr<float>()[i] = x.data_ptr<float>()[i] + OFFSET;
 }
 """
-
-
-def run(argv, **kw) -> subprocess.CompletedProcess:
-    kw.setdefault("capture_output", True)
-    kw.setdefault("text", True)
-    kw.setdefault("timeout", TIMEOUT_S)
-    done = subprocess.run([str(a) for a in argv], **kw)
-    assert done.returncode == 0, (
-        f"$ {' '.join(map(str, argv))}\n-> exit {done.returncode}\n{done.stdout}\n{done.stderr}")
-    return done
 
 
 def build_dir_of(binary: Path) -> Path:

@@ -657,9 +657,11 @@ def test_a_token_with_a_line_break_is_refused(project, nginx):
     assert nginx.requests() == []
 
 
-def test_the_token_is_not_on_curls_command_line(project, nginx, tmp_path):
-    """curl is replaced by a wrapper that records its arguments and the header
-    file it was given, then runs the real curl."""
+def recording_curl(tmp_path: Path, first: str, per_argument: str) -> tuple:
+    """A `curl` in a directory of its own that runs the shell lines `first`
+    once, then `per_argument` for each argument (`$a`, after `$prev`), with
+    `$log` naming the returned log file, and then runs the real curl.
+    Returns (log, a PATH that finds the wrapper first)."""
     real = shutil.which("curl")
     if real is None:
         pytest.skip("curl is not installed")
@@ -667,18 +669,19 @@ def test_the_token_is_not_on_curls_command_line(project, nginx, tmp_path):
     bindir.mkdir()
     log = tmp_path / "curl.log"
     wrapper = bindir / "curl"
-    wrapper.write_text(
-        "#!/bin/sh\n"
-        f'echo "ARGS $*" >> "{log}"\n'
-        'prev=""\n'
-        'for a in "$@"; do\n'
-        '  if [ "$prev" = "--header" ]; then f="${a#@}";'
-        f' stat -c "MODE %a" "$f" >> "{log}"; fi\n'
-        '  prev="$a"\n'
-        "done\n"
-        f'exec "{real}" "$@"\n')
+    wrapper.write_text(f'#!/bin/sh\nlog="{log}"\n{first}\nprev=""\nfor a in "$@"; do\n'
+                       f'{per_argument}\nprev="$a"\ndone\nexec "{real}" "$@"\n')
     wrapper.chmod(0o755)
-    env = project.env(BEKC_REMOTE_TOKEN=TOKEN, PATH=f"{bindir}:{os.environ.get('PATH', '')}")
+    return log, f"{bindir}:{os.environ.get('PATH', '')}"
+
+
+def test_the_token_is_not_on_curls_command_line(project, nginx, tmp_path):
+    """curl is replaced by a wrapper that records its arguments and the header
+    file it was given, then runs the real curl."""
+    log, path = recording_curl(
+        tmp_path, 'echo "ARGS $*" >> "$log"',
+        'if [ "$prev" = "--header" ]; then stat -c "MODE %a" "${a#@}" >> "$log"; fi')
+    env = project.env(BEKC_REMOTE_TOKEN=TOKEN, PATH=path)
     project.build("a", "--remote-cache", nginx.url, env=env)
     text = log.read_text()
     assert "ARGS" in text and TOKEN not in text
@@ -783,25 +786,12 @@ def test_the_remotes_files_are_staged_in_the_cache(project, nginx, tmp_path):
     """curl's side files (the token's header file, its messages) and the
     downloads live in a scratch directory of the local cache's tmp/, which is
     gone afterwards; $TMPDIR gets none of them."""
-    real = shutil.which("curl")
-    if real is None:
-        pytest.skip("curl is not installed")
-    bindir = tmp_path / "curlbin"
-    bindir.mkdir()
-    log = tmp_path / "curl.log"
-    wrapper = bindir / "curl"
-    wrapper.write_text(
-        "#!/bin/sh\n"
-        'prev=""\n'
-        'for a in "$@"; do\n'
-        f'  if [ "$prev" = "--header" ]; then echo "HEADER ${{a#@}}" >> "{log}"; fi\n'
-        f'  if [ "$prev" = "--stderr" ]; then echo "MESSAGES $a" >> "{log}"; fi\n'
-        f'  if [ "$prev" = "--upload-file" ]; then echo "UPLOAD $a" >> "{log}"; fi\n'
-        '  prev="$a"\n'
-        "done\n"
-        f'exec "{real}" "$@"\n')
-    wrapper.chmod(0o755)
-    env = project.env(BEKC_REMOTE_TOKEN=TOKEN, PATH=f"{bindir}:{os.environ.get('PATH', '')}")
+    log, path = recording_curl(
+        tmp_path, "",
+        'if [ "$prev" = "--header" ]; then echo "HEADER ${a#@}" >> "$log"; fi\n'
+        'if [ "$prev" = "--stderr" ]; then echo "MESSAGES $a" >> "$log"; fi\n'
+        'if [ "$prev" = "--upload-file" ]; then echo "UPLOAD $a" >> "$log"; fi')
+    env = project.env(BEKC_REMOTE_TOKEN=TOKEN, PATH=path)
     project.build("a", "--remote-cache", nginx.url, env=env)
     b = project.build("b", "--remote-cache", nginx.url, env=env)
     assert b.info["remote_hit"] is True and not b.compiled, b.describe()

@@ -16,7 +16,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import sysconfig
 import textwrap
@@ -25,20 +24,11 @@ from pathlib import Path
 
 import pytest
 
+from checked import run  # tests/integration/checked.py
+
 REPO = Path(__file__).resolve().parents[2]
-TIMEOUT_S = 300
 GLIBC_LIBRARIES = {"libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1",
                    "ld-linux-x86-64.so.2"}
-
-
-def run(argv, **kw) -> subprocess.CompletedProcess:
-    kw.setdefault("capture_output", True)
-    kw.setdefault("text", True)
-    kw.setdefault("timeout", TIMEOUT_S)
-    done = subprocess.run([str(a) for a in argv], **kw)
-    assert done.returncode == 0, (
-        f"$ {' '.join(map(str, argv))}\n-> exit {done.returncode}\n{done.stdout}\n{done.stderr}")
-    return done
 
 
 def project_version() -> str:
