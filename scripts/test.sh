@@ -19,7 +19,6 @@ step "unit tests (ctest)"
 
 step "Python and integration tests (pytest, JAX CPU)"
 export BEKC_BINARY=$ROOT/build/bekc
-export BEKC_TEST_CACHE=$(mktemp -d)
 # Separate runs: each folder has its own conftest module. pytest-xdist runs
 # each test file on one of up to 4 workers (--dist loadfile: a file's
 # module-scoped fixtures are built once); the suites spend much of their time
