@@ -60,9 +60,15 @@ std::expected<void, StepFailure> execute_graph(const BuildGraph& graph, Runner& 
         if (options.echo) {
             int slots = 0;
             for (size_t i : run) slots += steps[i].command.slots;
-            std::fprintf(options.echo, "# wave %d: %zu %s, %d %s within -j %d\n", ++waves,
-                         run.size(), run.size() == 1 ? "command" : "commands side by side", slots,
-                         slots == 1 ? "slot" : "slots", options.jobs);
+            // More slots than -j: the commands start in this order, each
+            // once its slots are free (run/parallel.hpp), not all at once.
+            const bool queued = slots > options.jobs;
+            std::fprintf(options.echo, "# wave %d: %zu %s, %d %s%s -j %d\n", ++waves, run.size(),
+                         run.size() == 1 ? "command"
+                         : queued        ? "commands"
+                                         : "commands side by side",
+                         slots, slots == 1 ? "slot" : "slots",
+                         queued ? ", queued within" : " within", options.jobs);
         }
         std::vector<Command> commands;
         for (size_t i : run) commands.push_back(steps[i].command);

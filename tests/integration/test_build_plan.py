@@ -399,8 +399,12 @@ def test_dry_run_shows_the_waves_and_nvccs_threads(bekc, cu_src, cpp_src, nvcc):
     header = dry_run(bekc, cu_src, "--arch", "80,90,100", "-j", "16")[1].stdout
     # nvcc's four threads beside the entry points' one.
     assert "# wave 1: 2 commands side by side, 5 slots within -j 16" in header
-    serial = plan_lines(dry_run(bekc, cu_src, "--arch", "80,90,100", "-j", "1")[1])
+    serial_run = dry_run(bekc, cu_src, "--arch", "80,90,100", "-j", "1")[1]
+    serial = plan_lines(serial_run)
     assert not any("--threads" in argv for k, argv in serial if k == "run")
+    # More slots than -j: the wave's commands queue, they do not run side by side.
+    assert "# wave 1: 2 commands, 2 slots, queued within -j 1" in serial_run.stdout
+    assert "side by side" not in serial_run.stdout
     # Two inputs within -j 3: one slot each, side by side with the entry
     # points, then the link.
     two = dry_run(bekc, cu_src, cpp_src, "--arch", "80,90,100", "-j", "3", "--name", "m")[1]
