@@ -18,34 +18,6 @@ namespace bekc {
 
 namespace {
 
-// An absolute path without empty, "." or ".." components (a trailing '/'
-// allowed): one whose components its spelling shows.
-bool is_plain_absolute(std::string_view s) {
-    if (s.empty() || s[0] != '/') return false;
-    for (size_t i = 1; i < s.size();) {
-        size_t end = std::min(s.find('/', i), s.size());
-        std::string_view c = s.substr(i, end - i);
-        if ((c.empty() && end != s.size()) || c == "." || c == "..") return false;
-        i = end + 1;
-    }
-    return true;
-}
-
-// `p` is `dir` or below it (lexically). Called some twenty times per header,
-// so plain absolute paths compare as strings; lexically_relative decides
-// the rest.
-bool under(const fs::path& p, const fs::path& dir) {
-    std::string_view ps = p.native(), ds = dir.native();
-    if (is_plain_absolute(ps) && is_plain_absolute(ds)) {
-        while (ds.size() > 1 && ds.back() == '/') ds.remove_suffix(1);
-        while (ps.size() > 1 && ps.back() == '/') ps.remove_suffix(1);
-        if (ds == "/") return true;
-        return ps.substr(0, ds.size()) == ds && (ps.size() == ds.size() || ps[ds.size()] == '/');
-    }
-    auto rel = p.lexically_relative(dir);
-    return !rel.empty() && *rel.begin() != "..";
-}
-
 // The host compilers' own files (headers, startup files, libstdc++):
 // covered by the compiler's identity.
 constexpr std::string_view kCompilerPrivateDirs[] = {"/usr/lib/gcc/", "/usr/include/c++/",
@@ -104,8 +76,8 @@ KeyBuilder direct_key_builder(const BuildInputs& in) {
 bool is_toolchain_header(const fs::path& p, const BuildInputs& in) {
     // nvcc reports headers through whichever path it was called by
     // (/usr/local/cuda -> /usr/local/cuda-13.0): accept both roots.
-    if (in.nvcc && (under(p, in.nvcc->path.parent_path().parent_path()) ||
-                    under(p, in.nvcc->canonical.parent_path().parent_path())))
+    if (in.nvcc && (path_is_under(p, in.nvcc->path.parent_path().parent_path()) ||
+                    path_is_under(p, in.nvcc->canonical.parent_path().parent_path())))
         return true;
     std::string s = p.string();
     for (auto dir : kCompilerPrivateDirs)
@@ -136,33 +108,22 @@ std::vector<fs::path> system_library_dirs(const std::string& multiarch) {
 }
 
 // Paths where a new file would be found before `dep` (SPEC: "a header that
-// newly shadows a recorded one must miss"). `dep` was found under the first
-// directory of `order` that holds it, by its path R relative to it; a file R
-// under any earlier directory, or under a directory that quoted includes
-// search first (`includers`: the dirs of the inputs and user headers), would
-// win. Candidates that exist now cannot have been passed over and are left
-// out, so the record stays valid.
+// newly shadows a recorded one must miss"; store/direct.hpp,
+// shadowing_paths). Those that exist now cannot have been passed over and are
+// left out, so the record stays valid.
 std::vector<fs::path> shadow_candidates(const fs::path& dep, const std::vector<fs::path>& order,
                                         const std::vector<fs::path>& includers) {
     std::vector<fs::path> out;
-    for (size_t i = 0; i < order.size(); ++i) {
-        if (!under(dep, order[i])) continue;
-        fs::path rel = dep.lexically_relative(order[i]);
-        auto add = [&](const fs::path& dir) {
-            fs::path c = (dir / rel).lexically_normal();
-            std::error_code ec;
-            if (c != dep && !fs::exists(c, ec)) out.push_back(c);
-        };
-        for (const auto& d : includers) add(d);
-        for (size_t j = 0; j < i; ++j) add(order[j]);
-        break;
+    for (auto& c : shadowing_paths(order, dep, includers)) {
+        std::error_code ec;
+        if (!fs::exists(c, ec)) out.push_back(std::move(c));
     }
     return out;
 }
 
 bool is_system_header(const fs::path& p, const std::string& multiarch) {
     for (const auto& d : system_include_dirs(multiarch))
-        if (under(p, d)) return true;
+        if (path_is_under(p, d)) return true;
     return false;
 }
 
@@ -170,7 +131,7 @@ bool is_system_header(const fs::path& p, const std::string& multiarch) {
 // in --depfile.
 bool is_system_library(const fs::path& p) {
     for (const fs::path d : {"/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib"})
-        if (under(p, d)) return true;
+        if (path_is_under(p, d)) return true;
     return false;
 }
 
@@ -312,7 +273,7 @@ std::vector<fs::path> has_include_chain(const HasIncludeOperand& o, const fs::pa
     std::vector<fs::path> chain;
     if (o.next) {
         auto it = std::find_if(order.begin(), order.end(),
-                               [&](const fs::path& d) { return under(file, d); });
+                               [&](const fs::path& d) { return path_is_under(file, d); });
         if (it != order.end()) return {it + 1, order.end()};
     }
     if (!o.angled) chain.push_back(file.parent_path());
@@ -338,7 +299,7 @@ DependencySet classify_dependencies(const ReportedDependencies& reported, const 
     // once per directory: hundreds of headers share a few dozen.
     RealPaths real_paths;
     auto is_runtime = [&](const fs::path& p) {
-        return under(p, runtime_root) || under(real_paths.resolve(p), runtime_root);
+        return path_is_under(p, runtime_root) || path_is_under(real_paths.resolve(p), runtime_root);
     };
     // One read per file: both digests, and the bytes of the user's headers,
     // whose __has_include are looked at below.
@@ -364,10 +325,10 @@ DependencySet classify_dependencies(const ReportedDependencies& reported, const 
             // A user's directory searched before them may come to hold one
             // of their names.
             fs::path real = real_paths.resolve(p);
-            if (under(real, runtime_dir)) runtime_used.push_back(real);
+            if (path_is_under(real, runtime_dir)) runtime_used.push_back(real);
             continue;
         }
-        if (inputs.count(p) || under(p, build_dir) || is_toolchain_header(p, in)) continue;
+        if (inputs.count(p) || path_is_under(p, build_dir) || is_toolchain_header(p, in)) continue;
         bool user = !is_system_header(p, in.multiarch);
         key_file(p, user);
         if (user) user_headers.push_back(p);
@@ -394,7 +355,8 @@ DependencySet classify_dependencies(const ReportedDependencies& reported, const 
     }
     std::vector<fs::path> libraries;  // found for a -l
     for (const auto& p : link_files) {
-        if (!seen.insert(p).second || inputs.count(p) || under(p, build_dir) || is_runtime(p))
+        if (!seen.insert(p).second || inputs.count(p) || path_is_under(p, build_dir) ||
+            is_runtime(p))
             continue;
         libraries.push_back(p);
         if (is_toolchain_header(p, in)) continue;
@@ -446,7 +408,7 @@ DependencySet classify_dependencies(const ReportedDependencies& reported, const 
                 Presence there = presence(c);
                 if (there == Presence::Absent) absent.insert(c);
                 if (there != Presence::File) continue;  // a directory is no header: look on
-                if (seen.insert(c).second && !inputs.count(c) && !under(c, build_dir) &&
+                if (seen.insert(c).second && !inputs.count(c) && !path_is_under(c, build_dir) &&
                     !is_runtime(c) && !is_toolchain_header(c, in))
                     key_file(c, false);
                 break;

@@ -91,14 +91,21 @@ bool must_rehash(const FileStat& recorded, const FileStat& now, int64_t record_n
 }
 
 std::vector<fs::path> shadowing_paths(const std::vector<fs::path>& search_dirs,
-                                      const fs::path& dependency) {
-    fs::path dep = dependency.lexically_normal();
+                                      const fs::path& dependency,
+                                      const std::vector<fs::path>& quoted_dirs) {
+    const fs::path dep = dependency.lexically_normal();
     for (size_t i = 0; i < search_dirs.size(); ++i) {
-        fs::path rel = dep.lexically_relative(search_dirs[i].lexically_normal());
-        if (rel.empty() || *rel.begin() == "..") continue;
-        std::vector<fs::path> earlier;
-        for (size_t j = 0; j < i; ++j) earlier.push_back((search_dirs[j] / rel).lexically_normal());
-        return earlier;
+        const fs::path dir = search_dirs[i].lexically_normal();
+        if (!path_is_under(dep, dir)) continue;
+        const fs::path rel = dep.lexically_relative(dir);
+        std::vector<fs::path> out;
+        auto add = [&](const fs::path& d) {
+            fs::path c = (d / rel).lexically_normal();
+            if (c != dep) out.push_back(std::move(c));
+        };
+        for (const auto& d : quoted_dirs) add(d);
+        for (size_t j = 0; j < i; ++j) add(search_dirs[j]);
+        return out;
     }
     return {};
 }

@@ -74,12 +74,16 @@ struct DirectLookup {
 bool must_rehash(const FileStat& recorded, const FileStat& now, int64_t record_ns,
                  std::chrono::nanoseconds racy_window);
 
-// Pure: for a dependency found under one of the ordered `search_dirs`, the
-// same relative name under every earlier directory: the paths where a new
-// file would shadow it. Empty when it is under none of them. Quoted includes
-// also search the including file's directory first; callers add that.
+// Pure: the paths where a new file would be found before `dependency`,
+// which was found under the first of the ordered `search_dirs` that holds it,
+// by its path R relative to that directory: R under each of `quoted_dirs`
+// (the directories a quoted include searches first: the including files'),
+// then R under every earlier search directory; `dependency` itself is never
+// listed. Empty when it is under none of `search_dirs`, or when nothing comes
+// before it. Paths are compared lexically, normalised; nothing is read.
 std::vector<fs::path> shadowing_paths(const std::vector<fs::path>& search_dirs,
-                                      const fs::path& dependency);
+                                      const fs::path& dependency,
+                                      const std::vector<fs::path>& quoted_dirs = {});
 
 // The record file operations behind Cache::lookup_direct / record_direct;
 // `file` is relative to the cache root.

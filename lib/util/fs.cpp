@@ -314,6 +314,35 @@ fs::path RealPaths::resolve(const fs::path& path) {
     return (fs::path(real) / s.substr(rest)).lexically_normal();
 }
 
+namespace {
+
+// An absolute path without empty, "." or ".." components (a trailing '/'
+// allowed): one whose components its spelling shows.
+bool is_plain_absolute(std::string_view s) {
+    if (s.empty() || s[0] != '/') return false;
+    for (size_t i = 1; i < s.size();) {
+        size_t end = std::min(s.find('/', i), s.size());
+        std::string_view c = s.substr(i, end - i);
+        if ((c.empty() && end != s.size()) || c == "." || c == "..") return false;
+        i = end + 1;
+    }
+    return true;
+}
+
+}  // namespace
+
+bool path_is_under(const fs::path& path, const fs::path& dir) {
+    std::string_view ps = path.native(), ds = dir.native();
+    if (is_plain_absolute(ps) && is_plain_absolute(ds)) {
+        while (ds.size() > 1 && ds.back() == '/') ds.remove_suffix(1);
+        while (ps.size() > 1 && ps.back() == '/') ps.remove_suffix(1);
+        if (ds == "/") return true;
+        return ps.substr(0, ds.size()) == ds && (ps.size() == ds.size() || ps[ds.size()] == '/');
+    }
+    auto rel = path.lexically_normal().lexically_relative(dir.lexically_normal());
+    return !rel.empty() && *rel.begin() != "..";
+}
+
 fs::path resolved_path(const fs::path& path) {
     std::error_code ec;
     fs::path r = fs::weakly_canonical(fs::absolute(path), ec);

@@ -110,6 +110,12 @@ std::string unique_suffix();
 // absolute, normalised path when that fails.
 fs::path resolved_path(const fs::path& path);
 
+// `path` is `dir` or below it, lexically (nothing is read): "/a/b/c.h" is
+// under "/a/b" and "/a/b/", not under "/a/bc"; "/a/./b/c.h" is under "/a/b",
+// "/a/b/../c.h" is not. Plain absolute paths compare as strings, since keys
+// ask it some twenty times per header; the normalised paths decide the rest.
+bool path_is_under(const fs::path& path, const fs::path& dir);
+
 // Real paths, as fs::weakly_canonical gives them (links resolved as far as
 // the path exists, the rest normalised), memoised per directory: the
 // hundreds of headers of one build share a few dozen directories, so

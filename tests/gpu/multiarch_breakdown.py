@@ -8,7 +8,12 @@ what follows it (the link, then bekc's own work); the same with bekc's
 `--threads N` replaced by 0; and bare nvcc `--threads 0` on the user's file. Then one `nvcc --time` of bekc's
 command and of the bare one, phase by phase (summed over architectures).
 
-    PYTHON tests/gpu/multiarch_breakdown.py --bekc .carry/bekc [--reps 3]
+    PYTHON tests/gpu/multiarch_breakdown.py --bekc .carry/bekc [--reps 3] [--arch LIST]
+        [--files _dense/binary_densemv.cu] [--no-threads0] [--no-phases]
+
+Besides the medians it prints each bekc build's time over the bare compile
+run just before it, as a median and quartiles of those paired ratios: on a
+shared VM whose speed drifts by 10% between minutes, the steadier figure.
 """
 
 from __future__ import annotations
@@ -67,6 +72,11 @@ def main():
     ap.add_argument("--bekc", required=True)
     ap.add_argument("--arch", default="sm_80,sm_90,sm_100")
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--files", default=",".join(FILES),
+                    help="brainevent kernel files, relative to the package")
+    ap.add_argument("--no-threads0", action="store_true",
+                    help="skip the build with bekc's --threads N replaced by 0")
+    ap.add_argument("--no-phases", action="store_true", help="skip the nvcc --time phases")
     args = ap.parse_args()
     spec = importlib.util.find_spec("brainevent")
     if spec is None:
@@ -112,7 +122,7 @@ def main():
         gen += ["-gencode", f"arch=compute_{v},code=sm_{v}"]
     v = archs[-1].removeprefix("sm_")
     gen += ["-gencode", f"arch=compute_{v},code=compute_{v}"]
-    for rel in FILES:
+    for rel in args.files.split(","):
         src = pkg / rel
         bare = [nvcc, "-std=c++17", "-O3", "-ccbin", cxx, "-Xcompiler",
                 "-fPIC,-fvisibility=hidden", *gen, f"-I{include}", "-shared", src,
@@ -123,11 +133,26 @@ def main():
             run(bare)
             rows["bare nvcc --threads 0"].append({"total": time.time() - t0})
             rows["bekc"].append(bekc(src))
-            rows["bekc, nvcc --threads 0"].append(bekc(src, 0))
+            if not args.no_threads0:
+                rows["bekc, nvcc --threads 0"].append(bekc(src, 0))
         print(f"\n{rel}")
         for name, rs in rows.items():
             med = {k: statistics.median(r[k] for r in rs) for k in rs[0]}
             print(f"  {name:<26} " + "  ".join(f"{k} {v:6.3f}s" for k, v in med.items()))
+        # Each bekc build against the bare compile just before it: the pair
+        # shares the machine's state of the moment, so their ratio is steadier
+        # than the ratio of two medians.
+        bare_t = [r["total"] for r in rows["bare nvcc --threads 0"]]
+        for name, rs in rows.items():
+            if name.startswith("bare") or len(rs) < 2:
+                continue
+            ratios = sorted(r["total"] / b for r, b in zip(rs, bare_t))
+            q = statistics.quantiles(ratios, n=4) if len(ratios) >= 4 else [ratios[0], 0, ratios[-1]]
+            print(f"  {name + ' / bare, paired':<26} median {statistics.median(ratios):.3f}x  "
+                  f"quartiles {q[0]:.3f}-{q[2]:.3f}  range {ratios[0]:.3f}-{ratios[-1]:.3f}  "
+                  f"(n={len(ratios)})")
+        if args.no_phases:
+            continue
         bekc(src, None, f"--cuda-flag=--time={work / 'bekc.csv'}")
         run(bare + ["--time", work / "bare.csv"])
         pb, pk = phases(work / "bare.csv"), phases(work / "bekc.csv")

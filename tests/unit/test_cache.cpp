@@ -910,6 +910,25 @@ TEST_CASE("the racy rule: equal stats prove nothing close to the record's time",
     CHECK(must_rehash(st, grown, 60 * s, 2s));
 }
 
+TEST_CASE("shadowing paths: the including files' directories, then the earlier -I",
+          "[cache][direct]") {
+    const std::vector<fs::path> order = {"/i1", "/i2/", "/i3"};
+    // Found under the third directory: R under the quoted directories first,
+    // then under the two before it, whatever their trailing '/'.
+    CHECK(shadowing_paths(order, "/i3/sub/x.h", {"/src", "/hdr/"}) ==
+          std::vector<fs::path>{"/src/sub/x.h", "/hdr/sub/x.h", "/i1/sub/x.h", "/i2/sub/x.h"});
+    // A dependency spelt with "." and ".." is normalised before it is matched.
+    CHECK(shadowing_paths(order, "/i2/./a/../x.h") == std::vector<fs::path>{"/i1/x.h"});
+    // The dependency itself is never a place that would shadow it: an
+    // including file in the same directory as the header.
+    CHECK(shadowing_paths(order, "/i3/x.h", {"/i3"}) ==
+          std::vector<fs::path>{"/i1/x.h", "/i2/x.h"});
+    // Under the first directory, or under none: nothing comes before it.
+    CHECK(shadowing_paths(order, "/i1/x.h").empty());
+    CHECK(shadowing_paths(order, "/i10/x.h").empty());
+    CHECK(shadowing_paths(order, "/elsewhere/x.h", {"/src"}).empty());
+}
+
 TEST_CASE("direct mode misses when a shadowing header appears", "[cache][direct]") {
     DirectFixture f;
     Cache cache(f.tmp / "cache");

@@ -87,3 +87,18 @@ TEST_CASE("RealPaths resolves as weakly_canonical does, links and missing parts 
     CHECK(resolver.resolve(real / "loop1" / "x").empty());
     CHECK(resolver.resolve(real / "abs" / "h.h") == real / "a" / "b" / "h.h");
 }
+
+TEST_CASE("path_is_under: a directory and what is below it, by components", "[fs]") {
+    CHECK(path_is_under("/a/b/c.h", "/a/b"));
+    CHECK(path_is_under("/a/b/c.h", "/a/b/"));
+    CHECK(path_is_under("/a/b", "/a/b"));
+    CHECK(path_is_under("/a/b/", "/a/b"));
+    CHECK(path_is_under("/a/b/c.h", "/"));
+    CHECK_FALSE(path_is_under("/a/bc/d.h", "/a/b"));  // a prefix of a name is not a parent
+    CHECK_FALSE(path_is_under("/a", "/a/b"));
+    // Spellings with "." and "..": decided by their components.
+    CHECK(path_is_under("/a/./b/c.h", "/a/b"));
+    CHECK_FALSE(path_is_under("/a/b/../c.h", "/a/b"));
+    CHECK(path_is_under("x/y.h", "x"));
+    CHECK_FALSE(path_is_under("xy/z.h", "x"));
+}
