@@ -191,8 +191,9 @@ struct Compiled {
 };
 
 // Says why a step failed, with the compiler's output, and throws.
-[[noreturn]] void step_failed(const BuildInputs& in, const Step& step, const StepFailure& f,
+[[noreturn]] void step_failed(const BuildInputs& in, const BuildGraph& graph, const StepFailure& f,
                               bool verbose) {
+    const Step& step = graph.steps[f.step];
     if (!f.error.empty()) throw FatalError("bekc: error: " + f.error, kExitCache);
     const ProcessResult& r = f.result;
     std::string log = verbose ? r.output : trim_compile_log(r.output);
@@ -214,6 +215,17 @@ struct Compiled {
             "includes them itself or they are named: pass --xla-include DIR or set "
             "$BEKC_XLA_INCLUDE=DIR (DIR: what jax.ffi.include_dir() prints)\n",
             stderr);
+    if (step.kind == StepKind::Link) {
+        // The linkers name bekc's objects and mangled symbols: say whose.
+        std::vector<std::pair<std::string, std::string>> objects;
+        for (const auto& s : graph.steps)
+            if (s.kind == StepKind::Compile && s.unit && *s.unit < in.files.size())
+                objects.emplace_back(s.command.outputs.front(), in.files[*s.unit].path.string());
+        std::fputs(link_failure_notes(r.output, objects).c_str(), stderr);
+        throw FatalError("bekc: error: linking " + graph.library.filename().string() + " failed (" +
+                             r.describe() + ")",
+                         kExitSourceError);
+    }
     throw FatalError("bekc: error: compilation failed (" + r.describe() + ")", kExitSourceError);
 }
 
@@ -265,7 +277,7 @@ Compiled compile(const BuildInputs& in, const BuildOptions& o, const fs::path& d
         graph = plan_graph(in, paths);
         done = execute_graph(graph, runner, eo, cache_step);
     }
-    if (!done) step_failed(in, graph.steps[done.error().step], done.error(), o.verbose);
+    if (!done) step_failed(in, graph, done.error(), o.verbose);
     times.save();
     Compiled c;
     for (const auto& s : graph.steps) {

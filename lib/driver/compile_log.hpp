@@ -4,11 +4,21 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace bekc {
 
 // Keeps the lines up to and including the `max_errors`-th error's context,
 // at most `max_lines`, and says how much was left out and how to see it.
 std::string trim_compile_log(const std::string& log, int max_errors = 3, int max_lines = 40);
+
+// Notes for a failed link's output, whose linkers (nvlink, ld) name bekc's
+// objects and mangled symbols: "note: OBJECT is compiled from SOURCE" for
+// each of `objects` (object, the user's source) the output names, then
+// "note: '_Z5shiftf' is shift(float)" for each quoted mangled C++ name.
+// Empty when there is nothing to say.
+std::string link_failure_notes(const std::string& output,
+                               const std::vector<std::pair<std::string, std::string>>& objects);
 
 }  // namespace bekc

@@ -42,6 +42,7 @@ BuildGraph plan_graph(const BuildInputs& in, const GraphPaths& paths) {
     if (paths.launcher) req.launcher = in.launcher;
     req.device_threads = paths.device_threads;
     req.nvcc_objtemp = in.nvcc && nvcc_takes_objtemp(in.nvcc_version);
+    req.nvcc_nodlink = in.nvcc && nvcc_takes_nodlink(in.nvcc_version);
     req.base_dir = in.base.dir();
     // The linker lists the files it read. nvcc splits -Xlinker values at
     // commas: a path with one is not asked for, and the flags stand in

@@ -59,6 +59,9 @@ struct PlanRequest {
     // 12.4 and later) instead of after its process id, a name that reaches
     // the object: the same inputs then give the same library.
     bool nvcc_objtemp = false;
+    // nvcc's link may skip its device link (-nodlink, nvcc 12.0 and later)
+    // when no link input can hold relocatable device code.
+    bool nvcc_nodlink = false;
     // $BEKC_BASE_DIR: what the compilers write (debug information, __FILE__)
     // names files under it relative to it (-ffile-prefix-map=DIR=.).
     std::string base_dir;
@@ -66,6 +69,19 @@ struct PlanRequest {
 
 // Whether an nvcc of this version ("13.0.88") takes -objtemp (12.4 and later).
 bool nvcc_takes_objtemp(const std::string& version);
+
+// Whether an nvcc of this version takes -nodlink (--no-device-link; 12.0
+// and later are known to).
+bool nvcc_takes_nodlink(const std::string& version);
+
+// Whether a CUDA build's link needs nvcc's device link (nvlink): the flags
+// ask the compiles for relocatable device code or device LTO (-rdc=true,
+// -dc, -dlto, an lto_ code), or the link reads files bekc cannot see into,
+// which may hold such code (an archive or object in --ldflag or
+// --linker-arg, -l:FILE, a *_static library, -static or -Bstatic).
+// Whole-program device code registers itself, so without any of these the
+// device link adds only an empty image.
+bool needs_device_link(const PlanFlags& flags);
 
 // How many device compilations nvcc runs for one input: one per arch, and
 // one more for the PTX of the newest.

@@ -110,3 +110,17 @@ def test_no_cuda_graph_manifest_works(e2e, cache_dir):
     x = rand(100)
     np.testing.assert_allclose(jax.jit(lambda x: jax.lax.fori_loop(0, 10, lambda i, v: mod.increment(v), x))(x),
                                x + 10, rtol=1e-6)
+
+
+def test_relocatable_device_code_across_inputs(cache_dir):
+    """-rdc=true: a kernel calls a __device__ function of another input. The
+    device link runs for the GPU's architecture, so the kernel launches and
+    computes (before, nvlink linked only its default arch and the launch
+    failed)."""
+    kernels = HERE / "kernels" / "rdc"
+    out = build(kernels / "caller.cu", kernels / "callee.cu", "--name", "rdc_pair",
+                "--arch", "native", "--cuda-flag=-rdc=true", cache_dir=cache_dir)
+    lib = bekc.load(out["manifest"])
+    x = rand(3001)
+    np.testing.assert_allclose(jax.jit(lib.shifted)(x), x * 2 + 1, rtol=1e-6)
+    np.testing.assert_allclose(jax.jit(lib.shift_all)(x), x * 2 + 1, rtol=1e-6)

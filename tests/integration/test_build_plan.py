@@ -410,3 +410,66 @@ def test_dry_run_shows_the_waves_and_nvccs_threads(bekc, cu_src, cpp_src, nvcc):
     two = dry_run(bekc, cu_src, cpp_src, "--arch", "80,90,100", "-j", "3", "--name", "m")[1]
     assert "# wave 1: 3 commands side by side, 3 slots within -j 3" in two.stdout
     assert "# wave 2: 1 command, 1 slot within -j 3" in two.stdout
+
+
+# --------------------------------------------------------------------------- device link
+RDC_CALLER = """\
+#include "brainevent/common.h"
+extern __device__ float shift(float x);  // defined in another input
+__global__ void shifted_kernel(const float* in, float* out, int64_t n) {
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i < n) out[i] = shift(in[i]);
+}
+// @BE shifted
+void shifted(const BE::Tensor x, BE::Tensor out, int64_t stream) {
+    int64_t n = x.numel();
+    shifted_kernel<<<(unsigned)((n + 255) / 256), 256, 0, (cudaStream_t)stream>>>(
+        static_cast<const float*>(x.data_ptr()), static_cast<float*>(out.data_ptr()), n);
+}
+"""
+
+RDC_CALLEE = """\
+#include "brainevent/common.h"
+__device__ float shift(float x) { return x + 2.0f; }
+// @BE shift_scalar
+void shift_scalar(const BE::Tensor x, BE::Tensor out) {}
+"""
+
+
+def test_plain_cuda_link_skips_the_empty_device_link(bekc, cu_src, nvcc):
+    """Whole-program device code registers itself: nvcc's link is told to
+    skip nvlink, which would only add an empty image."""
+    link = dry_run(bekc, cu_src, "--arch", "80,90")[0][-1]
+    assert "-nodlink" in link and not gencodes(link), link
+
+
+def test_relocatable_device_code_is_device_linked_for_the_builds_archs(bekc, kernels, nvcc):
+    """-rdc=true: a __device__ function defined in one input and called from
+    another resolves in the device link, which nvlink runs for the build's
+    architectures (by default it links only nvcc's own default arch, and
+    skips the objects, which have none of it)."""
+    caller = kernels.text(bekc.workdir / "caller.cu", RDC_CALLER)
+    callee = kernels.text(bekc.workdir / "callee.cu", RDC_CALLEE)
+    args = (caller, callee, "--name", "rdc", "--arch", "80,90", "--cuda-flag=-rdc=true")
+    link = dry_run(bekc, *args)[0][-1]
+    assert "-nodlink" not in link
+    assert gencodes(link) == ["arch=compute_80,code=sm_80", "arch=compute_90,code=sm_90",
+                              "arch=compute_90,code=compute_90"], link
+    built = bekc.build(*args, "-v")
+    assert "nvlink warning" not in built.stderr, built.describe()
+    import ctypes, os
+    ctypes.CDLL(str(built.library), mode=os.RTLD_LOCAL)  # nothing left unresolved
+
+
+def test_an_undefined_device_function_fails_the_build(bekc, kernels, nvcc):
+    """With the device link run for the build's architectures, a missing
+    __device__ definition is a build error, not a library that fails when
+    its kernel first launches."""
+    caller = kernels.text(bekc.workdir / "caller.cu", RDC_CALLER)
+    failed = bekc.build(caller, "--arch", "80", "--cuda-flag=-rdc=true", ok=False)
+    assert failed.rc == 1, failed.describe()
+    # What nvlink names, said in the user's terms: the object's source and
+    # the demangled function.
+    assert "bekc: error: linking libcaller.so failed" in failed.stderr, failed.describe()
+    assert "is compiled from " + str(caller) in failed.stderr, failed.describe()
+    assert "is shift(float)" in failed.stderr, failed.describe()

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "../helpers/driver_fixture.hpp"
+#include "driver/compile_log.hpp"
 #include "driver/compile_times.hpp"
 #include "driver/package_build.hpp"
 #include "store/cache.hpp"
@@ -241,4 +242,21 @@ TEST_CASE("package: slots follow each module's share of the work", "[driver][tim
         return i == 3 ? std::nullopt : std::optional<double>(s[i]);
     };
     CHECK(module_slots(s.size(), 6, one_unknown) == std::vector<int>(s.size(), 1));
+}
+
+TEST_CASE("link failures: bekc's objects and mangled names in the user's terms", "[driver][log]") {
+    const std::string out =
+        "nvlink error   : Undefined reference to '_Z5shiftf' in '/b/0_k.bekc.cu.o'\n"
+        "ld: /b/1_m.bekc.cu.o: undefined reference to `_ZN2ns4stepEii'\n"
+        "nvlink error   : Undefined reference to '_Z5shiftf' in '/b/0_k.bekc.cu.o'\n"
+        "plain_c_symbol '_Znotmangled'\n";
+    const std::string notes = link_failure_notes(out, {{"/b/0_k.bekc.cu.o", "src/k.cu"},
+                                                       {"/b/1_m.bekc.cu.o", "m.cu"},
+                                                       {"/b/2_unused.bekc.cu.o", "unused.cu"}});
+    CHECK(notes ==
+          "note: /b/0_k.bekc.cu.o is compiled from src/k.cu\n"
+          "note: /b/1_m.bekc.cu.o is compiled from m.cu\n"
+          "note: '_Z5shiftf' is shift(float)\n"
+          "note: '_ZN2ns4stepEii' is ns::step(int, int)\n");
+    CHECK(link_failure_notes("ld: cannot find -lfoo\n", {{"/b/0_k.bekc.cu.o", "k.cu"}}).empty());
 }

@@ -527,3 +527,100 @@ TEST_CASE("plan: nvcc 12.4 and later names its temporaries after the object", "[
     CHECK_FALSE(has(plan.compiles[1].command.argv, "-objtemp"));  // the host compiler's
     CHECK_FALSE(has(plan.link.argv, "-objtemp"));
 }
+
+TEST_CASE(
+    "plan: nvcc's link skips the device link when no input can hold relocatable "
+    "device code",
+    "[plan][dlink]") {
+    CHECK(nvcc_takes_nodlink("13.0.88"));
+    CHECK(nvcc_takes_nodlink("12.0.76"));
+    CHECK_FALSE(nvcc_takes_nodlink("11.8"));
+    CHECK_FALSE(nvcc_takes_nodlink("unknown"));
+    const std::vector<Arch> archs = {Arch{80, ""}, Arch{90, ""}};
+    const Argv sm80 = {"-gencode", "arch=compute_80,code=sm_80"};
+    PlanRequest base = request({cu("0_a"), cpp("1_b")}, archs);
+    base.nvcc_nodlink = true;
+    base.flags.ldflags = {"-L/opt/lib", "-lcublas", "-Wl,-rpath,/opt/lib"};
+    base.flags.linker_args = {"--as-needed"};
+    {
+        // Whole-program device code registers itself: the device link would
+        // only add an empty image (nvlink, fatbinary and a host compile).
+        const Argv& l = make_build_plan(base).link.argv;
+        INFO(joined(l));
+        CHECK(has(l, "-nodlink"));
+        CHECK_FALSE(has(l, "-gencode"));
+    }
+    {
+        PlanRequest old = base;  // an nvcc without the option links as before
+        old.nvcc_nodlink = false;
+        const Argv& l = make_build_plan(old).link.argv;
+        CHECK_FALSE(has(l, "-nodlink"));
+        CHECK_FALSE(has(l, "-gencode"));
+    }
+    // Relocatable device code or device LTO asked of the compiles, in each
+    // spelling nvcc takes: the device link runs, for the build's
+    // architectures (nvlink's default is none of them).
+    const std::vector<Argv> relocatable = {
+        {"-rdc=true"},
+        {"-rdc", "true"},
+        {"--relocatable-device-code=true"},
+        {"--relocatable-device-code", "true"},
+        {"-dc"},
+        {"--device-c"},
+        {"-dlto"},
+        {"--dlink-time-opt"},
+        {"-gencode=arch=compute_90,code=lto_90"},
+    };
+    for (const auto& flags : relocatable) {
+        PlanRequest r = base;
+        r.flags.cuda_flags = flags;
+        const Argv& l = make_build_plan(r).link.argv;
+        INFO(joined(flags) << " -> " << joined(l));
+        CHECK_FALSE(has(l, "-nodlink"));
+        CHECK(has_sequence(l, sm80));
+        CHECK(has_sequence(l, {"-gencode", "arch=compute_90,code=compute_90"}));
+    }
+    {
+        // Device LTO happens in the device link, which must be asked for it.
+        PlanRequest r = base;
+        r.flags.cuda_flags = {"-dlto", "-lineinfo"};
+        const Argv& l = make_build_plan(r).link.argv;
+        INFO(joined(l));
+        CHECK(has(l, "-dlto"));
+        CHECK_FALSE(has(l, "-lineinfo"));  // other compile flags stay with the compiles
+    }
+    for (const Argv& flags : std::vector<Argv>{{"-rdc=false"}, {"-rdc", "false"}}) {
+        PlanRequest r = base;
+        r.flags.cuda_flags = flags;
+        CHECK(has(make_build_plan(r).link.argv, "-nodlink"));
+    }
+    // Link inputs bekc cannot see into, which may hold device code: an
+    // archive or object, a static library, static linking.
+    const std::vector<std::pair<Argv, Argv>> opaque = {
+        {{"/opt/lib/libkern.a"}, {}},
+        {{"extra.o"}, {}},
+        {{"-l:libkern.a"}, {}},
+        {{"-lcufft_static"}, {}},
+        {{"-static"}, {}},
+        {{"-Wl,--whole-archive,/opt/lib/libkern.a,--no-whole-archive"}, {}},
+        {{}, {"-Bstatic"}},
+        {{}, {"/opt/lib/libkern.a"}},
+    };
+    for (const auto& [ldflags, linker_args] : opaque) {
+        PlanRequest r = base;
+        r.flags.ldflags = ldflags;
+        r.flags.linker_args = linker_args;
+        const Argv& l = make_build_plan(r).link.argv;
+        INFO(joined(ldflags) << " | " << joined(linker_args) << " -> " << joined(l));
+        CHECK_FALSE(has(l, "-nodlink"));
+        CHECK(has_sequence(l, sm80));
+    }
+    {
+        // No CUDA input: the host compiler links, nvcc's options stay out.
+        PlanRequest r = request({cpp("0_a")});
+        r.nvcc_nodlink = true;
+        const Argv& l = make_build_plan(r).link.argv;
+        CHECK(l.at(0) == kCxx);
+        CHECK_FALSE(has(l, "-nodlink"));
+    }
+}
