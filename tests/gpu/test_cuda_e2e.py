@@ -113,10 +113,12 @@ def test_no_cuda_graph_manifest_works(e2e, cache_dir):
 
 
 def test_relocatable_device_code_across_inputs(cache_dir):
-    """-rdc=true: a kernel calls a __device__ function of another input. The
-    device link runs for the GPU's architecture, so the kernel launches and
-    computes (before, nvlink linked only its default arch and the launch
-    failed)."""
+    """-rdc=true: a kernel calls a __device__ function of another input, and
+    the library's device link (nvlink, for the build's architectures) joins
+    them. The library built before that change ran too, though its device
+    link had none of the GPU's architectures (nvlink warned "SM Arch
+    ('sm_75') not found"): what the change adds is the link-time check, see
+    tests/integration/test_build_plan.py."""
     kernels = HERE / "kernels" / "rdc"
     out = build(kernels / "caller.cu", kernels / "callee.cu", "--name", "rdc_pair",
                 "--arch", "native", "--cuda-flag=-rdc=true", cache_dir=cache_dir)

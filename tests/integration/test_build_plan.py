@@ -447,7 +447,7 @@ def test_relocatable_device_code_is_device_linked_for_the_builds_archs(bekc, ker
     """-rdc=true: a __device__ function defined in one input and called from
     another resolves in the device link, which nvlink runs for the build's
     architectures (by default it links only nvcc's own default arch, and
-    skips the objects, which have none of it)."""
+    skips the objects, which have none of it, with a warning)."""
     caller = kernels.text(bekc.workdir / "caller.cu", RDC_CALLER)
     callee = kernels.text(bekc.workdir / "callee.cu", RDC_CALLEE)
     args = (caller, callee, "--name", "rdc", "--arch", "80,90", "--cuda-flag=-rdc=true")
@@ -463,8 +463,9 @@ def test_relocatable_device_code_is_device_linked_for_the_builds_archs(bekc, ker
 
 def test_an_undefined_device_function_fails_the_build(bekc, kernels, nvcc):
     """With the device link run for the build's architectures, a missing
-    __device__ definition is a build error, not a library that fails when
-    its kernel first launches."""
+    __device__ definition is a build error. Before, nvlink linked only its
+    default architecture, skipped the objects (none had it) and the build
+    succeeded with the reference unresolved."""
     caller = kernels.text(bekc.workdir / "caller.cu", RDC_CALLER)
     failed = bekc.build(caller, "--arch", "80", "--cuda-flag=-rdc=true", ok=False)
     assert failed.rc == 1, failed.describe()
