@@ -221,7 +221,7 @@ struct Compiled {
         for (const auto& s : graph.steps)
             if (s.kind == StepKind::Compile && s.unit && *s.unit < in.files.size())
                 objects.emplace_back(s.command.outputs.front(), in.files[*s.unit].path.string());
-        std::fputs(link_failure_notes(r.output, objects).c_str(), stderr);
+        std::fputs(link_failure_notes(log, objects).c_str(), stderr);
         throw FatalError("bekc: error: linking " + graph.library.filename().string() + " failed (" +
                              r.describe() + ")",
                          kExitSourceError);

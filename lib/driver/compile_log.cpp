@@ -47,7 +47,7 @@ std::string link_failure_notes(const std::string& output,
     std::string notes;
     for (const auto& [object, source] : objects)
         if (output.find(object) != std::string::npos)
-            notes += "note: " + object + " is compiled from " + source + "\n";
+            notes += "note: '" + object + "' is compiled from '" + source + "'\n";
     // Quoted mangled names: '_Z5shiftf' (nvlink), `_Z5shiftf' (ld).
     constexpr size_t kMaxNames = 8;
     std::set<std::string> seen;

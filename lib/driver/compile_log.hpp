@@ -14,7 +14,7 @@ namespace bekc {
 std::string trim_compile_log(const std::string& log, int max_errors = 3, int max_lines = 40);
 
 // Notes for a failed link's output, whose linkers (nvlink, ld) name bekc's
-// objects and mangled symbols: "note: OBJECT is compiled from SOURCE" for
+// objects and mangled symbols: "note: 'OBJECT' is compiled from 'SOURCE'" for
 // each of `objects` (object, the user's source) the output names, then
 // "note: '_Z5shiftf' is shift(float)" for each quoted mangled C++ name.
 // Empty when there is nothing to say.

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "driver/link_search.hpp"
 #include "driver/plan_build.hpp"
 #include "driver/runtime_headers.hpp"
 #include "scan/includes.hpp"
@@ -96,17 +97,6 @@ std::vector<fs::path> system_include_dirs(const std::string& multiarch) {
     return dirs;
 }
 
-// The linker's own library directories, searched after -L and LIBRARY_PATH,
-// in the order GCC and ld give them on Debian and Ubuntu.
-std::vector<fs::path> system_library_dirs(const std::string& multiarch) {
-    std::vector<fs::path> dirs;
-    if (!multiarch.empty()) dirs.push_back(fs::path("/usr/lib") / multiarch);
-    dirs.emplace_back("/usr/lib");
-    if (!multiarch.empty()) dirs.push_back(fs::path("/lib") / multiarch);
-    for (const char* d : {"/lib", "/usr/local/lib", "/lib64", "/usr/lib64"}) dirs.emplace_back(d);
-    return dirs;
-}
-
 // Paths where a new file would be found before `dep` (SPEC: "a header that
 // newly shadows a recorded one must miss"; store/direct.hpp,
 // shadowing_paths). Those that exist now cannot have been passed over and are
@@ -135,16 +125,6 @@ bool is_system_library(const fs::path& p) {
     return false;
 }
 
-// What is at a path, as the compilers' and linker's searches see it.
-enum class Presence { Absent, File, Other };
-
-Presence presence(const fs::path& p) {
-    std::error_code ec;
-    fs::file_status st = fs::status(p, ec);
-    if (st.type() == fs::file_type::not_found) return Presence::Absent;
-    return fs::is_regular_file(st) ? Presence::File : Presence::Other;
-}
-
 // Objects a compiler driver links and deletes right after (g++'s /tmp/cc*.o,
 // nvcc's /tmp/tmpxft_*): directly in the system's temporary directory.
 bool is_driver_temporary(const fs::path& p) {
@@ -152,93 +132,6 @@ bool is_driver_temporary(const fs::path& p) {
     if (dir == fs::path("/tmp/")) return true;
     auto tmpdir = system_env()("TMPDIR");
     return tmpdir && dir == (fs::path(*tmpdir) / "").lexically_normal();
-}
-
-// What the link flags say about the linker's inputs.
-struct LinkerSearch {
-    std::vector<fs::path> dirs;         // -L in order, then LIBRARY_PATH's
-    std::vector<std::string> names;     // "m" for -lm, ":libx.a" for -l:libx.a
-    std::vector<fs::path> files;        // arguments that are not options
-    std::vector<fs::path> system_dirs;  // the linker's own, searched last
-};
-
-// The file names -lNAME looks for in each directory, in the order tried
-// (the shared library first, as ld does unless told -static).
-std::vector<std::string> library_file_names(const std::string& name) {
-    if (!name.empty() && name[0] == ':') return {name.substr(1)};
-    return {"lib" + name + ".so", "lib" + name + ".a"};
-}
-
-LinkerSearch linker_search(const BuildInputs& in) {
-    // What reaches the linker, one argument each: --ldflag values with
-    // -Wl,a,b and -Xlinker a taken apart, then every --linker-arg. -L and -l
-    // read the same in the compiler drivers and in ld.
-    std::vector<std::string> args;
-    const auto& ld = in.flags.ldflags;
-    for (size_t i = 0; i < ld.size(); ++i) {
-        if (ld[i].rfind("-Wl,", 0) == 0) {
-            std::string_view rest = std::string_view(ld[i]).substr(4);
-            for (size_t comma; (comma = rest.find(',')) != std::string_view::npos;
-                 rest.remove_prefix(comma + 1))
-                args.emplace_back(rest.substr(0, comma));
-            args.emplace_back(rest);
-        } else if (ld[i] == "-Xlinker" && i + 1 < ld.size()) {
-            args.push_back(ld[++i]);
-        } else {
-            args.push_back(ld[i]);
-        }
-    }
-    args.insert(args.end(), in.flags.linker_args.begin(), in.flags.linker_args.end());
-    auto path = [](std::string_view a) { return fs::absolute(fs::path(a)).lexically_normal(); };
-    LinkerSearch s;
-    for (size_t i = 0; i < args.size(); ++i) {
-        std::string_view a = args[i];
-        bool has_next = i + 1 < args.size();
-        if (a == "-L" || a == "--library-path") {
-            if (has_next) s.dirs.push_back(path(args[++i]));
-        } else if (a.rfind("--library-path=", 0) == 0) {
-            s.dirs.push_back(path(a.substr(15)));
-        } else if (a.rfind("-L", 0) == 0) {
-            s.dirs.push_back(path(a.substr(2)));
-        } else if (a == "-l" || a == "--library") {
-            if (has_next) s.names.push_back(args[++i]);
-        } else if (a.rfind("--library=", 0) == 0) {
-            s.names.emplace_back(a.substr(10));
-        } else if (a.rfind("-l", 0) == 0) {
-            s.names.emplace_back(a.substr(2));
-        } else if (!a.empty() && a[0] != '-') {
-            s.files.push_back(path(a));
-        }
-    }
-    s.dirs.insert(s.dirs.end(), in.env.library_dirs.begin(), in.env.library_dirs.end());
-    s.system_dirs = system_library_dirs(in.multiarch);
-    return s;
-}
-
-std::vector<fs::path> library_order(const LinkerSearch& s) {
-    std::vector<fs::path> order = s.dirs;
-    order.insert(order.end(), s.system_dirs.begin(), s.system_dirs.end());
-    return order;
-}
-
-// For a linker without --dependency-file: the files the flags name, and what
-// each -l finds, as ld would look for it.
-std::vector<fs::path> link_inputs_from_flags(const LinkerSearch& s) {
-    std::vector<fs::path> out;
-    for (const auto& f : s.files)
-        if (presence(f) == Presence::File) out.push_back(f);
-    std::vector<fs::path> order = library_order(s);
-    for (const auto& name : s.names) {
-        auto found = [&] {
-            for (const auto& dir : order)
-                for (const auto& file : library_file_names(name))
-                    if (presence(dir / file) == Presence::File)
-                        return (dir / file).lexically_normal();
-            return fs::path();
-        }();
-        if (!found.empty()) out.push_back(found);
-    }
-    return out;
 }
 
 // Paths where a new library would be found before `lib`, which the linker

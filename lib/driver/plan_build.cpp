@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "codegen/wrapper.hpp"
+#include "driver/link_search.hpp"
 #include "driver/runtime_headers.hpp"
 #include "driver/safe_paths.hpp"
 #include "store/hash.hpp"
@@ -43,6 +44,7 @@ BuildGraph plan_graph(const BuildInputs& in, const GraphPaths& paths) {
     req.device_threads = paths.device_threads;
     req.nvcc_objtemp = in.nvcc && nvcc_takes_objtemp(in.nvcc_version);
     req.nvcc_nodlink = in.nvcc && nvcc_takes_nodlink(in.nvcc_version);
+    req.link_reads_opaque_code = in.nvcc && link_reads_opaque_code(in);
     req.base_dir = in.base.dir();
     // The linker lists the files it read. nvcc splits -Xlinker values at
     // commas: a path with one is not asked for, and the flags stand in

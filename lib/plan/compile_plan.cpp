@@ -120,38 +120,10 @@ bool nvcc_at_least(const std::string& version, int want_major, int want_minor) {
     return major > want_major || (major == want_major && minor >= want_minor);
 }
 
-// nvcc flags that make device code relocatable or link-time optimised.
-bool asks_relocatable(const std::vector<std::string>& cuda_flags) {
-    for (size_t i = 0; i < cuda_flags.size(); ++i) {
-        std::string_view a = cuda_flags[i];
-        if (a == "-dc" || a == "--device-c" || a == "-dlto" || a == "--dlink-time-opt" ||
-            a.find("lto_") != std::string_view::npos)
-            return true;
-        for (std::string_view opt : {"-rdc", "--relocatable-device-code"}) {
-            if (a == opt && i + 1 < cuda_flags.size() && cuda_flags[i + 1] == "true") return true;
-            if (a.size() > opt.size() && a.starts_with(opt) && a[opt.size()] == '=' &&
-                a.substr(opt.size() + 1) == "true")
-                return true;
-        }
-    }
-    return false;
-}
-
-// A link argument that may bring in device code bekc cannot see: an archive
-// or object (alone, or inside a -Wl,a,b list), -l:FILE, a *_static library,
-// static linking.
-bool links_opaque_code(std::string_view arg) {
-    if (arg.starts_with("-l:") || (arg.starts_with("-l") && arg.ends_with("_static"))) return true;
-    size_t start = 0;
-    while (start <= arg.size()) {
-        size_t end = std::min(arg.find_first_of(",=", start), arg.size());
-        std::string_view piece = arg.substr(start, end - start);
-        if (piece.ends_with(".a") || piece.ends_with(".o") || piece == "-static" ||
-            piece == "-Bstatic")
-            return true;
-        start = end + 1;
-    }
-    return false;
+// Device LTO: asked of the compiles, it must be asked of the device link too.
+bool asks_lto(std::string_view flag) {
+    return flag == "-dlto" || flag == "--dlink-time-opt" || flag == "-lto" || flag == "--lto" ||
+           flag.find("lto_") != std::string_view::npos;
 }
 
 }  // namespace
@@ -164,12 +136,26 @@ bool nvcc_takes_nodlink(const std::string& version) {
     return nvcc_at_least(version, 12, 0);
 }
 
-bool needs_device_link(const PlanFlags& flags) {
-    if (asks_relocatable(flags.cuda_flags)) return true;
-    for (const auto* args : {&flags.ldflags, &flags.linker_args})
-        for (const auto& a : *args)
-            if (links_opaque_code(a)) return true;
+bool flags_ask_device_link(const std::vector<std::string>& flags) {
+    for (size_t i = 0; i < flags.size(); ++i) {
+        std::string_view a = flags[i];
+        if (asks_lto(a) || a == "-dc" || a == "--device-c" || a == "-ewp" ||
+            a == "--extensible-whole-program" || a == "-optf" || a.starts_with("--options-file") ||
+            a.starts_with("-Xnvlink") || a.starts_with("--nvlink-options"))
+            return true;
+        // -rdc VALUE, -rdc=VALUE: anything but an explicit false.
+        for (std::string_view opt : {"-rdc", "--relocatable-device-code"}) {
+            if (a == opt) return i + 1 >= flags.size() || flags[i + 1] != "false";
+            if (a.size() > opt.size() && a.starts_with(opt) && a[opt.size()] == '=')
+                return a.substr(opt.size() + 1) != "false";
+        }
+    }
     return false;
+}
+
+bool needs_device_link(const PlanRequest& r) {
+    return r.link_reads_opaque_code || flags_ask_device_link(r.flags.cuda_flags) ||
+           flags_ask_device_link(r.flags.ldflags);
 }
 
 int device_compilations(const std::vector<Arch>& archs) {
@@ -198,12 +184,14 @@ BuildPlan make_build_plan(const PlanRequest& r) {
     std::vector<std::string>& a = link.argv;
     if (any_cuda) {
         a = {r.nvcc->path.string(), "-shared", "-ccbin", r.cxx.path.string()};
-        if (needs_device_link(r.flags)) {
-            // nvlink links the build's architectures (its default is nvcc's
-            // default arch, none of them), with device LTO when asked.
+        if (needs_device_link(r)) {
+            // nvlink links the build's architectures (its own default is one
+            // architecture, rarely the build's), with device LTO when the
+            // compiles made LTO code.
             append(a, gencode_flags(r.archs));
-            for (const auto& f : r.flags.cuda_flags)
-                if (f == "-dlto" || f == "--dlink-time-opt") a.push_back(f);
+            if (std::any_of(r.flags.cuda_flags.begin(), r.flags.cuda_flags.end(),
+                            [](const std::string& f) { return asks_lto(f); }))
+                a.push_back("-dlto");
         } else if (r.nvcc_nodlink) {
             a.push_back("-nodlink");
         }

@@ -62,6 +62,10 @@ struct PlanRequest {
     // nvcc's link may skip its device link (-nodlink, nvcc 12.0 and later)
     // when no link input can hold relocatable device code.
     bool nvcc_nodlink = false;
+    // The link may read device code bekc cannot see (an archive, an object,
+    // static linking, nvcc link options from the environment): nvcc's device
+    // link runs (driver/link_search.hpp).
+    bool link_reads_opaque_code = false;
     // $BEKC_BASE_DIR: what the compilers write (debug information, __FILE__)
     // names files under it relative to it (-ffile-prefix-map=DIR=.).
     std::string base_dir;
@@ -74,14 +78,18 @@ bool nvcc_takes_objtemp(const std::string& version);
 // and later are known to).
 bool nvcc_takes_nodlink(const std::string& version);
 
-// Whether a CUDA build's link needs nvcc's device link (nvlink): the flags
-// ask the compiles for relocatable device code or device LTO (-rdc=true,
-// -dc, -dlto, an lto_ code), or the link reads files bekc cannot see into,
-// which may hold such code (an archive or object in --ldflag or
-// --linker-arg, -l:FILE, a *_static library, -static or -Bstatic).
-// Whole-program device code registers itself, so without any of these the
-// device link adds only an empty image.
-bool needs_device_link(const PlanFlags& flags);
+// Whether nvcc flags ask for what only nvcc's device link (nvlink) does:
+// relocatable device code (-rdc with any value but false, -dc), device LTO
+// (-dlto, -lto, an lto_ code), extensible whole-program code (-ewp), nvlink
+// options (-Xnvlink); or may (an options file).
+bool flags_ask_device_link(const std::vector<std::string>& flags);
+
+// Whether a CUDA build's link runs nvcc's device link: the user's nvcc or
+// link flags ask for it (flags_ask_device_link), or the link reads files bekc
+// cannot see into (`link_reads_opaque_code`, driver/link_search.hpp).
+// Whole-program device code registers itself, so without either the device
+// link adds only an empty image.
+bool needs_device_link(const PlanRequest& request);
 
 // How many device compilations nvcc runs for one input: one per arch, and
 // one more for the PTX of the newest.

@@ -95,9 +95,10 @@ std::vector<fs::path> shadowing_paths(const std::vector<fs::path>& search_dirs,
                                       const std::vector<fs::path>& quoted_dirs) {
     const fs::path dep = dependency.lexically_normal();
     for (size_t i = 0; i < search_dirs.size(); ++i) {
-        const fs::path dir = search_dirs[i].lexically_normal();
-        if (!path_is_under(dep, dir)) continue;
-        const fs::path rel = dep.lexically_relative(dir);
+        // path_is_under compares plain paths as strings: the keys ask this
+        // for every header.
+        if (!path_is_under(dep, search_dirs[i])) continue;
+        const fs::path rel = dep.lexically_relative(search_dirs[i].lexically_normal());
         std::vector<fs::path> out;
         auto add = [&](const fs::path& d) {
             fs::path c = (d / rel).lexically_normal();

@@ -343,6 +343,13 @@ bool path_is_under(const fs::path& path, const fs::path& dir) {
     return !rel.empty() && *rel.begin() != "..";
 }
 
+Presence presence(const fs::path& path) {
+    std::error_code ec;
+    fs::file_status st = fs::status(path, ec);
+    if (st.type() == fs::file_type::not_found) return Presence::Absent;
+    return fs::is_regular_file(st) ? Presence::File : Presence::Other;
+}
+
 fs::path resolved_path(const fs::path& path) {
     std::error_code ec;
     fs::path r = fs::weakly_canonical(fs::absolute(path), ec);

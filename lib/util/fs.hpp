@@ -116,6 +116,11 @@ fs::path resolved_path(const fs::path& path);
 // ask it some twenty times per header; the normalised paths decide the rest.
 bool path_is_under(const fs::path& path, const fs::path& dir);
 
+// What is at a path, as the compilers' and linker's searches see it (a
+// stat, following links as they do; nothing is opened).
+enum class Presence { Absent, File, Other };
+Presence presence(const fs::path& path);
+
 // Real paths, as fs::weakly_canonical gives them (links resolved as far as
 // the path exists, the rest normalised), memoised per directory: the
 // hundreds of headers of one build share a few dozen directories, so

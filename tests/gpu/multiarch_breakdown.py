@@ -12,8 +12,9 @@ command and of the bare one, phase by phase (summed over architectures).
         [--files _dense/binary_densemv.cu] [--no-threads0] [--no-phases]
 
 Besides the medians it prints each bekc build's time over the bare compile
-run just before it, as a median and quartiles of those paired ratios: on a
-shared VM whose speed drifts by 10% between minutes, the steadier figure.
+of the same round (each round runs bare, bekc, then bekc with --threads 0),
+as a median and quartiles of those paired ratios: on a shared VM whose speed
+drifts by 10% between minutes, the steadier figure.
 """
 
 from __future__ import annotations
@@ -139,7 +140,7 @@ def main():
         for name, rs in rows.items():
             med = {k: statistics.median(r[k] for r in rs) for k in rs[0]}
             print(f"  {name:<26} " + "  ".join(f"{k} {v:6.3f}s" for k, v in med.items()))
-        # Each bekc build against the bare compile just before it: the pair
+        # Each bekc build against the bare compile of its round: the pair
         # shares the machine's state of the moment, so their ratio is steadier
         # than the ratio of two medians.
         bare_t = [r["total"] for r in rows["bare nvcc --threads 0"]]

@@ -254,8 +254,8 @@ TEST_CASE("link failures: bekc's objects and mangled names in the user's terms",
                                                        {"/b/1_m.bekc.cu.o", "m.cu"},
                                                        {"/b/2_unused.bekc.cu.o", "unused.cu"}});
     CHECK(notes ==
-          "note: /b/0_k.bekc.cu.o is compiled from src/k.cu\n"
-          "note: /b/1_m.bekc.cu.o is compiled from m.cu\n"
+          "note: '/b/0_k.bekc.cu.o' is compiled from 'src/k.cu'\n"
+          "note: '/b/1_m.bekc.cu.o' is compiled from 'm.cu'\n"
           "note: '_Z5shiftf' is shift(float)\n"
           "note: '_ZN2ns4stepEii' is ns::step(int, int)\n");
     CHECK(link_failure_notes("ld: cannot find -lfoo\n", {{"/b/0_k.bekc.cu.o", "k.cu"}}).empty());

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "../helpers/plan_unit.hpp"
+#include "../helpers/temp_dir.hpp"
+#include "driver/link_search.hpp"
 #include "plan/compile_plan.hpp"
 
 using namespace bekc;
@@ -110,4 +112,57 @@ TEST_CASE("link deps: CRLF, no trailing newline, nothing read", "[depfile][link_
     CHECK(parse_linker_depfile("o:\n").empty());
     CHECK(parse_linker_depfile("").empty());
     CHECK(parse_linker_depfile("not a rule \\\n /a\n").empty());
+}
+
+// ------------------------------------------------------------ device code in link inputs
+
+TEST_CASE("link inputs that may hold device code keep nvcc's device link", "[link][dlink]") {
+    test::TempDir tmp;
+    const fs::path cuda = tmp / "cuda";
+    test::write_file(cuda / "bin/nvcc", "fake nvcc");
+    test::write_file(cuda / "targets/x86_64-linux/lib/libcublas.so", "");
+    test::write_file(cuda / "targets/x86_64-linux/lib/libcufft_static.a", "");
+    test::write_file(tmp / "lib/libkern.a", "");
+    test::write_file(tmp / "lib/libshared.so", "");
+    test::write_file(tmp / "lib/libboth.so", "");
+    test::write_file(tmp / "lib/libboth.a", "");
+    test::write_file(tmp / "obj/extra.o", "");
+    test::write_file(tmp / "obj/libx.so.1", "");
+    fs::create_directories(tmp / "rpath");
+    BuildInputs in;
+    in.nvcc = Tool{cuda / "bin/nvcc", cuda / "bin/nvcc", 1, 2};
+    const std::string L = "-L" + (tmp / "lib").string();
+    auto opaque = [&](std::vector<std::string> ldflags, std::vector<std::string> linker_args = {},
+                      std::vector<std::pair<std::string, std::string>> env = {}) {
+        in.flags.ldflags = std::move(ldflags);
+        in.flags.linker_args = std::move(linker_args);
+        in.env.values = std::move(env);
+        return link_reads_opaque_code(in);
+    };
+    // Shared libraries, found where ld (or nvcc's own -L) finds them; a
+    // directory taken apart from -Wl,-rpath,DIR is no input.
+    CHECK_FALSE(opaque({}));
+    CHECK_FALSE(opaque({"-lcublas"}));
+    CHECK_FALSE(opaque({L, "-lshared", "-lboth"}));  // the .so comes first in a directory
+    CHECK_FALSE(opaque({"-Wl,-rpath," + (tmp / "rpath").string()}));
+    CHECK_FALSE(opaque({(tmp / "obj/libx.so.1").string()}));
+    CHECK_FALSE(opaque({"-Wl,--as-needed"}, {"--no-undefined"}));
+    CHECK_FALSE(opaque({}, {}, {{"NVCC_APPEND_FLAGS", "-lineinfo --expt-relaxed-constexpr"}}));
+    // Archives, objects and what bekc cannot find or see.
+    CHECK(opaque({L, "-lkern"}));                     // only libkern.a there
+    CHECK(opaque({"-lcufft_static"}));                // the toolkit's archive
+    CHECK(opaque({L, "-l:libshared.a"}));             // not there: nvcc may know better
+    CHECK(opaque({"-lnowhere_bekc_test"}));           // found nowhere bekc looks
+    CHECK(opaque({(tmp / "obj/extra.o").string()}));  // an object
+    CHECK(opaque({"-Wl,--whole-archive," + (tmp / "lib/libkern.a").string()}));
+    CHECK(opaque({}, {(tmp / "lib/libkern.a").string()}));
+    for (const char* s : {"-static", "-Wl,-Bstatic", "-Wl,-dn"}) CHECK(opaque({L, s, "-lshared"}));
+    CHECK(opaque({}, {"-Bstatic"}));
+    CHECK(opaque({"-Wl,@" + (tmp / "args.txt").string()}));
+    // nvcc link options from the environment.
+    CHECK(opaque({}, {}, {{"NVCC_APPEND_FLAGS", "-rdc=true"}}));
+    CHECK(opaque({}, {}, {{"NVCC_PREPEND_FLAGS", "-lkern"}}));
+    CHECK(opaque({}, {}, {{"LIBRARIES", "-lkern"}}));
+    CHECK(opaque({}, {}, {{"NVLINK_FLAGS", "-v"}}));
+    CHECK_FALSE(opaque({}, {}, {{"LIBRARIES", " "}}));
 }

@@ -563,13 +563,19 @@ TEST_CASE(
     const std::vector<Argv> relocatable = {
         {"-rdc=true"},
         {"-rdc", "true"},
+        {"-rdc=1"},
         {"--relocatable-device-code=true"},
         {"--relocatable-device-code", "true"},
         {"-dc"},
         {"--device-c"},
         {"-dlto"},
         {"--dlink-time-opt"},
+        {"-lto"},
         {"-gencode=arch=compute_90,code=lto_90"},
+        {"-ewp"},
+        {"--extensible-whole-program"},
+        {"-Xnvlink", "-v"},
+        {"--options-file", "more.txt"},
     };
     for (const auto& flags : relocatable) {
         PlanRequest r = base;
@@ -580,13 +586,16 @@ TEST_CASE(
         CHECK(has_sequence(l, sm80));
         CHECK(has_sequence(l, {"-gencode", "arch=compute_90,code=compute_90"}));
     }
-    {
-        // Device LTO happens in the device link, which must be asked for it.
+    // Device LTO happens in the device link, which must be asked for it,
+    // however the compiles were.
+    for (const Argv& flags : std::vector<Argv>{{"-dlto", "-lineinfo"},
+                                               {"-lto", "-lineinfo"},
+                                               {"-gencode=arch=compute_90,code=lto_90"}}) {
         PlanRequest r = base;
-        r.flags.cuda_flags = {"-dlto", "-lineinfo"};
+        r.flags.cuda_flags = flags;
         const Argv& l = make_build_plan(r).link.argv;
         INFO(joined(l));
-        CHECK(has(l, "-dlto"));
+        CHECK(std::count(l.begin(), l.end(), "-dlto") == 1);
         CHECK_FALSE(has(l, "-lineinfo"));  // other compile flags stay with the compiles
     }
     for (const Argv& flags : std::vector<Argv>{{"-rdc=false"}, {"-rdc", "false"}}) {
@@ -594,26 +603,20 @@ TEST_CASE(
         r.flags.cuda_flags = flags;
         CHECK(has(make_build_plan(r).link.argv, "-nodlink"));
     }
-    // Link inputs bekc cannot see into, which may hold device code: an
-    // archive or object, a static library, static linking.
-    const std::vector<std::pair<Argv, Argv>> opaque = {
-        {{"/opt/lib/libkern.a"}, {}},
-        {{"extra.o"}, {}},
-        {{"-l:libkern.a"}, {}},
-        {{"-lcufft_static"}, {}},
-        {{"-static"}, {}},
-        {{"-Wl,--whole-archive,/opt/lib/libkern.a,--no-whole-archive"}, {}},
-        {{}, {"-Bstatic"}},
-        {{}, {"/opt/lib/libkern.a"}},
-    };
-    for (const auto& [ldflags, linker_args] : opaque) {
+    {
+        // Link inputs bekc cannot see into (driver/link_search.hpp decides).
         PlanRequest r = base;
-        r.flags.ldflags = ldflags;
-        r.flags.linker_args = linker_args;
+        r.link_reads_opaque_code = true;
         const Argv& l = make_build_plan(r).link.argv;
-        INFO(joined(ldflags) << " | " << joined(linker_args) << " -> " << joined(l));
+        INFO(joined(l));
         CHECK_FALSE(has(l, "-nodlink"));
         CHECK(has_sequence(l, sm80));
+    }
+    // nvcc options in --ldflag that only the device link takes.
+    for (const Argv& ldflags : std::vector<Argv>{{"-Xnvlink", "-v"}, {"-rdc=true"}}) {
+        PlanRequest r = base;
+        r.flags.ldflags = ldflags;
+        CHECK_FALSE(has(make_build_plan(r).link.argv, "-nodlink"));
     }
     {
         // No CUDA input: the host compiler links, nvcc's options stay out.

@@ -1,0 +1,177 @@
+#include "driver/link_search.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <string_view>
+
+#include "plan/compile_plan.hpp"
+#include "util/env.hpp"
+
+namespace bekc {
+
+std::vector<fs::path> system_library_dirs(const std::string& multiarch) {
+    std::vector<fs::path> dirs;
+    if (!multiarch.empty()) dirs.push_back(fs::path("/usr/lib") / multiarch);
+    dirs.emplace_back("/usr/lib");
+    if (!multiarch.empty()) dirs.push_back(fs::path("/lib") / multiarch);
+    for (const char* d : {"/lib", "/usr/local/lib", "/lib64", "/usr/lib64"}) dirs.emplace_back(d);
+    return dirs;
+}
+
+std::vector<std::string> library_file_names(const std::string& name) {
+    if (!name.empty() && name[0] == ':') return {name.substr(1)};
+    return {"lib" + name + ".so", "lib" + name + ".a"};
+}
+
+LinkerSearch linker_search(const BuildInputs& in) {
+    // What reaches the linker, one argument each: --ldflag values with
+    // -Wl,a,b and -Xlinker a taken apart, then every --linker-arg. -L and -l
+    // read the same in the compiler drivers and in ld.
+    std::vector<std::string> args;
+    const auto& ld = in.flags.ldflags;
+    for (size_t i = 0; i < ld.size(); ++i) {
+        if (ld[i].rfind("-Wl,", 0) == 0) {
+            std::string_view rest = std::string_view(ld[i]).substr(4);
+            for (size_t comma; (comma = rest.find(',')) != std::string_view::npos;
+                 rest.remove_prefix(comma + 1))
+                args.emplace_back(rest.substr(0, comma));
+            args.emplace_back(rest);
+        } else if (ld[i] == "-Xlinker" && i + 1 < ld.size()) {
+            args.push_back(ld[++i]);
+        } else {
+            args.push_back(ld[i]);
+        }
+    }
+    args.insert(args.end(), in.flags.linker_args.begin(), in.flags.linker_args.end());
+    auto path = [](std::string_view a) { return fs::absolute(fs::path(a)).lexically_normal(); };
+    LinkerSearch s;
+    for (size_t i = 0; i < args.size(); ++i) {
+        std::string_view a = args[i];
+        bool has_next = i + 1 < args.size();
+        if (a == "-L" || a == "--library-path") {
+            if (has_next) s.dirs.push_back(path(args[++i]));
+        } else if (a.rfind("--library-path=", 0) == 0) {
+            s.dirs.push_back(path(a.substr(15)));
+        } else if (a.rfind("-L", 0) == 0) {
+            s.dirs.push_back(path(a.substr(2)));
+        } else if (a == "-l" || a == "--library") {
+            if (has_next) s.names.push_back(args[++i]);
+        } else if (a.rfind("--library=", 0) == 0) {
+            s.names.emplace_back(a.substr(10));
+        } else if (a.rfind("-l", 0) == 0) {
+            s.names.emplace_back(a.substr(2));
+        } else if (a == "-static" || a == "--static" || a == "-Bstatic" || a == "--Bstatic" ||
+                   a == "-dn" || a == "-non_shared") {
+            s.static_link = true;
+        } else if (a.starts_with("@")) {
+            s.response_file = true;
+        } else if (!a.empty() && a[0] != '-') {
+            s.files.push_back(path(a));
+        }
+    }
+    s.dirs.insert(s.dirs.end(), in.env.library_dirs.begin(), in.env.library_dirs.end());
+    s.system_dirs = system_library_dirs(in.multiarch);
+    return s;
+}
+
+std::vector<fs::path> library_order(const LinkerSearch& s) {
+    std::vector<fs::path> order = s.dirs;
+    order.insert(order.end(), s.system_dirs.begin(), s.system_dirs.end());
+    return order;
+}
+
+namespace {
+
+// What -lNAME finds in `order`, as ld looks: the first directory holding
+// either file, the shared library first. Empty when none does.
+fs::path find_library(const std::string& name, const std::vector<fs::path>& order) {
+    for (const auto& dir : order)
+        for (const auto& file : library_file_names(name))
+            if (presence(dir / file) == Presence::File) return (dir / file).lexically_normal();
+    return {};
+}
+
+bool is_shared_library(const fs::path& p) {
+    const std::string name = p.filename().string();
+    return name.ends_with(".so") || name.find(".so.") != std::string::npos;
+}
+
+// The library directories nvcc adds to its link: the toolkit's
+// targets/*/lib and lib/stubs, and lib64.
+std::vector<fs::path> nvcc_library_dirs(const Tool& nvcc) {
+    std::vector<fs::path> dirs;
+    for (const fs::path& bin : {nvcc.path.parent_path(), nvcc.canonical.parent_path()}) {
+        const fs::path root = bin.parent_path();
+        std::error_code ec;
+        for (fs::directory_iterator it(root / "targets", ec), end; !ec && it != end;
+             it.increment(ec)) {
+            dirs.push_back(it->path() / "lib");
+            dirs.push_back(it->path() / "lib" / "stubs");
+        }
+        dirs.push_back(root / "lib64");
+    }
+    return dirs;
+}
+
+// nvcc options from the environment that ask for the device link or name
+// link inputs: any word but an option that only tunes a compile.
+bool env_asks_device_link(const BuildInputs& in) {
+    for (const auto& [name, value] : in.env.values) {
+        if (name == "LIBRARIES" || name == "NVLINK_FLAGS") {
+            if (value.find_first_not_of(" \t\n") != std::string::npos) return true;
+            continue;
+        }
+        if (name != "NVCC_PREPEND_FLAGS" && name != "NVCC_APPEND_FLAGS") continue;
+        std::vector<std::string> words;
+        for (size_t at = 0; at < value.size();) {
+            size_t start = value.find_first_not_of(" \t\n", at);
+            if (start == std::string::npos) break;
+            size_t end = std::min(value.find_first_of(" \t\n", start), value.size());
+            words.emplace_back(value.substr(start, end - start));
+            at = end;
+        }
+        if (flags_ask_device_link(words)) return true;
+        // nvcc's own options that begin like a -l library.
+        auto nvcc_option = [](std::string_view w) {
+            return w == "-lineinfo" || w == "-lib" || w.starts_with("-ldir");
+        };
+        for (const auto& w : words)
+            if (w[0] != '-' || (w.starts_with("-l") && !nvcc_option(w)) || w.starts_with("-Wl") ||
+                w.starts_with("-Xlinker") || w.starts_with("-static") || w.starts_with("@"))
+                return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+std::vector<fs::path> link_inputs_from_flags(const LinkerSearch& s) {
+    std::vector<fs::path> out;
+    for (const auto& f : s.files)
+        if (presence(f) == Presence::File) out.push_back(f);
+    std::vector<fs::path> order = library_order(s);
+    for (const auto& name : s.names)
+        if (fs::path found = find_library(name, order); !found.empty()) out.push_back(found);
+    return out;
+}
+
+bool link_reads_opaque_code(const BuildInputs& in) {
+    if (env_asks_device_link(in)) return true;
+    const LinkerSearch s = linker_search(in);
+    if (s.static_link || s.response_file) return true;
+    // A directory (the value of -rpath DIR, taken apart from -Wl,) is no input.
+    for (const auto& f : s.files)
+        if (presence(f) == Presence::File && !is_shared_library(f)) return true;
+    std::vector<fs::path> order = library_order(s);
+    if (in.nvcc) {
+        auto more = nvcc_library_dirs(*in.nvcc);
+        order.insert(order.end(), more.begin(), more.end());
+    }
+    for (const auto& name : s.names) {
+        fs::path found = find_library(name, order);
+        if (found.empty() || !is_shared_library(found)) return true;
+    }
+    return false;
+}
+
+}  // namespace bekc
