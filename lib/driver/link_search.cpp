@@ -1,6 +1,10 @@
 #include "driver/link_search.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstring>
 #include <optional>
 #include <string_view>
 
@@ -91,9 +95,19 @@ fs::path find_library(const std::string& name, const std::vector<fs::path>& orde
     return {};
 }
 
+// A shared library proper: named like one and an ELF file, not a linker
+// script in its place (Debian's libc.so is a text file that names an
+// archive, and a script can name anything).
 bool is_shared_library(const fs::path& p) {
     const std::string name = p.filename().string();
-    return name.ends_with(".so") || name.find(".so.") != std::string::npos;
+    if (!name.ends_with(".so") && name.find(".so.") == std::string::npos) return false;
+    auto fd = open_regular_at(AT_FDCWD, p, p, ReadOptions{});
+    if (!fd) return false;
+    char magic[4];
+    return ::read(fd->get(), magic, sizeof magic) == 4 && std::memcmp(magic,
+                                                                      "\x7f"
+                                                                      "ELF",
+                                                                      4) == 0;
 }
 
 // The library directories nvcc adds to its link: the toolkit's

@@ -120,14 +120,19 @@ TEST_CASE("link inputs that may hold device code keep nvcc's device link", "[lin
     test::TempDir tmp;
     const fs::path cuda = tmp / "cuda";
     test::write_file(cuda / "bin/nvcc", "fake nvcc");
-    test::write_file(cuda / "targets/x86_64-linux/lib/libcublas.so", "");
-    test::write_file(cuda / "targets/x86_64-linux/lib/libcufft_static.a", "");
-    test::write_file(tmp / "lib/libkern.a", "");
-    test::write_file(tmp / "lib/libshared.so", "");
-    test::write_file(tmp / "lib/libboth.so", "");
-    test::write_file(tmp / "lib/libboth.a", "");
-    test::write_file(tmp / "obj/extra.o", "");
-    test::write_file(tmp / "obj/libx.so.1", "");
+    const std::string elf =
+        "\x7f"
+        "ELF\x02\x01\x01";  // what a shared library starts with
+    test::write_file(cuda / "targets/x86_64-linux/lib/libcublas.so", elf);
+    test::write_file(cuda / "targets/x86_64-linux/lib/libcufft_static.a", "!<arch>\n");
+    test::write_file(tmp / "lib/libkern.a", "!<arch>\n");
+    test::write_file(tmp / "lib/libshared.so", elf);
+    test::write_file(tmp / "lib/libboth.so", elf);
+    test::write_file(tmp / "lib/libboth.a", "!<arch>\n");
+    // A linker script in a shared library's place, as Debian's libc.so is.
+    test::write_file(tmp / "lib/libscript.so", "/* GNU ld script */\nINPUT(libkern.a)\n");
+    test::write_file(tmp / "obj/extra.o", elf);
+    test::write_file(tmp / "obj/libx.so.1", elf);
     fs::create_directories(tmp / "rpath");
     BuildInputs in;
     in.nvcc = Tool{cuda / "bin/nvcc", cuda / "bin/nvcc", 1, 2};
@@ -149,10 +154,12 @@ TEST_CASE("link inputs that may hold device code keep nvcc's device link", "[lin
     CHECK_FALSE(opaque({"-Wl,--as-needed"}, {"--no-undefined"}));
     CHECK_FALSE(opaque({}, {}, {{"NVCC_APPEND_FLAGS", "-lineinfo --expt-relaxed-constexpr"}}));
     // Archives, objects and what bekc cannot find or see.
-    CHECK(opaque({L, "-lkern"}));                     // only libkern.a there
-    CHECK(opaque({"-lcufft_static"}));                // the toolkit's archive
-    CHECK(opaque({L, "-l:libshared.a"}));             // not there: nvcc may know better
-    CHECK(opaque({"-lnowhere_bekc_test"}));           // found nowhere bekc looks
+    CHECK(opaque({L, "-lkern"}));            // only libkern.a there
+    CHECK(opaque({"-lcufft_static"}));       // the toolkit's archive
+    CHECK(opaque({L, "-l:libshared.a"}));    // not there: nvcc may know better
+    CHECK(opaque({"-lnowhere_bekc_test"}));  // found nowhere bekc looks
+    CHECK(opaque({L, "-lscript"}));          // a linker script may name anything
+    CHECK(opaque({(tmp / "lib/libscript.so").string()}));
     CHECK(opaque({(tmp / "obj/extra.o").string()}));  // an object
     CHECK(opaque({"-Wl,--whole-archive," + (tmp / "lib/libkern.a").string()}));
     CHECK(opaque({}, {(tmp / "lib/libkern.a").string()}));
