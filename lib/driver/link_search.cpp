@@ -176,6 +176,9 @@ bool link_reads_opaque_code(const BuildInputs& in) {
     // A directory (the value of -rpath DIR, taken apart from -Wl,) is no input.
     for (const auto& f : s.files)
         if (presence(f) == Presence::File && !is_shared_library(f)) return true;
+    if (s.names.empty()) return false;
+    // On the direct key's path, so the toolkit is listed only when a -l
+    // needs it.
     std::vector<fs::path> order = library_order(s);
     if (in.nvcc) {
         auto more = nvcc_library_dirs(*in.nvcc);
