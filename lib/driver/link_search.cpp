@@ -103,11 +103,10 @@ bool is_shared_library(const fs::path& p) {
     if (!name.ends_with(".so") && name.find(".so.") == std::string::npos) return false;
     auto fd = open_regular_at(AT_FDCWD, p, p, ReadOptions{});
     if (!fd) return false;
-    char magic[4];
-    return ::read(fd->get(), magic, sizeof magic) == 4 && std::memcmp(magic,
-                                                                      "\x7f"
-                                                                      "ELF",
-                                                                      4) == 0;
+    constexpr char kElfMagic[4] = {0x7f, 'E', 'L', 'F'};
+    char magic[sizeof kElfMagic];
+    return ::read(fd->get(), magic, sizeof magic) == static_cast<ssize_t>(sizeof magic) &&
+           std::memcmp(magic, kElfMagic, sizeof magic) == 0;
 }
 
 // The library directories nvcc adds to its link: the toolkit's
