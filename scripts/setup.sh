@@ -36,6 +36,19 @@ if [[ ! -x .venv/bin/python || "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
   echo "$want" > "$stamp"
 fi
 
+# brainevent 0.3.0, the newest release (it needs Python 3.12, and installs on
+# 3.11 as pure Python): a second compatibility reference beside the pinned
+# 0.2.1, in its own directory so that both can be read in one run. pip's own
+# download cache keeps a rerun offline. tests/brainevent_releases.py finds it.
+BE_NEW=0.3.0
+be_dir=.deps/brainevent-$BE_NEW
+if [[ ! -f "$be_dir/brainevent/_version.py" ]]; then
+  log "installing brainevent $BE_NEW into $be_dir"
+  rm -rf "$be_dir"
+  .venv/bin/python -m pip install -q --no-deps --ignore-requires-python --no-compile \
+      --target "$be_dir" "brainevent==$BE_NEW"
+fi
+
 XLA_INCLUDE=$(.venv/bin/python -c 'import jax.ffi; print(jax.ffi.include_dir())')
 BUILD_DIR=${BUILD_DIR:-build}
 log "building bekc in $BUILD_DIR"
