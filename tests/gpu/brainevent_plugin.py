@@ -6,6 +6,8 @@ Loaded by tests/gpu/brainevent_suite.sh with ``-p brainevent_plugin``:
   ``cuda_raw`` or ``cublas`` backend, and those that take no backend at all;
   the variants for other backends (jax_raw, pallas, numba, warp, ...) are
   deselected, since bekc has nothing to do with them;
+* with ``BEKC_SUITE_GPUS=0,1,...``, gives each xdist worker one of those
+  GPUs in turn;
 * counts every compile brainevent's own pipeline ("kernix") starts, by
   wrapping its compiler backends, and writes the count per worker to
   ``$BEKC_SUITE_COUNTS/<worker>.json``;
@@ -50,7 +52,20 @@ def _count_kernix_compiles() -> None:
         cls.compile_source = counting
 
 
+def _spread_over_gpus() -> None:
+    """Under xdist, give worker gwN the Nth visible GPU (round robin), so that
+    a machine's GPUs share the load; JAX would otherwise put every worker's
+    arrays on the first one. Runs before JAX picks its devices."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    gpus = os.environ.get("BEKC_SUITE_GPUS", "")
+    if not worker.startswith("gw") or not gpus:
+        return
+    ids = [g for g in gpus.split(",") if g]
+    os.environ["CUDA_VISIBLE_DEVICES"] = ids[int(worker[2:]) % len(ids)]
+
+
 def pytest_configure(config):
+    _spread_over_gpus()
     _count_kernix_compiles()
     if os.environ.get("BEKC_SUITE_MODE") == "bekc":
         import bekc

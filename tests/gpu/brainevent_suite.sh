@@ -16,6 +16,9 @@
 #                       SIGKILL 20 s later); outcomes of the finished tests stay
 #   BEKC_SUITE_RESUME   1: run only the tests with no outcome yet (the next
 #                       command after one its limit stopped); implies FRESH=0
+#   BEKC_SUITE_DIST     pytest-xdist's --dist (default loadfile; `load` spreads
+#                       one file's tests over every worker, for suites whose
+#                       largest files outlast the rest)
 #   BEKC_SUITE_PREBUILD 1: in the bekc run, `bekc build <package> -j N` first,
 #                       timed on its own (what a user or a wheel build does)
 # Every test's outcome is appended to $RESULTS/outcomes-MODE/*.jsonl as it
@@ -76,10 +79,11 @@ run() {  # run MODE
   while [[ -e $RESULTS/$mode.$tag.$n.time || -e $RESULTS/$mode.$tag.$n.log ]]; do n=$((n + 1)); done
   local part=$mode.$tag.$n
   ((LIMIT > 0)) && guard=(timeout -s INT -k 20 "$LIMIT")
-  BEKC_SUITE_MODE=$mode BEKC_SUITE_COUNTS=$RESULTS/counts-$mode BEKC_SUITE_SHARD=$SHARD \
+  local gpus=${CUDA_VISIBLE_DEVICES:-$(seq -s, 0 $(($(nvidia-smi -L 2>/dev/null | wc -l) - 1)) 2>/dev/null)}
+  BEKC_SUITE_GPUS=$gpus BEKC_SUITE_MODE=$mode BEKC_SUITE_COUNTS=$RESULTS/counts-$mode BEKC_SUITE_SHARD=$SHARD \
   BEKC_SUITE_OUTCOMES=$RESULTS/outcomes-$mode \
     "${guard[@]}" $PY -m pytest -q -p brainevent_plugin -p no:cacheprovider -n "$WORKERS" \
-        --dist loadfile --junitxml="$RESULTS/$part.xml" "${tests[@]}" \
+        --dist "${BEKC_SUITE_DIST:-loadfile}" --junitxml="$RESULTS/$part.xml" "${tests[@]}" \
         > "$RESULTS/$part.log" 2>&1
   local rc=$?
   echo "$mode shard $SHARD (part $n): pytest exit $rc, wall $((SECONDS - start)) s" | tee "$RESULTS/$part.time"
