@@ -53,12 +53,18 @@ from ._compat import (
     set_cache_dir,
 )
 from ._brainevent import (
-    SUPPORTED_BRAINEVENT_VERSIONS,
+    TESTED_BRAINEVENT_VERSIONS,
     BrainEventNotInstalledError,
     BrainEventPatch,
     UnsupportedBrainEventVersionError,
+    UntestedBrainEventWarning,
     use_for_brainevent,
 )
+
+# The brainevent releases use_for_brainevent() accepts without a warning.
+# Widen it here (bekc.SUPPORTED_BRAINEVENT_VERSIONS |= {"0.4.0"}); it is read
+# at each call. Every release's loaders are checked by their parameters all the same.
+SUPPORTED_BRAINEVENT_VERSIONS = TESTED_BRAINEVENT_VERSIONS
 from ._numba_cuda import (NotAKernelError, UnsupportedDtypeError, numba_cuda_callable,
                           numba_cuda_kernel, resolve_launch)
 from ._custom_kernel import (KernelCompilationError, KernelEntry, KernelFallbackExhaustedError,
@@ -71,6 +77,7 @@ __all__ = [
     "load_cpp_inline", "load_cpp_file",
     "clear_cache", "set_cache_dir", "get_cache_dir",
     "use_for_brainevent", "BrainEventPatch", "SUPPORTED_BRAINEVENT_VERSIONS",
+    "TESTED_BRAINEVENT_VERSIONS", "UntestedBrainEventWarning",
     "find_binary", "build_argv", "cast_attr", "ATTR_TYPES",
     "numba_cuda_kernel", "numba_cuda_callable", "resolve_launch", "UnsupportedDtypeError",
     "XLACustomKernel", "set_backend", "get_backend", "clear_backends",
