@@ -152,23 +152,23 @@ def _listed_versions() -> frozenset:
     return frozenset(listed)
 
 
-def _brainevent_functions(brainevent, version: str, where: str) -> Dict[str, object]:
+def _brainevent_functions(label: str) -> Dict[str, object]:
+    """brainevent's functions of CHECKED_NAMES (None where one is missing).
+    ``label``: "brainevent VERSION (PATH)", for the error."""
     try:
         op = importlib.import_module(_OP)
     except Exception as e:  # noqa: BLE001 - any failure means the loaders cannot be checked
         raise UnsupportedBrainEventVersionError(
-            f"bekc.use_for_brainevent(): brainevent {version} ({where}) has no importable "
+            f"bekc.use_for_brainevent(): {label} has no importable "
             f"{_OP} ({type(e).__name__}: {e}), where brainevent {_tested_text()} define "
             f"their loaders; nothing was changed. Install a tested release ({_INSTALL}) or "
             f"use bekc's loaders directly (import bekc as brainevent).") from e
     return {name: getattr(op, name, None) for name in CHECKED_NAMES}
 
 
-def _check_release(brainevent, functions: Dict[str, object]) -> Tuple[str, str]:
-    """The brainevent version and the check it passed; raises
-    UnsupportedBrainEventVersionError when a loader's parameters differ."""
-    version = str(getattr(brainevent, "__version__", "") or "") or "(no __version__)"
-    where = getattr(brainevent, "__file__", "?")
+def _check_release(version: str, label: str, functions: Dict[str, object]) -> str:
+    """The check that brainevent ``version`` passed (BrainEventPatch.check);
+    raises UnsupportedBrainEventVersionError when a function's parameters differ."""
     found: List[str] = []
     for name in CHECKED_NAMES:
         theirs = functions[name]
@@ -178,21 +178,21 @@ def _check_release(brainevent, functions: Dict[str, object]) -> Tuple[str, str]:
             found.extend(differences(name, theirs, _bekc_loader(name)))
     if found:
         raise UnsupportedBrainEventVersionError(
-            f"bekc.use_for_brainevent(): brainevent {version} ({where}) has loaders whose "
+            f"bekc.use_for_brainevent(): {label} has loaders whose "
             f"parameters differ from bekc's: {'; '.join(found)}. bekc's loaders would not take "
             f"every call brainevent makes the same way, so nothing was changed. Install a tested "
             f"release ({_INSTALL}; tested: {_tested_text()}) or use bekc's loaders directly "
             f"(import bekc as brainevent).")
     if version in TESTED_BRAINEVENT_VERSIONS:
-        return version, "tested"
+        return "tested"
     if version in _listed_versions():
-        return version, "listed"
+        return "listed"
     warnings.warn(
-        f"bekc.use_for_brainevent(): brainevent {version} is not a release bekc was tested "
+        f"bekc.use_for_brainevent(): brainevent {version or '(no __version__)'} is not a release bekc was tested "
         f"with ({_tested_text()}), but its loaders take the same parameters as bekc's, so "
         f"bekc builds its kernels; add it to bekc.SUPPORTED_BRAINEVENT_VERSIONS to silence "
         f"this warning", UntestedBrainEventWarning, stacklevel=4)
-    return version, "parameters"
+    return "parameters"
 
 
 def _modules_naming_loaders(brainevent) -> List[str]:
@@ -242,10 +242,12 @@ def _enable() -> BrainEventPatch:
     global _VERSION, _CHECK
     brainevent = _import_brainevent()
     if not _ORIGINALS:
-        version = str(getattr(brainevent, "__version__", "") or "") or "(no __version__)"
-        functions = _brainevent_functions(brainevent, version,
-                                          getattr(brainevent, "__file__", "?"))
-        _VERSION, _CHECK = _check_release(brainevent, functions)
+        version = str(getattr(brainevent, "__version__", "") or "")
+        label = (f"brainevent {version or '(no __version__)'} "
+                 f"({getattr(brainevent, '__file__', '?')})")
+        functions = _brainevent_functions(label)
+        _CHECK = _check_release(version, label, functions)
+        _VERSION = version
         _ORIGINALS.update((name, functions[name]) for name in LOADER_NAMES)
     _import_holders(brainevent)
     by_id = {id(fn): name for name, fn in _ORIGINALS.items()}
