@@ -19,7 +19,8 @@ kernel it builds itself.
 
 ``numba_cuda_kernel`` and ``numba_cuda_callable`` turn ``@numba.cuda.jit``
 kernels into JAX calls (the first with no Python per call);
-``XLACustomKernel`` is one primitive with an implementation per platform.
+``XLACustomKernel`` is one primitive with an implementation per platform,
+with brainevent's rules for ``jax.grad``, ``jax.vmap`` and benchmarks.
 
 Importing this package does not import JAX; JAX is needed to register and call.
 """
@@ -53,16 +54,30 @@ from ._compat import (
     set_cache_dir,
 )
 from ._brainevent import (
-    SUPPORTED_BRAINEVENT_VERSIONS,
+    TESTED_BRAINEVENT_VERSIONS,
     BrainEventNotInstalledError,
     BrainEventPatch,
     UnsupportedBrainEventVersionError,
+    UntestedBrainEventWarning,
     use_for_brainevent,
 )
+
+# The brainevent releases use_for_brainevent() accepts without a warning.
+# Widen it here (bekc.SUPPORTED_BRAINEVENT_VERSIONS |= {"0.4.0"}); it is read
+# at each call. Every release's loaders are checked by their parameters all the same.
+SUPPORTED_BRAINEVENT_VERSIONS = TESTED_BRAINEVENT_VERSIONS
 from ._numba_cuda import (NotAKernelError, UnsupportedDtypeError, numba_cuda_callable,
                           numba_cuda_kernel, resolve_launch)
 from ._custom_kernel import (KernelCompilationError, KernelEntry, KernelFallbackExhaustedError,
                              XLACustomKernel, clear_backends, get_backend, set_backend)
+from ._ad_rules import defjvp, general_batching_rule
+from ._benchmark import (BenchmarkConfig, BenchmarkDataFnNotProvidedError, BenchmarkRecord,
+                         BenchmarkResult, benchmark_function)
+from ._diagnostics import list_registered_targets, print_diagnostics
+
+# brainevent's name for what its loaders return; bekc's loaders return a Module,
+# which has CompiledModule's path, function_names, content_hash and get_handler.
+CompiledModule = Module
 
 __all__ = [
     "__version__",
@@ -71,10 +86,14 @@ __all__ = [
     "load_cpp_inline", "load_cpp_file",
     "clear_cache", "set_cache_dir", "get_cache_dir",
     "use_for_brainevent", "BrainEventPatch", "SUPPORTED_BRAINEVENT_VERSIONS",
+    "TESTED_BRAINEVENT_VERSIONS", "UntestedBrainEventWarning",
     "find_binary", "build_argv", "cast_attr", "ATTR_TYPES",
     "numba_cuda_kernel", "numba_cuda_callable", "resolve_launch", "UnsupportedDtypeError",
     "XLACustomKernel", "set_backend", "get_backend", "clear_backends",
     "KernelEntry", "NotAKernelError", "KernelCompilationError", "KernelFallbackExhaustedError",
+    "defjvp", "general_batching_rule", "BenchmarkConfig", "BenchmarkRecord", "BenchmarkResult",
+    "benchmark_function", "BenchmarkDataFnNotProvidedError",
+    "list_registered_targets", "print_diagnostics", "CompiledModule",
     "BekcError", "ManifestError", "LibraryHashMismatchError", "LibraryLoadError",
     "RegistrationError", "TargetConflictError", "BinaryNotFoundError", "CompileError",
     "BrainEventNotInstalledError", "UnsupportedBrainEventVersionError",

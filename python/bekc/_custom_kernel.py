@@ -16,6 +16,13 @@ arrays, as in brainevent. A bekc function (``bekc.load(...).fn``) may be given
 instead: it is called with ``out=outs`` and the other keyword arguments as its
 attributes.
 
+As in brainevent, the primitive's transformation rules go into JAX's own
+tables: ``def_jvp_rule``/``def_jvp_rule2`` (``jax.jvp``, ``jax.grad``),
+``def_transpose_rule`` (``jax.grad`` of what is linear) and
+``def_batching_rule`` (``jax.vmap``, which works from the start through
+:func:`bekc.general_batching_rule`). ``def_call``, ``def_benchmark_data`` and
+``benchmark`` time the backends against each other (``_benchmark.py``).
+
 The backend of a call is, first to last: the call's ``backend=``, the global
 one (:func:`set_backend`), the primitive's default (:meth:`set_default`, or
 the first registered). Changing either default clears JAX's caches, so calls
@@ -205,6 +212,12 @@ class XLACustomKernel:
         self._kernels: Dict[str, Dict[str, KernelEntry]] = {}
         self._defaults: Dict[str, str] = {}
         self._warned_backends: set = set()
+        # What def_call, def_tags and def_benchmark_data record (see benchmark).
+        self._call_fn: Optional[Callable] = None
+        self._tags: set = set()
+        self._benchmark_data_fn: Optional[Callable] = None
+        # jax.vmap works from the start, as in brainevent (def_batching_rule replaces it).
+        self.register_general_batching()
         # Every platform lowers from the start, so one without a kernel says so
         # (KernelFallbackExhaustedError) instead of JAX's "no lowering rule".
         for platform in _LOWERING_PLATFORM:
@@ -313,6 +326,80 @@ class XLACustomKernel:
 
     def available_backends(self, platform: str) -> List[str]:
         return list(self._kernels.get(_platform_name(platform), {}))
+
+    # -- transformations --------------------------------------------------------------
+    # Each registers a rule for this primitive in JAX's own tables, as brainevent does.
+    def def_batching_rule(self, fun: Callable) -> None:
+        """``jax.vmap``'s rule: ``fun(args, axes, **params)`` returns the
+        outputs and their batch axes (``batching.primitive_batchers``)."""
+        from jax.interpreters import batching
+        batching.primitive_batchers[self.primitive] = fun
+
+    def register_general_batching(self) -> None:
+        """Puts back the rule every primitive starts with: one run per batch
+        element under ``jax.lax.scan`` (:func:`bekc.general_batching_rule`)."""
+        from jax.interpreters import batching
+        from ._ad_rules import general_batching_rule
+        batching.primitive_batchers[self.primitive] = functools.partial(
+            general_batching_rule, self.primitive)
+
+    def def_jvp_rule(self, fun: Callable) -> None:
+        """Forward-mode rule: ``fun(primals, tangents, **params)`` returns the
+        outputs and their tangents (``ad.primitive_jvps``)."""
+        from jax.interpreters import ad
+        ad.primitive_jvps[self.primitive] = fun
+
+    def def_jvp_rule2(self, *jvp_rules: Optional[Callable]) -> None:
+        """One JVP rule per input, ``rule(tangent, *primals, **params)``
+        returning that input's tangents of the outputs (a tuple, one per
+        output); ``None`` for an input that contributes none. See :func:`bekc.defjvp`."""
+        from ._ad_rules import defjvp
+        defjvp(self.primitive, *jvp_rules)
+
+    def def_transpose_rule(self, fun: Callable) -> None:
+        """Reverse-mode rule for the inputs the primitive is linear in:
+        ``fun(cotangents, *args, **params)`` returns one cotangent per input,
+        ``None`` for the others (``ad.primitive_transposes``)."""
+        from jax.interpreters import ad
+        ad.primitive_transposes[self.primitive] = fun
+
+    # -- call function, tags, benchmarks ------------------------------------------------
+    def def_call(self, fn: Callable) -> None:
+        """The user-facing function that calls this primitive; :meth:`call`
+        runs it, and :meth:`benchmark` times it with ``backend=`` per backend."""
+        self._call_fn = fn
+
+    def call(self, *args, **kwargs):
+        """Runs the function given to :meth:`def_call`."""
+        if self._call_fn is None:
+            raise ValueError(f"{self.name}: no call function; register one with def_call(fn)")
+        return self._call_fn(*args, **kwargs)
+
+    def def_tags(self, *tags: str) -> None:
+        """Labels for grouping primitives (``'csr'``, ``'binary'``); replaces earlier ones."""
+        self._tags = set(tags)
+
+    def def_benchmark_data(self, fn: Callable) -> None:
+        """``fn(platform=...)`` returns the list of ``bekc.BenchmarkConfig`` to time."""
+        self._benchmark_data_fn = fn
+
+    def benchmark(self, *, platform: str, n_warmup: int = 5, n_runs: int = 20,
+                  n_batch_per_run: int = 1, compare_results: bool = True, rtol: float = 1e-3,
+                  atol: float = 1e-3, verbose: bool = False, catch_errors: bool = True,
+                  backends: Optional[List[str]] = None):
+        """Times the call function (:meth:`def_call`) under ``jax.jit`` with
+        each of ``backends`` (default: all of ``platform``'s) on each config of
+        :meth:`def_benchmark_data`. Returns a ``bekc.BenchmarkResult`` with
+        one record per (config, backend); a backend that raises gives a
+        failed record unless ``catch_errors=False``. With
+        ``compare_results``, outputs that differ from the first backend's
+        beyond ``rtol``/``atol`` are printed."""
+        from ._benchmark import run_benchmark
+        chosen = list(backends) if backends is not None else self.available_backends(platform)
+        return run_benchmark(self.name, self._call_fn, self._benchmark_data_fn, chosen,
+                             platform=platform, n_warmup=n_warmup, n_runs=n_runs,
+                             n_batch_per_run=n_batch_per_run, compare_results=compare_results,
+                             rtol=rtol, atol=atol, verbose=verbose, catch_errors=catch_errors)
 
     # -- lowering ---------------------------------------------------------------------
     def _choose_backend(self, platform: str, requested: Optional[str]) -> str:

@@ -27,6 +27,7 @@ import re
 import shutil
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -439,7 +440,7 @@ def test_use_for_brainevent_replaces_every_reference():
     before = _holders(ORIGINALS.values())
     assert ("brainevent._dense.binary", "load_cuda_file") in before
     report = bekc.use_for_brainevent()
-    assert report.enabled and report.version == "0.2.1"
+    assert report.enabled and (report.version, report.check) == ("0.2.1", "tested")
     assert report.replaced == len(before) and set(before) <= set(report.references)
     assert _holders(ORIGINALS.values()) == []
     for name in LOADERS:
@@ -473,17 +474,22 @@ def test_use_for_brainevent_is_idempotent_and_undoable():
     assert bekc.use_for_brainevent().replaced == first.replaced
 
 
-def test_use_for_brainevent_checks_the_version(monkeypatch):
-    monkeypatch.setattr(brainevent, "__version__", "0.3.0")
-    with pytest.raises(bekc.UnsupportedBrainEventVersionError) as e:
-        bekc.use_for_brainevent()
-    assert isinstance(e.value, bekc.BekcError)
-    assert "0.3.0" in str(e.value) and "0.2.1" in str(e.value)
-    assert brainevent.load_cuda_file is ORIGINALS["load_cuda_file"]  # nothing changed
-    # the supported versions are data
-    monkeypatch.setattr(_brainevent, "SUPPORTED_BRAINEVENT_VERSIONS",
-                        frozenset({"0.2.1", "0.3.0"}))
-    assert bekc.use_for_brainevent().version == "0.3.0"
+def test_use_for_brainevent_checks_the_loaders_not_the_version(monkeypatch):
+    """An untested version string with brainevent's loaders is accepted with a
+    warning; listing it in the public bekc.SUPPORTED_BRAINEVENT_VERSIONS
+    silences the warning (a rebinding of the package's name takes effect)."""
+    monkeypatch.setattr(brainevent, "__version__", "9.9.9")
+    with pytest.warns(bekc.UntestedBrainEventWarning) as caught:
+        report = bekc.use_for_brainevent()
+    assert (report.version, report.check) == ("9.9.9", "parameters")
+    assert len(caught) == 1 and "(0.2.1, 0.3.0)" in str(caught[0].message)
+    assert brainevent.load_cuda_file is bekc.load_cuda_file
+    bekc.use_for_brainevent(False)
+    monkeypatch.setattr(bekc, "SUPPORTED_BRAINEVENT_VERSIONS",
+                        bekc.SUPPORTED_BRAINEVENT_VERSIONS | {"9.9.9"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert bekc.use_for_brainevent().check == "listed"
 
 
 @pytest.mark.parametrize("how", ["sys.modules", "find_spec"])
@@ -497,7 +503,7 @@ def test_use_for_brainevent_without_brainevent(how, monkeypatch):
     with pytest.raises(bekc.BrainEventNotInstalledError) as e:
         bekc.use_for_brainevent()
     assert isinstance(e.value, ImportError) and isinstance(e.value, bekc.BekcError)
-    assert "pip install brainevent==0.2.1" in str(e.value)
+    assert "pip install brainevent==0.3.0 (tested: 0.2.1, 0.3.0)" in str(e.value)
 
 
 def test_use_for_brainevent_in_a_fresh_process():
