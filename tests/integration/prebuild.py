@@ -38,6 +38,11 @@ def make_site(root: Path, files: Dict[str, object]) -> Path:
             shutil.copy(content, dst)
         else:
             dst.write_text(str(content))
+    # A regular package (not a namespace portion), so that Python finds this
+    # one before the test venv's brainevent; nothing imports it.
+    init = package / "__init__.py"
+    if not init.exists():
+        init.write_text("")
     jaxlib = jaxlib_package()
     if jaxlib is not None:
         (site / "jaxlib").symlink_to(jaxlib, target_is_directory=True)
