@@ -17,7 +17,7 @@
 #include "driver/xla_headers.hpp"
 #include "run/jobserver.hpp"
 #include "run/parallel.hpp"
-#include "scan/python_loads.hpp"
+#include "scan/includes.hpp"
 #include "scan/scanner.hpp"
 #include "store/layout.hpp"
 #include "util/env.hpp"
@@ -31,51 +31,22 @@ bool is_kernel_source(const fs::path& p) {
     return is_cuda_source(p.string()) || is_cpu_source(p.string());
 }
 
-// The keyword arguments that leave the library and its cache key unchanged:
-// a call that passes only these (and `name`) is one the prebuild reproduces.
-bool key_neutral(const std::string& keyword) {
-    static const std::set<std::string> kNeutral = {
-        "name", "allow_cuda_graph", "verbose", "auto_register", "replace", "force_rebuild"};
-    return kNeutral.count(keyword) > 0;
-}
-
-// The file a load names: its path literals joined under the .py file's
-// directory (`Path(__file__).parent / "_csr" / "x.cu"`, `.joinpath('x.cu')`).
-std::optional<fs::path> loaded_file(const fs::path& py_dir, const KernelLoad& load) {
-    if (load.path_parts.empty()) return std::nullopt;
-    fs::path p = py_dir;
-    for (const auto& part : load.path_parts) {
-        if (part.empty() || fs::path(part).is_absolute()) return std::nullopt;
-        p /= part;
-    }
+// A file below `root` whose path ends in "/<header>" (symbolic links not followed).
+bool ships_header(const fs::path& root, const std::string& header) {
+    const std::string tail = "/" + fs::path(header).lexically_normal().generic_string();
     std::error_code ec;
-    if (!is_kernel_source(p) || !fs::is_regular_file(p, ec)) return std::nullopt;
-    return resolved_path(p);
-}
-
-std::vector<fs::path> files_below(const fs::path& dir, bool (*want)(const fs::path&)) {
-    std::vector<fs::path> out;
-    std::error_code ec;
-    // Symbolic links are not followed: a package is what its directory holds.
-    for (auto it = fs::recursive_directory_iterator(dir, ec);
+    for (auto it = fs::recursive_directory_iterator(root, ec);
          !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
         if (it->is_symlink(ec)) {
             if (it->is_directory(ec)) it.disable_recursion_pending();
             continue;
         }
-        if (it->is_regular_file(ec) && want(it->path())) out.push_back(it->path());
+        const std::string p = it->path().generic_string();
+        if (p.size() > tail.size() && p.compare(p.size() - tail.size(), tail.size(), tail) == 0 &&
+            it->is_regular_file(ec))
+            return true;
     }
-    std::sort(out.begin(), out.end());
-    return out;
-}
-
-bool is_python_module(const fs::path& p) {
-    std::string n = p.filename().string();
-    return p.extension() == ".py" && !(n.size() > 8 && n.substr(n.size() - 8) == "_test.py");
-}
-
-bool is_kernel_file(const fs::path& p) {
-    return is_kernel_source(p);
+    return false;
 }
 
 }  // namespace
@@ -90,40 +61,6 @@ bool is_kernel_package(const BuildOptions& o) {
     for (const auto& e : fs::directory_iterator(dir, ec))
         if (e.is_regular_file() && is_kernel_source(e.path())) return false;
     return true;
-}
-
-std::vector<PackageModule> plan_package(const fs::path& package) {
-    fs::path root = resolved_path(package);
-    std::map<fs::path, std::set<std::string>> names;  // file -> names it is loaded by
-    std::map<std::pair<fs::path, std::string>, std::string> sites;
-    for (const auto& py : files_below(root, is_python_module)) {
-        auto text = read_file(py);
-        if (!text) continue;
-        for (const auto& load : find_kernel_loads(*text)) {
-            bool reproducible =
-                load.positional == 1 && !load.name.empty() && is_cxx_identifier(load.name) &&
-                std::all_of(load.keywords.begin(), load.keywords.end(), key_neutral);
-            if (!reproducible) continue;
-            auto file = loaded_file(py.parent_path(), load);
-            if (!file) continue;
-            names[*file].insert(load.name);
-            std::string site =
-                py.lexically_relative(root).string() + ":" + std::to_string(load.line);
-            sites.emplace(std::make_pair(*file, load.name), site);
-        }
-    }
-    std::vector<PackageModule> out;
-    for (const auto& file : files_below(root, is_kernel_file)) {
-        fs::path f = resolved_path(file);
-        auto it = names.find(f);
-        if (it == names.end()) {
-            std::string stem = f.stem().string();
-            out.push_back({f, is_cxx_identifier(stem) ? stem : "module", ""});
-            continue;
-        }
-        for (const auto& n : it->second) out.push_back({f, n, sites[{f, n}]});
-    }
-    return out;
 }
 
 std::vector<int> module_slots(size_t modules, int jobs,
@@ -146,10 +83,13 @@ std::vector<int> module_slots(size_t modules, int jobs,
 std::vector<Command> package_commands(const BuildOptions& o,
                                       const std::vector<PackageModule>& modules,
                                       const fs::path& self, const std::vector<int>& slots) {
-    fs::path include = resolved_path(fs::path(o.inputs.front()) / "include");
+    const fs::path package = fs::absolute(o.inputs.front()).lexically_normal();
+    fs::path include = resolved_path(package / "include");
     // Named explicitly, so each child keys on it whether or not its source
-    // includes XLA's headers: bekc's Python loaders always pass it too.
-    auto xla = find_xla_headers(o.xla_include, system_env());
+    // includes XLA's headers: bekc's Python loaders always pass it too. The
+    // jaxlib beside the package first: the one its importer finds.
+    auto xla = find_xla_headers(o.xla_include, system_env(),
+                                {package.parent_path(), resolved_path(package).parent_path()});
     std::vector<std::string> common;
     for (const auto& d : o.flags.include_dirs) common.push_back("-I" + fs::absolute(d).string());
     common.push_back("-I" + include.string());
@@ -194,12 +134,39 @@ std::vector<Command> package_commands(const BuildOptions& o,
     return out;
 }
 
+std::string package_defect(const fs::path& package, const fs::path& source,
+                           const std::vector<fs::path>& include_dirs,
+                           const std::string& compiler_output) {
+    auto text = read_file(source);
+    if (!text) return "";
+    for (const auto& inc : find_includes(*text, source.string())) {
+        if (inc.angled || inc.header.empty() ||
+            compiler_output.find(inc.header) == std::string::npos)
+            continue;
+        std::error_code ec;
+        bool found = fs::exists(source.parent_path() / inc.header, ec);
+        for (const auto& dir : include_dirs) found = found || fs::exists(dir / inc.header, ec);
+        if (found || ships_header(package, inc.header)) continue;
+        return "the package's defect: it includes \"" + inc.header + "\" (line " +
+               std::to_string(inc.where.line) +
+               "), which the package does not ship, so the package's own loader cannot build "
+               "it either";
+    }
+    return "";
+}
+
 int run_package_build(const BuildOptions& o) {
-    fs::path root = resolved_path(o.inputs.front());
-    std::vector<PackageModule> modules = plan_package(root);
-    if (modules.empty())
+    const PackagePlan plan = plan_package(o.inputs.front());
+    const fs::path& root = plan.root;
+    const std::vector<PackageModule>& modules = plan.modules;
+    if (plan.files == 0)
         throw FatalError(o.inputs.front() + ": error: the package holds no kernel file",
                          kExitUsage);
+    // The plan, the same for --dry-run and the build.
+    if (!o.quiet) {
+        std::fprintf(stderr, "%s\n", plan.summary().c_str());
+        for (const auto& note : plan.notes()) std::fprintf(stderr, "%s\n", note.c_str());
+    }
     // The modules that took longest last time start first, so the build does
     // not end waiting on one straggler (driver/compile_times.hpp).
     CompileTimes times(resolve_cache_root(o.cache_dir, system_env()));
@@ -242,32 +209,41 @@ int run_package_build(const BuildOptions& o) {
         po);
     std::vector<ProcessResult> results(modules.size());  // in the package's order
     for (size_t k = 0; k < order.size(); ++k) results[order[k]] = std::move(started[k]);
-    nlohmann::ordered_json list = nlohmann::ordered_json::array();
-    int failed = 0, hits = 0;
-    size_t as_loaded = 0;
-    for (const auto& m : modules) as_loaded += m.load_site.empty() ? 0 : 1;
     for (size_t i = 0; i < results.size(); ++i)
         if (results[i].ok())
             times.record(timing_name(modules[i]),
                          std::chrono::duration<double>(results[i].wall_time).count());
     times.save();
+
+    std::vector<fs::path> include_dirs;
+    for (const auto& d : o.flags.include_dirs) include_dirs.push_back(fs::absolute(d));
+    include_dirs.push_back(root / "include");
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    nlohmann::ordered_json failures = nlohmann::ordered_json::array();
+    std::string failed_files;  // "a.cu (why), b.cu (why)" for the last line
+    int hits = 0;
     for (size_t i = 0; i < results.size(); ++i) {
         const auto& r = results[i];
         const PackageModule& m = modules[i];
-        if (!r.ok()) {
-            ++failed;
-            std::fprintf(stderr, "bekc: error: %s (as %s) failed:\n%s", m.source.c_str(),
-                         m.name.c_str(), r.output.c_str());
-            continue;
+        const std::string rel = m.source.lexically_relative(root).generic_string();
+        std::string why;
+        nlohmann::json j;
+        if (r.ok()) {
+            // The child's last line is its --json object.
+            std::string out = r.output;
+            while (!out.empty() && out.back() == '\n') out.pop_back();
+            j = nlohmann::json::parse(out.substr(out.rfind('\n') + 1), nullptr, false);
+            if (!j.is_object() || !j.contains("manifest")) why = "bekc printed no manifest";
+        } else {
+            why = package_defect(root, m.source, include_dirs, r.output);
+            if (why.empty()) why = "it does not build (" + r.describe() + ")";
         }
-        // The child's last line is its --json object.
-        std::string out = r.output;
-        while (!out.empty() && out.back() == '\n') out.pop_back();
-        auto j = nlohmann::json::parse(out.substr(out.rfind('\n') + 1), nullptr, false);
-        if (!j.is_object() || !j.contains("manifest")) {
-            ++failed;
-            std::fprintf(stderr, "bekc: error: %s: unexpected output:\n%s\n", m.source.c_str(),
-                         r.output.c_str());
+        if (!why.empty()) {
+            std::fprintf(stderr, "bekc: error: %s (as %s) failed: %s\n%s", rel.c_str(),
+                         m.name.c_str(), why.c_str(), r.output.c_str());
+            if (!r.output.empty() && r.output.back() != '\n') std::fputc('\n', stderr);
+            failed_files += (failed_files.empty() ? "" : ", ") + rel + " (" + why + ")";
+            failures.push_back({{"source", m.source.string()}, {"name", m.name}, {"why", why}});
             continue;
         }
         hits += j.value("cache_hit", false) ? 1 : 0;
@@ -275,17 +251,26 @@ int run_package_build(const BuildOptions& o) {
             {{"source", m.source.string()},
              {"name", m.name},
              {"loaded_at", m.load_site.empty() ? nlohmann::json() : nlohmann::json(m.load_site)},
+             {"only_checked", m.load_site.empty() ? nlohmann::json(m.why_check) : nlohmann::json()},
              {"manifest", j["manifest"]},
              {"cache_hit", j.value("cache_hit", false)}});
     }
-    if (!o.quiet)
-        std::fprintf(stderr,
-                     "bekc: %zu modules from %s: %zu as the package loads them, %zu under their "
-                     "file names; %d were cache hits, %d failed\n",
-                     modules.size(), root.c_str(), as_loaded, modules.size() - as_loaded, hits,
-                     failed);
+    const size_t failed = failures.size();
+    if (!o.quiet) {
+        std::string line = "bekc: " + std::to_string(modules.size() - failed) + " of " +
+                           std::to_string(modules.size()) + " modules built (" +
+                           std::to_string(hits) + " cache hits)";
+        if (failed) line += "; " + std::to_string(failed) + " failed: " + failed_files;
+        std::fprintf(stderr, "%s\n", line.c_str());
+    }
     if (o.json) {
-        nlohmann::ordered_json j = {{"package", root.string()}, {"modules", list}};
+        nlohmann::ordered_json skipped = nlohmann::ordered_json::array();
+        for (const auto& s : plan.skipped)
+            skipped.push_back({{"source", s.source.string()}, {"why", s.reason}});
+        nlohmann::ordered_json j = {{"package", root.string()},
+                                    {"modules", list},
+                                    {"failed", failures},
+                                    {"not_built", skipped}};
         std::puts(j.dump().c_str());
     } else {
         for (const auto& m : list) std::puts(m["manifest"].get<std::string>().c_str());

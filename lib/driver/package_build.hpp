@@ -4,13 +4,13 @@
 // each op is a cache hit instead of a compile.
 //
 // A package directory is one with `include/brainevent/common.h` and no kernel
-// source directly in it. Each kernel file below it becomes its own build:
+// source directly in it. What is built, under which names, and why a file is
+// only checked is driver/package_plan.hpp's. Each module becomes its own build:
 // `bekc build FILE --name=NAME -I <package>/include --xla-include=<jaxlib>`,
 // the same command (and so the same cache key) that bekc's Python loaders
-// give for the package's `load_cuda_file(FILE, name=NAME)`. The names come from
-// the package's own Python source (scan/python_loads.hpp); a file that the
-// package loads only under a computed name or with extra flags is still
-// compiled, under its file name, so it is checked, but its first use builds.
+// give for the package's `load_cuda_file(FILE, name=NAME)`. XLA's headers are
+// those of the jaxlib installed beside the package (the same site-packages)
+// when there is one, as the Python that imports the package would find them.
 #pragma once
 
 #include <functional>
@@ -19,21 +19,13 @@
 #include <vector>
 
 #include "driver/build_options.hpp"
+#include "driver/package_plan.hpp"
 #include "run/command.hpp"
 #include "util/fs.hpp"
 
 namespace bekc {
 
 bool is_kernel_package(const BuildOptions& options);
-
-struct PackageModule {
-    fs::path source;        // canonical path of the kernel file
-    std::string name;       // the module name it is built under
-    std::string load_site;  // "_csr/binary.py:610" when the package loads it by that name
-};
-
-// The modules to build, sorted by source path then name, each once.
-std::vector<PackageModule> plan_package(const fs::path& package);
 
 // The -j slots each module's build gets within `jobs`: one each, or more
 // where the package leaves them. With every module timed before (`seconds`),
@@ -48,6 +40,15 @@ std::vector<int> module_slots(size_t modules, int jobs,
 std::vector<Command> package_commands(const BuildOptions& options,
                                       const std::vector<PackageModule>& modules,
                                       const fs::path& self, const std::vector<int>& slots);
+
+// Why a module's build failed when the package itself is at fault: its
+// source includes a quoted header that the compiler's output names and that
+// is found neither beside the source, nor in `include_dirs`, nor anywhere
+// below the package (brainevent 0.3.0's `_tcsr/tile_mm/binary_csrmm_tile.cu`
+// includes "bn_tile.cuh", which its wheel does not ship). Empty otherwise.
+std::string package_defect(const fs::path& package, const fs::path& source,
+                           const std::vector<fs::path>& include_dirs,
+                           const std::string& compiler_output);
 
 // Runs the whole package build; returns the exit code.
 int run_package_build(const BuildOptions& options);

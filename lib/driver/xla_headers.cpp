@@ -59,9 +59,15 @@ std::vector<std::string> split_path(const std::string& path) {
 }  // namespace
 
 std::optional<XlaHeaders> find_xla_headers(const std::optional<std::string>& flag,
-                                           const EnvLookup& env) {
+                                           const EnvLookup& env,
+                                           const std::vector<fs::path>& site_dirs) {
     if (flag) return named(*flag, "--xla-include");
     if (auto dir = env("BEKC_XLA_INCLUDE")) return named(*dir, "$BEKC_XLA_INCLUDE");
+    for (const auto& site : site_dirs) {
+        fs::path inc = site / "jaxlib" / "include";
+        if (has_ffi_header(inc))
+            return XlaHeaders{resolved_path(inc), "jaxlib at " + inc.string(), false};
+    }
     // Prefixes whose site-packages may hold jaxlib: the active virtualenv,
     // the prefix of every python3 on PATH (a venv's bin/python3 is a link
     // into /usr/bin, so its own directory is what counts, not the link's

@@ -20,11 +20,15 @@ struct XlaHeaders {
 };
 
 // In order: `--xla-include DIR`, `$BEKC_XLA_INCLUDE`, then the include directory
-// of an installed jaxlib, found without running Python: the active virtualenv
-// ($VIRTUAL_ENV), the prefix of each `python3` on $PATH, ~/.local. A named
-// directory without xla/ffi/api/ffi.h is a usage error (FatalError).
+// of an installed jaxlib, found without running Python: `<dir>/jaxlib/include`
+// for each of `site_dirs` (a package's own site-packages, so that a package
+// build finds the jaxlib installed beside it with no virtualenv active), the
+// active virtualenv ($VIRTUAL_ENV), the prefix of each `python3` on $PATH,
+// ~/.local. A named directory without xla/ffi/api/ffi.h is a usage error
+// (FatalError).
 std::optional<XlaHeaders> find_xla_headers(const std::optional<std::string>& flag,
-                                           const EnvLookup& env);
+                                           const EnvLookup& env,
+                                           const std::vector<fs::path>& site_dirs = {});
 
 // The headers that need XLA's FFI headers on the include path.
 bool needs_xla_headers(const IncludeDirective& include);

@@ -60,8 +60,10 @@ void parse_call(std::string_view text, size_t open, KernelLoad& load) {
     bool value_is_single_literal = false;
     std::string value_literal;
     size_t tokens_in_value = 0;
+    size_t arg_start = open + 1, here = arg_start;
     auto end_arg = [&] {
         if (!any_token_in_arg) return;
+        if (in_first && !arg_is_keyword) load.path_text = text.substr(arg_start, here - arg_start);
         if (!arg_is_keyword) ++load.positional;
         if (pending_keyword == "name" && value_is_single_literal && tokens_in_value == 1)
             load.name = value_literal;
@@ -102,6 +104,7 @@ void parse_call(std::string_view text, size_t open, KernelLoad& load) {
         }
         if (c == ')' || c == ']' || c == '}') {
             if (--depth == 0) {
+                here = i;
                 end_arg();
                 return;
             }
@@ -109,9 +112,10 @@ void parse_call(std::string_view text, size_t open, KernelLoad& load) {
             continue;
         }
         if (depth == 1 && c == ',') {
+            here = i;
             end_arg();
             tokens_in_value = 0;
-            ++i;
+            arg_start = ++i;
             continue;
         }
         if (depth == 1 && is_ident(c)) {

@@ -14,6 +14,7 @@ namespace bekc {
 struct KernelLoad {
     std::string function;                 // "load_cuda_file" or "load_cpp_file"
     std::vector<std::string> path_parts;  // literals of the path argument, in order
+    std::string path_text;                // the path argument as written (scan/python_path.hpp)
     std::string name;                     // the `name=` literal; empty when not a literal
     std::vector<std::string> keywords;    // every keyword argument, in order
     int positional = 0;                   // how many positional arguments

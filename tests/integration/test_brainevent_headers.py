@@ -1,7 +1,11 @@
 """bekc's runtime/include/brainevent offers every public name of brainevent's headers.
 
-The reference is the installed brainevent (pinned in requirements-test.txt),
-found without importing it. Its six headers are parsed as text for their public
+The reference is each brainevent release of ``tests/brainevent_releases.py``
+(0.2.1, pinned in requirements-test.txt, and 0.3.0, the newest, which
+scripts/setup.sh installs into .deps/), found without importing it; every test
+runs once per release and skips, saying so, for one that is not installed.
+Where the releases differ (0.3.0's dispatch macros fail through BE_CHECK where
+0.2.1's abort), bekc's headers follow the newest. Its six headers are parsed as text for their public
 names: macros, classes, structs, enums and their values, type aliases,
 namespace-scope functions and constants, and the public members of classes,
 in ``BE`` and ``BE::internal``. For each brainevent header a translation unit
@@ -29,7 +33,7 @@ BE_DISPATCH_SIGNED_INDEX_PAIR, BE_CHECK throwing BE::CheckError, brainevent's
 Tensor constructor ...) and the dtype tables, every ``case X: return Y;`` of
 brainevent's switch functions (dtype_size, dtype_name, xla_to_jkb_dtype).
 
-``python tests/integration/test_brainevent_headers.py`` prints the names found.
+``python tests/integration/test_brainevent_headers.py [RELEASE]`` prints the names found.
 """
 
 from __future__ import annotations
@@ -47,18 +51,21 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests"))
+from brainevent_releases import RELEASES  # noqa: E402
+
 BEKC_INCLUDE = REPO / "runtime" / "include"
 HEADERS = ("common.h", "tensor.h", "check.h", "dispatch.h", "dtypes.h", "ffi_compat.h")
 XLA_HEADERS = ("dtypes.h", "ffi_compat.h")  # need "xla/ffi/api/ffi.h"
 TIMEOUT_S = 300
 
 
-def brainevent_include() -> Optional[Path]:
-    """<site-packages>/brainevent/include, or None; brainevent is not imported."""
-    spec = importlib.util.find_spec("brainevent")
-    if spec is None or not spec.origin:
+def brainevent_include(version: str = "0.2.1") -> Optional[Path]:
+    """That release's brainevent/include, or None; brainevent is not imported."""
+    package = RELEASES.get(version)
+    if package is None:
         return None
-    inc = Path(spec.origin).parent / "include"
+    inc = package / "include"
     return inc if (inc / "brainevent" / "common.h").is_file() else None
 
 
@@ -712,11 +719,12 @@ def gcc(*extra: str, syntax_only: bool = True) -> Toolchain:
 # --------------------------------------------------------------------- tests
 
 
-@pytest.fixture(scope="module")
-def reference() -> Path:
-    inc = brainevent_include()
+@pytest.fixture(scope="module", params=sorted(RELEASES))
+def reference(request) -> Path:
+    inc = brainevent_include(request.param)
     if inc is None:
-        pytest.skip("brainevent is not installed (requirements-test.txt pins brainevent==0.2.1)")
+        pytest.skip(f"brainevent {request.param} is not installed (0.2.1: requirements-test.txt; "
+                    f"0.3.0: scripts/setup.sh puts it in .deps/)")
     return inc
 
 
@@ -932,6 +940,43 @@ def test_real_uses_and_dtype_tables(api: Api, cxx: Toolchain, tmp_path: Path) ->
     assert run.returncode == 0, run.stdout + run.stderr
 
 
+# How each dtype-checking macro is called with a dtype it refuses; a
+# BE_DISPATCH_* macro not listed takes (dtype, name, block).
+REFUSED_DTYPE_CALLS = {
+    "BE_DISPATCH_SIGNED_INDEX_PAIR": "BE_DISPATCH_SIGNED_INDEX_PAIR(BE::DType::Int32, "
+                                     "BE::DType::Float32, I, O, { (void)(sizeof(I) + sizeof(O)); })",
+    "BE_CHECK_CSR_INDICES_INT32": "BE_CHECK_CSR_INDICES_INT32(BE::Tensor(nullptr, nullptr, 0, "
+                                  "BE::DType::Int64))",
+}
+
+
+def refused_dtype_program(api: Api) -> str:
+    """A program that gives every dtype-checking macro of brainevent's headers a
+    dtype it refuses and expects BE::CheckError, brainevent 0.3.0's BE_CHECK
+    (0.2.1's aborted), then prints "survived"."""
+    macros = sorted(n.name for n in api.names.values() if n.kind == "macro" and (
+        n.name.startswith("BE_DISPATCH_") or n.name in REFUSED_DTYPE_CALLS))
+    lines = ["#include <cstdio>", "#include \"brainevent/common.h\"", "int main() {",
+             "    int failures = 0;"]
+    for m in macros:
+        call = REFUSED_DTYPE_CALLS.get(m, f"{m}(BE::DType::Invalid, T, {{ (void)sizeof(T); }})")
+        lines += ["    try {", f"        {call};",
+                  f'        std::printf("{m}: no error\\n"); ++failures;',
+                  "    } catch (const BE::CheckError&) {",
+                  f'    }} catch (...) {{ std::printf("{m}: not a BE::CheckError\\n"); ++failures; }}']
+    lines += ['    std::printf("%d failures, survived\\n", failures);', "    return failures != 0;",
+              "}"]
+    return "\n".join(lines) + "\n"
+
+
+def test_a_refused_dtype_is_a_check_error_not_an_abort(api: Api, cxx: Toolchain,
+                                                         tmp_path: Path) -> None:
+    source = refused_dtype_program(api)
+    assert source.count("try {") >= 10, source  # the nine BE_DISPATCH_* and the CSR check
+    run = run_program(gcc("-O0", syntax_only=False), source, tmp_path)
+    assert run.returncode == 0 and "0 failures, survived" in run.stdout, run.stdout + run.stderr
+
+
 XLA_USES = r"""
 #include <cstdio>
 #include <stdexcept>
@@ -1008,9 +1053,10 @@ def test_a_missing_name_is_reported(api: Api, cxx: Toolchain, tmp_path: Path) ->
 
 
 if __name__ == "__main__":
-    inc = brainevent_include()
+    release = sys.argv[1] if len(sys.argv) > 1 else max(RELEASES)
+    inc = brainevent_include(release)
     if inc is None:
-        sys.exit("brainevent is not installed")
+        sys.exit(f"brainevent {release} is not installed")
     for entry in sorted(extract_api(inc).names.values(), key=lambda n: (n.header, n.name)):
         flags = f"{entry.context}{', needs CUDA' if entry.needs_cuda else ''}"
         print(f"{entry.header:14} {entry.kind:12} {entry.name}  [{flags}]")

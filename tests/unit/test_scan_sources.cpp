@@ -1,11 +1,12 @@
 // The two scans of other people's text: the `#include` lines of a kernel
 // source (scan/includes) and the kernel loads of a Python package
-// (scan/python_loads).
+// (scan/python_loads, and what a load's path argument names: scan/python_path).
 #include <catch2/catch.hpp>
 #include <string>
 
 #include "scan/includes.hpp"
 #include "scan/python_loads.hpp"
+#include "scan/python_path.hpp"
 
 using namespace bekc;
 
@@ -79,4 +80,50 @@ TEST_CASE("find_kernel_loads: computed names and extra arguments are visible", "
     CHECK(loads[3].positional == 2);
     CHECK(loads[3].name.empty());
     CHECK(loads[3].line == 3);
+}
+
+TEST_CASE("find_kernel_loads: the path argument as written", "[python_loads]") {
+    auto loads = find_kernel_loads(
+        "load_cuda_file(Path(__file__).with_suffix(\".cu\"), name=\"tcsr_dt2t\")\n"
+        "load_cuda_file(\n    Path(__file__).with_name('a.cu'),  # the kernel\n    name='a')\n"
+        "load_cuda_file(name='k', filepath=p)\n");
+    REQUIRE(loads.size() == 3);
+    CHECK(loads[0].path_text == "Path(__file__).with_suffix(\".cu\")");
+    CHECK(loads[1].path_text == "\n    Path(__file__).with_name('a.cu')");
+    CHECK(loads[2].path_text.empty());  // no positional path
+}
+
+TEST_CASE("evaluate_load_path: pathlib's forms from the .py file", "[python_path]") {
+    const std::string py = "/site/brainevent/_tcsr/dt2t.py";
+    auto eval = [&](const char* text) { return evaluate_load_path(text, py); };
+    CHECK(eval("Path(__file__).with_suffix(\".cu\")") == "/site/brainevent/_tcsr/dt2t.cu");
+    CHECK(eval("Path(__file__).with_name(\"bpsa_mm.cu\")") == "/site/brainevent/_tcsr/bpsa_mm.cu");
+    CHECK(eval("Path(__file__).parent.joinpath('csr.cu')") == "/site/brainevent/_tcsr/csr.cu");
+    CHECK(eval("pathlib.Path(__file__).resolve().parent / \"_csr\" / \"csr_to_csc.cu\"") ==
+          "/site/brainevent/_tcsr/_csr/csr_to_csc.cu");
+    CHECK(eval("Path(__file__).parent.parent.joinpath('_csr', 'a.cu',)") ==
+          "/site/brainevent/_csr/a.cu");
+    CHECK(eval("(Path(__file__).parent  # where\n / r'sub/b.cu')") ==
+          "/site/brainevent/_tcsr/sub/b.cu");
+    CHECK(eval("Path(__file__).parent.joinpath('a' '.cu')") == "/site/brainevent/_tcsr/a.cu");
+    // pathlib's suffix rule: only the last suffix is replaced.
+    CHECK(evaluate_load_path("Path(__file__).with_suffix('.cu')", "d/k.tar.py") == "d/k.tar.cu");
+    CHECK(evaluate_load_path("Path(__file__).with_suffix('.cu')", "d/.hidden") == "d/.hidden.cu");
+    // Not understood: the file is unknown.
+    for (const char* text :
+         {"tile_mm_dir.joinpath('binary_csrmm_tile.cu')",
+          "Path(__file__).parent.joinpath('a.cu' if x else 'b.cu')",
+          "Path(__file__).parent / f'{n}.cu'", "Path(__file__).parent / '/etc/x'",
+          "Path(__file__).parent / ''", "Path(__file__).with_suffix('cu')",
+          "Path(__file__).with_name('a/b.cu')", "Path('x.cu')",
+          "Path(__file__).parent.joinpath('a\\\\b.cu')", "Path(__file__",
+          "Path(__file__).parent.glob('*.cu')", ""})
+        CHECK_FALSE(eval(text));
+}
+
+TEST_CASE("path_stem: brainevent's default module name", "[python_path]") {
+    CHECK(path_stem("/a/_tcsr/dt2t.cu") == "dt2t");
+    CHECK(path_stem("k.tar.cu") == "k.tar");
+    CHECK(path_stem(".hidden") == ".hidden");
+    CHECK(path_stem("a/b") == "b");
 }

@@ -1,0 +1,141 @@
+"""`bekc build <package dir>` (issue 25): the point of the prebuild, on a small
+fake package named brainevent whose Python code loads its CPU kernels the ways
+brainevent 0.3.0 does (``Path(__file__).with_suffix(".cu")``, ``with_name``,
+``parent / ...``, no ``name=``), with jaxlib installed beside it and no
+virtualenv active.
+
+After the prebuild, every load the package makes through bekc's loaders is a
+cache hit on the module the prebuild made (the same manifest, so the same
+key); files the package loads in ways a prebuild cannot reproduce are only
+checked, under names no other file has, and the summary says why; a file that
+includes a header the package does not ship is the package's defect, and the
+rest still build. The same on brainevent's real files, with nvcc, is in
+test_brainevent_kernels.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from prebuild import (REPO, jaxlib_package, loads_through_bekc, make_site,  # noqa: E402
+                      modules_by_name, prebuild)
+
+KERNEL = """\
+#include "brainevent/common.h"
+// @BE {fn}
+void {fn}(const BE::Tensor x, BE::Tensor out) {{
+    const float* in = static_cast<const float*>(x.data_ptr());
+    float* o = static_cast<float*>(out.data_ptr());
+    for (int64_t i = 0; i < x.numel(); ++i) o[i] = in[i] + {add}.0f;
+}}
+"""
+
+OPS_PY = """\
+from pathlib import Path
+from bekc import load_cpp_file
+
+
+def load_all():
+    # brainevent 0.3.0's forms: the .py file's own stem, a sibling, a subfolder.
+    load_cpp_file(Path(__file__).with_suffix(".cpp"), name="fake_ops")
+    load_cpp_file(Path(__file__).with_name("kern.cpp"))  # default name: the stem
+    load_cpp_file(
+        Path(__file__).parent / "sub" / "deep.cpp",
+        name="fake_deep",
+        verbose=False,
+    )
+"""
+
+COMPUTED_PY = """\
+from pathlib import Path
+from bekc import load_cpp_file
+
+
+def load_all(n=1):
+    load_cpp_file(Path(__file__).parent / "twin.cpp", name=f"twin_{n}")
+"""
+
+
+def fake_package() -> dict:
+    include = REPO / "runtime" / "include" / "brainevent"
+    files = {f"include/brainevent/{h.name}": h for h in include.glob("*.h")}
+    files.update({
+        "__init__.py": "",
+        "_ops/__init__.py": "",
+        "_ops/ops.py": OPS_PY,
+        "_ops/ops.cpp": KERNEL.format(fn="plus_one", add=1),
+        "_ops/kern.cpp": KERNEL.format(fn="plus_two", add=2),
+        "_ops/sub/deep.cpp": KERNEL.format(fn="plus_three", add=3),
+        # The same stem as _ops/ops.cpp, loaded by nobody: only checked.
+        "_other/__init__.py": "",
+        "_other/ops.cpp": KERNEL.format(fn="plus_four", add=4),
+        "_other/computed.py": COMPUTED_PY,
+        "_other/twin.cpp": KERNEL.format(fn="plus_five", add=5),
+        # Includes a header the package does not ship.
+        "_broken/tile.cpp": '#include "brainevent/common.h"\n#include "missing_tile.h"\n' +
+                            KERNEL.format(fn="tile", add=6).split("\n", 1)[1],
+    })
+    return files
+
+
+@pytest.fixture
+def site(tmp_path) -> Path:
+    if jaxlib_package() is None:
+        pytest.skip("jaxlib is not installed")
+    return make_site(tmp_path, fake_package())
+
+
+def test_after_the_prebuild_every_load_of_the_package_is_a_cache_hit(bekc, site):
+    built = prebuild(bekc, site, "-j", "2")
+    assert built.returncode == 1, built.stderr  # the broken file
+    report = json.loads(built.stdout.strip().splitlines()[-1])
+    modules = modules_by_name(report)
+    assert set(modules) == {"fake_ops", "kern", "fake_deep", "other_ops", "other_twin"}
+    assert modules["fake_ops"]["loaded_at"] == "_ops/ops.py:7"
+    assert modules["other_ops"]["loaded_at"] is None
+    # XLA's headers from the jaxlib beside the package, no virtualenv active.
+    commands = prebuild(bekc, site, "-j", "2", dry_run=True).stdout.splitlines()
+    xla = (jaxlib_package() / "include").resolve()
+    assert len(commands) == 6 and all(f"--xla-include={xla}" in c for c in commands), commands
+
+    records = loads_through_bekc(bekc, site, [["module", "brainevent._ops.ops", "load_all"]])
+    assert [r["name"] for r in records] == ["fake_ops", "kern", "fake_deep"]
+    for r in records:
+        assert r["cache_hit"], f"{r['name']}: the package's own load compiled again"
+        assert r["manifest"] == modules[r["name"]]["manifest"], r["name"]  # the same key
+
+
+def test_files_only_checked_or_broken_are_named_with_the_reason(bekc, site):
+    dry = prebuild(bekc, site, "-j", "2", dry_run=True)
+    assert dry.returncode == 0, dry.stderr
+    built = prebuild(bekc, site, "-j", "2")
+    package = (site / "brainevent").resolve()
+    summary = (f"bekc: package {package}: 6 kernel files, 3 modules as the package loads "
+               f"them, 3 only checked (their first use compiles)")
+    # --dry-run prints the plan's summary line, as the real run does.
+    assert dry.stderr.splitlines()[0] == summary
+    assert built.stderr.splitlines()[0] == summary
+    notes = [line for line in dry.stderr.splitlines() if line.startswith("bekc: note:")]
+    assert notes == [
+        "bekc: note: _broken/tile.cpp is only checked, as broken_tile: no load_cuda_file or "
+        "load_cpp_file call of the package names it by a path bekc can evaluate",
+        "bekc: note: _other/ops.cpp is only checked, as other_ops: no load_cuda_file or "
+        "load_cpp_file call of the package names it by a path bekc can evaluate",
+        "bekc: note: _other/twin.cpp is only checked, as other_twin: the package loads it only "
+        "in ways a prebuild cannot reproduce (_other/computed.py:6: a computed name)",
+    ]
+    assert notes == [line for line in built.stderr.splitlines() if line.startswith("bekc: note:")]
+    defect = ('the package\'s defect: it includes "missing_tile.h" (line 2), which the package '
+              "does not ship, so the package's own loader cannot build it either")
+    assert f"bekc: error: _broken/tile.cpp (as broken_tile) failed: {defect}" in built.stderr
+    assert built.stderr.splitlines()[-1] == (
+        f"bekc: 5 of 6 modules built (0 cache hits); 1 failed: _broken/tile.cpp ({defect})")
+    report = json.loads(built.stdout.strip().splitlines()[-1])
+    assert report["failed"] == [{"source": str(package / "_broken" / "tile.cpp"),
+                                 "name": "broken_tile", "why": defect}]
+    # The rest built; a second run is all hits.
+    again = prebuild(bekc, site, "-j", "2")
+    assert again.stderr.splitlines()[-1].startswith("bekc: 5 of 6 modules built (5 cache hits)")
