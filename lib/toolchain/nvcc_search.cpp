@@ -215,15 +215,18 @@ NvccChoice find_nvcc(const NvccRequest& request, const ToolLookup& lookup) {
 }
 
 std::optional<fs::path> pip_toolkit_root(const Tool& nvcc) {
-    fs::path root = nvcc.path.parent_path().parent_path();
-    std::string name = root.filename().string();
-    if (root.parent_path().filename() != "nvidia" || !(is_cu_dir(name) || name == "cuda_nvcc"))
-        return std::nullopt;
-    return root;
+    // As found, or where a link to it (a bin/nvcc on PATH) leads.
+    for (const fs::path& exe : {nvcc.path, nvcc.canonical}) {
+        fs::path root = exe.parent_path().parent_path();
+        std::string name = root.filename().string();
+        if (root.parent_path().filename() == "nvidia" && (is_cu_dir(name) || name == "cuda_nvcc"))
+            return root;
+    }
+    return std::nullopt;
 }
 
 std::vector<fs::path> toolkit_include_dirs(const Tool& nvcc) {
-    fs::path root = nvcc.path.parent_path().parent_path();
+    fs::path root = pip_toolkit_root(nvcc).value_or(nvcc.path.parent_path().parent_path());
     std::vector<fs::path> out;
     std::error_code ec;
     for (fs::path d : {root / "include", root / "include" / "cccl"})

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -133,6 +134,28 @@ def test_nothing_found_lists_every_place_and_the_wheels(bekc_path, site, hidden,
            "nvidia-cuda-nvcc, or pip install \"jax[cuda13]\", in the active Python " \
            "environment; or NVIDIA's installer), or point bekc at it with --nvcc PATH, " \
            "BEKC_NVCC=PATH or CUDA_HOME=/path/to/cuda." in line
+
+
+def test_a_toolkit_without_cccl_names_the_wheel(bekc_path, site, hidden, tmp_path):
+    # The toolkit without nvidia-cuda-cccl: hard links to the wheels' files
+    # (nvcc finds its nvcc.profile beside itself), less CCCL's directories.
+    copy = tmp_path / "site-packages"
+    copy.mkdir()
+    r = subprocess.run(["cp", "-al", str(site / "nvidia"), str(copy / "nvidia")],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot hard-link the toolkit into {tmp_path}: {r.stderr}")
+    root = copy / "nvidia" / "cu13"
+    for d in ("include/cccl", "include/nv"):
+        shutil.rmtree(root / d)
+    src = tmp_path / "k.cu"
+    src.write_text("#include <nv/target>\n" + SOURCE)
+    r = hidden(_build(bekc_path, src, tmp_path / "cache", f"--python-site={copy}"), _env(tmp_path))
+    assert r.returncode == 1, r.stderr
+    assert _chosen(r.stderr)[0] == str(root / "bin" / "nvcc")
+    assert (f"note: the CUDA toolkit from pip at {root} has no CCCL headers (nv/target, cub, "
+            "thrust, cuda/std); install them into the same Python environment: pip install "
+            "nvidia-cuda-cccl") in r.stderr.splitlines(), r.stderr
 
 
 def _python_env(tmp_path: Path, *sites: Path) -> Path:

@@ -423,6 +423,12 @@ TEST_CASE("nvcc: a pip toolkit's include directories, wheels and missing CCCL", 
         fs::create_directories(sys.dir(kVenvSite + "/" + d));
     CHECK(pip_toolkit_wheels(t) == std::vector<std::string>{"nvidia_cuda_cccl-13.3.5.0.6.dist-info",
                                                             "nvidia_cuda_nvcc-13.5.37.dist-info"});
+    // Through a link elsewhere (a bin/nvcc on PATH), the toolkit it leads to.
+    fs::create_directories(sys.dir("linkbin"));
+    fs::create_symlink(nvcc, sys.dir("linkbin/nvcc"));
+    Tool linked = identify_tool(sys.dir("linkbin/nvcc"));
+    CHECK(pip_toolkit_root(linked) == root);
+    CHECK(toolkit_include_dirs(linked).front() == root / "include");
     // Another nvcc has none of this.
     Tool system = identify_tool(sys.add_exe("cuda/bin/nvcc"));
     CHECK_FALSE(pip_toolkit_root(system));
