@@ -25,6 +25,7 @@ cd "$(dirname "$0")/../.."
 ROOT=$PWD
 PY=${1:-/opt/torch/.venv/bin/python}
 export BEKC=${BEKC:-$ROOT/build/bekc}
+unset BEKC_NVCC BEKC_NVCC_PREFER BRAINEVENT_NVCC_PATH BRAINEVENT_NVCC_PREFER
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 WORK=${WORK:-$(mktemp -d /tmp/bekc-pip-toolkit.XXXXXX)}
 PREFIX=$WORK/prefix
@@ -81,6 +82,7 @@ read -r p f < "$WORK/inside.counts" 2>/dev/null || { p=0; f=1; }
 passed=$((passed + p)); failed=$((failed + f))
 
 # Phase 3: both toolkits; bekc's choice while routing brainevent is brainevent's.
+# $CUDA_HOME and $CUDA_PATH would decide for both before the preference does.
 if ! "$PY" -c 'import brainevent' 2>/dev/null; then
   "$PY" -m pip install -q --no-index --no-deps --no-compile --target "$WORK/be" .whl/brainevent-0.2.1-*.whl \
     .whl/brainunit-*.whl .whl/saiunit-*.whl 2>/dev/null
@@ -121,7 +123,7 @@ print("kernel ran on", jax.devices()[0])
 EOF
 for prefer in pip system; do
   step "both toolkits, brainevent prefers $prefer: bekc chooses as brainevent does" \
-    env WORK="$WORK" BEKC_CACHE_DIR="$WORK/cache-both" \
+    env -u CUDA_HOME -u CUDA_PATH -u BEKC_NVCC WORK="$WORK" BEKC_CACHE_DIR="$WORK/cache-both" \
         PATH="/usr/local/cuda/bin:$(dirname "$PY"):$PATH" \
         PYTHONPATH="$SITE:$ROOT/python${BE_PATH:+:$BE_PATH}${PYTHONPATH:+:$PYTHONPATH}" \
         "$PY" "$WORK/route.py" "$prefer"
