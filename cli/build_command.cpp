@@ -130,8 +130,17 @@ Action add_build_command(CLI::App& app) {
                     "include paths bekc adds, for clangd");
     add_setting_options(cmd, o->cache_dir, o->remote_cache, o->remote_read_only, o->launcher);
     cmd->add_option("--nvcc", o->nvcc,
-                    "nvcc to use (default: $CUDA_HOME, $CUDA_PATH, PATH, "
-                    "/usr/local/cuda)");
+                    "nvcc to use (default: $BEKC_NVCC, $CUDA_HOME, $CUDA_PATH, a pip toolkit, "
+                    "PATH, /usr/local/cuda)");
+    cmd->add_option("--nvcc-prefer", o->nvcc_prefer,
+                    "pip: a toolkit installed from pip before nvcc on PATH (default); system: "
+                    "PATH first (default: $BEKC_NVCC_PREFER)");
+    cmd->add_option("--python-site", o->python_sites,
+                    "Look for a pip CUDA toolkit in this site-packages only (repeatable; bekc's "
+                    "Python loaders pass their interpreter's)");
+    cmd->add_option("--brainevent-nvcc", o->brainevent_nvcc,
+                    "brainevent's BRAINEVENT_NVCC_PATH: nvcc before $CUDA_HOME (bekc's loaders "
+                    "pass it while routing brainevent)");
     cmd->add_option("--cxx", o->cxx, "Host C++ compiler (default: $CXX, c++, g++, clang++)");
     cmd->add_option("-j,--jobs", o->jobs, "Parallel compiles (default: one per core)");
     cmd->add_flag("--json", o->json, "Print one JSON object instead of the manifest path");

@@ -9,6 +9,7 @@
 #include "run/toolchain.hpp"
 #include "store/cache.hpp"
 #include "store/size.hpp"
+#include "toolchain/nvcc_search.hpp"
 #include "util/error.hpp"
 #include "util/version.hpp"
 
@@ -27,18 +28,31 @@ void show_tool(const char* what, const std::function<Tool()>& find) {
     }
 }
 
+// nvcc, why it was chosen (toolchain/nvcc_search.hpp) and its include
+// directories; a pip toolkit's wheels.
+void show_nvcc(const ToolLookup& lookup) {
+    std::optional<NvccChoice> c;
+    show_tool("nvcc", [&] {
+        c = find_nvcc(NvccRequest{}, lookup);
+        return c->tool;
+    });
+    if (!c) return;
+    std::printf("%-14s %s\n", "nvcc chosen by", c->how.c_str());
+    std::string dirs;
+    for (const auto& d : toolkit_include_dirs(c->tool))
+        dirs += (dirs.empty() ? "" : ", ") + d.string();
+    std::printf("%-14s %s\n", "CUDA include", dirs.empty() ? "none found" : dirs.c_str());
+    std::string wheels;
+    for (const auto& w : pip_toolkit_wheels(c->tool)) wheels += (wheels.empty() ? "" : ", ") + w;
+    if (!wheels.empty()) std::printf("%-14s %s\n", "CUDA wheels", wheels.c_str());
+}
+
 int doctor(const std::optional<std::string>& cache_dir) {
     Settings settings = load_settings_or_exit(cache_dir);
     ToolLookup lookup = ToolLookup::system();
     lookup.env = settings.lookup();
     std::printf("bekc           %s\n", kVersion);
-    show_tool("nvcc", [&] { return find_nvcc(std::nullopt, lookup); });
-    try {
-        Tool nvcc = find_nvcc(std::nullopt, lookup);
-        std::printf("%-14s %s\n", "CUDA include",
-                    (nvcc.path.parent_path().parent_path() / "include").c_str());
-    } catch (const FatalError&) {
-    }
+    show_nvcc(lookup);
     show_tool("host compiler", [&] { return find_cxx(std::nullopt, lookup); });
     fs::path root = resolve_cache_root(cache_dir, lookup.env);
     GpuDetection gpus = detect_gpus(root);

@@ -49,6 +49,48 @@ if [[ ! -f "$be_dir/brainevent/_version.py" ]]; then
       --target "$be_dir" "brainevent==$BE_NEW"
 fi
 
+# A CUDA toolkit from pip (requirements-toolkit.txt) in a venv of its own, as
+# a user of jax[cuda13] has it: tests/integration/test_pip_toolkit.py builds
+# with it while the system CUDA is hidden. Rebuilt only when the pins change.
+stamp=.venv-toolkit/.requirements.sha256
+want=$(sha256sum requirements-toolkit.txt | cut -d' ' -f1)
+if [[ ! -x .venv-toolkit/bin/python3 || "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
+  log "creating .venv-toolkit from requirements-toolkit.txt"
+  rm -rf .venv-toolkit
+  "$PY" -m venv --without-pip .venv-toolkit
+  site=$(.venv-toolkit/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  .venv/bin/python -m pip install -q --no-deps --no-compile --target "$site" -r requirements-toolkit.txt
+  echo "$want" > "$stamp"
+fi
+
+# The newest jax beside the pinned one (issue 26): the Python suite and the
+# loading integration tests run against it too (scripts/test.sh). jax 0.11 and
+# later need Python 3.12, which pyenv provides on the CI machine; without one
+# the step is skipped with a message.
+JAX_NEWEST=0.12.0.1
+py312=$(command -v python3.12 2>/dev/null || true)
+[[ -n "$py312" ]] && ! "$py312" -c '' 2>/dev/null && py312=""  # a pyenv shim with no 3.12 selected
+if [[ -z "$py312" ]] && command -v pyenv >/dev/null; then
+  for d in "$(pyenv root)"/versions/3.1[2-9]*; do
+    [[ -x "$d/bin/python3" ]] && { py312="$d/bin/python3"; break; }
+  done
+fi
+stamp=.venv-jax-newest/.requirements.sha256
+want=$( { sha256sum requirements-test.txt; echo "$JAX_NEWEST"; } | sha256sum | cut -d' ' -f1)
+if [[ -n "$py312" && ( ! -x .venv-jax-newest/bin/python || "$(cat "$stamp" 2>/dev/null)" != "$want" ) ]]; then
+  log "creating .venv-jax-newest (jax $JAX_NEWEST, $py312)"
+  rm -rf .venv-jax-newest
+  "$py312" -m venv .venv-jax-newest
+  # The test requirements with jax and jaxlib at the newest release, and the
+  # numpy and ml_dtypes it asks for.
+  grep -vE '^(jax|jaxlib|numpy|ml_dtypes)==' requirements-test.txt > .venv-jax-newest/requirements.txt
+  .venv-jax-newest/bin/python -m pip install -q -r .venv-jax-newest/requirements.txt \
+      "jax==$JAX_NEWEST" "jaxlib==$JAX_NEWEST"
+  echo "$want" > "$stamp"
+elif [[ -z "$py312" ]]; then
+  log "no Python 3.12 or newer: the newest-jax suite (jax $JAX_NEWEST) will be skipped"
+fi
+
 XLA_INCLUDE=$(.venv/bin/python -c 'import jax.ffi; print(jax.ffi.include_dir())')
 BUILD_DIR=${BUILD_DIR:-build}
 log "building bekc in $BUILD_DIR"

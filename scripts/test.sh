@@ -29,6 +29,33 @@ for suite in python integration; do
       --junitxml="$RESULTS/pytest-$suite.xml" "tests/$suite" || status=1
 done
 
+step "Python suite and loading integration tests against the newest jax"
+# .venv-jax-newest (scripts/setup.sh): the test requirements with the newest
+# jax and jaxlib on PyPI, on Python 3.12. Of the integration tests, those that
+# load bekc-built libraries into JAX (test_spec_mismatch.py) and the one that
+# compiles against jaxlib's own XLA FFI headers; the rest do not depend on
+# jax's release. About 3 minutes on 2 cores.
+NEWEST_INTEGRATION=(tests/integration/test_spec_mismatch.py
+  tests/integration/test_brainevent_kernels.py::test_xla_headers_from_the_environment_and_active_virtualenv)
+if [[ -x .venv-jax-newest/bin/python ]]; then
+  # Separate runs, as above: each folder has its own conftest module.
+  .venv-jax-newest/bin/python -m pytest -q -n "$workers" --dist loadfile \
+      --junitxml="$RESULTS/pytest-python-jax-newest.xml" tests/python || status=1
+  .venv-jax-newest/bin/python -m pytest -q -n "$workers" --dist loadfile \
+      --junitxml="$RESULTS/pytest-integration-jax-newest.xml" "${NEWEST_INTEGRATION[@]}" || status=1
+  # bekc's binding of the FFI C ABI against the newest jaxlib's c_api.h.
+  newest_xla=$(.venv-jax-newest/bin/python -c 'import jax.ffi; print(jax.ffi.include_dir())')
+  if bash tests/abi/run_layout_test.sh "$newest_xla" > "$RESULTS/abi-jax-newest.log" 2>&1; then
+    echo '<testsuite><testcase name="abi-layout-jax-newest"/></testsuite>' > "$RESULTS/abi-jax-newest.xml"
+  else
+    tail -20 "$RESULTS/abi-jax-newest.log"
+    echo '<testsuite><testcase name="abi-layout-jax-newest"><failure message="layout differs"/></testcase></testsuite>' \
+      > "$RESULTS/abi-jax-newest.xml"; status=1
+  fi
+else
+  echo "skipped: no .venv-jax-newest (scripts/setup.sh needs a Python 3.12 for it)"
+fi
+
 step "unit tests under ASan+UBSan"
 # -g1: line tables only, which is all ASan's file:line reports need; full
 # debug information made this build about 40 s longer on a 2-core machine.

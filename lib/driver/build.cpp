@@ -31,6 +31,7 @@
 #include "store/hash.hpp"
 #include "store/layout.hpp"
 #include "store/lock.hpp"
+#include "toolchain/nvcc_search.hpp"
 #include "util/env.hpp"
 #include "util/error.hpp"
 
@@ -162,7 +163,11 @@ BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& re
     in.cache_root = resolve_cache_root(o.cache_dir, ctx.env);
     in.cxx = find_cxx(o.cxx, ctx.tools);
     if (any_cuda) {
-        in.nvcc = find_nvcc(o.nvcc, ctx.tools);
+        NvccChoice nvcc = find_nvcc(
+            NvccRequest{o.nvcc, o.brainevent_nvcc, o.nvcc_prefer, o.python_sites}, ctx.tools);
+        in.nvcc = nvcc.tool;
+        in.nvcc_how = nvcc.how;
+        in.nvcc_wheels = pip_toolkit_wheels(nvcc.tool);
         in.archs = resolve_archs(o, in.cache_root, report);
     }
     static_cast<CompileFlags&>(in.flags) = o.flags;
@@ -215,6 +220,10 @@ struct Compiled {
             "includes them itself or they are named: pass --xla-include DIR or set "
             "$BEKC_XLA_INCLUDE=DIR (DIR: what jax.ffi.include_dir() prints)\n",
             stderr);
+    if (in.nvcc) {
+        std::string cccl = missing_cccl_note(*in.nvcc, r.output);
+        if (!cccl.empty()) std::fputs(("note: " + cccl + "\n").c_str(), stderr);
+    }
     if (step.kind == StepKind::Link) {
         // The linkers name bekc's objects and mangled symbols: say whose.
         std::vector<std::pair<std::string, std::string>> objects;
@@ -414,7 +423,14 @@ BuildResult run_build(const BuildOptions& options, BuildContext& ctx) {
     std::string direct_key = direct.digest();
     result.direct_key = direct_key;
     result.direct_key_record = direct.explain();
-    if (o.explain_key) std::fputs(direct.explain().c_str(), stdout);
+    if (o.explain_key) {
+        // Why this nvcc: not hashed (the same binary found another way builds
+        // the same library), so on stderr, beside the records.
+        if (in.nvcc)
+            std::fprintf(stderr, "bekc: nvcc %s (chosen by %s)\n", in.nvcc->path.c_str(),
+                         in.nvcc_how.c_str());
+        std::fputs(direct.explain().c_str(), stdout);
+    }
     if (o.compile_commands && !o.dry_run)
         write_compile_commands(fs::path(*o.compile_commands), in,
                                materialize_runtime_headers(in.cache_root));

@@ -22,6 +22,10 @@ struct BuildInputs {
     std::string name, target_prefix;
     std::vector<SourceFile> files;  // read and scanned, in command-line order
     std::optional<Tool> nvcc;       // when any input is CUDA
+    std::string nvcc_how;           // why this nvcc (toolchain/nvcc_search.hpp)
+    // The wheels of nvcc's pip toolkit, which version its headers apart from
+    // nvcc itself; empty for any other toolkit.
+    std::vector<std::string> nvcc_wheels;
     Tool cxx;
     std::string nvcc_version, cxx_version;  // driver/tool_versions.hpp
     // The host compiler's multiarch triplet ("x86_64-linux-gnu"), which names

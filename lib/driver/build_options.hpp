@@ -22,6 +22,10 @@ struct BuildOptions {
     bool no_cuda_graph = false;
     bool force = false;
     std::optional<std::string> cache_dir, output_dir, depfile, compile_commands, nvcc, cxx;
+    // Which nvcc (toolchain/nvcc_search.hpp): --nvcc-prefer, --brainevent-nvcc,
+    // --python-site; --nvcc is `nvcc` above.
+    std::optional<std::string> nvcc_prefer, brainevent_nvcc;
+    std::vector<std::string> python_sites;
     std::optional<std::string> launcher;      // --launcher, else $BEKC_LAUNCHER
     std::optional<std::string> remote_cache;  // --remote-cache URL, else $BEKC_REMOTE_CACHE
     bool remote_read_only = false;

@@ -38,6 +38,8 @@ KeyBuilder direct_key_builder(const BuildInputs& in) {
     }
     // The commands name the tools by path; this says which binaries they are.
     k.add("nvcc", in.nvcc ? in.nvcc->identity() : "").add("nvcc_version", in.nvcc_version);
+    // A pip toolkit's headers come in wheels that upgrade apart from nvcc.
+    if (!in.nvcc_wheels.empty()) k.add_list("nvcc.wheels", in.nvcc_wheels);
     k.add("cxx", in.cxx.identity()).add("cxx_version", in.cxx_version);
     // The compilers' and the linker's environment (driver/compiler_env.hpp):
     // only the variables that are set, so set-but-empty and unset differ. The

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "plan/compile_plan.hpp"
+#include "toolchain/nvcc_search.hpp"
 #include "util/env.hpp"
 
 namespace bekc {
@@ -110,7 +111,8 @@ bool is_shared_library(const fs::path& p) {
 }
 
 // The library directories nvcc adds to its link: the toolkit's
-// targets/*/lib and lib/stubs, and lib64.
+// targets/*/lib and lib/stubs, and lib64; a pip toolkit's nvcc.profile names
+// lib/stubs and lib (toolchain/nvcc_search.hpp).
 std::vector<fs::path> nvcc_library_dirs(const Tool& nvcc) {
     std::vector<fs::path> dirs;
     for (const fs::path& bin : {nvcc.path.parent_path(), nvcc.canonical.parent_path()}) {
@@ -122,6 +124,10 @@ std::vector<fs::path> nvcc_library_dirs(const Tool& nvcc) {
             dirs.push_back(it->path() / "lib" / "stubs");
         }
         dirs.push_back(root / "lib64");
+        if (pip_toolkit_root(nvcc)) {
+            dirs.push_back(root / "lib" / "stubs");
+            dirs.push_back(root / "lib");
+        }
     }
     return dirs;
 }

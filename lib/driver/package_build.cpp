@@ -105,6 +105,9 @@ std::vector<Command> package_commands(const BuildOptions& o,
     for (const auto& f : o.flags.linker_args) common.push_back("--linker-arg=" + f);
     common.push_back("--cache-dir=" + resolve_cache_root(o.cache_dir, system_env()).string());
     if (o.nvcc) common.push_back("--nvcc=" + *o.nvcc);
+    if (o.nvcc_prefer) common.push_back("--nvcc-prefer=" + *o.nvcc_prefer);
+    if (o.brainevent_nvcc) common.push_back("--brainevent-nvcc=" + *o.brainevent_nvcc);
+    for (const auto& site : o.python_sites) common.push_back("--python-site=" + site);
     if (o.cxx) common.push_back("--cxx=" + *o.cxx);
     if (o.launcher) common.push_back("--launcher=" + *o.launcher);
     if (o.remote_cache) common.push_back("--remote-cache=" + *o.remote_cache);

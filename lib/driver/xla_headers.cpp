@@ -1,10 +1,7 @@
 #include "driver/xla_headers.hpp"
 
-#include <unistd.h>
-
-#include <algorithm>
-
 #include "diag/diagnostic.hpp"
+#include "toolchain/python_env.hpp"
 #include "util/error.hpp"
 
 namespace bekc {
@@ -26,34 +23,13 @@ XlaHeaders named(const std::string& dir, const std::string& how) {
     return {resolved_path(dir), how, true};
 }
 
-// <prefix>/lib/python3.*/{site,dist}-packages/jaxlib/include, newest Python first.
-std::optional<fs::path> jaxlib_under(const fs::path& prefix) {
-    std::vector<fs::path> pythons;
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(prefix / "lib", ec)) {
-        std::string n = e.path().filename().string();
-        if (n.rfind("python3", 0) == 0) pythons.push_back(e.path());
+// <site>/jaxlib/include of the first site-packages directory that has it.
+std::optional<fs::path> jaxlib_in(const std::vector<fs::path>& sites) {
+    for (const auto& site : sites) {
+        fs::path inc = site / "jaxlib" / "include";
+        if (has_ffi_header(inc)) return inc;
     }
-    std::sort(pythons.rbegin(), pythons.rend());
-    for (const auto& py : pythons)
-        for (const char* packages : {"site-packages", "dist-packages"}) {
-            fs::path inc = py / packages / "jaxlib" / "include";
-            if (has_ffi_header(inc)) return inc;
-        }
     return std::nullopt;
-}
-
-std::vector<std::string> split_path(const std::string& path) {
-    std::vector<std::string> out;
-    size_t start = 0;
-    while (start <= path.size()) {
-        size_t colon = path.find(':', start);
-        std::string part = path.substr(start, colon == std::string::npos ? colon : colon - start);
-        if (!part.empty()) out.push_back(part);
-        if (colon == std::string::npos) break;
-        start = colon + 1;
-    }
-    return out;
 }
 
 }  // namespace
@@ -63,27 +39,14 @@ std::optional<XlaHeaders> find_xla_headers(const std::optional<std::string>& fla
                                            const std::vector<fs::path>& site_dirs) {
     if (flag) return named(*flag, "--xla-include");
     if (auto dir = env("BEKC_XLA_INCLUDE")) return named(*dir, "$BEKC_XLA_INCLUDE");
-    for (const auto& site : site_dirs) {
-        fs::path inc = site / "jaxlib" / "include";
-        if (has_ffi_header(inc))
-            return XlaHeaders{resolved_path(inc), "jaxlib at " + inc.string(), false};
+    std::optional<fs::path> inc = jaxlib_in(site_dirs);
+    // Then the Python environments in play (toolchain/python_env.hpp).
+    for (const auto& prefix : python_prefixes(env)) {
+        if (inc) break;
+        inc = jaxlib_in(site_packages_dirs(prefix));
     }
-    // Prefixes whose site-packages may hold jaxlib: the active virtualenv,
-    // the prefix of every python3 on PATH (a venv's bin/python3 is a link
-    // into /usr/bin, so its own directory is what counts, not the link's
-    // target), and the user's ~/.local.
-    std::vector<fs::path> prefixes;
-    if (auto venv = env("VIRTUAL_ENV")) prefixes.emplace_back(*venv);
-    if (auto path = env("PATH"))
-        for (const auto& dir : split_path(*path))
-            if (::access((fs::path(dir) / "python3").c_str(), X_OK) == 0)
-                prefixes.push_back(fs::path(dir).parent_path());
-    for (const char* system : {"/usr/local", "/usr"}) prefixes.emplace_back(system);
-    if (auto home = env("HOME")) prefixes.push_back(fs::path(*home) / ".local");
-    for (const auto& prefix : prefixes)
-        if (auto inc = jaxlib_under(prefix))
-            return XlaHeaders{resolved_path(*inc), "jaxlib at " + inc->string(), false};
-    return std::nullopt;
+    if (!inc) return std::nullopt;
+    return XlaHeaders{resolved_path(*inc), "jaxlib at " + inc->string(), false};
 }
 
 bool needs_xla_headers(const IncludeDirective& include) {

@@ -22,10 +22,10 @@ struct XlaHeaders {
 // In order: `--xla-include DIR`, `$BEKC_XLA_INCLUDE`, then the include directory
 // of an installed jaxlib, found without running Python: `<dir>/jaxlib/include`
 // for each of `site_dirs` (a package's own site-packages, so that a package
-// build finds the jaxlib installed beside it with no virtualenv active), the
-// active virtualenv ($VIRTUAL_ENV), the prefix of each `python3` on $PATH,
-// ~/.local. A named directory without xla/ffi/api/ffi.h is a usage error
-// (FatalError).
+// build finds the jaxlib installed beside it with no virtualenv active), then
+// the environments of toolchain/python_env.hpp (the active virtualenv, conda
+// environment, each `python3` on $PATH, ...). A named directory without
+// xla/ffi/api/ffi.h is a usage error (FatalError).
 std::optional<XlaHeaders> find_xla_headers(const std::optional<std::string>& flag,
                                            const EnvLookup& env,
                                            const std::vector<fs::path>& site_dirs = {});

@@ -57,42 +57,11 @@ Tool identify_tool(const fs::path& path) {
     return t;
 }
 
-namespace {
-
-// Resolves a --nvcc/--cxx value: a path, or a name on PATH.
 std::optional<fs::path> resolve_named(const std::string& value, const ToolLookup& lookup) {
     if (value.find('/') != std::string::npos)
         return lookup.executable(value) ? std::optional<fs::path>(fs::absolute(value))
                                         : std::nullopt;
     return lookup.find(value);
-}
-
-}  // namespace
-
-Tool find_nvcc(const std::optional<std::string>& flag, const ToolLookup& lookup) {
-    if (flag) {
-        if (auto p = resolve_named(*flag, lookup)) return identify_tool(*p);
-        throw FatalError("bekc: error: --nvcc " + *flag + ": no such executable", kExitToolchain);
-    }
-    std::vector<std::string> searched;
-    for (const char* var : {"CUDA_HOME", "CUDA_PATH"}) {
-        if (auto root = lookup.env(var)) {
-            fs::path p = fs::path(*root) / "bin" / "nvcc";
-            if (lookup.executable(p)) return identify_tool(p);
-            searched.push_back("$" + std::string(var) + "/bin/nvcc (" + p.string() + ")");
-        }
-    }
-    if (auto p = lookup.find("nvcc")) return identify_tool(*p);
-    searched.push_back("nvcc on PATH");
-    fs::path fallback = "/usr/local/cuda/bin/nvcc";
-    if (lookup.executable(fallback)) return identify_tool(fallback);
-    searched.push_back(fallback.string());
-    std::string where;
-    for (const auto& s : searched) where += (where.empty() ? "" : ", ") + s;
-    throw FatalError("bekc: error: nvcc not found, and a .cu input needs it. Searched: " + where +
-                         ". Install the CUDA toolkit, or point bekc at it with --nvcc PATH or "
-                         "CUDA_HOME=/path/to/cuda.",
-                     kExitToolchain);
 }
 
 Tool find_cxx(const std::optional<std::string>& flag, const ToolLookup& lookup) {

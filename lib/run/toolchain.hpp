@@ -1,5 +1,6 @@
-// Finding nvcc and the host C++ compiler (SPEC §4) and naming them for the
-// cache key without running them: path, size and mtime identify a binary.
+// Finding the host C++ compiler and the launcher (SPEC §4; nvcc is found by
+// toolchain/nvcc_search.hpp) and naming tools for the cache key without
+// running them: path, size and mtime identify a binary.
 #pragma once
 
 #include <cstdint>
@@ -38,9 +39,9 @@ struct Tool {
     std::string identity() const;
 };
 
-// nvcc from --nvcc, $CUDA_HOME/bin, $CUDA_PATH/bin, PATH, /usr/local/cuda/bin.
-// Throws FatalError (exit 3) with what was searched and how to point bekc at it.
-Tool find_nvcc(const std::optional<std::string>& flag, const ToolLookup& lookup);
+// A tool named by the user (--cxx, $BEKC_NVCC, ...): a path, or a name on
+// PATH; nullopt when it is not an executable.
+std::optional<fs::path> resolve_named(const std::string& value, const ToolLookup& lookup);
 
 // The host compiler from --cxx, $CXX, then c++, g++, clang++ on PATH.
 Tool find_cxx(const std::optional<std::string>& flag, const ToolLookup& lookup);

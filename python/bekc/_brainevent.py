@@ -285,6 +285,27 @@ def _disable() -> BrainEventPatch:
     return BrainEventPatch(False, version, 0, restored, ())
 
 
+def nvcc_settings() -> Tuple[Optional[str], Optional[str]]:
+    """brainevent's nvcc choices while its loaders are bekc's, else ``(None, None)``:
+    ``BRAINEVENT_NVCC_PATH`` (or None when unset) and the discovery preference,
+    ``"pip"`` or ``"system"``, that ``brainevent.config.prefer_system_nvcc``,
+    ``set_nvcc_discovery`` or ``BRAINEVENT_NVCC_PREFER`` chose, read from
+    brainevent itself (its ``get_nvcc_discovery``)."""
+    if not _PATCHED:
+        return None, None
+    path = os.environ.get("BRAINEVENT_NVCC_PATH") or None
+    prefer = None
+    try:
+        toolchain = importlib.import_module("brainevent._op.kernix_toolchain")
+    except ImportError:
+        toolchain = None
+    getter = getattr(toolchain, "get_nvcc_discovery", None)
+    if getter is not None:
+        value = getter()
+        prefer = value if value in ("pip", "system") else None
+    return path, prefer
+
+
 def use_for_brainevent(enable: bool = True) -> BrainEventPatch:
     """Make brainevent build every kernel with bekc (``enable=False``: undo).
 

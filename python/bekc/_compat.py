@@ -26,6 +26,7 @@ import re
 import stat
 import secrets
 import sys
+import sysconfig
 from typing import Dict, Iterable, List, Optional, Sequence, Union
 
 from ._binary import find_binary, run_bekc
@@ -561,14 +562,49 @@ def _build_and_load(argv_tail: List[str], *, verbose: bool, auto_register: bool,
     return module
 
 
+def _python_sites() -> List[str]:
+    """The directories of this interpreter where a CUDA toolkit from pip would be:
+    every ``sys.path`` entry that holds the ``nvidia`` namespace package (where
+    brainevent's pipeline looks), else this environment's site-packages."""
+    sites: List[str] = []
+    try:
+        spec = importlib.util.find_spec("nvidia")
+        locations = list(spec.submodule_search_locations or []) if spec else []
+    except (ImportError, ValueError):
+        locations = []
+    candidates = [os.path.dirname(os.path.abspath(loc)) for loc in locations]
+    if not candidates:
+        paths = sysconfig.get_paths()
+        candidates = [paths["purelib"], paths["platlib"]]
+    for d in candidates:
+        if d and d not in sites:
+            sites.append(d)
+    return sites
+
+
+def _nvcc_args() -> List[str]:
+    """How bekc is to find nvcc from this interpreter (docs/cli.md, "Which nvcc"):
+    its site-packages for a pip toolkit, and, while bekc stands in for brainevent's
+    loaders, brainevent's ``BRAINEVENT_NVCC_PATH`` and nvcc discovery preference."""
+    args = [f"--python-site={d}" for d in _python_sites()]
+    from . import _brainevent  # imports _compat: a late import
+    path, prefer = _brainevent.nvcc_settings()
+    if path:
+        args.append(f"--brainevent-nvcc={os.path.abspath(path)}")
+    if prefer:
+        args.append(f"--nvcc-prefer={prefer}")
+    return args
+
+
 def _loader_argv(inputs, *, flag_kind: str, compute_capability=None, **options) -> List[str]:
     """``build_argv`` plus what brainevent's pipeline adds to every build: its
     ``include`` directory and XLA's FFI headers (``jax.ffi.include_dir()``), and,
-    for CUDA, its compute-capability pins."""
+    for CUDA, its compute-capability pins and the nvcc this interpreter has."""
     arch = _resolve_arch(compute_capability) if flag_kind == "cuda" else None
-    return build_argv(inputs, flag_kind=flag_kind, compute_capability=arch,
+    argv = build_argv(inputs, flag_kind=flag_kind, compute_capability=arch,
                       cache_dir=_CACHE_DIR_OVERRIDE, brainevent_include=_brainevent_include_dir(),
                       xla_include=_xla_include_dir(), **options)
+    return argv + (_nvcc_args() if flag_kind == "cuda" else [])
 
 
 def _load_inline(name, sources, ext, flag_kind, functions, extra_flags, *, replace,

@@ -14,13 +14,17 @@
 # runtime/include/bekc/xla_ffi_abi.h): 0.5.0 is the first jax with the public
 # jax.ffi.register_ffi_target (0.4.38 has only jax.extend.ffi); 0.8.0 is the
 # last that requires the handler's API version to equal 0.1 and 0.8.1 the
-# first that accepts a range; 0.6.2 has the larger Api table of 0.6.0; 0.10.2
-# is the newest on PyPI for Python 3.11. Missing venvs are created in
-# parallel ($BEKC_COMPAT_JOBS at a time, default 3); existing ones are reused.
+# first that accepts a range; 0.6.2 has the larger Api table of 0.6.0; 0.9.0
+# is the oldest brainevent 0.3.0 accepts; 0.10.2 is the newest for Python
+# 3.11 (CI's pin); 0.11.2 and 0.12.0.1, the newest on PyPI, need Python 3.12.
+# Missing venvs are created in parallel ($BEKC_COMPAT_JOBS at a time, default
+# 3); existing ones are reused.
 #
 # Environment:
 #   BEKC_COMPAT_DIR     venvs, cache and logs (default: build/compat)
-#   BEKC_COMPAT_PYTHON  interpreter for the venvs (default: python3.11, else python3)
+#   BEKC_COMPAT_PYTHON  interpreter for the venvs up to 0.10 (default: python3.11, else python3)
+#   BEKC_COMPAT_PYTHON312  interpreter for 0.11 and later (default: python3.12, else
+#                       pyenv's newest 3.12+)
 #   BEKC_BINARY         the bekc binary (default: build/bekc)
 #   PIP_INDEX_URL etc.  passed on to pip as usual
 set -euo pipefail
@@ -34,8 +38,27 @@ python="${BEKC_COMPAT_PYTHON:-$(command -v python3.11 || command -v python3)}"
 if [[ $# -gt 0 ]]; then
     versions=("$@")
 else
-    versions=(0.5.0 0.6.2 0.8.0 0.8.1 0.10.2)
+    versions=(0.5.0 0.6.2 0.8.0 0.8.1 0.9.0 0.10.2 0.11.2 0.12.0.1)
 fi
+
+python312="${BEKC_COMPAT_PYTHON312:-}"
+if [[ -z "$python312" ]]; then
+    python312="$(command -v python3.12 || true)"
+    [[ -n "$python312" ]] && ! "$python312" -c '' 2>/dev/null && python312=""
+    if [[ -z "$python312" ]] && command -v pyenv >/dev/null; then
+        for d in "$(pyenv root)"/versions/3.1[2-9]*; do
+            [[ -x "$d/bin/python3" ]] && { python312="$d/bin/python3"; break; }
+        done
+    fi
+fi
+
+# jax 0.11 and later are published for Python 3.12 and newer only.
+python_for() {
+    case "$1" in
+        0.[5-9].* | 0.10.*) echo "$python" ;;
+        *) echo "${python312:-$python}" ;;
+    esac
+}
 
 if [[ ! -x "$bekc" ]]; then
     echo "run_compat.sh: no bekc binary at $bekc (build it, or set BEKC_BINARY)" >&2
@@ -64,7 +87,7 @@ have_venv() {
 make_venv() {
     local v="$1" venv="$compat_dir/venv-$1" log="$compat_dir/logs/$1.log"
     rm -rf "$venv"
-    if { "$python" -m venv "$venv" &&
+    if { "$(python_for "$v")" -m venv "$venv" &&
         "$venv/bin/python" -m pip install -q --disable-pip-version-check \
             "jax==$v" "jaxlib==$v" "$(numpy_pin "$v")"; } >"$log" 2>&1; then
         echo "[$v] venv ready" >&2

@@ -28,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import warnings
+import sysconfig
 
 import numpy as np
 import pytest
@@ -320,6 +321,55 @@ def test_brainevent_and_xla_include_dirs(rec, kernel_files, tmp_path, monkeypatc
     for call in calls:
         argv = call()
         assert i_dirs(argv) == [str(user)] and not opts(argv, "--xla-include")
+
+
+def test_cuda_loaders_name_this_interpreters_toolkit(rec, kernel_files, tmp_path, monkeypatch):
+    """bekc looks for a pip CUDA toolkit where this interpreter would import
+    ``nvidia`` from (docs/cli.md, "Which nvcc"); C++ builds need no nvcc."""
+    purelib = sysconfig.get_paths()["purelib"]
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda n, *a: None if n == "nvidia" else real(n, *a))
+    want = sorted({f"--python-site={purelib}", f"--python-site={sysconfig.get_paths()['platlib']}"})
+    assert sorted(opts(rec.argv(bekc.load_cuda_inline, "m", CU_SRC), "--python-site")) == want
+    assert sorted(opts(rec.argv(bekc.load_cuda_file, kernel_files / "k.cu"), "--python-site")) == want
+    assert not opts(rec.argv(bekc.load_cpp_inline, "m", CU_SRC), "--python-site")
+    # With the nvidia namespace package importable (the wheels' layout), its
+    # directories: every one that holds it, as brainevent's find_spec sees them.
+    for site in ("a", "b"):
+        (tmp_path / site / "nvidia" / "cu13" / "bin").mkdir(parents=True)
+    monkeypatch.setattr(importlib.util, "find_spec", real)
+    monkeypatch.syspath_prepend(str(tmp_path / "b"))
+    monkeypatch.syspath_prepend(str(tmp_path / "a"))
+    importlib.invalidate_caches()
+    argv = rec.argv(bekc.load_cuda_inline, "m", CU_SRC)
+    assert opts(argv, "--python-site")[:2] == [f"--python-site={tmp_path / 'a'}",
+                                                f"--python-site={tmp_path / 'b'}"]
+    # Not routing brainevent: none of brainevent's nvcc settings.
+    monkeypatch.setenv("BRAINEVENT_NVCC_PATH", "/opt/nvcc")
+    argv = rec.argv(bekc.load_cuda_inline, "m", CU_SRC)
+    assert not opts(argv, "--brainevent-nvcc") and not opts(argv, "--nvcc-prefer")
+
+
+def test_routing_brainevent_passes_its_nvcc_choice(rec, tmp_path, monkeypatch):
+    from brainevent._op import kernix_toolchain
+    monkeypatch.delenv("BRAINEVENT_NVCC_PATH", raising=False)
+    monkeypatch.delenv("BRAINEVENT_NVCC_PREFER", raising=False)
+    monkeypatch.setattr(kernix_toolchain, "_NVCC_DISCOVERY", None)
+    bekc.use_for_brainevent()
+    argv = rec.argv(brainevent.load_cuda_inline, name="m", cuda_sources=CU_SRC)
+    assert opts(argv, "--nvcc-prefer") == ["--nvcc-prefer=pip"]  # brainevent's default
+    assert not opts(argv, "--brainevent-nvcc")
+    monkeypatch.setenv("BRAINEVENT_NVCC_PREFER", "system")
+    argv = rec.argv(brainevent.load_cuda_inline, name="m", cuda_sources=CU_SRC)
+    assert opts(argv, "--nvcc-prefer") == ["--nvcc-prefer=system"]
+    brainevent.config.prefer_system_nvcc(False)  # set_nvcc_discovery wins over the variable
+    monkeypatch.setenv("BRAINEVENT_NVCC_PATH", str(tmp_path / "nvcc"))
+    argv = rec.argv(brainevent.load_cuda_inline, name="m", cuda_sources=CU_SRC)
+    assert opts(argv, "--nvcc-prefer") == ["--nvcc-prefer=pip"]
+    assert opts(argv, "--brainevent-nvcc") == [f"--brainevent-nvcc={tmp_path / 'nvcc'}"]
+    # C++ builds: no nvcc at all.
+    assert not opts(rec.argv(brainevent.load_cpp_inline, name="m", cpp_sources=CU_SRC), "--nvcc")
 
 
 def test_file_inputs_are_real_paths(rec, tmp_path):

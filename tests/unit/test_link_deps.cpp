@@ -116,6 +116,29 @@ TEST_CASE("link deps: CRLF, no trailing newline, nothing read", "[depfile][link_
 
 // ------------------------------------------------------------ device code in link inputs
 
+TEST_CASE("a pip toolkit's lib/ is where nvcc finds its -l libraries", "[link][dlink]") {
+    // nvcc.profile of the nvidia-cuda-nvcc wheel: -L$(TOP)/lib/stubs -L$(TOP)/lib.
+    test::TempDir tmp;
+    const fs::path root = tmp / "site-packages/nvidia/cu13";
+    test::write_file(root / "bin/nvcc", "fake nvcc");
+    test::write_file(root / "lib/libnvrtc.so",
+                     "\x7f"
+                     "ELF\x02\x01\x01");
+    test::write_file(root / "lib/stubs/libcuda.so",
+                     "\x7f"
+                     "ELF\x02\x01\x01");
+    test::write_file(root / "lib/libcudadevrt.a", "!<arch>\n");
+    BuildInputs in;
+    in.nvcc = Tool{root / "bin/nvcc", root / "bin/nvcc", 1, 2};
+    auto opaque = [&](std::vector<std::string> ldflags) {
+        in.flags.ldflags = std::move(ldflags);
+        return link_reads_opaque_code(in);
+    };
+    CHECK_FALSE(opaque({"-lnvrtc"}));  // a shared library of the toolkit: no device link
+    CHECK_FALSE(opaque({"-lcuda"}));   // the driver's stub
+    CHECK(opaque({"-lcudadevrt"}));    // an archive may hold device code
+}
+
 TEST_CASE("link inputs that may hold device code keep nvcc's device link", "[link][dlink]") {
     test::TempDir tmp;
     const fs::path cuda = tmp / "cuda";

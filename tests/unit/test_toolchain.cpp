@@ -18,6 +18,8 @@
 #include "../helpers/temp_dir.hpp"
 #include "../helpers/text.hpp"
 #include "run/toolchain.hpp"
+#include "toolchain/nvcc_search.hpp"
+#include "toolchain/python_env.hpp"
 #include "util/error.hpp"
 
 using namespace bekc;
@@ -64,6 +66,13 @@ struct FakeSystem {
     }
 };
 
+// A request with only --nvcc (or nothing) set.
+NvccRequest named_nvcc(std::optional<std::string> flag) {
+    NvccRequest r;
+    r.flag = std::move(flag);
+    return r;
+}
+
 fs::path canon(const fs::path& p) {
     return fs::canonical(p);
 }
@@ -95,7 +104,7 @@ TEST_CASE("nvcc: --nvcc wins over CUDA_HOME, CUDA_PATH and PATH", "[toolchain]")
     sys.env["CUDA_HOME"] = sys.dir("home").string();
     sys.env["CUDA_PATH"] = sys.dir("cpath").string();
     sys.path_dirs = {sys.dir("pathdir")};
-    Tool t = find_nvcc(flag.string(), sys.lookup());
+    Tool t = find_nvcc(named_nvcc(flag.string()), sys.lookup()).tool;
     CHECK(t.path == canon(flag));
 }
 
@@ -103,7 +112,7 @@ TEST_CASE("nvcc: --nvcc with a bare name is looked up on PATH", "[toolchain]") {
     FakeSystem sys;
     fs::path on_path = sys.add_exe("pathdir/nvcc-13");
     sys.path_dirs = {sys.dir("pathdir")};
-    Tool t = find_nvcc(std::string("nvcc-13"), sys.lookup());
+    Tool t = find_nvcc(named_nvcc(std::string("nvcc-13")), sys.lookup()).tool;
     CHECK(t.path == canon(on_path));
 }
 
@@ -112,7 +121,7 @@ TEST_CASE("nvcc: a --nvcc that does not exist is an error, with no fallback", "[
     sys.add_exe("home/bin/nvcc");
     sys.env["CUDA_HOME"] = sys.dir("home").string();
     std::string missing = (sys.root / "nope" / "nvcc").string();
-    std::string msg = toolchain_error([&] { find_nvcc(missing, sys.lookup()); });
+    std::string msg = toolchain_error([&] { find_nvcc(named_nvcc(missing), sys.lookup()).tool; });
     CHECK(contains(msg, "--nvcc"));
     CHECK(contains(msg, missing));
 }
@@ -125,7 +134,7 @@ TEST_CASE("nvcc: $CUDA_HOME wins over $CUDA_PATH, PATH and /usr/local/cuda", "[t
     sys.env["CUDA_HOME"] = sys.dir("home").string();
     sys.env["CUDA_PATH"] = sys.dir("cpath").string();
     sys.path_dirs = {sys.dir("pathdir")};
-    CHECK(find_nvcc(std::nullopt, sys.lookup()).path == canon(home));
+    CHECK(find_nvcc(named_nvcc(std::nullopt), sys.lookup()).tool.path == canon(home));
 }
 
 TEST_CASE("nvcc: $CUDA_PATH is used when $CUDA_HOME is unset or has no nvcc", "[toolchain]") {
@@ -134,10 +143,10 @@ TEST_CASE("nvcc: $CUDA_PATH is used when $CUDA_HOME is unset or has no nvcc", "[
     sys.add_exe("pathdir/nvcc");
     sys.env["CUDA_PATH"] = sys.dir("cpath").string();
     sys.path_dirs = {sys.dir("pathdir")};
-    CHECK(find_nvcc(std::nullopt, sys.lookup()).path == canon(cpath));
+    CHECK(find_nvcc(named_nvcc(std::nullopt), sys.lookup()).tool.path == canon(cpath));
     fs::create_directories(sys.dir("empty_home/bin"));
     sys.env["CUDA_HOME"] = sys.dir("empty_home").string();
-    CHECK(find_nvcc(std::nullopt, sys.lookup()).path == canon(cpath));
+    CHECK(find_nvcc(named_nvcc(std::nullopt), sys.lookup()).tool.path == canon(cpath));
 }
 
 TEST_CASE("nvcc: PATH is used before /usr/local/cuda", "[toolchain]") {
@@ -145,7 +154,7 @@ TEST_CASE("nvcc: PATH is used before /usr/local/cuda", "[toolchain]") {
     fs::path on_path = sys.add_exe("pathdir/nvcc");
     sys.path_dirs = {sys.dir("other"), sys.dir("pathdir")};
     sys.executables.insert("/usr/local/cuda/bin/nvcc");
-    CHECK(find_nvcc(std::nullopt, sys.lookup()).path == canon(on_path));
+    CHECK(find_nvcc(named_nvcc(std::nullopt), sys.lookup()).tool.path == canon(on_path));
     CHECK(std::count(sys.looked_up.begin(), sys.looked_up.end(), "nvcc") == 1);
 }
 
@@ -155,7 +164,7 @@ TEST_CASE("nvcc: /usr/local/cuda/bin/nvcc is the last resort", "[toolchain]") {
     // The stub says it is executable; identifying it stats the real file, so
     // on a machine without CUDA the error still names the path it chose.
     try {
-        Tool t = find_nvcc(std::nullopt, sys.lookup());
+        Tool t = find_nvcc(named_nvcc(std::nullopt), sys.lookup()).tool;
         CHECK(t.path == "/usr/local/cuda/bin/nvcc");  // run as found, symlink kept
         CHECK(t.canonical == canon("/usr/local/cuda/bin/nvcc"));
     } catch (const FatalError& e) {
@@ -168,7 +177,8 @@ TEST_CASE("nvcc: not found says what was searched and how to fix it", "[toolchai
     sys.env["CUDA_HOME"] = sys.dir("home").string();
     sys.env["CUDA_PATH"] = sys.dir("cpath").string();
     sys.path_dirs = {sys.dir("pathdir")};
-    std::string msg = toolchain_error([&] { find_nvcc(std::nullopt, sys.lookup()); });
+    std::string msg =
+        toolchain_error([&] { find_nvcc(named_nvcc(std::nullopt), sys.lookup()).tool; });
     INFO(msg);
     // What was searched, each place named.
     CHECK(contains(msg, "$CUDA_HOME"));
@@ -186,12 +196,244 @@ TEST_CASE("nvcc: not found says what was searched and how to fix it", "[toolchai
 
 TEST_CASE("nvcc: not found without CUDA variables still explains the fix", "[toolchain]") {
     FakeSystem sys;
-    std::string msg = toolchain_error([&] { find_nvcc(std::nullopt, sys.lookup()); });
+    std::string msg =
+        toolchain_error([&] { find_nvcc(named_nvcc(std::nullopt), sys.lookup()).tool; });
     INFO(msg);
     CHECK(contains(msg, "nvcc"));
     CHECK(contains(msg, "PATH"));
     CHECK(contains(msg, "/usr/local/cuda/bin/nvcc"));
     CHECK(contains(msg, "--nvcc"));
+}
+
+// ------------------------------------------------------- nvcc from pip, order
+
+namespace {
+
+// A CUDA 13 pip toolkit (nvidia/<cu>) under `site`, relative to the fake
+// root: nvcc and, unless told otherwise, what the other wheels install.
+fs::path add_pip_toolkit(FakeSystem& sys, const std::string& site, const std::string& cu,
+                         bool complete = true) {
+    fs::path nvcc = sys.add_exe(site + "/nvidia/" + cu + "/bin/nvcc");
+    if (complete)
+        for (const char* f : {"nvvm/bin/cicc", "include/crt/host_defines.h",
+                              "include/cuda_runtime.h", "lib/libcudart_static.a"})
+            test::write_file(sys.dir(site + "/nvidia/" + cu + "/" + f), "");
+    return nvcc;
+}
+
+const std::string kVenvSite = "venv/lib/python3.12/site-packages";
+
+NvccChoice nvcc_for(FakeSystem& sys, NvccRequest request = {}) {
+    return find_nvcc(request, sys.lookup());
+}
+
+}  // namespace
+
+TEST_CASE("nvcc: the active virtualenv's pip toolkit, before PATH", "[toolchain]") {
+    FakeSystem sys;
+    fs::path pip = add_pip_toolkit(sys, kVenvSite, "cu13");
+    sys.add_exe("pathdir/nvcc");
+    sys.path_dirs = {sys.dir("pathdir")};
+    sys.env["VIRTUAL_ENV"] = sys.dir("venv").string();
+    NvccChoice c = nvcc_for(sys);
+    CHECK(c.tool.path == pip);
+    CHECK(c.how == "pip toolkit nvidia/cu13 in " + sys.dir(kVenvSite).string());
+}
+
+TEST_CASE("nvcc: the highest nvidia/cuNN first, then CUDA 12's nvidia/cuda_nvcc", "[toolchain]") {
+    FakeSystem sys;
+    sys.env["VIRTUAL_ENV"] = sys.dir("venv").string();
+    fs::path split = sys.add_exe(kVenvSite + "/nvidia/cuda_nvcc/bin/nvcc");
+    CHECK(nvcc_for(sys).how == "pip toolkit nvidia/cuda_nvcc in " + sys.dir(kVenvSite).string());
+    CHECK(nvcc_for(sys).tool.path == split);
+    add_pip_toolkit(sys, kVenvSite, "cu9");
+    CHECK(nvcc_for(sys).tool.path == sys.dir(kVenvSite + "/nvidia/cu9/bin/nvcc"));
+    fs::path cu13 = add_pip_toolkit(sys, kVenvSite, "cu13");
+    add_pip_toolkit(sys, kVenvSite, "cu12");
+    CHECK(nvcc_for(sys).tool.path == cu13);  // 13 > 12 > 9, not "cu9" > "cu13"
+    // A cuNN directory without nvcc (only the runtime wheel) does not count.
+    fs::create_directories(sys.dir(kVenvSite + "/nvidia/cu14/include"));
+    CHECK(nvcc_for(sys).tool.path == cu13);
+}
+
+TEST_CASE("nvcc: $VIRTUAL_ENV, then $CONDA_PREFIX, then each python3's prefix on PATH",
+          "[toolchain]") {
+    FakeSystem sys;
+    fs::path conda = add_pip_toolkit(sys, "conda/lib/python3.11/site-packages", "cu14");
+    fs::path onpath = add_pip_toolkit(sys, "py/lib/python3.12/site-packages", "cu15");
+    sys.add_exe("py/bin/python3");
+    sys.path_dirs = {sys.dir("py/bin")};
+    sys.env["PATH"] = sys.dir("py/bin").string();
+    CHECK(nvcc_for(sys).tool.path == onpath);
+    sys.env["CONDA_PREFIX"] = sys.dir("conda").string();
+    CHECK(nvcc_for(sys).tool.path == conda);  // an environment first, not the highest version
+    fs::path venv = add_pip_toolkit(sys, kVenvSite, "cu13");
+    sys.env["VIRTUAL_ENV"] = sys.dir("venv").string();
+    CHECK(nvcc_for(sys).tool.path == venv);
+}
+
+TEST_CASE("nvcc: --python-site replaces the environments bekc would guess", "[toolchain]") {
+    FakeSystem sys;
+    add_pip_toolkit(sys, kVenvSite, "cu13");
+    sys.env["VIRTUAL_ENV"] = sys.dir("venv").string();
+    fs::path mine = add_pip_toolkit(sys, "mine/site-packages", "cu13");
+    NvccRequest r;
+    r.python_sites = {sys.dir("mine/site-packages").string()};
+    CHECK(nvcc_for(sys, r).tool.path == mine);
+    // One environment: the highest version over all its directories.
+    fs::path newer = add_pip_toolkit(sys, "user/site-packages", "cu14");
+    r.python_sites.push_back(sys.dir("user/site-packages").string());
+    CHECK(nvcc_for(sys, r).tool.path == newer);
+}
+
+TEST_CASE("nvcc: $CUDA_HOME and $CUDA_PATH come before a pip toolkit", "[toolchain]") {
+    FakeSystem sys;
+    add_pip_toolkit(sys, kVenvSite, "cu13");
+    sys.env["VIRTUAL_ENV"] = sys.dir("venv").string();
+    fs::path cpath = sys.add_exe("cpath/bin/nvcc");
+    sys.env["CUDA_PATH"] = sys.dir("cpath").string();
+    NvccChoice c = nvcc_for(sys);
+    CHECK(c.tool.path == cpath);
+    CHECK(c.how == "$CUDA_PATH");
+}
+
+TEST_CASE("nvcc: --nvcc-prefer / $BEKC_NVCC_PREFER system puts PATH before pip", "[toolchain]") {
+    FakeSystem sys;
+    fs::path pip = add_pip_toolkit(sys, kVenvSite, "cu13");
+    sys.env["VIRTUAL_ENV"] = sys.dir("venv").string();
+    fs::path on_path = sys.add_exe("pathdir/nvcc");
+    sys.path_dirs = {sys.dir("pathdir")};
+    sys.env["BEKC_NVCC_PREFER"] = "system";
+    NvccChoice c = nvcc_for(sys);
+    CHECK(c.tool.path == on_path);
+    CHECK(c.how == "PATH, with system nvcc preferred");
+    NvccRequest r;
+    r.prefer = "pip";  // the flag wins over the variable
+    CHECK(nvcc_for(sys, r).tool.path == pip);
+    // With nothing on PATH, system still falls back to pip.
+    sys.path_dirs.clear();
+    CHECK(nvcc_for(sys).tool.path == pip);
+    sys.env["BEKC_NVCC_PREFER"] = "conda";
+    try {
+        nvcc_for(sys);
+        FAIL("expected a usage error");
+    } catch (const FatalError& e) {
+        CHECK(e.exit_code() == kExitUsage);
+        CHECK(std::string(e.what()) ==
+              "bekc: error: $BEKC_NVCC_PREFER 'conda': use pip (a toolkit installed from pip "
+              "first, the default) or system (nvcc on PATH first)");
+    }
+}
+
+TEST_CASE("nvcc: $BEKC_NVCC, then brainevent's BRAINEVENT_NVCC_PATH, before $CUDA_HOME",
+          "[toolchain]") {
+    FakeSystem sys;
+    fs::path home = sys.add_exe("home/bin/nvcc");
+    sys.env["CUDA_HOME"] = sys.dir("home").string();
+    fs::path be = sys.add_exe("be/nvcc");
+    NvccRequest r;
+    r.brainevent_nvcc = be.string();
+    NvccChoice c = nvcc_for(sys, r);
+    CHECK(c.tool.path == be);
+    CHECK(c.how == "brainevent's BRAINEVENT_NVCC_PATH");
+    // Not a file: brainevent goes on to $CUDA_HOME, and so does bekc.
+    r.brainevent_nvcc = sys.dir("be/missing").string();
+    CHECK(nvcc_for(sys, r).tool.path == home);
+    fs::path mine = sys.add_exe("mine/nvcc");
+    sys.env["BEKC_NVCC"] = mine.string();
+    r.brainevent_nvcc = be.string();
+    c = nvcc_for(sys, r);
+    CHECK(c.tool.path == mine);
+    CHECK(c.how == "$BEKC_NVCC");
+    r.flag = be.string();
+    CHECK(nvcc_for(sys, r).how == "--nvcc");
+    // A $BEKC_NVCC that is not there is an error, with no fallback.
+    r.flag.reset();
+    sys.env["BEKC_NVCC"] = "no-such-nvcc";
+    std::string msg = toolchain_error([&] { nvcc_for(sys, r); });
+    CHECK(msg ==
+          "bekc: error: $BEKC_NVCC names 'no-such-nvcc', which is not an executable. Give "
+          "nvcc's path or unset it.");
+}
+
+TEST_CASE("nvcc: a pip toolkit without a wheel nvcc needs names the wheel", "[toolchain]") {
+    FakeSystem sys;
+    add_pip_toolkit(sys, kVenvSite, "cu13", false);
+    test::write_file(sys.dir(kVenvSite + "/nvidia/cu13/include/cuda_runtime.h"), "");
+    sys.env["VIRTUAL_ENV"] = sys.dir("venv").string();
+    std::string msg = toolchain_error([&] { nvcc_for(sys); });
+    CHECK(msg == "bekc: error: the CUDA toolkit from pip at " +
+                     sys.dir(kVenvSite + "/nvidia/cu13").string() +
+                     " is incomplete: it has no nvvm/bin/cicc, include/crt/host_defines.h, "
+                     "lib/libcudart_static.a. Install what it lacks into the same Python "
+                     "environment: pip install nvidia-nvvm nvidia-cuda-crt nvidia-cuda-runtime");
+}
+
+TEST_CASE("nvcc: not found lists every place and names the pip wheels", "[toolchain]") {
+    FakeSystem sys;
+    sys.env["CUDA_HOME"] = sys.dir("home").string();
+    sys.env["VIRTUAL_ENV"] = sys.dir("venv").string();
+    fs::create_directories(sys.dir(kVenvSite));
+    std::string sites = sys.dir(kVenvSite).string();
+    // The system's own Python prefixes are searched too, whatever this machine has there.
+    for (const char* prefix : {"/usr/local", "/usr"})
+        for (const auto& d : site_packages_dirs(prefix)) sites += ", " + d.string();
+    std::string searched = "$CUDA_HOME/bin/nvcc (" + (sys.dir("home") / "bin/nvcc").string() +
+                           "); pip toolkits (nvidia/cu*/bin/nvcc, nvidia/cuda_nvcc/bin/nvcc) in ";
+    std::string msg = toolchain_error([&] { nvcc_for(sys); });
+    CHECK(msg == "bekc: error: nvcc not found, and a .cu input needs it. Searched: " + searched +
+                     sites +
+                     "; nvcc on PATH; /usr/local/cuda/bin/nvcc. Install the CUDA toolkit (pip "
+                     "install nvidia-cuda-nvcc, or pip install \"jax[cuda13]\", in the active "
+                     "Python environment; or NVIDIA's installer), or point bekc at it with --nvcc "
+                     "PATH, BEKC_NVCC=PATH or CUDA_HOME=/path/to/cuda.");
+    // From bekc's Python loaders: the fixes a Python user has, no flag.
+    NvccRequest r;
+    r.python_sites = {sys.dir(kVenvSite).string()};
+    msg = toolchain_error([&] { nvcc_for(sys, r); });
+    CHECK(msg == "bekc: error: nvcc not found, and a .cu input needs it. Searched: " + searched +
+                     sys.dir(kVenvSite).string() +
+                     "; nvcc on PATH; /usr/local/cuda/bin/nvcc. Install the CUDA toolkit into this "
+                     "Python environment (pip install nvidia-cuda-nvcc, or pip install "
+                     "\"jax[cuda13]\"), or name one with an environment variable: "
+                     "BEKC_NVCC=/path/to/nvcc or CUDA_HOME=/path/to/cuda.");
+}
+
+TEST_CASE("nvcc: a pip toolkit's include directories, wheels and missing CCCL", "[toolchain]") {
+    FakeSystem sys;
+    fs::path nvcc = add_pip_toolkit(sys, kVenvSite, "cu13");
+    Tool t = identify_tool(nvcc);
+    fs::path root = sys.dir(kVenvSite + "/nvidia/cu13");
+    CHECK(pip_toolkit_root(t) == root);
+    CHECK(toolkit_include_dirs(t) == std::vector<fs::path>{root / "include"});
+    std::string failed = "k.cu:1:10: fatal error: nv/target: No such file or directory\n";
+    CHECK(missing_cccl_note(t, failed) ==
+          "the CUDA toolkit from pip at " + root.string() +
+              " has no CCCL headers (nv/target, cub, thrust, cuda/std); install them into the "
+              "same Python environment: pip install nvidia-cuda-cccl");
+    CHECK(missing_cccl_note(t, "k.cu:3: error: expected ';'\n").empty());
+    fs::create_directories(root / "include/cccl/nv");
+    CHECK(toolkit_include_dirs(t) ==
+          std::vector<fs::path>{root / "include", root / "include/cccl"});
+    CHECK(missing_cccl_note(t, failed).empty());
+    // The wheels' dist-info directories, not other packages'.
+    for (const char* d :
+         {"nvidia_cuda_nvcc-13.5.37.dist-info", "nvidia_cuda_cccl-13.3.5.0.6.dist-info",
+          "nvidia_cublas-13.1.0.dist-info", "jax-0.10.2.dist-info"})
+        fs::create_directories(sys.dir(kVenvSite + "/" + d));
+    CHECK(pip_toolkit_wheels(t) == std::vector<std::string>{"nvidia_cuda_cccl-13.3.5.0.6.dist-info",
+                                                            "nvidia_cuda_nvcc-13.5.37.dist-info"});
+    // Through a link elsewhere (a bin/nvcc on PATH), the toolkit it leads to.
+    fs::create_directories(sys.dir("linkbin"));
+    fs::create_symlink(nvcc, sys.dir("linkbin/nvcc"));
+    Tool linked = identify_tool(sys.dir("linkbin/nvcc"));
+    CHECK(pip_toolkit_root(linked) == root);
+    CHECK(toolkit_include_dirs(linked).front() == root / "include");
+    // Another nvcc has none of this.
+    Tool system = identify_tool(sys.add_exe("cuda/bin/nvcc"));
+    CHECK_FALSE(pip_toolkit_root(system));
+    CHECK(pip_toolkit_wheels(system).empty());
+    CHECK(missing_cccl_note(system, failed).empty());
 }
 
 // ------------------------------------------------------------------------ cxx
@@ -271,7 +513,7 @@ TEST_CASE("a tool is run by the path found and identified by it, its resolved pa
     fs::path link = sys.dir("cuda/bin/nvcc");
     fs::create_symlink(real, link);
     sys.executables.insert(link);
-    Tool t = find_nvcc(link.string(), sys.lookup());
+    Tool t = find_nvcc(named_nvcc(link.string()), sys.lookup()).tool;
     // Run through the link (a compiler may act by the name it is called by,
     // like Debian's /usr/lib/ccache/c++), identified by where it resolves.
     CHECK(t.path == link);
@@ -298,7 +540,7 @@ TEST_CASE("a relative --nvcc becomes an absolute path", "[toolchain]") {
     sys.executables.insert("rel/bin/nvcc");
     Tool t;
     try {
-        t = find_nvcc(std::string("rel/bin/nvcc"), sys.lookup());
+        t = find_nvcc(named_nvcc(std::string("rel/bin/nvcc")), sys.lookup()).tool;
     } catch (...) {
         fs::current_path(old);
         throw;

@@ -1,0 +1,280 @@
+#include "toolchain/nvcc_search.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <string_view>
+
+#include "toolchain/python_env.hpp"
+#include "util/error.hpp"
+
+namespace bekc {
+
+namespace {
+
+constexpr const char* kPipPattern = "nvidia/cu*/bin/nvcc, nvidia/cuda_nvcc/bin/nvcc";
+
+// What a CUDA 13 pip toolkit's nvcc needs beside itself, and the wheel that
+// installs each (nvidia-cuda-nvcc depends on all three; a --no-deps install
+// or a removed wheel leaves a toolkit that fails in the middle of a compile).
+struct Component {
+    const char* file;
+    const char* wheel;
+};
+constexpr Component kPipComponents[] = {
+    {"nvvm/bin/cicc", "nvidia-nvvm"},
+    {"include/crt/host_defines.h", "nvidia-cuda-crt"},
+    {"include/cuda_runtime.h", "nvidia-cuda-runtime"},
+    {"lib/libcudart_static.a", "nvidia-cuda-runtime"},
+};
+
+// The wheels whose files make up a pip toolkit, as their dist-info
+// directories begin (CUDA 12's carry a -cu12 suffix: nvidia_cuda_nvcc_cu12).
+constexpr std::string_view kToolkitWheels[] = {"nvidia_cuda_nvcc", "nvidia_cuda_crt", "nvidia_nvvm",
+                                               "nvidia_cuda_runtime", "nvidia_cuda_cccl"};
+
+// Headers CCCL provides; a compile that misses one lacks nvidia-cuda-cccl.
+constexpr std::string_view kCcclHeaders[] = {"nv/target", "cub/", "thrust/", "cuda/std/"};
+
+bool is_cu_dir(const std::string& name) {
+    return name.size() > 2 && name.rfind("cu", 0) == 0 &&
+           std::all_of(name.begin() + 2, name.end(),
+                       [](unsigned char c) { return std::isdigit(c) != 0; });
+}
+
+// The pip toolkit of one Python environment: the highest nvidia/cuNN with an
+// nvcc over all its site-packages (the first on a tie), else the first
+// nvidia/cuda_nvcc. Returns the nvcc and what to say about it.
+std::optional<std::pair<fs::path, std::string>> pip_nvcc_in(const std::vector<fs::path>& sites,
+                                                            const ToolLookup& lookup) {
+    std::optional<std::pair<fs::path, std::string>> best;
+    int best_version = -1;
+    for (const auto& site : sites) {
+        std::vector<std::string> names;
+        std::error_code ec;
+        for (fs::directory_iterator it(site / "nvidia", ec), end; !ec && it != end;
+             it.increment(ec)) {
+            std::string n = it->path().filename().string();
+            if (is_cu_dir(n)) names.push_back(n);
+        }
+        std::sort(names.begin(), names.end());
+        for (const auto& n : names) {
+            fs::path nvcc = site / "nvidia" / n / "bin" / "nvcc";
+            int version = std::atoi(n.c_str() + 2);
+            if (version > best_version && lookup.executable(nvcc)) {
+                best_version = version;
+                best = {{nvcc, "pip toolkit nvidia/" + n + " in " + site.string()}};
+            }
+        }
+    }
+    if (best) return best;
+    for (const auto& site : sites) {
+        fs::path nvcc = site / "nvidia" / "cuda_nvcc" / "bin" / "nvcc";
+        if (lookup.executable(nvcc))
+            return {{nvcc, "pip toolkit nvidia/cuda_nvcc in " + site.string()}};
+    }
+    return std::nullopt;
+}
+
+std::string join_items(const std::vector<std::string>& items, const char* sep) {
+    std::string out;
+    for (const auto& s : items) out += (out.empty() ? "" : sep) + s;
+    return out;
+}
+
+// A CUDA 13 pip toolkit must hold what nvcc runs and includes on every
+// compile; say which wheel is missing rather than let nvcc fail midway.
+void check_pip_toolkit(const fs::path& nvcc) {
+    fs::path root = nvcc.parent_path().parent_path();
+    if (!is_cu_dir(root.filename().string())) return;
+    std::vector<std::string> files, wheels;
+    for (const auto& c : kPipComponents) {
+        std::error_code ec;
+        if (fs::exists(root / c.file, ec)) continue;
+        files.push_back(c.file);
+        if (std::find(wheels.begin(), wheels.end(), c.wheel) == wheels.end())
+            wheels.push_back(c.wheel);
+    }
+    if (files.empty()) return;
+    throw FatalError("bekc: error: the CUDA toolkit from pip at " + root.string() +
+                         " is incomplete: it has no " + join_items(files, ", ") +
+                         ". Install what it lacks into the same Python environment: pip install " +
+                         join_items(wheels, " "),
+                     kExitToolchain);
+}
+
+enum class Prefer { Pip, System };
+
+Prefer read_prefer(const NvccRequest& request, const ToolLookup& lookup) {
+    std::optional<std::string> value = request.prefer;
+    std::string origin = "--nvcc-prefer";
+    if (!value) {
+        value = lookup.env("BEKC_NVCC_PREFER");
+        origin = "$BEKC_NVCC_PREFER";
+    }
+    if (!value || *value == "pip") return Prefer::Pip;
+    if (*value == "system") return Prefer::System;
+    throw FatalError("bekc: error: " + origin + " '" + *value +
+                         "': use pip (a toolkit installed from pip first, the default) or "
+                         "system (nvcc on PATH first)",
+                     kExitUsage);
+}
+
+// The environments to look for a pip toolkit in, each a list of
+// site-packages with what to call them in a not-found message.
+std::vector<std::vector<fs::path>> pip_environments(const NvccRequest& request,
+                                                    const ToolLookup& lookup) {
+    std::vector<std::vector<fs::path>> envs;
+    if (!request.python_sites.empty()) {
+        envs.emplace_back(request.python_sites.begin(), request.python_sites.end());
+        return envs;
+    }
+    for (const auto& prefix : python_prefixes(lookup.env)) {
+        auto sites = site_packages_dirs(prefix);
+        if (!sites.empty()) envs.push_back(std::move(sites));
+    }
+    return envs;
+}
+
+NvccChoice chosen(const fs::path& path, std::string how) {
+    return NvccChoice{identify_tool(path), std::move(how)};
+}
+
+std::string not_found_message(const std::vector<std::string>& searched, bool from_python) {
+    std::string head = "bekc: error: nvcc not found, and a .cu input needs it. Searched: " +
+                       join_items(searched, "; ");
+    if (from_python)
+        return head +
+               ". Install the CUDA toolkit into this Python environment (pip install "
+               "nvidia-cuda-nvcc, or pip install \"jax[cuda13]\"), or name one with an "
+               "environment variable: BEKC_NVCC=/path/to/nvcc or CUDA_HOME=/path/to/cuda.";
+    return head +
+           ". Install the CUDA toolkit (pip install nvidia-cuda-nvcc, or pip install "
+           "\"jax[cuda13]\", in the active Python environment; or NVIDIA's installer), or point "
+           "bekc at it with --nvcc PATH, BEKC_NVCC=PATH or CUDA_HOME=/path/to/cuda.";
+}
+
+}  // namespace
+
+NvccChoice find_nvcc(const NvccRequest& request, const ToolLookup& lookup) {
+    const Prefer prefer = read_prefer(request, lookup);
+    if (request.flag) {
+        if (auto p = resolve_named(*request.flag, lookup)) return chosen(*p, "--nvcc");
+        throw FatalError("bekc: error: --nvcc " + *request.flag + ": no such executable",
+                         kExitToolchain);
+    }
+    if (auto named = lookup.env("BEKC_NVCC")) {
+        if (auto p = resolve_named(*named, lookup)) return chosen(*p, "$BEKC_NVCC");
+        throw FatalError("bekc: error: $BEKC_NVCC names '" + *named +
+                             "', which is not an executable. Give nvcc's path or unset it.",
+                         kExitToolchain);
+    }
+    std::vector<std::string> searched;
+    if (request.brainevent_nvcc) {
+        const std::string& p = *request.brainevent_nvcc;
+        if (p.find('/') != std::string::npos && lookup.executable(p))
+            return chosen(p, "brainevent's BRAINEVENT_NVCC_PATH");
+        searched.push_back("brainevent's BRAINEVENT_NVCC_PATH (" + p + ": not an executable)");
+    }
+    for (const char* var : {"CUDA_HOME", "CUDA_PATH"}) {
+        if (auto root = lookup.env(var)) {
+            fs::path p = fs::path(*root) / "bin" / "nvcc";
+            if (lookup.executable(p)) return chosen(p, "$" + std::string(var));
+            searched.push_back("$" + std::string(var) + "/bin/nvcc (" + p.string() + ")");
+        }
+    }
+    auto from_pip = [&]() -> std::optional<NvccChoice> {
+        std::vector<std::string> dirs;
+        for (const auto& sites : pip_environments(request, lookup)) {
+            if (auto found = pip_nvcc_in(sites, lookup)) {
+                check_pip_toolkit(found->first);
+                return chosen(found->first, found->second);
+            }
+            for (const auto& s : sites) dirs.push_back(s.string());
+        }
+        searched.push_back(
+            std::string("pip toolkits (") + kPipPattern + ") in " +
+            (dirs.empty() ? std::string("no Python environment") : join_items(dirs, ", ")));
+        return std::nullopt;
+    };
+    auto from_path = [&]() -> std::optional<NvccChoice> {
+        if (auto p = lookup.find("nvcc")) return chosen(*p, "PATH");
+        searched.push_back("nvcc on PATH");
+        return std::nullopt;
+    };
+    for (int i = 0; i < 2; ++i) {
+        bool pip = (i == 0) == (prefer == Prefer::Pip);
+        if (auto c = pip ? from_pip() : from_path()) {
+            if (prefer == Prefer::System) c->how += ", with system nvcc preferred";
+            return *c;
+        }
+    }
+    fs::path fallback = "/usr/local/cuda/bin/nvcc";
+    if (lookup.executable(fallback)) return chosen(fallback, "/usr/local/cuda");
+    searched.push_back(fallback.string());
+    throw FatalError(not_found_message(searched, !request.python_sites.empty()), kExitToolchain);
+}
+
+std::optional<fs::path> pip_toolkit_root(const Tool& nvcc) {
+    // As found, or where a link to it (a bin/nvcc on PATH) leads.
+    for (const fs::path& exe : {nvcc.path, nvcc.canonical}) {
+        fs::path root = exe.parent_path().parent_path();
+        std::string name = root.filename().string();
+        if (root.parent_path().filename() == "nvidia" && (is_cu_dir(name) || name == "cuda_nvcc"))
+            return root;
+    }
+    return std::nullopt;
+}
+
+std::vector<fs::path> toolkit_include_dirs(const Tool& nvcc) {
+    fs::path root = pip_toolkit_root(nvcc).value_or(nvcc.path.parent_path().parent_path());
+    std::vector<fs::path> out;
+    std::error_code ec;
+    for (fs::path d : {root / "include", root / "include" / "cccl"})
+        if (fs::is_directory(d, ec)) out.push_back(d);
+    return out;
+}
+
+std::vector<std::string> pip_toolkit_wheels(const Tool& nvcc) {
+    std::vector<std::string> out;
+    auto root = pip_toolkit_root(nvcc);
+    if (!root) return out;
+    std::error_code ec;
+    for (fs::directory_iterator it(root->parent_path().parent_path(), ec), end; !ec && it != end;
+         it.increment(ec)) {
+        std::string n = it->path().filename().string();
+        if (!n.ends_with(".dist-info")) continue;
+        for (std::string_view w : kToolkitWheels)
+            if (n.starts_with(w) && n.size() > w.size() &&
+                (n[w.size()] == '-' || n[w.size()] == '_'))
+                out.push_back(n);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+std::string missing_cccl_note(const Tool& nvcc, const std::string& compiler_output) {
+    auto root = pip_toolkit_root(nvcc);
+    if (!root || !is_cu_dir(root->filename().string())) return {};
+    std::error_code ec;
+    if (fs::exists(*root / "include" / "cccl", ec)) return {};
+    // "k.cu:1:10: fatal error: nv/target: No such file or directory" (g++),
+    // "cannot open source file" (nvcc's front end).
+    size_t start = 0;
+    while (start < compiler_output.size()) {
+        size_t end = compiler_output.find('\n', start);
+        if (end == std::string::npos) end = compiler_output.size();
+        std::string_view line(compiler_output.data() + start, end - start);
+        start = end + 1;
+        if (line.find("No such file or directory") == std::string_view::npos &&
+            line.find("cannot open source file") == std::string_view::npos)
+            continue;
+        for (std::string_view h : kCcclHeaders)
+            if (line.find(h) != std::string_view::npos)
+                return "the CUDA toolkit from pip at " + root->string() +
+                       " has no CCCL headers (nv/target, cub, thrust, cuda/std); install them "
+                       "into the same Python environment: pip install nvidia-cuda-cccl";
+    }
+    return {};
+}
+
+}  // namespace bekc
