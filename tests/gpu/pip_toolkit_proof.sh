@@ -9,7 +9,9 @@
 # nvidia_cuda_cccl, *.whl for manylinux x86_64. bekc is build/bekc (or $BEKC).
 #
 # 1. Installs the wheels with pip --prefix into a fresh directory: a Python
-#    environment's layout (lib/python3.X/site-packages/nvidia/cu13).
+#    environment's layout (lib/python3.X/site-packages/nvidia/cu13). With
+#    TOOLKIT_TAR=FILE.tar.xz, unpacks that instead: the same wheels unzipped
+#    into one site-packages tree (for a carry limit the wheels exceed).
 # 2. In a private mount namespace with /usr/local/cuda hidden
 #    (tests/integration/hide_system_cuda.py): `bekc doctor` must choose the pip
 #    nvcc; the quickstart example (raw JAX: bekc build, then
@@ -57,15 +59,25 @@ step() { local name=$1; shift; printf '\n=== %s\n' "$name"
   if "$@"; then passed=$((passed + 1)); echo "--- $name: PASS"
   else failed=$((failed + 1)); echo "--- $name: FAIL"; fi; }
 
-wheels=()
-while read -r line; do
-  name=${line%%==*}; [[ -z "$name" || "$name" == \#* ]] && continue
-  f=$(ls .whl/"${name//-/_}"-"${line##*==}"-*.whl 2>/dev/null | head -n 1)
-  [[ -n "$f" ]] || { echo "missing .whl/${name//-/_}-${line##*==}-*.whl" >&2; exit 2; }
-  wheels+=("$f")
-done < requirements-toolkit.txt
-step "pip install --prefix (no index) ${wheels[*]##*/}" \
-  "$PY" -m pip install -q --no-index --no-deps --no-compile --prefix "$PREFIX" "${wheels[@]}"
+if [[ -n "${TOOLKIT_TAR:-}" ]]; then
+  # The wheels already unpacked into one site-packages tree and packed as a
+  # tar (the device's carry limit is 64 MiB, and nvvm's wheel alone is near
+  # it): unpacked where pip --prefix would have put them.
+  pyver=$("$PY" -c 'import sys; print("python%d.%d" % sys.version_info[:2])')
+  mkdir -p "$PREFIX/lib/$pyver/site-packages"
+  step "unpack the toolkit ($(basename "$TOOLKIT_TAR"))" \
+    tar -xJf "$TOOLKIT_TAR" -C "$PREFIX/lib/$pyver/site-packages"
+else
+  wheels=()
+  while read -r line; do
+    name=${line%%==*}; [[ -z "$name" || "$name" == \#* ]] && continue
+    f=$(ls .whl/"${name//-/_}"-"${line##*==}"-*.whl 2>/dev/null | head -n 1)
+    [[ -n "$f" ]] || { echo "missing .whl/${name//-/_}-${line##*==}-*.whl" >&2; exit 2; }
+    wheels+=("$f")
+  done < requirements-toolkit.txt
+  step "pip install --prefix (no index) ${wheels[*]##*/}" \
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --prefix "$PREFIX" "${wheels[@]}"
+fi
 SITE=$(echo "$PREFIX"/lib/python3*/site-packages)
 PIP_NVCC=$SITE/nvidia/cu13/bin/nvcc
 step "the pip nvcc runs" "$PIP_NVCC" --version
