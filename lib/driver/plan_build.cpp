@@ -7,6 +7,7 @@
 #include "driver/runtime_headers.hpp"
 #include "driver/safe_paths.hpp"
 #include "store/hash.hpp"
+#include "toolchain/nvcc_search.hpp"
 
 namespace bekc {
 
@@ -29,11 +30,19 @@ BuildGraph plan_graph(const BuildInputs& in, const GraphPaths& paths) {
     req.flags = in.flags;
     req.runtime_include = paths.runtime_include;
     req.runtime_object = paths.runtime_object;
+    if (in.nvcc) {
+        ToolkitDirs toolkit = pip_toolkit_dirs(*in.nvcc);
+        req.toolkit_includes = std::move(toolkit.include);
+        req.toolkit_system_includes = std::move(toolkit.system_include);
+        req.toolkit_libs = std::move(toolkit.lib);
+    }
     // nvcc hands paths to a shell and splits some at commas: it gets
     // plain-named links to the directories it cannot take as they are.
     if (in.nvcc && paths.nvcc_safe_paths) {
         req.runtime_include = safe_path_for_nvcc(paths.runtime_include);
         for (auto& d : req.flags.include_dirs) d = safe_path_for_nvcc(d).string();
+        for (auto* dirs : {&req.toolkit_includes, &req.toolkit_system_includes, &req.toolkit_libs})
+            for (auto& d : *dirs) d = safe_path_for_nvcc(d);
         if (!req.flags.xla_include.empty())
             req.flags.xla_include = safe_path_for_nvcc(req.flags.xla_include).string();
         req.runtime_object = safe_path_for_nvcc(paths.runtime_object.parent_path()) /

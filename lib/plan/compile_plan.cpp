@@ -71,6 +71,10 @@ CompileStep compile_step(const PlanRequest& r, const PlanUnit& u) {
     std::vector<std::string>& a = s.command.argv;
     a = u.cuda ? nvcc_common(r) : cxx_common(r);
     append(a, preprocessor_flags(r.runtime_include, r.flags));
+    if (u.cuda) {
+        for (const auto& d : r.toolkit_includes) a.push_back("-I" + d.string());
+        for (const auto& d : r.toolkit_system_includes) append(a, {"-isystem", d.string()});
+    }
     append(a, u.cuda ? r.flags.cuda_flags : r.flags.cxx_flags);
     append(a, {"-MD", "-MF", s.depfile.string(), "-c", u.wrapper.string(), "-o", out.string()});
     if (r.launcher) a.insert(a.begin(), r.launcher->string());
@@ -208,6 +212,8 @@ BuildPlan make_build_plan(const PlanRequest& r) {
     append(a, link.inputs);
     append(a, {"-o", r.library.string()});
     append(a, link_flags(r.flags));
+    if (any_cuda)
+        for (const auto& d : r.toolkit_libs) a.push_back("-L" + d.string());
     append(a, link_depfile_flags(r));
     link.outputs = {r.library.string()};
     if (r.link_depfile) link.outputs.push_back(r.link_depfile->string());

@@ -66,6 +66,11 @@ struct PlanRequest {
     // static linking, nvcc link options from the environment): nvcc's device
     // link runs (driver/link_search.hpp).
     bool link_reads_opaque_code = false;
+    // A pip toolkit's own directories (toolchain/nvcc_search.hpp,
+    // pip_toolkit_dirs), named on nvcc's command lines after the user's:
+    // include and system include directories on every CUDA compile, library
+    // directories on nvcc's link.
+    std::vector<fs::path> toolkit_includes, toolkit_system_includes, toolkit_libs;
     // $BEKC_BASE_DIR: what the compilers write (debug information, __FILE__)
     // names files under it relative to it (-ffile-prefix-map=DIR=.).
     std::string base_dir;

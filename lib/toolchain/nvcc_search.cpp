@@ -226,11 +226,39 @@ std::optional<fs::path> pip_toolkit_root(const Tool& nvcc) {
 }
 
 std::vector<fs::path> toolkit_include_dirs(const Tool& nvcc) {
-    fs::path root = pip_toolkit_root(nvcc).value_or(nvcc.path.parent_path().parent_path());
+    if (pip_toolkit_root(nvcc)) {
+        ToolkitDirs dirs = pip_toolkit_dirs(nvcc);
+        dirs.include.insert(dirs.include.end(), dirs.system_include.begin(),
+                            dirs.system_include.end());
+        return dirs.include;
+    }
+    fs::path root = nvcc.path.parent_path().parent_path();
     std::vector<fs::path> out;
     std::error_code ec;
     for (fs::path d : {root / "include", root / "include" / "cccl"})
         if (fs::is_directory(d, ec)) out.push_back(d);
+    return out;
+}
+
+ToolkitDirs pip_toolkit_dirs(const Tool& nvcc) {
+    ToolkitDirs out;
+    auto root = pip_toolkit_root(nvcc);
+    if (!root) return out;
+    std::error_code ec;
+    auto add = [&ec](std::vector<fs::path>& to, const fs::path& d) {
+        if (fs::is_directory(d, ec)) to.push_back(d);
+    };
+    add(out.include, *root / "include");
+    if (is_cu_dir(root->filename().string())) {
+        add(out.system_include, *root / "include" / "cccl");
+        add(out.lib, *root / "lib" / "stubs");
+        add(out.lib, *root / "lib");
+    } else {  // nvidia/cuda_nvcc: the runtime and CCCL are wheels of their own
+        fs::path nvidia = root->parent_path();
+        add(out.include, nvidia / "cuda_runtime" / "include");
+        add(out.include, nvidia / "cuda_cccl" / "include");
+        add(out.lib, nvidia / "cuda_runtime" / "lib");
+    }
     return out;
 }
 

@@ -56,6 +56,19 @@ std::optional<fs::path> pip_toolkit_root(const Tool& nvcc);
 // -isystem include/cccl). Only the directories that exist.
 std::vector<fs::path> toolkit_include_dirs(const Tool& nvcc);
 
+// The directories a pip toolkit's nvcc needs named: nvcc.profile names them
+// for 13.5 and later, but the 13.0 wheels' profile names targets/<arch>/include
+// and lib, which a wheel does not have, so their nvcc finds neither its
+// headers nor libcudart_static.a. bekc names them itself, as brainevent's
+// pipeline does: include/ (-I), include/cccl (-isystem), lib/stubs and lib/
+// (-L); for CUDA 12's split wheels (nvidia/cuda_nvcc) also the include and
+// lib directories of nvidia/cuda_runtime and nvidia/cuda_cccl. Only those
+// that exist; all empty for any other nvcc.
+struct ToolkitDirs {
+    std::vector<fs::path> include, system_include, lib;
+};
+ToolkitDirs pip_toolkit_dirs(const Tool& nvcc);
+
 // The dist-info directories of the wheels that make up nvcc's pip toolkit
 // ("nvidia_cuda_cccl-13.3.5.0.6.dist-info", ...), sorted; empty for any
 // other nvcc. They version the toolkit's headers, which pip upgrades apart

@@ -287,6 +287,32 @@ TEST_CASE("plan: --ldflag goes to the link, after the objects", "[plan][flags]")
     CHECK(index_of(l, "-lcublas") > index_of(l, kBuild + "/1_b.bekc.cpp.o"));
 }
 
+TEST_CASE("plan: a pip toolkit's directories reach nvcc's compiles and its link, after the user's",
+          "[plan][flags]") {
+    PlanRequest r = request({cu("0_a"), cpp("1_b")});
+    r.flags.include_dirs = {"/src/inc"};
+    r.flags.ldflags = {"-L/opt/lib", "-lcublas"};
+    r.toolkit_includes = {"/venv/site/nvidia/cu13/include"};
+    r.toolkit_system_includes = {"/venv/site/nvidia/cu13/include/cccl"};
+    r.toolkit_libs = {"/venv/site/nvidia/cu13/lib/stubs", "/venv/site/nvidia/cu13/lib"};
+    BuildPlan plan = make_build_plan(r);
+    const Argv& nv = plan.compiles[0].command.argv;
+    const Argv& cx = plan.compiles[1].command.argv;
+    INFO(joined(nv) << "\n" << joined(cx));
+    CHECK(index_of(nv, "-I/venv/site/nvidia/cu13/include") > index_of(nv, "-I/src/inc"));
+    CHECK(has_pair(nv, "-isystem", "/venv/site/nvidia/cu13/include/cccl"));
+    CHECK_FALSE(has(cx, "-I/venv/site/nvidia/cu13/include"));
+    CHECK_FALSE(has(cx, "-isystem"));
+    const Argv& l = plan.link.argv;
+    INFO(joined(l));
+    CHECK(has_sequence(l, {"-L/venv/site/nvidia/cu13/lib/stubs", "-L/venv/site/nvidia/cu13/lib"}));
+    CHECK(index_of(l, "-L/venv/site/nvidia/cu13/lib") > index_of(l, "-L/opt/lib"));
+    // A C++-only library links with the host compiler: no toolkit there.
+    PlanRequest cpu = request({cpp("0_b")});
+    cpu.toolkit_libs = r.toolkit_libs;
+    CHECK_FALSE(has(make_build_plan(cpu).link.argv, "-L/venv/site/nvidia/cu13/lib"));
+}
+
 TEST_CASE("plan: --ldflag reaches a single input's link, after the objects", "[plan][flags]") {
     for (PlanUnit u : {cu("0_k"), cpp("0_k")}) {
         PlanRequest r = request({u});

@@ -436,6 +436,37 @@ TEST_CASE("nvcc: a pip toolkit's include directories, wheels and missing CCCL", 
     CHECK(missing_cccl_note(system, failed).empty());
 }
 
+TEST_CASE("nvcc: a pip toolkit's own directories, named for nvcc whatever its nvcc.profile says",
+          "[toolchain]") {
+    // nvidia-cuda-nvcc 13.0's nvcc.profile names targets/x86_64-linux/include
+    // and lib, which the wheels do not have: linking failed on
+    // -lcudart_static. bekc names include/, include/cccl and lib/ itself.
+    FakeSystem sys;
+    Tool t = identify_tool(add_pip_toolkit(sys, kVenvSite, "cu13"));
+    fs::path root = sys.dir(kVenvSite + "/nvidia/cu13");
+    fs::create_directories(root / "include/cccl");
+    fs::create_directories(root / "lib/stubs");
+    ToolkitDirs d = pip_toolkit_dirs(t);
+    CHECK(d.include == std::vector<fs::path>{root / "include"});
+    CHECK(d.system_include == std::vector<fs::path>{root / "include/cccl"});
+    CHECK(d.lib == std::vector<fs::path>{root / "lib/stubs", root / "lib"});
+    // CUDA 12's split wheels: the runtime's and CCCL's directories too.
+    Tool split = identify_tool(sys.add_exe("site12/nvidia/cuda_nvcc/bin/nvcc"));
+    for (const char* dir : {"site12/nvidia/cuda_nvcc/include", "site12/nvidia/cuda_runtime/include",
+                            "site12/nvidia/cuda_runtime/lib", "site12/nvidia/cuda_cccl/include"})
+        fs::create_directories(sys.dir(dir));
+    ToolkitDirs d12 = pip_toolkit_dirs(split);
+    CHECK(d12.include == std::vector<fs::path>{sys.dir("site12/nvidia/cuda_nvcc/include"),
+                                               sys.dir("site12/nvidia/cuda_runtime/include"),
+                                               sys.dir("site12/nvidia/cuda_cccl/include")});
+    CHECK(d12.lib == std::vector<fs::path>{sys.dir("site12/nvidia/cuda_runtime/lib")});
+    // A system toolkit: nvcc.profile is right there, nothing is added.
+    ToolkitDirs none = pip_toolkit_dirs(identify_tool(sys.add_exe("cuda/bin/nvcc")));
+    CHECK(none.include.empty());
+    CHECK(none.system_include.empty());
+    CHECK(none.lib.empty());
+}
+
 // ------------------------------------------------------------------------ cxx
 
 TEST_CASE("cxx: --cxx wins over $CXX and PATH", "[toolchain]") {
