@@ -34,7 +34,8 @@
 //                             the user's, never written or removed by bekc
 //     src/<sha256>/           the Python loader's inline sources
 //                             (python/bekc/_compat.py writes them, without
-//                             following links; `clear_cache()` removes them)
+//                             following links; `clear_cache()` removes these
+//                             names only)
 //     tmp/                    staging "<key>.<suffix>", "runtime.<suffix>",
 //                             "scratch.<suffix>", and "trash.<suffix>" on the
 //                             way out; <suffix> is "host.pid.16 hex digits"
