@@ -728,6 +728,27 @@ def test_an_endless_entry_body_is_cut_at_the_limit(project, fake_remote):
     assert_no_leftovers(project)
 
 
+def test_the_default_entry_limit_is_proportionate_to_a_library(project, fake_remote):
+    """Without $BEKC_REMOTE_MAX_ENTRY_SIZE, an endless entry body is cut at
+    the default of 256 MiB (a kernel library's archive is a few MB), not at
+    2 GiB: what a broken or hostile server can make one build write stays
+    proportionate."""
+    key = _key_of_a_local_build(project)
+    fake_remote.set_record(key, [(project.header, sha256_of(project.header))])
+    fake_remote.entry = FakeRemote.ENDLESS
+    default = 256 << 20
+    fake_remote.guard_bytes = default + (64 << 20)  # past the limit, far below 2 GiB
+    with DiskWatch(project.tmpdir, project.tmp / "cache-b") as watch:
+        b = project.build("b", "--remote-cache", fake_remote.url, "--remote-cache-read-only",
+                          timeout=BOUND_S)
+    assert ("GET", f"/bekc/entries/{key}.tar") in fake_remote.requests, "the entry was asked for"
+    assert watch.largest <= default, f"{watch.where} grew to {watch.largest} bytes"
+    assert b.compiled and b.info["remote_hit"] is False and b.key == key
+    assert f"larger than the limit of {default} bytes" in b.stderr, b.stderr
+    assert_working_library(b)
+    assert_no_leftovers(project)
+
+
 @pytest.mark.parametrize("kind", ["dev-zero", "fifo"])
 def test_a_record_naming_a_device_or_fifo_does_not_hang_the_build(project, fake_remote, tmp_path,
                                                                  kind):
