@@ -384,6 +384,9 @@ void write_depfile(const fs::path& file, const Cache& cache, const Entry& entry,
         out += make_escape(prereqs[i]);
         out += ":\n";
     }
+    // Replacing the path by rename would replace a device or a FIFO itself.
+    if (auto regular = check_writable_regular(file); !regular)
+        throw FatalError("bekc: error: --depfile: " + regular.error(), kExitUsage);
     if (auto w = write_atomic(file, out); !w)
         throw FatalError("bekc: error: --depfile: " + w.error(), kExitCache);
 }
