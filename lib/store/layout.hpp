@@ -109,6 +109,11 @@ class CacheLayout {
         return "stats." + std::string(counter) + ".tally";
     }
     static fs::path history() { return "history"; }
+    // The cache's own configuration (config/settings.hpp): the user's.
+    static fs::path config_file() { return "bekc.conf"; }
+    // The Python loader's inline sources: src/<sha256 of the text>/.
+    static fs::path inline_sources_dir() { return "src"; }
+    static bool is_inline_source_name(std::string_view name);
     // history/ab/cdef….json for an inputs id (64 hex digits); throws like entry().
     static fs::path history_record(std::string_view inputs_id);
     // Every small JSON object at the root that `cache clear` removes: the
