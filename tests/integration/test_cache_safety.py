@@ -27,11 +27,12 @@ import re
 import shutil
 import stat
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
+
+from other_users import require_setpriv, shared_base  # tests/integration/other_users.py
 
 FAST = "-O0"
 CACHE_ERROR = 4  # exit status: the cache could not be read or written
@@ -440,23 +441,12 @@ def test_a_truncated_runtime_header_is_repaired_and_verify_reports_it(bekc, kern
 
 
 # --------------------------------------------------------------------------- 5. read-only
-def reachable_by_others(path: Path) -> bool:
-    p = Path(path).resolve()
-    if not os.stat(p).st_mode & stat.S_IXOTH:
-        return False
-    return all(os.stat(d).st_mode & stat.S_IXOTH for d in p.parents)
-
-
 @pytest.fixture
 def shared_tree(bekc_path):
     """A tree the unprivileged user can read: <base>/{cache,src,home}."""
     if os.geteuid() == 0:
-        if shutil.which("setpriv") is None:
-            pytest.skip("running as root and setpriv(1) is missing")
-        if not reachable_by_others(bekc_path):
-            pytest.skip(f"{bekc_path} cannot be run by uid {NOBODY}")
-    base = Path(tempfile.mkdtemp(prefix="bekc-ro-"))
-    os.chmod(base, 0o755)
+        require_setpriv(bekc_path, f"uid {NOBODY}")
+    base = shared_base("bekc-ro-")
     (base / "src").mkdir()
     os.chmod(base / "src", 0o755)
     (base / "home").mkdir()
