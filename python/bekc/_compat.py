@@ -114,6 +114,11 @@ def _remove_inline_sources(name: Optional[str]) -> None:
             try:
                 d = os.open(sub, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=root)
             except OSError:
+                if safe is None:  # one of bekc's names, but a link or a file: it goes
+                    try:
+                        os.unlink(sub, dir_fd=root)  # a link itself, never its target
+                    except OSError:
+                        pass
                 continue
             try:
                 for entry in os.listdir(d):
