@@ -84,7 +84,11 @@ std::expected<void, std::string> Cache::ensure_created() const {
     // Only a directory that holds nothing of anyone else's becomes a cache:
     // bekc would overwrite a foreign tools.json or stats.json, and its
     // CACHEDIR.TAG makes backup tools skip the whole directory.
-    if (auto foreign = foreign_name(); !foreign.empty())
+    auto foreign = foreign_name();
+    // A build beside this one writes the marker before any other name: when
+    // the listing saw one of those, the marker is there by now.
+    if (!foreign.empty() && dir().stat(kMarkerFile)) return {};
+    if (!foreign.empty())
         return std::unexpected(fmt::format(
             "{} is not a bekc cache and is not empty (it holds '{}'): bekc creates its cache "
             "only in a missing or empty directory. Choose another directory with --cache-dir, "
