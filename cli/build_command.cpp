@@ -19,7 +19,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 int build(const BuildOptions& o) {
-    Settings settings = load_settings_or_exit(o.cache_dir);
+    Settings settings = load_settings_or_exit(o.cache_dir, o.quiet);
     EnvLookup env = settings.lookup();
     if (is_kernel_package(o)) {
         // Each module is a child `bekc build`, which logs and counts itself;

@@ -79,17 +79,33 @@ std::string result_of(const BuildResult* r) {
 }
 
 // One write(2) with O_APPEND, so concurrent builds' lines do not interleave.
-// Opened without blocking: a FIFO nobody reads is an error, not a hang.
-std::optional<std::string> append_line(const fs::path& path, const std::string& line) {
-    int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
+// Opened without blocking: a FIFO nobody reads is an error, not a hang. A log
+// inside the cache is reached like every file there (store/cache_dir.hpp):
+// no link below the root is followed, and it must be a regular file, so a
+// member of a shared cache cannot point other users' logs elsewhere. Outside
+// the cache the path is the user's, but a link as its last component is not
+// followed either.
+std::optional<std::string> append_line(const fs::path& path, const std::string& line,
+                                       const std::optional<fs::path>& cache_root) {
+    fs::path log = fs::absolute(path).lexically_normal();
+    if (cache_root) {
+        fs::path root = fs::absolute(*cache_root).lexically_normal();
+        if (path_is_under(log, root) && log != root) {
+            auto appended = CacheDir(root).append(log.lexically_relative(root), line);
+            if (!appended) return appended.error();
+            return std::nullopt;
+        }
+    }
+    int fd = ::open(log.c_str(),
+                    O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW,
                     0666);
-    if (fd < 0) return errno_message("open", path, errno);
+    if (fd < 0) return errno_message("open", log, errno);
     ssize_t n = ::write(fd, line.data(), line.size());
     int err = errno;
     bool closed = ::close(fd) == 0;
     if (n != static_cast<ssize_t>(line.size()))
-        return errno_message("write", path, n < 0 ? err : EIO);
-    if (!closed) return errno_message("write", path, errno);
+        return errno_message("write", log, n < 0 ? err : EIO);
+    if (!closed) return errno_message("write", log, errno);
     return std::nullopt;
 }
 
@@ -149,7 +165,12 @@ void log_build(const BuildOptions& o, const BuildResult* r, const nlohmann::orde
         {"why", why},
     };
     std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-    if (auto problem = append_line(*path, text); problem && !o.quiet)
+    std::optional<fs::path> cache_root;
+    try {
+        cache_root = resolve_cache_root(o.cache_dir, settings);
+    } catch (const FatalError&) {
+    }
+    if (auto problem = append_line(*path, text, cache_root); problem && !o.quiet)
         std::fprintf(stderr, "bekc: warning: build log: %s\n", problem->c_str());
 }
 

@@ -21,8 +21,10 @@ Action add_doctor_command(CLI::App& app);
 Action add_config_command(CLI::App& app);
 
 // The settings (config/settings.hpp) for a command given `cache_dir_flag`
-// (--cache-dir); a bad bekc.conf prints its errors and exits 2.
-Settings load_settings_or_exit(const std::optional<std::string>& cache_dir_flag);
+// (--cache-dir); a bad bekc.conf prints its errors and exits 2. The
+// warnings of settings a file may not set are printed unless `quiet`.
+Settings load_settings_or_exit(const std::optional<std::string>& cache_dir_flag,
+                               bool quiet = false);
 
 // The options that override bekc.conf's settings, for `build` and `config`.
 void add_setting_options(CLI::App* cmd, std::optional<std::string>& cache_dir,

@@ -67,9 +67,13 @@ int show(const ConfigOptions& o) {
 
 }  // namespace
 
-Settings load_settings_or_exit(const std::optional<std::string>& cache_dir_flag) {
+Settings load_settings_or_exit(const std::optional<std::string>& cache_dir_flag, bool quiet) {
     auto settings = load_settings(cache_dir_flag, system_env());
-    if (settings) return std::move(*settings);
+    if (settings) {
+        if (!quiet)
+            for (const auto& w : settings->warnings()) std::fprintf(stderr, "%s\n", w.c_str());
+        return std::move(*settings);
+    }
     std::string message;
     for (const auto& e : settings.error()) message += (message.empty() ? "" : "\n") + e;
     throw FatalError(message, kExitUsage);

@@ -13,15 +13,19 @@ namespace bekc {
 
 namespace {
 
+// cache_dir and log_file choose where bekc writes; remote_cache where the
+// token goes and whose libraries are loaded; remote_read_only whether the
+// token is used to write there; launcher runs a program on every miss.
 constexpr std::array<SettingInfo, 7> kSettings{{
-    {"cache_dir", "BEKC_CACHE_DIR", "--cache-dir", SettingType::Path},
-    {"max_size", "BEKC_CACHE_MAX_SIZE", "", SettingType::Size},
-    {"remote_cache", "BEKC_REMOTE_CACHE", "--remote-cache", SettingType::Url},
+    {"cache_dir", "BEKC_CACHE_DIR", "--cache-dir", SettingType::Path, SettingTrust::OwnedFile},
+    {"max_size", "BEKC_CACHE_MAX_SIZE", "", SettingType::Size, SettingTrust::AnyFile},
+    {"remote_cache", "BEKC_REMOTE_CACHE", "--remote-cache", SettingType::Url,
+     SettingTrust::OwnedFile},
     {"remote_read_only", "BEKC_REMOTE_CACHE_READONLY", "--remote-cache-read-only",
-     SettingType::Bool},
-    {"base_dir", "BEKC_BASE_DIR", "", SettingType::Path},
-    {"launcher", "BEKC_LAUNCHER", "--launcher", SettingType::Launcher},
-    {"log_file", "BEKC_LOG", "", SettingType::Path},
+     SettingType::Bool, SettingTrust::OwnedFile},
+    {"base_dir", "BEKC_BASE_DIR", "", SettingType::Path, SettingTrust::AnyFile},
+    {"launcher", "BEKC_LAUNCHER", "--launcher", SettingType::Launcher, SettingTrust::OwnedFile},
+    {"log_file", "BEKC_LOG", "", SettingType::Path, SettingTrust::OwnedFile},
 }};
 
 constexpr std::array<std::pair<std::string_view, std::string_view>, 8> kBools{{

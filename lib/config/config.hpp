@@ -33,11 +33,21 @@ enum class SettingType {
     Launcher,  // a name on PATH, or a path (relative: to the file's directory)
 };
 
+// Who may set a setting in a file. A cache shared by a team is writable by
+// every member, and so is its bekc.conf: a setting that runs a program,
+// sends the user's credentials or chooses where bekc writes must come from a
+// file only the user (or root) can change (config/settings.hpp).
+enum class SettingTrust {
+    AnyFile,    // harmless from anyone's file: a size limit, the base directory
+    OwnedFile,  // only from a file owned by the user or root, writable by no one else
+};
+
 struct SettingInfo {
     std::string_view key;   // in bekc.conf
     std::string_view env;   // the environment variable, which overrides the file
     std::string_view flag;  // the command-line option that overrides both, or ""
     SettingType type;
+    SettingTrust trust;
 };
 
 // Every setting, in the order `bekc config --show` prints them.

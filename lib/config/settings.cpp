@@ -1,5 +1,9 @@
 #include "config/settings.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <system_error>
 
 #include <fmt/format.h>
@@ -15,19 +19,57 @@ constexpr std::string_view kConfigName = "bekc.conf";
 
 using Errors = std::vector<std::string>;
 
+// Why a file someone other than the user could have written, or "" when
+// only the user (or root) can: its owner is neither, or its group or others
+// may write it.
+std::string written_by_others(const struct stat& st) {
+    if (st.st_uid != ::geteuid() && st.st_uid != 0)
+        return fmt::format("is owned by uid {}", st.st_uid);
+    if (st.st_mode & S_IWOTH) return "is writable by every user";
+    if (st.st_mode & S_IWGRP) return "is writable by its group";
+    return {};
+}
+
+// Drops the settings an untrusted file may not set (SettingTrust::OwnedFile),
+// each with a warning that says why and where to set it instead.
+void drop_untrusted(ConfigFile& file, const std::string& why, const EnvLookup& env,
+                    std::vector<std::string>& warnings) {
+    auto user = user_config_path(env);
+    for (const SettingInfo& s : config_settings()) {
+        auto it = file.values.find(s.env);
+        if (s.trust != SettingTrust::OwnedFile || it == file.values.end()) continue;
+        warnings.push_back(fmt::format(
+            "{}: warning: {} ignored: this file {}, and a setting that runs a program, sends "
+            "credentials or chooses where bekc writes is read only from a file owned by you or "
+            "root that no one else can write; set it in {} or ${} (or make this file yours and "
+            "chmod go-w it)",
+            file.origin(s.env), s.key, why, user ? user->string() : "your own bekc.conf", s.env));
+        file.values.erase(it);
+    }
+}
+
 // The file at `path`, nullopt when it does not exist and need not.
-std::expected<std::optional<ConfigFile>, Errors> read_config(const fs::path& path,
-                                                             bool must_exist) {
+std::expected<std::optional<ConfigFile>, Errors> read_config(const fs::path& path, bool must_exist,
+                                                             const EnvLookup& env,
+                                                             std::vector<std::string>& warnings) {
     std::error_code ec;
     if (!must_exist && fs::status(path, ec).type() == fs::file_type::not_found) return std::nullopt;
-    auto text = read_file(path, ReadOptions{kMaxConfigBytes, true});
-    if (!text)
+    const ReadOptions options{kMaxConfigBytes, true};
+    auto fail = [&](const std::string& why) {
         return std::unexpected(
             Errors{fmt::format("bekc: error: {}; bekc.conf must be a regular file of at most {} "
                                "bytes: fix or remove it",
-                               text.error(), kMaxConfigBytes)});
+                               why, kMaxConfigBytes)});
+    };
+    // Who may have written it is asked of the file read, not of the path.
+    auto file = open_regular_file_at(AT_FDCWD, path, path, options);
+    if (!file) return fail(file.error());
+    std::string why = written_by_others(file->st);
+    auto text = read_fd(std::move(file->fd), path, options);
+    if (!text) return fail(text.error());
     auto parsed = parse_config(*text, path);
     if (!parsed) return std::unexpected(parsed.error());
+    if (!why.empty()) drop_untrusted(*parsed, why, env, warnings);
     return *parsed;
 }
 
@@ -43,10 +85,12 @@ std::optional<std::string> misplaced_cache_dir(const ConfigFile& file, const Env
 
 }  // namespace
 
-Settings::Settings(EnvLookup env, std::vector<ConfigFile> files, std::vector<fs::path> places)
+Settings::Settings(EnvLookup env, std::vector<ConfigFile> files, std::vector<fs::path> places,
+                   std::vector<std::string> warnings)
     : env_(std::move(env)),
       files_(std::make_shared<const std::vector<ConfigFile>>(std::move(files))),
-      places_(std::move(places)) {}
+      places_(std::move(places)),
+      warnings_(std::move(warnings)) {}
 
 EnvLookup Settings::lookup() const {
     return [env = env_, files = files_](std::string_view name) -> std::optional<std::string> {
@@ -80,8 +124,9 @@ std::optional<fs::path> user_config_path(const EnvLookup& env) {
 std::expected<Settings, std::vector<std::string>> load_settings(
     const std::optional<std::string>& cache_dir_flag, const EnvLookup& env) {
     Errors errors;
+    std::vector<std::string> warnings;
     auto read = [&](const fs::path& path, bool must_exist) {
-        auto file = read_config(path, must_exist);
+        auto file = read_config(path, must_exist, env, warnings);
         if (!file) errors.insert(errors.end(), file.error().begin(), file.error().end());
         return file ? *file : std::nullopt;
     };
@@ -114,7 +159,7 @@ std::expected<Settings, std::vector<std::string>> load_settings(
         if (*path) places.push_back(**path);
     for (auto* file : {&specific, &user})
         if (*file) files.push_back(std::move(**file));
-    return Settings(env, std::move(files), std::move(places));
+    return Settings(env, std::move(files), std::move(places), std::move(warnings));
 }
 
 }  // namespace bekc

@@ -36,7 +36,8 @@ struct SettingValue {
 
 class Settings {
   public:
-    Settings(EnvLookup env, std::vector<ConfigFile> files, std::vector<fs::path> places);
+    Settings(EnvLookup env, std::vector<ConfigFile> files, std::vector<fs::path> places,
+             std::vector<std::string> warnings = {});
 
     // Answers a name from the environment when set there, else from the
     // files (most specific first); names no file sets (PATH, HOME) pass
@@ -47,12 +48,16 @@ class Settings {
     // Every place a file was looked for, most specific first.
     const std::vector<fs::path>& places() const { return places_; }
     const std::vector<ConfigFile>& files() const { return *files_; }
+    // "FILE:LINE: warning: ..." for each setting a file may not set and
+    // which was ignored (config/config.hpp, SettingTrust).
+    const std::vector<std::string>& warnings() const { return warnings_; }
 
   private:
     EnvLookup env_;
     // Shared with the lookups, which outlive no Settings' copy of it.
     std::shared_ptr<const std::vector<ConfigFile>> files_;
     std::vector<fs::path> places_;
+    std::vector<std::string> warnings_;
 };
 
 // The user's file: $XDG_CONFIG_HOME/bekc/bekc.conf (when absolute), else
@@ -60,10 +65,11 @@ class Settings {
 std::optional<fs::path> user_config_path(const EnvLookup& env);
 
 // Reads the files (each at most kMaxConfigBytes, a regular file: a FIFO or
-// device is refused, never waited on). A missing file is skipped, except the
-// one $BEKC_CONFIG names. `cache_dir_flag`: --cache-dir. The errors are
-// messages as compilers print them ("FILE:LINE: error: ...", or
-// "bekc: error: ..." for a file that cannot be read).
+// device is refused, never waited on). A file owned by someone other than
+// the user or root, or writable by its group or others, sets only the
+// settings anyone may set; the others are dropped with a warning. A missing file is skipped, except
+// the one $BEKC_CONFIG names. `cache_dir_flag`: --cache-dir. The errors are messages as compilers
+// print them ("FILE:LINE: error: ...", or "bekc: error: ..." for a file that cannot be read).
 std::expected<Settings, std::vector<std::string>> load_settings(
     const std::optional<std::string>& cache_dir_flag, const EnvLookup& env);
 

@@ -105,6 +105,41 @@ void check_linker_args(const std::vector<std::string>& args, bool nvcc_links) {
     }
 }
 
+// nvcc hands the host compiler's and the linker's command lines to a shell:
+// -D values and paths inside double quotes, where $ and ` still expand, and
+// -Xcompiler values unquoted. What a CUDA build passes to nvcc must not make
+// that shell run or expand anything: a checkout named `$(...)` in
+// `-D DATADIR=<checkout>/data` would run it, and `$ORIGIN` would vanish.
+void check_nvcc_shell_args(const CompileFlags& f) {
+    // In double quotes: what expands, and what ends the quotes.
+    constexpr std::string_view kQuoted = "$`\"\\\n\r";
+    constexpr std::string_view kUnquoted = "$`\"\\\n\r;&|<>()";
+    auto is_compiler_option = [](std::string_view flag) {
+        return flag == "-Xcompiler" || flag == "--compiler-options";
+    };
+    auto check = [&](std::string_view option, const std::vector<std::string>& values,
+                     std::string_view prefix) {
+        for (size_t i = 0; i < values.size(); ++i) {
+            const std::string& v = values[i];
+            bool unquoted = (i > 0 && is_compiler_option(values[i - 1])) ||
+                            v.starts_with("-Xcompiler=") || v.starts_with("--compiler-options=");
+            size_t bad = v.find_first_of(unquoted ? kUnquoted : kQuoted);
+            if (bad == std::string::npos) continue;
+            std::string shown =
+                v[bad] == '\n' || v[bad] == '\r' ? "a line break" : std::string("'") + v[bad] + "'";
+            throw FatalError("bekc: error: " + std::string(option) + " '" + std::string(prefix) +
+                                 v + "' has " + shown +
+                                 ", which nvcc hands to a shell that would run or expand it; a "
+                                 "CUDA build cannot pass it (use a path without it, or a link "
+                                 "to it)",
+                             kExitUsage);
+        }
+    };
+    check("-D", f.defines, "");
+    check("--cuda-flag", f.cuda_flags, "");
+    check("--ldflag", f.ldflags, "");
+}
+
 // XLA's FFI headers go on the include path when the user named them, or when a
 // source includes them (or brainevent's dtypes.h / ffi_compat.h) directly; a
 // source that needs them when none can be found is an error at its #include.
@@ -173,6 +208,7 @@ BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& re
     static_cast<CompileFlags&>(in.flags) = o.flags;
     for (auto& d : in.flags.include_dirs) d = (ctx.cwd / d).string();
     check_linker_args(in.flags.linker_args, any_cuda);
+    if (any_cuda) check_nvcc_shell_args(in.flags);
     in.flags.xla_include = resolve_xla_include(o, scanned, ctx.env);
     in.launcher = find_launcher(o.launcher, ctx.tools);
     ToolFacts facts(in.cache_root, ctx.runner);
@@ -393,6 +429,9 @@ void write_depfile(const fs::path& file, const Cache& cache, const Entry& entry,
         out += make_escape(prereqs[i]);
         out += ":\n";
     }
+    // Replacing the path by rename would replace a device or a FIFO itself.
+    if (auto regular = check_writable_regular(file); !regular)
+        throw FatalError("bekc: error: --depfile: " + regular.error(), kExitUsage);
     if (auto w = write_atomic(file, out); !w)
         throw FatalError("bekc: error: --depfile: " + w.error(), kExitCache);
 }

@@ -9,25 +9,6 @@
 
 namespace bekc {
 
-namespace {
-
-// What a path that is neither a directory nor a regular file is, for messages.
-std::string kind_of(fs::file_type type) {
-    switch (type) {
-        case fs::file_type::fifo:
-            return "a FIFO";
-        case fs::file_type::character:
-        case fs::file_type::block:
-            return "a device";
-        case fs::file_type::socket:
-            return "a socket";
-        default:
-            return "not a regular file";
-    }
-}
-
-}  // namespace
-
 std::vector<fs::path> expand_inputs(const std::vector<std::string>& inputs) {
     std::vector<fs::path> out;
     auto is_source = [](const fs::path& p) {

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "driver/compiler_env.hpp"
 #include "driver/link_search.hpp"
 #include "driver/plan_build.hpp"
 #include "driver/runtime_headers.hpp"
@@ -23,6 +24,39 @@ namespace {
 // covered by the compiler's identity.
 constexpr std::string_view kCompilerPrivateDirs[] = {"/usr/lib/gcc/", "/usr/include/c++/",
                                                      "/usr/lib/llvm-"};
+
+// Options whose value names a file or directory the compilers read, or the
+// base itself mapped out of what they write: relative to the base in the
+// key, as ccache's base_dir rewrites only include and source paths. Every
+// other argument keeps the checkout's path, since the compiler or the linker
+// may copy it into the library (-D DATADIR=<checkout>/data,
+// -Wl,-rpath,<checkout>/lib): two checkouts must not share that library.
+constexpr std::string_view kPathValueOptions[] = {
+    "-I", "-isystem", "-iquote", "-idirafter", "-L", "-include", "-MF", "-o", "-c"};
+constexpr std::string_view kAttachedPathOptions[] = {
+    "-I", "-isystem", "-iquote", "-idirafter", "-L", "-ffile-prefix-map="};
+
+bool reads_path(std::string_view previous, std::string_view arg) {
+    for (auto o : kPathValueOptions)
+        if (previous == o) return true;
+    for (auto o : kAttachedPathOptions)
+        if (arg.size() > o.size() && arg.starts_with(o)) return true;
+    // A bare path: a source, an object, a tool (not a value of -Xlinker or
+    // -Xcompiler, which the linker may copy as it is).
+    return arg.starts_with('/') && previous != "-Xlinker" && previous != "-Xcompiler";
+}
+
+std::string hide_argument(const BaseDir& b, std::string_view previous, std::string_view arg) {
+    return reads_path(previous, arg) ? b.hide(arg) : std::string(arg);
+}
+
+// The compilers' variables whose value is a search path (CPATH, LIBRARY_PATH):
+// relative to the base; the others (LD_RUN_PATH, NVCC_APPEND_FLAGS) as set.
+bool is_search_path(std::string_view name) {
+    for (const auto& v : kCompilerEnv)
+        if (v.name == name) return v.role != EnvRole::Value;
+    return false;
+}
 
 }  // namespace
 
@@ -45,7 +79,8 @@ KeyBuilder direct_key_builder(const BuildInputs& in) {
     // only the variables that are set, so set-but-empty and unset differ. The
     // path lists also as the directories they mean here, since relative and
     // empty elements depend on the working directory.
-    for (const auto& [name, value] : in.env.values) k.add("env." + name, b.hide(value));
+    for (const auto& [name, value] : in.env.values)
+        k.add("env." + name, is_search_path(name) ? b.hide(value) : value);
     auto dirs = [&](std::string_view label, const std::vector<fs::path>& list) {
         if (list.empty()) return;
         std::vector<std::string> items;
@@ -62,11 +97,13 @@ KeyBuilder direct_key_builder(const BuildInputs& in) {
         k.add("step", step_kind_name(step.kind));
         if (step.runs()) {
             std::vector<std::string> argv;
-            for (const auto& a : step.command.argv) argv.push_back(b.hide(a));
+            const auto& all = step.command.argv;
+            for (size_t i = 0; i < all.size(); ++i)
+                argv.push_back(hide_argument(b, i ? std::string_view(all[i - 1]) : "", all[i]));
             k.add_list("step.argv", argv);
             if (!step.command.cwd.empty()) k.add("step.cwd", b.hide(step.command.cwd));
             for (const auto& [name, value] : step.command.env_overrides)
-                k.add("step.env." + name, b.hide(value));
+                k.add("step.env." + name, value);
         } else {
             k.add_list("step.writes", step.command.outputs);
             if (!step.content.empty())
@@ -196,6 +233,26 @@ DependencySet classify_dependencies(const ReportedDependencies& reported, const 
     auto is_runtime = [&](const fs::path& p) {
         return path_is_under(p, runtime_root) || path_is_under(real_paths.resolve(p), runtime_root);
     };
+    // A file outside the base that the compilers reached through it by a
+    // relative path (`#include "../common/val.h"`, `-I ../common`) is
+    // recorded as <base>/../common/val.h, so that another checkout checks its
+    // own ../common, not this one's. Directories so reached: relative_roots.
+    const std::string& base = in.base.dir();
+    std::vector<fs::path> relative_roots;
+    auto spelled_through_base = [&](const fs::path& spelled) {
+        const std::string& s = spelled.native();
+        return !base.empty() && s.size() > base.size() + 1 &&
+               s.compare(0, base.size(), base) == 0 && s[base.size()] == '/' &&
+               !path_is_under(spelled.lexically_normal(), base);
+    };
+    for (const auto& d : in.flags.include_dirs)
+        if (spelled_through_base(d)) relative_roots.push_back(fs::path(d).lexically_normal());
+    auto anchored = [&](const fs::path& p) {
+        for (const auto& r : relative_roots)
+            if (path_is_under(p, r)) return fs::path(base) / p.lexically_relative(base);
+        return p;
+    };
+
     // One read per file: both digests, and the bytes of the user's headers,
     // whose __has_include are looked at below.
     std::map<fs::path, std::string> texts_read;
@@ -205,8 +262,9 @@ DependencySet classify_dependencies(const ReportedDependencies& reported, const 
             throw FatalError(
                 "bekc: error: cannot read dependency " + p.string() + ": " + digest.error(),
                 kExitSourceError);
-        out.hashed.emplace_back(p.string(), digest->sha256);
-        out.direct.dependencies.push_back({p, digest->sha256, digest->stat, digest->xxh128});
+        const fs::path recorded = anchored(p);
+        out.hashed.emplace_back(recorded.string(), digest->sha256);
+        out.direct.dependencies.push_back({recorded, digest->sha256, digest->stat, digest->xxh128});
         if (digest->changed && !out.changed_while_read) out.changed_while_read = p.string();
         if (keep_text) texts_read[p] = std::move(digest->text);
     };
@@ -214,8 +272,10 @@ DependencySet classify_dependencies(const ReportedDependencies& reported, const 
     // What the compilers read.
     std::vector<fs::path> recorded, runtime_used, user_headers;
     for (const auto& d : reported.compile) {
-        fs::path p = fs::absolute(d).lexically_normal();
+        fs::path spelled = fs::absolute(d);
+        fs::path p = spelled.lexically_normal();
         if (!seen.insert(p).second) continue;
+        if (spelled_through_base(spelled)) relative_roots.push_back(p.parent_path());
         if (is_runtime(p)) {
             // A user's directory searched before them may come to hold one
             // of their names.
@@ -229,7 +289,7 @@ DependencySet classify_dependencies(const ReportedDependencies& reported, const 
         if (user) user_headers.push_back(p);
         recorded.push_back(p);
     }
-    for (const auto& h : user_headers) out.user_headers.push_back(h.string());
+    for (const auto& h : user_headers) out.user_headers.push_back(anchored(h).string());
 
     // What the linker read: its own list, else what the flags name. The
     // toolchain's startup files and libraries are covered by its identity;
@@ -310,7 +370,7 @@ DependencySet classify_dependencies(const ReportedDependencies& reported, const 
             }
         }
     }
-    out.direct.must_not_exist.assign(absent.begin(), absent.end());
+    for (const auto& a : absent) out.direct.must_not_exist.push_back(anchored(a));
     return out;
 }
 

@@ -47,6 +47,7 @@ BuildGraph plan_graph(const BuildInputs& in, const GraphPaths& paths) {
             req.flags.xla_include = safe_path_for_nvcc(req.flags.xla_include).string();
         req.runtime_object = safe_path_for_nvcc(paths.runtime_object.parent_path()) /
                              paths.runtime_object.filename();
+        req.cxx.path = safe_ccbin(req.cxx.path);
     }
     req.library = paths.build_dir / in.library_file();
     if (paths.launcher) req.launcher = in.launcher;
@@ -55,6 +56,7 @@ BuildGraph plan_graph(const BuildInputs& in, const GraphPaths& paths) {
     req.nvcc_nodlink = in.nvcc && nvcc_takes_nodlink(in.nvcc_version);
     req.link_reads_opaque_code = in.nvcc && link_reads_opaque_code(in);
     req.base_dir = in.base.dir();
+    req.nvcc_maps_base_dir = fits_nvcc_compiler_option(in.base.dir());
     // The linker lists the files it read. nvcc splits -Xlinker values at
     // commas: a path with one is not asked for, and the flags stand in
     // (keys.cpp).

@@ -8,8 +8,28 @@
 
 namespace bekc {
 
+namespace {
+
+constexpr std::string_view kShellSyntax = "'\"\\$`!*?;&|<>()[]{}#~ \t\n";
+
+}  // namespace
+
 bool needs_safe_path(const fs::path& dir) {
-    return dir.string().find_first_of("'\"\\$`!*?;&|<>()[]{}#~ \t\n") != std::string::npos;
+    return dir.string().find_first_of(kShellSyntax) != std::string::npos;
+}
+
+bool fits_nvcc_compiler_option(const std::string& path) {
+    return !needs_safe_path(path) && path.find(',') == std::string::npos;
+}
+
+fs::path safe_ccbin(const fs::path& compiler) {
+    if (needs_safe_path(compiler.filename()))
+        throw FatalError("bekc: error: the host compiler " + compiler.string() +
+                             " has shell syntax in its file name, and nvcc runs it through a "
+                             "shell; give a link to it with a plain name (--cxx)",
+                         kExitToolchain);
+    if (!needs_safe_path(compiler.parent_path())) return compiler;
+    return safe_path_for_nvcc(compiler.parent_path()) / compiler.filename();
 }
 
 fs::path safe_path_for_nvcc(const fs::path& dir) {

@@ -9,6 +9,15 @@ namespace bekc {
 
 bool needs_safe_path(const fs::path& dir);
 
+// Whether a path may reach nvcc's shell as it is, unquoted, in a -Xcompiler
+// value: no shell syntax and no comma (nvcc splits those values at commas).
+bool fits_nvcc_compiler_option(const std::string& path);
+
+// The host compiler as nvcc's -ccbin: nvcc runs it through a shell, quoting
+// only its directory. A directory with shell syntax is reached through a
+// plain-named link; a file name with it is refused (exit 3).
+fs::path safe_ccbin(const fs::path& compiler);
+
 // `dir` itself when it is plain; else /tmp/bekc-<uid>/paths/<hash> -> dir,
 // created (atomically) when missing or pointing elsewhere.
 fs::path safe_path_for_nvcc(const fs::path& dir);

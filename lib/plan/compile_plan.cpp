@@ -48,8 +48,7 @@ std::vector<std::string> nvcc_common(const PlanRequest& r) {
     append(a, gencode_flags(r.archs));
     if (device_threads(r) > 1) append(a, {"--threads", std::to_string(device_threads(r))});
     if (r.nvcc_objtemp) a.push_back("-objtemp");
-    // nvcc splits a -Xcompiler value at commas: a base with one is not mapped.
-    if (!r.base_dir.empty() && r.base_dir.find(',') == std::string::npos)
+    if (!r.base_dir.empty() && r.nvcc_maps_base_dir)
         append(a, {"-Xcompiler", "-ffile-prefix-map=" + r.base_dir + "=."});
     return a;
 }

@@ -74,6 +74,11 @@ struct PlanRequest {
     // $BEKC_BASE_DIR: what the compilers write (debug information, __FILE__)
     // names files under it relative to it (-ffile-prefix-map=DIR=.).
     std::string base_dir;
+    // Whether nvcc gets the map too: it hands -Xcompiler values to a shell
+    // unquoted and splits them at commas, so a base with a comma or shell
+    // syntax ($(...) in a checkout's name) is not mapped for nvcc
+    // (driver/safe_paths.hpp decides).
+    bool nvcc_maps_base_dir = false;
 };
 
 // Whether an nvcc of this version ("13.0.88") takes -objtemp (12.4 and later).

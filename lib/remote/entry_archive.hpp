@@ -26,10 +26,12 @@ namespace fs = std::filesystem;
 // At most this many members; an entry has four or five.
 inline constexpr size_t kMaxArchiveMembers = 16;
 
-// The default limit on an entry archive ($BEKC_REMOTE_MAX_ENTRY_SIZE): 2 GiB,
-// far above any library bekc builds (tens of megabytes) and far below what
-// fills a disk.
-inline constexpr uint64_t kDefaultMaxEntryBytes = uint64_t{2} << 30;
+// The default limit on an entry archive ($BEKC_REMOTE_MAX_ENTRY_SIZE): 256
+// MiB. A kernel library's archive is a few megabytes, and one built for every
+// architecture tens of megabytes; the limit is what a broken or hostile
+// server can make one build write (and read through), so it stays a small
+// multiple of that, not a share of the disk.
+inline constexpr uint64_t kDefaultMaxEntryBytes = uint64_t{256} << 20;
 
 struct ArchiveLimits {
     // The members' sizes added up.

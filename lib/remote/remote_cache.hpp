@@ -54,7 +54,7 @@ struct RemoteConfig {
 // $BEKC_REMOTE_CACHE_READONLY=1, and the token from $BEKC_REMOTE_TOKEN.
 // $BEKC_REMOTE_TIMEOUT (seconds) replaces the 10 s limit on small requests;
 // $BEKC_REMOTE_MAX_ENTRY_SIZE (a size as for $BEKC_CACHE_MAX_SIZE: 500M, 1GiB;
-// at least 1 KiB) replaces the 2 GiB limit on an entry archive.
+// at least 1 KiB) replaces the 256 MiB limit on an entry archive.
 // An empty --remote-cache "" turns off a remote set in the environment.
 std::optional<RemoteConfig> remote_config(const std::optional<std::string>& flag_url,
                                           bool flag_read_only, const EnvLookup& env);

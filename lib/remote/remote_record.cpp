@@ -36,14 +36,16 @@ bool is_absolute_path(const std::string& s) {
     return p.is_absolute() && p.lexically_normal() == p && s.find('\0') == std::string::npos;
 }
 
-// "$BEKC_BASE_DIR/rel", normal and never climbing out: a path under the
-// writer's base directory (store/base_dir.hpp).
+// "$BEKC_BASE_DIR/rel", normal: a path under the writer's base directory,
+// or beside it when the compilers reached it from there by a relative path
+// ("$BEKC_BASE_DIR/../common/val.h"; store/base_dir.hpp, driver/keys.cpp).
+// A record may name any absolute path anyway.
 bool is_base_path(const std::string& s) {
     const std::string prefix = std::string(BaseDir::kToken) + "/";
     if (s.compare(0, prefix.size(), prefix) != 0 || s.find('\0') != std::string::npos) return false;
     fs::path rel(s.substr(prefix.size()));
     return !rel.empty() && rel.is_relative() && rel.lexically_normal() == rel &&
-           *rel.begin() != "..";
+           rel.filename() != "..";
 }
 
 bool is_recorded_path(const std::string& s) {

@@ -149,37 +149,97 @@ void parse_call(std::string_view text, size_t open, KernelLoad& load) {
 
 }  // namespace
 
-std::vector<KernelLoad> find_kernel_loads(std::string_view text) {
-    std::vector<KernelLoad> out;
+namespace {
+
+// A load call found by the lexer: where its name and '(' are, and the ')'
+// that closes it (npos: none does).
+struct CallSite {
+    size_t fn = 0;  // index into kLoadFunctions
+    size_t pos = 0, open = 0, close = std::string_view::npos;
+    int line = 0;
+};
+
+constexpr std::string_view kLoadFunctions[] = {"load_cuda_file", "load_cpp_file"};
+
+// One pass over the file: comments and string literals are skipped (a load
+// named in either is not a call), every bracket is matched with a stack, and
+// each `load_cuda_file(` / `load_cpp_file(` in code is a call site.
+std::vector<CallSite> call_sites(std::string_view text) {
+    std::vector<CallSite> sites;
+    std::vector<size_t> open_brackets;  // positions of '(' '[' '{' not yet closed
+    std::vector<size_t> site_of;        // per open bracket: its call site, or npos
     int line = 1;
     size_t counted = 0;
-    for (std::string_view fn :
-         {std::string_view("load_cuda_file"), std::string_view("load_cpp_file")}) {
-        size_t pos = 0;
-        while ((pos = text.find(fn, pos)) != std::string_view::npos) {
-            size_t after = pos + fn.size();
-            bool word_start = pos == 0 || !is_ident(text[pos - 1]);
-            size_t open = after;
+    bool after_def = false;  // the identifier before was `def`
+    for (size_t i = 0; i < text.size();) {
+        char c = text[i];
+        size_t quote = 0;
+        bool plain = false;
+        if (c == '#') {
+            while (i < text.size() && text[i] != '\n') ++i;
+            continue;
+        }
+        if (string_start(text, i, quote, plain)) {
+            i = skip_string(text, quote, nullptr);
+            after_def = false;
+            continue;
+        }
+        if (is_ident(c)) {
+            size_t j = i;
+            while (j < text.size() && is_ident(text[j])) ++j;
+            std::string_view word = text.substr(i, j - i);
+            bool was_def = after_def;
+            after_def = word == "def";
+            size_t open = j;
             while (open < text.size() && (text[open] == ' ' || text[open] == '\t')) ++open;
-            // `def load_cuda_file(` defines, it does not call.
-            size_t back = pos;
-            while (back > 0 && (text[back - 1] == ' ' || text[back - 1] == '\t')) --back;
-            bool is_def = back >= 3 && text.substr(back - 3, 3) == "def" &&
-                          (back == 3 || !is_ident(text[back - 4]));
-            if (word_start && !is_def && open < text.size() && text[open] == '(') {
-                KernelLoad load;
-                load.function = std::string(fn);
-                if (pos < counted) {
-                    line = 1;
-                    counted = 0;
-                }
-                for (; counted < pos; ++counted)
+            bool word_start = i == 0 || !is_ident(text[i - 1]);
+            for (size_t f = 0; f < std::size(kLoadFunctions); ++f) {
+                if (word != kLoadFunctions[f] || was_def || !word_start || open >= text.size() ||
+                    text[open] != '(')
+                    continue;
+                for (; counted < i; ++counted)
                     if (text[counted] == '\n') ++line;
-                load.line = line;
-                parse_call(text, open, load);
-                out.push_back(std::move(load));
+                sites.push_back({f, i, open, std::string_view::npos, line});
             }
-            pos = after;
+            i = j;
+            continue;
+        }
+        if (c == '(' || c == '[' || c == '{') {
+            bool is_site = !sites.empty() && sites.back().open == i;
+            open_brackets.push_back(i);
+            site_of.push_back(is_site ? sites.size() - 1 : std::string_view::npos);
+        } else if ((c == ')' || c == ']' || c == '}') && !open_brackets.empty()) {
+            if (site_of.back() != std::string_view::npos) sites[site_of.back()].close = i;
+            open_brackets.pop_back();
+            site_of.pop_back();
+        }
+        if (!std::isspace(static_cast<unsigned char>(c))) after_def = false;
+        ++i;
+    }
+    return sites;
+}
+
+}  // namespace
+
+// Linear in the file's size: each call's arguments are parsed once, up to
+// its closing bracket, and a load call inside another one's arguments is not
+// parsed again. A call that is never closed is a syntax error to Python, so
+// the file cannot load anything: it is skipped, not parsed to the end of the
+// file (which, for many such calls, took quadratic time).
+std::vector<KernelLoad> find_kernel_loads(std::string_view text) {
+    std::vector<CallSite> sites = call_sites(text);
+    std::vector<KernelLoad> out;
+    // In the order of the functions, then of the text, as callers expect.
+    for (size_t f = 0; f < std::size(kLoadFunctions); ++f) {
+        size_t parsed_to = 0;  // the end of the last call parsed
+        for (const auto& s : sites) {
+            if (s.fn != f || s.close == std::string_view::npos || s.pos < parsed_to) continue;
+            KernelLoad load;
+            load.function = std::string(kLoadFunctions[f]);
+            load.line = s.line;
+            parse_call(text.substr(0, s.close + 1), s.open, load);
+            out.push_back(std::move(load));
+            parsed_to = s.close;
         }
     }
     return out;

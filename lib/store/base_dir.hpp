@@ -25,8 +25,12 @@ class BaseDir {
     const std::string& dir() const { return dir_; }
 
     // `text` with every path under the base written relative to it: each
-    // occurrence of the base directory that ends at a path boundary ('/',
-    // '=', '"', ':' or the end) becomes kToken. Without a base, unchanged.
+    // occurrence of the base directory that is a whole leading path
+    // component becomes kToken. It must end at a path boundary ('/', '=',
+    // '"', ':' or the end) and begin where a path may begin (the start, after
+    // '=', a quote, ':', ',', ';', '(', '<' or white space, or after an option such
+    // as "-I"): with base /src, /usr/src/inc stays as it is. Without a base,
+    // unchanged.
     std::string hide(std::string_view text) const;
 
     // A recorded path back under this base: "$BEKC_BASE_DIR/x" -> "<base>/x".

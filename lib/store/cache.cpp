@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -79,10 +80,44 @@ Cache::Cache(fs::path root, CacheOptions options) : layout_(std::move(root)), op
 std::expected<void, std::string> Cache::ensure_created() const {
     if (dir().stat(kMarkerFile)) return {};
     if (auto root = dir().open_dir("", true); !root) return std::unexpected(root.error());
-    // A directory that holds other things is still usable: bekc only ever
-    // touches its own names in it.
+    if (auto known = is_cache(); known && *known) return {};  // an older bekc's cache
+    // Only a directory that holds nothing of anyone else's becomes a cache:
+    // bekc would overwrite a foreign tools.json or stats.json, and its
+    // CACHEDIR.TAG makes backup tools skip the whole directory.
+    auto foreign = foreign_name();
+    // A build beside this one writes the marker before any other name: when
+    // the listing saw one of those, the marker is there by now.
+    if (!foreign.empty() && dir().stat(kMarkerFile)) return {};
+    if (!foreign.empty())
+        return std::unexpected(fmt::format(
+            "{} is not a bekc cache and is not empty (it holds '{}'): bekc creates its cache "
+            "only in a missing or empty directory. Choose another directory with --cache-dir, "
+            "$BEKC_CACHE_DIR or bekc.set_cache_dir(), or empty this one",
+            path().string(), foreign));
     if (auto w = dir().write(kMarkerFile, "{\"bekc_cache\": 1}\n"); !w) return w;
     if (!dir().stat(kCacheDirTagFile)) (void)dir().write(kCacheDirTagFile, kCacheDirTag);
+    return {};
+}
+
+std::string Cache::foreign_name() const {
+    auto items = dir().list("");
+    if (!items) return ".";  // unreadable: nothing proves it is empty
+    const std::string marker_temp = std::string(kMarkerFile) + ".tmp.";
+    for (const auto& item : *items) {
+        // What a user or another bekc puts there before the first build: the
+        // cache's bekc.conf, the Python loader's inline sources, the marker
+        // being written by a build running beside this one.
+        if (item.name == CacheLayout::config_file().string() && item.is_regular) continue;
+        if (item.name.rfind(marker_temp, 0) == 0 && item.is_regular) continue;
+        if (item.name == CacheLayout::inline_sources_dir().string() && item.is_dir) {
+            auto sources = dir().list(item.name);
+            if (sources && std::all_of(sources->begin(), sources->end(), [](const auto& s) {
+                    return s.is_dir && CacheLayout::is_inline_source_name(s.name);
+                }))
+                continue;
+        }
+        return item.name;
+    }
     return {};
 }
 

@@ -139,6 +139,9 @@ class Cache {
     const CacheDir& dir() const { return layout_.dir(); }
 
     // Creates the root and the marker when missing: before the first write.
+    // An existing directory becomes a cache only when it is empty but for
+    // what may precede the first build (bekc.conf, the inline sources); any
+    // other is refused, and the error names it and how to choose another.
     std::expected<void, std::string> ensure_created() const;
     // For maintenance: the root exists and holds the marker (or is a cache of
     // an older bekc, which gets one). The error names the root.
@@ -214,6 +217,9 @@ class Cache {
     std::expected<VerifyReport, std::string> verify();
 
   private:
+    // The first name in the root that is not bekc's, or "" when none is.
+    std::string foreign_name() const;
+
     std::expected<Entry, Miss> probe(std::string_view key) const;
     std::expected<Entry, CacheError> publish(const fs::path& staging, std::string_view key);
     std::expected<fs::path, CacheError> make_staging(std::string_view what) const;

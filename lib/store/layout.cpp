@@ -104,6 +104,10 @@ std::string CacheLayout::staging_key(std::string_view name) {
     return is_valid_key(what) ? std::string(what) : "";
 }
 
+bool CacheLayout::is_inline_source_name(std::string_view name) {
+    return is_hex(name, 64);
+}
+
 bool CacheLayout::is_write_temp(std::string_view name) {
     size_t at = name.find(".tmp.");
     return at != std::string_view::npos && at > 0 && is_suffix(name.substr(at + 5));

@@ -34,7 +34,8 @@
 //                             the user's, never written or removed by bekc
 //     src/<sha256>/           the Python loader's inline sources
 //                             (python/bekc/_compat.py writes them, without
-//                             following links; `clear_cache()` removes them)
+//                             following links; `clear_cache()` removes these
+//                             names only)
 //     tmp/                    staging "<key>.<suffix>", "runtime.<suffix>",
 //                             "scratch.<suffix>", and "trash.<suffix>" on the
 //                             way out; <suffix> is "host.pid.16 hex digits"
@@ -108,6 +109,11 @@ class CacheLayout {
         return "stats." + std::string(counter) + ".tally";
     }
     static fs::path history() { return "history"; }
+    // The cache's own configuration (config/settings.hpp): the user's.
+    static fs::path config_file() { return "bekc.conf"; }
+    // The Python loader's inline sources: src/<sha256 of the text>/.
+    static fs::path inline_sources_dir() { return "src"; }
+    static bool is_inline_source_name(std::string_view name);
     // history/ab/cdef….json for an inputs id (64 hex digits); throws like entry().
     static fs::path history_record(std::string_view inputs_id);
     // Every small JSON object at the root that `cache clear` removes: the

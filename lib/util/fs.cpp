@@ -106,6 +106,34 @@ void UniqueFd::reset(int fd) {
     fd_ = fd;
 }
 
+std::string kind_of(fs::file_type type) {
+    switch (type) {
+        case fs::file_type::directory:
+            return "a directory";
+        case fs::file_type::fifo:
+            return "a FIFO";
+        case fs::file_type::character:
+        case fs::file_type::block:
+            return "a device";
+        case fs::file_type::socket:
+            return "a socket";
+        default:
+            return "not a regular file";
+    }
+}
+
+std::expected<void, std::string> check_writable_regular(const fs::path& path) {
+    std::error_code ec;
+    fs::file_status st = fs::status(path, ec);
+    if (st.type() == fs::file_type::not_found || st.type() == fs::file_type::regular) return {};
+    if (st.type() == fs::file_type::none || st.type() == fs::file_type::unknown)
+        return std::unexpected(fmt::format("cannot write {}: {}", path.string(), ec.message()));
+    return std::unexpected(fmt::format(
+        "{} is not a regular file (it is {}), and bekc writes only regular files there; name "
+        "a regular file",
+        path.string(), kind_of(st.type())));
+}
+
 std::string errno_message(std::string_view what, const fs::path& path, int err) {
     if (err == ELOOP)
         return fmt::format("cannot {} {}: it is a symbolic link, which bekc does not follow here",

@@ -149,4 +149,14 @@ class RealPaths {
 // "cannot <what> <path>: <strerror(err)>", the message shape of this layer.
 std::string errno_message(std::string_view what, const fs::path& path, int err);
 
+// What a path that is not a regular file is, for messages: "a directory",
+// "a FIFO", "a device", "a socket".
+std::string kind_of(fs::file_type type);
+
+// A file the user names for bekc to write (--depfile): refused, with why,
+// when it exists (through links, as the user named it) and is not a regular
+// file. Replacing /dev/null or a FIFO by rename, as root, would replace the
+// machine's device.
+std::expected<void, std::string> check_writable_regular(const fs::path& path);
+
 }  // namespace bekc

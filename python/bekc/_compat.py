@@ -92,46 +92,67 @@ def clear_cache(name: Optional[str] = None) -> int:
     return int(m.group(0)) if m else 0
 
 
+# bekc's inline sources: <cache>/src/<sha256 of the text>/<stem>.cu|.cpp, and
+# the temporaries _ensure_source_file writes beside them.
+_INLINE_DIR_NAME = re.compile(r"[0-9a-f]{64}")
+_INLINE_FILE_NAME = re.compile(r"(?:[A-Za-z0-9_+][A-Za-z0-9_.+-]*|\.tmp-\d+-[0-9a-f]{16})"
+                               r"\.(?:cu|cpp)")
+
+
 def _remove_inline_sources(name: Optional[str]) -> None:
-    """Removes the inline sources under <cache>/src, never following a link."""
-    import shutil
+    """Removes the inline sources under <cache>/src: only names bekc writes
+    there (a project's own src/ in a directory used as the cache stays), never
+    following a link. With `name`, only that module's files."""
+    try:
+        root = _open_dir_nofollow(get_cache_dir(), ["src"], create=False)
+    except OSError:
+        return  # missing, or a link: not ours to walk
+    safe = _safe_file_stem(name) if name is not None else None
+    try:
+        for sub in os.listdir(root):
+            if not _INLINE_DIR_NAME.fullmatch(sub):
+                continue
+            try:
+                d = os.open(sub, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=root)
+            except OSError:
+                if safe is None:  # one of bekc's names, but a link or a file: it goes
+                    try:
+                        os.unlink(sub, dir_fd=root)  # a link itself, never its target
+                    except OSError:
+                        pass
+                continue
+            try:
+                for entry in os.listdir(d):
+                    ours = (entry in (safe + ".cu", safe + ".cpp") if safe is not None
+                            else _INLINE_FILE_NAME.fullmatch(entry))
+                    if not ours:
+                        continue
+                    try:
+                        st = os.stat(entry, dir_fd=d, follow_symlinks=False)
+                        if not stat.S_ISDIR(st.st_mode):
+                            os.unlink(entry, dir_fd=d)  # a link itself, never its target
+                    except OSError:
+                        pass
+            finally:
+                os.close(d)
+            if safe is None:
+                try:
+                    os.rmdir(sub, dir_fd=root)  # only when nothing else is left in it
+                except OSError:
+                    pass
+    finally:
+        os.close(root)
     if name is None:
         try:
             cache = _open_dir_nofollow(get_cache_dir(), [], create=False)
         except OSError:
             return
         try:
-            st = os.stat("src", dir_fd=cache, follow_symlinks=False)
-            # rmtree with dir_fd walks by descriptors: links inside are
-            # removed, never followed.
-            if stat.S_ISDIR(st.st_mode):
-                shutil.rmtree("src", dir_fd=cache)
+            os.rmdir("src", dir_fd=cache)
         except OSError:
             pass
         finally:
             os.close(cache)
-        return
-    try:
-        root = _open_dir_nofollow(get_cache_dir(), ["src"], create=False)
-    except OSError:
-        return  # missing, or a link: not ours to walk
-    try:
-        safe = _safe_file_stem(name)
-        for sub in os.listdir(root):
-            try:
-                d = os.open(sub, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=root)
-            except OSError:
-                continue
-            try:
-                for ext in (".cu", ".cpp"):
-                    try:
-                        os.unlink(safe + ext, dir_fd=d)
-                    except OSError:
-                        pass
-            finally:
-                os.close(d)
-    finally:
-        os.close(root)
 
 
 # --------------------------------------------------------------------------- argv

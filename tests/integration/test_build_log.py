@@ -92,6 +92,42 @@ def test_an_unwritable_log_warns_and_the_build_stands(bekc, kernels, env, tmp_pa
     assert build.hit and "bekc: warning: build log: " in build.stderr
 
 
+@pytest.mark.parametrize("where", ["in the cache", "a directory in the cache", "elsewhere"])
+def test_the_log_is_not_written_through_a_symbolic_link(bekc, kernels, env, tmp_path, where):
+    """The log was opened through links, unlike every other file under the
+    cache root: a member of a shared cache who replaced the shared log (or
+    its directory) with a link made everyone's builds append to a file of
+    the member's choosing, such as ~/.bashrc."""
+    victim = tmp_path / "bashrc"
+    victim.write_text("# mine\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    log = {"in the cache": bekc.cache_dir / "build.jsonl",
+           "a directory in the cache": bekc.cache_dir / "logs" / "build.jsonl",
+           "elsewhere": tmp_path / "shared" / "build.jsonl"}[where]
+    if where == "elsewhere":
+        log.parent.mkdir()
+    env["BEKC_LOG"] = str(log)
+    src = kernels.cpp(bekc.workdir / "k.cpp")
+    bekc.build(src, FAST, env=env)
+    assert [l["result"] for l in log_lines(log)] == ["miss"]
+    if where == "a directory in the cache":
+        for f in log.parent.iterdir():
+            f.unlink()
+        log.parent.rmdir()
+        log.parent.symlink_to(elsewhere)
+        (elsewhere / "build.jsonl").symlink_to(victim)  # even a second link behind it
+        planted = elsewhere
+    else:
+        log.unlink()
+        log.symlink_to(victim)
+        planted = log
+    b = bekc.build(src, FAST, env=env)
+    assert b.hit and "bekc: warning: build log: " in b.stderr, b.describe()
+    assert "symbolic link" in b.stderr, b.describe()
+    assert victim.read_text() == "# mine\n", f"the build appended through {planted}"
+
+
 def test_stats_count_hits_and_misses_and_zero(bekc, kernels, env):
     src = kernels.cpp(bekc.workdir / "k.cpp")
     bekc.build(src, FAST, env=env)

@@ -273,6 +273,63 @@ def test_cuda_build_with_a_quote_in_an_include_dir(bekc, kernels, nvcc, tmp_path
     assert r.rc == 0, r.describe()
 
 
+INJECTION = "co$(cd;touch PWNED)"  # run by a shell: creates $HOME/PWNED
+
+
+@pytest.fixture
+def injected_checkout(bekc, kernels, tmp_path):
+    """A checkout whose directory name is a command substitution (a branch
+    name, an archive's top directory, a CI job's path), with a header in
+    inc/, a kernel, and a HOME where the command would leave its mark."""
+    home = tmp_path / "home"
+    home.mkdir()
+    checkout = bekc.workdir / INJECTION
+    (checkout / "inc").mkdir(parents=True)
+    (checkout / "inc" / "val.h").write_text("#define VAL 2.0f\n")
+    cu = kernels.cu(checkout / "dev.cu", fn="dev_fn", includes=["val.h"], value="VAL")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BEKC_")}
+    env.update(HOME=str(home), BEKC_BASE_DIR=str(checkout))
+    return checkout, cu, env, home / "PWNED"
+
+
+def test_a_checkout_named_with_shell_syntax_runs_nothing(bekc, injected_checkout, nvcc):
+    """With base_dir set, every nvcc compile got -Xcompiler
+    -ffile-prefix-map=<checkout>=., which nvcc hands to a shell unquoted: the
+    checkout's name ran, and the build still exited 0. The host compiler
+    reached through a directory of that name (-ccbin) is quoted by nvcc only
+    partly, so it goes through a plain-named link too."""
+    checkout, cu, env, mark = injected_checkout
+    (checkout / "bin").mkdir()
+    cxx = shutil.which("g++") or shutil.which("c++")
+    (checkout / "bin" / "g++").symlink_to(cxx)
+    r = bekc.build(cu, "--arch", "sm_90", FAST, "-I", checkout / "inc", env=env,
+                   cwd=checkout, ok=None)
+    assert not mark.exists(), "the checkout's name ran as a command"
+    assert r.rc == 0, r.describe()
+    r = bekc.build(cu, "--arch", "sm_90", FAST, "-I", checkout / "inc", "--cxx",
+                   checkout / "bin" / "g++", env=env, cwd=checkout, ok=None)
+    assert not mark.exists(), "the host compiler's directory ran as a command"
+    assert r.rc == 0, r.describe()
+
+
+@pytest.mark.parametrize("option", ["-D", "--cuda-flag", "--ldflag"])
+def test_a_checkout_path_with_shell_syntax_in_a_flag_is_refused(bekc, injected_checkout, nvcc,
+                                                               option):
+    """-D DATADIR=<checkout>/data (and any flag nvcc hands to its shell)
+    ran the checkout's name; a CUDA build now refuses it, exit 2."""
+    checkout, cu, env, mark = injected_checkout
+    value = {"-D": f"DATADIR={checkout}/data",
+             "--cuda-flag": f"-Xcompiler=-fdebug-prefix-map={checkout}=.",
+             "--ldflag": f"-Wl,-rpath,{checkout}/lib"}[option]
+    given = [option, value] if option == "-D" else [f"{option}={value}"]
+    r = bekc.build(cu, "--arch", "sm_90", FAST, *given, env=env, cwd=checkout, ok=None)
+    assert not mark.exists(), "the checkout's name ran as a command"
+    assert r.rc == 2, r.describe()
+    assert (f"bekc: error: {option} '{value}' has '$', which nvcc hands to a shell that would "
+            "run or expand it; a CUDA build cannot pass it (use a path without it, or a link "
+            "to it)") in r.stderr, r.describe()
+
+
 def test_path_with_a_double_quote_is_refused_clearly(bekc, kernels):
     src = kernels.cpp(bekc.workdir / 'say "hi"' / "k.cpp")
     r = bekc.build(src, FAST, ok=False)

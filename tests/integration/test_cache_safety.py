@@ -27,11 +27,12 @@ import re
 import shutil
 import stat
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
+
+from other_users import require_setpriv, shared_base  # tests/integration/other_users.py
 
 FAST = "-O0"
 CACHE_ERROR = 4  # exit status: the cache could not be read or written
@@ -220,6 +221,49 @@ def test_maintenance_of_a_missing_cache_is_a_no_op(bekc, tmp_path, command):
     assert not (tmp_path / "absent").exists(), f"`cache {command}` created {root}"
 
 
+def a_project_directory(root: Path) -> Path:
+    """Someone's directory, named as the cache by mistake: files with the
+    names of bekc's memos among their own."""
+    write(root / "tools.json", b'{"mine": 1}\n')
+    write(root / "stats.json", b'{"mine": 2}\n')
+    write(root / "src" / "main.cpp", b"int main() {}\n")
+    return root
+
+
+def test_a_build_refuses_to_make_a_cache_of_a_directory_in_use(bekc, kernels, tmp_path):
+    """`bekc build` adopted any existing directory as its cache: it rewrote
+    tools.json and stats.json and added CACHEDIR.TAG, after which backup tools
+    skip the whole directory."""
+    root = a_project_directory(tmp_path / "project")
+    before = snapshot(root)
+    src = kernels.cpp(bekc.workdir / "k.cpp")
+    b = bekc.build(src, FAST, cache_dir=root, ok=False)
+    assert b.proc.returncode == CACHE_ERROR, b.describe()
+    assert (f"bekc: error: {root} is not a bekc cache and is not empty (it holds "
+            in b.proc.stderr), b.describe()
+    assert ("bekc creates its cache only in a missing or empty directory. Choose another "
+            "directory with --cache-dir, $BEKC_CACHE_DIR or bekc.set_cache_dir(), or empty "
+            "this one" in b.proc.stderr), b.describe()
+    assert snapshot(root) == before, "the build wrote into a directory that is not a cache"
+
+
+def test_a_build_makes_a_cache_of_an_empty_directory_or_one_holding_its_config(bekc, kernels,
+                                                                             tmp_path):
+    """What may be there before the first build: nothing, the cache's own
+    bekc.conf, the Python loader's inline sources."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    configured = tmp_path / "configured"
+    write(configured / "bekc.conf", b"max_size = 1G\n")
+    write(configured / "src" / ("a" * 64) / "m.cpp", b"// inline\n")
+    src = kernels.cpp(bekc.workdir / "k.cpp")
+    for root in (empty, configured):
+        bekc.build(src, FAST, cache_dir=root)
+        assert (root / MARKER).is_file(), sorted(os.listdir(root))
+        assert bekc.build(src, FAST, cache_dir=root).hit
+    assert (configured / "bekc.conf").read_bytes() == b"max_size = 1G\n"
+
+
 # --------------------------------------------------------------------------- 2. foreign files
 FOREIGN = {
     "notes.txt": b"my notes\n",
@@ -397,23 +441,12 @@ def test_a_truncated_runtime_header_is_repaired_and_verify_reports_it(bekc, kern
 
 
 # --------------------------------------------------------------------------- 5. read-only
-def reachable_by_others(path: Path) -> bool:
-    p = Path(path).resolve()
-    if not os.stat(p).st_mode & stat.S_IXOTH:
-        return False
-    return all(os.stat(d).st_mode & stat.S_IXOTH for d in p.parents)
-
-
 @pytest.fixture
 def shared_tree(bekc_path):
     """A tree the unprivileged user can read: <base>/{cache,src,home}."""
     if os.geteuid() == 0:
-        if shutil.which("setpriv") is None:
-            pytest.skip("running as root and setpriv(1) is missing")
-        if not reachable_by_others(bekc_path):
-            pytest.skip(f"{bekc_path} cannot be run by uid {NOBODY}")
-    base = Path(tempfile.mkdtemp(prefix="bekc-ro-"))
-    os.chmod(base, 0o755)
+        require_setpriv(bekc_path, f"uid {NOBODY}")
+    base = shared_base("bekc-ro-")
     (base / "src").mkdir()
     os.chmod(base / "src", 0o755)
     (base / "home").mkdir()

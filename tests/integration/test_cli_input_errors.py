@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import stat
 import subprocess
 from pathlib import Path
 
@@ -253,6 +254,44 @@ def test_compile_commands_fifo_is_refused_and_left_alone(bekc, src, fifo):
     proc = build(bekc, src, FAST, "--compile-commands", fifo)
     assert_usage_error(proc, f"--compile-commands: cannot read {fifo}: it is a FIFO")
     assert fifo.is_fifo()
+
+
+@pytest.fixture
+def null_device(bekc):
+    """A stand-in for /dev/null: the same character device (1, 3), made in the
+    test's directory, so a bekc that replaced it would not break the machine."""
+    path = bekc.workdir / "null"
+    try:
+        os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except PermissionError:
+        pytest.skip("making a device needs root")
+    return path
+
+
+@pytest.mark.parametrize("what", ["device", "link to a device", "fifo", "directory"])
+def test_depfile_that_is_not_a_regular_file_is_refused_and_left_alone(bekc, src, fifo, what,
+                                                                      request):
+    """--depfile replaced FILE by rename, whatever it was: as root,
+    `--depfile /dev/null` replaced the machine's /dev/null by a regular file."""
+    if what == "device":
+        path, kind = request.getfixturevalue("null_device"), "a device"
+    elif what == "link to a device":
+        path, kind = bekc.workdir / "null-link.d", "a device"
+        path.symlink_to(request.getfixturevalue("null_device"))
+    elif what == "fifo":
+        path, kind = fifo, "a FIFO"
+    else:
+        path, kind = bekc.workdir, "a directory"
+    before = os.stat(path)
+    proc = build(bekc, src, FAST, "--depfile", path)
+    assert_usage_error(
+        proc, f"bekc: error: --depfile: {path} is not a regular file (it is {kind}), and bekc "
+        "writes only regular files there; name a regular file")
+    after = os.stat(path)
+    assert (after.st_mode, after.st_ino, after.st_rdev) == (before.st_mode, before.st_ino,
+                                                            before.st_rdev)
+    if what == "link to a device":
+        assert path.is_symlink()
 
 
 # --------------------------------------------------------------------------- standard output

@@ -728,6 +728,27 @@ def test_an_endless_entry_body_is_cut_at_the_limit(project, fake_remote):
     assert_no_leftovers(project)
 
 
+def test_the_default_entry_limit_is_proportionate_to_a_library(project, fake_remote):
+    """Without $BEKC_REMOTE_MAX_ENTRY_SIZE, an endless entry body is cut at
+    the default of 256 MiB (a kernel library's archive is a few MB), not at
+    2 GiB: what a broken or hostile server can make one build write stays
+    proportionate."""
+    key = _key_of_a_local_build(project)
+    fake_remote.set_record(key, [(project.header, sha256_of(project.header))])
+    fake_remote.entry = FakeRemote.ENDLESS
+    default = 256 << 20
+    fake_remote.guard_bytes = default + (64 << 20)  # past the limit, far below 2 GiB
+    with DiskWatch(project.tmpdir, project.tmp / "cache-b") as watch:
+        b = project.build("b", "--remote-cache", fake_remote.url, "--remote-cache-read-only",
+                          timeout=BOUND_S)
+    assert ("GET", f"/bekc/entries/{key}.tar") in fake_remote.requests, "the entry was asked for"
+    assert watch.largest <= default, f"{watch.where} grew to {watch.largest} bytes"
+    assert b.compiled and b.info["remote_hit"] is False and b.key == key
+    assert f"larger than the limit of {default} bytes" in b.stderr, b.stderr
+    assert_working_library(b)
+    assert_no_leftovers(project)
+
+
 @pytest.mark.parametrize("kind", ["dev-zero", "fifo"])
 def test_a_record_naming_a_device_or_fifo_does_not_hang_the_build(project, fake_remote, tmp_path,
                                                                  kind):
@@ -888,3 +909,91 @@ def test_checkouts_share_a_remote_cache_through_base_dir(bekc, kernels, tmp_path
     # not hold, and c builds for itself.
     third = c.build(tmp_path / "cache-c", *remote)
     assert third.hit is False and third.key != first.key
+
+
+# Three ways base_dir gave another checkout's library (issue 27, point 3).
+@pytest.mark.parametrize("reach", ["#include \"../common/v.h\"", "-I ../common"])
+def test_a_header_beside_the_base_reached_relatively_is_each_checkouts_own(bekc, kernels,
+                                                                          tmp_path, reach):
+    """A header outside the base, reached by a relative path, was recorded by
+    its absolute path: a second checkout checked the first one's header, and
+    hit with the first one's library."""
+    cache = tmp_path / "cache"
+    builds = []
+    for who, value in (("a", "1.0f"), ("b", "2.0f")):
+        top = tmp_path / who
+        root = top / "proj"
+        (top / "common").mkdir(parents=True)
+        (top / "common" / "v.h").write_text(f"#define VAL {value}\n")
+        include = "../common/v.h" if reach.startswith("#") else "v.h"
+        src = kernels.cpp(root / "k.cpp", includes=[include], value="VAL")
+        args = [] if reach.startswith("#") else ["-I", "../common"]
+        env = clean_env_for_base()
+        env["BEKC_BASE_DIR"] = str(root)
+        builds.append(bekc.build(src, FAST, *args, "--depfile", root / "k.d", cache_dir=cache,
+                                 env=env, cwd=root))
+        # Each depfile names the checkout's own header.
+        named = {os.path.normpath(w) for w in (root / "k.d").read_text().split()}
+        assert str(top / "common" / "v.h") in named, (root / "k.d").read_text()
+    a, b = builds
+    assert a.hit is False
+    assert b.hit is False and b.key != a.key, "b was served a's library, built from a's v.h"
+    # The same bytes beside b as beside a: the checkouts share again.
+    (tmp_path / "b" / "common" / "v.h").write_text("#define VAL 1.0f\n")
+    env = clean_env_for_base()
+    env["BEKC_BASE_DIR"] = str(tmp_path / "b" / "proj")
+    args = [] if reach.startswith("#") else ["-I", "../common"]
+    again = bekc.build(tmp_path / "b" / "proj" / "k.cpp", FAST, *args, cache_dir=cache, env=env,
+                       cwd=tmp_path / "b" / "proj")
+    assert again.hit is True and again.key == a.key
+
+
+@pytest.mark.parametrize("copied", ["-D", "rpath", "LD_RUN_PATH"])
+def test_a_checkout_path_the_library_keeps_is_not_hidden(bekc, kernels, tmp_path, copied):
+    """Values the compiler or the linker copies into the library (a -D
+    string, the RUNPATH from -Wl,-rpath or $LD_RUN_PATH) were hidden in the
+    key: the second checkout got a library pointing into the first."""
+    cache = tmp_path / "cache"
+    builds = []
+    for who in ("alice", "bob"):
+        c = Checkout(bekc, kernels, tmp_path / who / "proj")
+        env = c.env()
+        args = []
+        if copied == "-D":
+            args = ["-D", f'DATADIR="{c.root}/data"']
+            c.src.write_text(c.src.read_text() + "const char* data_dir() { return DATADIR; }\n")
+        elif copied == "rpath":
+            args = [f"--ldflag=-Wl,-rpath,{c.root}/lib"]
+        else:
+            env["LD_RUN_PATH"] = f"{c.root}/lib"
+        r = bekc.build(c.src, FAST, *args, cache_dir=cache, env=env)
+        library = Path(r.info["library"]).read_bytes()
+        assert str(c.root).encode() in library, "the library does not hold the checkout's path"
+        other = tmp_path / ("bob" if who == "alice" else "alice")
+        assert str(other).encode() not in library, f"{who} got a library of the other checkout"
+        builds.append(r)
+    assert builds[1].hit is False and builds[1].key != builds[0].key
+
+
+def test_the_base_is_hidden_only_as_a_leading_path_component(bekc, kernels, tmp_path):
+    """With base /x/src, /x/usr/src/... (an include directory outside the
+    base whose path contains it) was keyed and recorded as
+    /x/usr$BEKC_BASE_DIR/..., a name that never exists: a header that
+    appears there later was never noticed."""
+    base = tmp_path / "src"
+    outer = tmp_path / "usr" / str(base).lstrip("/")  # <tmp>/usr<tmp>/src: holds the base
+    (outer / "inc").mkdir(parents=True)
+    (base / "inc").mkdir(parents=True)
+    (base / "inc" / "v.h").write_text("#define VAL 1.0f\n")
+    src = kernels.cpp(base / "k.cpp", includes=["v.h"], value="VAL")
+    env = clean_env_for_base()
+    env["BEKC_BASE_DIR"] = str(base)
+    cache = tmp_path / "cache"
+    args = [src, FAST, "-I", outer / "inc", "-I", base / "inc", "--depfile", tmp_path / "k.d"]
+    first = bekc.build(*args, cache_dir=cache, env=env)
+    assert bekc.build(*args, cache_dir=cache, env=env).hit is True
+    # A v.h that appears in the first -I directory shadows the one used.
+    (outer / "inc" / "v.h").write_text("#define VAL 2.0f\n")
+    shadowed = bekc.build(*args, cache_dir=cache, env=env)
+    assert shadowed.hit is False and shadowed.key != first.key
+    assert str(outer / "inc" / "v.h") in (tmp_path / "k.d").read_text()

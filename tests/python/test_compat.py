@@ -300,6 +300,31 @@ def test_clear_cache(fake):
     assert fake.calls()[-1][:3] == ["cache", "clear", "inl_mod"]
 
 
+def test_clear_cache_removes_only_bekcs_inline_sources(fake):
+    """A directory used as the cache that has a src/ of its own (a project's)
+    keeps it: clear_cache() removes the names bekc writes there, as
+    `bekc cache clear` visits only bekc's own names."""
+    own = fake.cache / "src"
+    (own / "pkg").mkdir(parents=True)
+    (own / "pkg" / "main.cpp").write_text("int main() {}\n")
+    (own / "notes.cu").write_text("// mine\n")
+    sha_like = own / ("0" * 64)  # bekc's pattern, but holding a file of another name
+    sha_like.mkdir()
+    (sha_like / "README").write_text("mine\n")
+    outside = fake.cache.parent / "outside.cu"
+    outside.write_text("// not in the cache\n")
+    bekc.load_cpp_inline("inl_mod", SRC)
+    written = [p for p in own.glob("*/inl_mod.cpp")]
+    assert len(written) == 1
+    (written[0].parent / "planted.cu").symlink_to(outside)
+    bekc.clear_cache()
+    assert not written[0].exists() and not written[0].parent.exists()
+    assert (own / "pkg" / "main.cpp").read_text() == "int main() {}\n"
+    assert (own / "notes.cu").read_text() == "// mine\n"
+    assert (sha_like / "README").read_text() == "mine\n"
+    assert outside.read_text() == "// not in the cache\n"
+
+
 @pytest.mark.parametrize("option", ["extra_flags", "extra_include_paths"])
 def test_an_empty_flag_or_include_path_is_refused_by_name(option):
     # bekc itself refuses empty values (exit 2), and abspath("") would turn an

@@ -24,3 +24,19 @@ TEST_CASE("base dir: paths under it are written relative to it, and read back", 
     CHECK(BaseDir("/").empty());
     CHECK(BaseDir("relative").empty());
 }
+
+TEST_CASE("base dir: only a whole leading path component is the base", "[base_dir]") {
+    // With base /src, /usr/src/inc became /usr$BEKC_BASE_DIR/inc: a name that
+    // never exists, checked (and named by --depfile) in every checkout.
+    BaseDir b("/src");
+    CHECK(b.hide("/usr/src/inc") == "/usr/src/inc");
+    CHECK(b.hide("-I/usr/src/inc") == "-I/usr/src/inc");
+    CHECK(b.hide("/usr/src/inc:/src/inc") == "/usr/src/inc:$BEKC_BASE_DIR/inc");
+    CHECK(b.hide("-I/src/inc") == "-I$BEKC_BASE_DIR/inc");
+    CHECK(b.hide("-isystem/src/inc") == "-isystem$BEKC_BASE_DIR/inc");
+    CHECK(b.hide("--include=/src/a.h") == "--include=$BEKC_BASE_DIR/a.h");
+    CHECK(b.hide("#line 1 \"/src/k.cu\"\n#include \"/x/src/k.h\"") ==
+          "#line 1 \"$BEKC_BASE_DIR/k.cu\"\n#include \"/x/src/k.h\"");
+    CHECK(b.hide("/src/src/a.h") == "$BEKC_BASE_DIR/src/a.h");
+    CHECK(b.hide("a /src/b") == "a $BEKC_BASE_DIR/b");
+}

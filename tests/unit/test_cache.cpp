@@ -401,6 +401,7 @@ TEST_CASE("a builder waiting on a busy key gives up with a message naming the lo
     fs::path root = tmp / "cache";
     std::string key = fake_key("busy");
     Cache cache(root, CacheOptions{.lock_timeout = 300ms});
+    REQUIRE(cache.ensure_created());  // the holder takes the lock as a build would, after it
     test::ReadySignal ready;
     pid_t holder = test::fork_child([&] {
         auto lock = FileLock::acquire(cache.dir(), CacheLayout::lock(key), 5s);
@@ -756,6 +757,7 @@ TEST_CASE("links planted in the cache are never served or followed", "[cache]") 
     SECTION("tmp/ that is a link") {
         fs::create_directories(outside);
         fs::create_directories(tmp / "cache");
+        REQUIRE(cache.ensure_created());  // a cache, then a member plants the link
         fs::create_directory_symlink(outside, tmp / "cache" / "tmp");
         auto r = cache.get_or_build(key, fake_builder(key, "k", "bytes"));
         REQUIRE_FALSE(r.has_value());

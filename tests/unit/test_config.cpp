@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <map>
 #include <thread>
@@ -112,6 +113,61 @@ TEST_CASE("settings: the environment overrides the files, the specific file the 
     REQUIRE(settings);
     CHECK(settings->lookup()("BEKC_CACHE_MAX_SIZE") == "3G");
     CHECK(settings->find("BEKC_CACHE_MAX_SIZE")->origin == "$BEKC_CACHE_MAX_SIZE");
+}
+
+TEST_CASE("settings: a file others can write sets only what anyone may set") {
+    // A team cache is group-writable, and so is its bekc.conf: a member
+    // could make every other user run a program (launcher), send their
+    // token elsewhere (remote_cache) or write where the member chooses.
+    test::TempDir dir;
+    test::write_file(dir / "home/.config/bekc/bekc.conf",
+                     "cache_dir = " + (dir / "c").string() + "\nlauncher = ccache\n");
+    const fs::path team = dir / "c/bekc.conf";
+    test::write_file(team,
+                     "max_size = 2G\nlauncher = /tmp/evil\nremote_cache = http://evil/\n"
+                     "log_file = /tmp/x.log\nbase_dir = /w\nremote_read_only = false\n");
+    const std::map<std::string, std::string> env{{"HOME", (dir / "home").string()}};
+    const std::string user = (dir / "home/.config/bekc/bekc.conf").string();
+
+    SECTION("its own file, writable only by the user, sets everything") {
+        ::chmod(team.c_str(), 0644);
+        auto settings = load_settings(std::nullopt, env_of(env));
+        REQUIRE(settings);
+        CHECK(settings->warnings().empty());
+        CHECK(settings->lookup()("BEKC_LAUNCHER") == "/tmp/evil");
+    }
+    for (mode_t mode : {mode_t{0664}, mode_t{0646}}) {
+        ::chmod(team.c_str(), mode);
+        auto settings = load_settings(std::nullopt, env_of(env));
+        REQUIRE(settings);
+        EnvLookup lookup = settings->lookup();
+        CHECK(lookup("BEKC_CACHE_MAX_SIZE") == "2G");
+        CHECK(lookup("BEKC_BASE_DIR") == "/w");
+        CHECK(lookup("BEKC_LAUNCHER") == "ccache");  // the user's own, not the team's
+        CHECK_FALSE(lookup("BEKC_REMOTE_CACHE"));
+        CHECK_FALSE(lookup("BEKC_LOG"));
+        CHECK_FALSE(lookup("BEKC_REMOTE_CACHE_READONLY"));
+        REQUIRE(settings->warnings().size() == 4);
+        const std::string who =
+            mode == 0664 ? "is writable by its group" : "is writable by every user";
+        CHECK(settings->warnings()[2] ==
+              team.string() + ":2: warning: launcher ignored: this file " + who +
+                  ", and a setting that runs a program, sends credentials or chooses where bekc "
+                  "writes is read only from a file owned by you or root that no one else can "
+                  "write; set it in " +
+                  user + " or $BEKC_LAUNCHER (or make this file yours and chmod go-w it)");
+        CHECK(settings->warnings()[0].starts_with(team.string() +
+                                                  ":3: warning: remote_cache ignored"));
+    }
+    if (::geteuid() == 0) {
+        ::chmod(team.c_str(), 0644);
+        REQUIRE(::chown(team.c_str(), 65534, 65534) == 0);
+        auto settings = load_settings(std::nullopt, env_of(env));
+        REQUIRE(settings);
+        CHECK(settings->lookup()("BEKC_LAUNCHER") == "ccache");
+        REQUIRE_FALSE(settings->warnings().empty());
+        CHECK(settings->warnings()[0].find("this file is owned by uid 65534") != std::string::npos);
+    }
 }
 
 TEST_CASE("settings: $BEKC_CONFIG replaces the cache's file, and must exist") {

@@ -2,6 +2,7 @@
 // source (scan/includes) and the kernel loads of a Python package
 // (scan/python_loads, and what a load's path argument names: scan/python_path).
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <string>
 
 #include "scan/includes.hpp"
@@ -126,4 +127,62 @@ TEST_CASE("path_stem: brainevent's default module name", "[python_path]") {
     CHECK(path_stem("k.tar.cu") == "k.tar");
     CHECK(path_stem(".hidden") == ".hidden");
     CHECK(path_stem("a/b") == "b");
+
+TEST_CASE("find_kernel_loads: a load named in a comment or a string is not a call",
+          "[python_loads]") {
+    auto loads = find_kernel_loads(
+        "# load_cuda_file('old.cu', name='old')\n"
+        "\"\"\"Use load_cuda_file('doc.cu', name='doc') like this: load_cuda_file(\n\"\"\"\n"
+        "s = 'load_cuda_file(\"str.cu\")'\n"
+        "m = load_cuda_file('real.cu', name='real')\n");
+    REQUIRE(loads.size() == 1);
+    CHECK(loads[0].path_parts == std::vector<std::string>{"real.cu"});
+    CHECK(loads[0].name == "real");
+    CHECK(loads[0].line == 5);
+}
+
+TEST_CASE("find_kernel_loads: a call never closed is skipped, the calls inside it are found",
+          "[python_loads]") {
+    auto loads = find_kernel_loads(
+        "a = load_cuda_file('open.cu', name='open'\n"
+        "b = load_cuda_file('b.cu', name='b')\n");
+    REQUIRE(loads.size() == 1);
+    CHECK(loads[0].name == "b");
+    CHECK(loads[0].line == 2);
+}
+
+namespace {
+
+double seconds_to_scan(const std::string& text) {
+    auto start = std::chrono::steady_clock::now();
+    (void)find_kernel_loads(text);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string repeated(std::string_view piece, size_t bytes) {
+    std::string out;
+    while (out.size() < bytes) out += piece;
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("find_kernel_loads: linear in the file's size, whatever the calls' nesting",
+          "[python_loads]") {
+    // Each of these took quadratic time: every call was parsed to its end,
+    // and an unclosed one to the end of the file (a 1 MB file: over 30 s).
+    const std::string unclosed = repeated("load_cuda_file(\n", 1 << 20);
+    const std::string nested =
+        repeated("load_cuda_file('a.cu', ", 1 << 19) + repeated(")", 1 << 19);
+    const std::string strings = repeated("load_cpp_file('x', \"y\", [", 1 << 20);
+    for (const auto* text : {&unclosed, &nested, &strings}) {
+        double one = seconds_to_scan(*text);
+        CHECK(one < 5.0);
+        // Four times the text: about four times the time, not sixteen.
+        double four = seconds_to_scan(*text + *text + *text + *text);
+        CHECK(four < 5.0);
+        CHECK(four < 12 * one + 0.05);
+    }
+    auto loads = find_kernel_loads(nested);
+    CHECK(loads.size() == 1);  // the outermost; the calls inside its arguments are not loads
 }
