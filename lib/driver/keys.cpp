@@ -36,6 +36,9 @@ KeyBuilder direct_key_builder(const BuildInputs& in) {
         k.add("input.path", b.hide(fs::absolute(f.path).lexically_normal().string()));
         k.add("input.sha256", sha256_hex(f.text));
     }
+    // Files the flags make the tools read (driver/flag_files.hpp).
+    for (const auto& f : in.flag_files)
+        k.add("flag_file.path", b.hide(f.path.string())).add("flag_file.sha256", f.sha256);
     // The commands name the tools by path; this says which binaries they are.
     k.add("nvcc", in.nvcc ? in.nvcc->identity() : "").add("nvcc_version", in.nvcc_version);
     k.add("cxx", in.cxx.identity()).add("cxx_version", in.cxx_version);

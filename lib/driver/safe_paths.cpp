@@ -9,7 +9,7 @@
 namespace bekc {
 
 bool needs_safe_path(const fs::path& dir) {
-    return dir.string().find_first_of("'\"\\$`!*?;&|<>()[]{}#~ \t\n") != std::string::npos;
+    return !shell_safe_path(dir);
 }
 
 fs::path safe_path_for_nvcc(const fs::path& dir) {
