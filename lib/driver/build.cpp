@@ -322,6 +322,10 @@ std::optional<std::string> changed_during_build(const DependencySet& deps,
     if (deps.changed_while_read) return deps.changed_while_read;
     for (const auto& d : deps.direct.dependencies)
         if (recent(d.stat ? d.stat : stat_file(d.path))) return d.path.string();
+    // A header that would be found first, created while the compiler ran:
+    // it may have come after the compiler looked.
+    for (const auto& p : deps.present_shadows)
+        if (recent(stat_file(p))) return p.string();
     // Read before the lock and the remote lookup, and again by the tools.
     return flag_file_changed(flag_files, start_ns);
 }
@@ -515,6 +519,8 @@ BuildResult build_attempt(const BuildOptions& options, BuildContext& ctx,
         }
     }
 
+    // The last place for private build directories is under the cache's tmp/.
+    (void)cache.dir().open_dir(CacheLayout::tmp(), true);
     auto private_dir = private_temp_dir(dir_name);
     if (!private_dir) throw FatalError("bekc: error: " + private_dir.error(), kExitCache);
     fs::path dir = *private_dir;

@@ -99,11 +99,11 @@ class Collector {
         fs::path p = (cwd_ / fs::path(name)).lexically_normal();
         auto digest = digest_file(p, keep);
         if (!digest || !digest->stat.is_regular)
-            throw FatalError("bekc: error: '" + shown + "' makes the compiler read " + p.string() +
-                                 ", which bekc must key but cannot read as a regular file" +
-                                 (digest ? std::string() : " (" + digest.error() + ")") +
-                                 "; name a file that exists (not a directory), or pass its "
-                                 "flags directly",
+            throw FatalError("bekc: error: '" + shown +
+                                 "' makes the compiler read a file bekc must key: " +
+                                 (digest ? "cannot read " + p.string() + ": not a regular file"
+                                         : digest.error()) +
+                                 "; name a regular file, or pass its flags directly",
                              kExitUsage);
         if (seen_.insert(p).second) files_.push_back({p, digest->sha256});
         return std::move(digest->text);

@@ -95,8 +95,4 @@ void unregister_child_group(pid_t pgid) {
     }
 }
 
-void interrupt_for_test(int signal) {
-    stop_all(signal);
-}
-
 }  // namespace bekc

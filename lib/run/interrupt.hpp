@@ -30,8 +30,4 @@ void die_if_interrupted();
 bool register_child_group(pid_t pgid);
 void unregister_child_group(pid_t pgid);
 
-// Marks the run interrupted and stops the registered groups, as the handler
-// does (for tests).
-void interrupt_for_test(int signal);
-
 }  // namespace bekc

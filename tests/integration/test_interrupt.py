@@ -35,11 +35,14 @@ void add_one(const BE::Tensor x, BE::Tensor out) {
 extern "C" __attribute__((visibility("default"))) int bekc_probe() { return VAL; }
 """
 
-# $SLOW_READY: touched once the user's file is compiled (into a side file);
-# the object then reaches its -o path only when $SLOW_GO exists, and
-# $SLOW_DONE says it did. Without $SLOW_READY, plain g++.
+# $SLOW_READY: touched once the user's file is compiled (and a copy of the
+# object kept in $SLOW_READY.o); the compile then ends only when $SLOW_GO
+# exists, with $SLOW_COPY first writing the kept object to its -o path (a
+# compiler that writes late), and $SLOW_DONE says it got there. Without
+# $SLOW_READY, plain g++.
 WRAPPER = """#!/bin/sh
 echo $$ >> "{pids}"
+echo $PPID >> "{parents}"
 out=""; prev=""; ours=no; compile=no
 for a in "$@"; do
   [ "$prev" = "-o" ] && out="$a"
@@ -49,10 +52,10 @@ done
 if [ -z "$SLOW_READY" ] || [ $compile = no ] || [ $ours = yes ]; then exec g++ "$@"; fi
 g++ "$@" || exit 1
 dirname "$out" >> "{dirs}"
-cp "$out" "{side}"
+cp "$out" "$SLOW_READY.o"
 touch "$SLOW_READY"
 while [ ! -e "$SLOW_GO" ]; do sleep 0.05; done
-cp "{side}" "$out"
+[ -n "$SLOW_COPY" ] && cp "$SLOW_READY.o" "$out"
 touch "$SLOW_DONE"
 """
 
@@ -85,7 +88,7 @@ def setup(tmp_path):
     (d / "k.cpp").write_text(KERNEL)
     wrapper = d / "bin" / "cxx"
     wrapper.parent.mkdir()
-    wrapper.write_text(WRAPPER.format(pids=d / "pids", side=d / "side.o", dirs=d / "dirs"))
+    wrapper.write_text(WRAPPER.format(pids=d / "pids", parents=d / "parents", dirs=d / "dirs"))
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
     return d, wrapper
 
@@ -109,7 +112,9 @@ def wrapper_pids(d: Path) -> list:
     return [int(x) for x in path.read_text().split()] if path.exists() else []
 
 
-def test_ctrl_c_under_make_stops_the_compilers_and_returns_the_tokens(bekc_path, setup):
+@pytest.mark.parametrize("how", ["Ctrl-C", "SIGTERM to bekc"])
+def test_an_interrupt_under_make_stops_the_compilers_and_returns_the_tokens(bekc_path, setup,
+                                                                             how):
     d, cxx = setup
     env = slow_env(d, "make")
     (d / "Makefile").write_text(
@@ -119,7 +124,10 @@ def test_ctrl_c_under_make_stops_the_compilers_and_returns_the_tokens(bekc_path,
                             stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
     try:
         assert wait_for(d / "ready.make"), "the compile never started"
-        os.killpg(make.pid, signal.SIGINT)  # what Ctrl-C does
+        if how == "Ctrl-C":
+            os.killpg(make.pid, signal.SIGINT)  # the whole foreground group
+        else:
+            os.kill(int((d / "parents").read_text().split()[-1]), signal.SIGTERM)
         out, _ = make.communicate(timeout=60)
     finally:
         if make.poll() is None:
@@ -152,7 +160,7 @@ def test_a_compiler_left_by_a_killed_bekc_cannot_poison_the_next_build(bekc, set
     the header changes and the next build runs while that compiler writes its
     object out. The next build must be the new header's."""
     d, cxx = setup
-    first_env = slow_env(d, "one")
+    first_env = dict(slow_env(d, "one"), SLOW_COPY="1")
     proc = subprocess.Popen(bekc.build_argv(d / "k.cpp", "-O0", "--cxx", cxx), env=first_env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert wait_for(d / "ready.one"), "the compile never started"

@@ -19,7 +19,14 @@ Controls assert a hit when nothing changed. The kinds:
 * `__has_include`: a header appearing (quoted, <>, asked in a user header)
   and one disappearing;
 * the toolchain: another host compiler, an edited compiler wrapper;
-* options: -D, -O, --std, --arch.
+* options: -D, -O, --std, --arch;
+* files flags make the tools read: response files (nested ones too, and the
+  linker's), refused when they name a directory.
+
+Then a table: each kind of input edited at each point of a build (before it,
+during its lock wait, during its remote lookup, right after the compile,
+right after the link) must never leave a library cached under the other
+version's key (test_an_edit_at_any_point_never_gives_a_stale_hit).
 
 .cpp kernels with g++ wherever possible; nvcc only for its own variables.
 """
@@ -632,6 +639,12 @@ def _kind(name: str, d: Path) -> Kind:
         probe_source(src, "VAL", before=f"#include {include}")
         return Kind(d, (src, "-I", d / "inc"), env(CPATH=str(d / "cpath")),
                     _versions(d, where / "val.h", {v: f"#define VAL {v}\n" for v in (1, 2)}))
+    if name == "header appearing in an earlier -I directory":
+        write(d / "later" / "val.h", "#define VAL 1\n")
+        (d / "inc").mkdir(parents=True, exist_ok=True)
+        probe_source(src, "VAL", before="#include <val.h>")
+        return Kind(d, (src, "-I", d / "inc", "-I", d / "later"), env(),
+                    _versions(d, d / "inc" / "val.h", {1: None, 2: "#define VAL 2\n"}))
     if name == "__has_include":
         (d / "inc").mkdir(parents=True, exist_ok=True)
         probe_source(src, "OPT", before=OPTIONAL.format(name="<opt.h>"))
@@ -654,8 +667,9 @@ def _kind(name: str, d: Path) -> Kind:
     raise AssertionError(name)
 
 
-KINDS = ["source", "quoted header", "-I header", "CPATH header", "__has_include",
-         "response file", "static library"]
+KINDS = ["source", "quoted header", "-I header", "CPATH header",
+         "header appearing in an earlier -I directory", "__has_include", "response file",
+         "static library"]
 POINTS = ["before", "lock wait", "remote lookup", "compile", "link"]
 
 
@@ -777,3 +791,35 @@ def test_an_edit_at_any_point_never_gives_a_stale_hit(bekc, tmp_path, kind, poin
     back = bekc.build(*args, "-D", "UNRELATED=1", env=k.env)
     assert probe(back) == 1, f"stale hit after an edit {point}: back at version 1 served version 2"
     assert probe(bekc.build(*args, env=k.env)) == 1
+
+
+# --------------------------------------------------------------------------- files flags make the tools read
+def test_nested_response_file_edit(bekc):
+    """A response file named inside another (as GCC expands them) is keyed
+    too; so is a linker's response file."""
+    d = bekc.workdir
+    write(d / "inner.rsp", "-DVAL=1\n")
+    write(d / "outer.rsp", f"-DOTHER=0 '@{d / 'inner.rsp'}'\n")
+    lib = static_library(d / "libs" / "libfoo.a", 10)
+    write(d / "link.rsp", f"{lib}\n")
+    src = probe_source(d / "k.cpp", "VAL + bekc_foo()", before="int bekc_foo();")
+    args = (src, FAST, f"--cxx-flag=@{d / 'outer.rsp'}", f"--ldflag=@{d / 'link.rsp'}")
+    assert probe(bekc.build(*args)) == 11
+    assert bekc.build(*args).hit is True
+    write(d / "inner.rsp", "-DVAL=2\n")
+    miss_then(bekc, *args, expect=12)
+    lib20 = static_library(d / "other" / "libfoo.a", 20)
+    write(d / "link.rsp", f"{lib20}\n")
+    miss_then(bekc, *args, expect=22)
+
+
+def test_a_flag_naming_a_directory_is_refused(bekc):
+    d = bekc.workdir
+    (d / "profiles").mkdir()
+    src = probe_source(d / "k.cpp", "1")
+    r = bekc.build(src, FAST, "--cxx-flag=-fprofile-use=profiles", ok=False)
+    assert r.rc == 2
+    assert r.stderr == (
+        "bekc: error: '-fprofile-use=profiles' makes the compiler read a file bekc must key: "
+        f"cannot read {d / 'profiles'}: it is a directory; name a regular file, or pass its "
+        "flags directly\n")
