@@ -22,8 +22,8 @@ std::vector<std::string> paths_of(const std::vector<FlagFile>& files, const Temp
 }  // namespace
 
 TEST_CASE("response file words split as GCC splits them", "[flag_files]") {
-    CHECK(response_file_words("-DA=1  -DB='two words'\n\"-DC=x\\\"y\" back\\ slash")
-          == std::vector<std::string>{"-DA=1", "-DB=two words", "-DC=x\"y", "back slash"});
+    CHECK(response_file_words("-DA=1  -DB='two words'\n\"-DC=x\\\"y\" back\\ slash") ==
+          std::vector<std::string>{"-DA=1", "-DB=two words", "-DC=x\"y", "back slash"});
     CHECK(response_file_words("''") == std::vector<std::string>{""});
     CHECK(response_file_words(" \t\n").empty());
 }
@@ -46,7 +46,7 @@ TEST_CASE("files named by flags are keyed, response files recursively", "[flag_f
     CHECK(files[1].sha256 == sha256_hex("-DY=2\n"));
 }
 
-TEST_CASE("a response file that names itself is keyed once", "[flag_files]") {
+TEST_CASE("a response file that names itself is refused", "[flag_files]") {
     TempDir t;
     write_file(t / "loop.rsp", "@loop.rsp");
     CompileFlags f;
@@ -66,8 +66,9 @@ TEST_CASE("a flag naming no regular file is refused, naming the flag", "[flag_fi
               (t / "profiles").string() +
               ": it is a directory; name a regular file, or pass its flags directly");
     f.cxx_flags = {"@missing.rsp"};
-    CHECK(bekc::test::fatal_message([&] { (void)read_flag_files(f, t.path()); })
-              .find("missing.rsp") != std::string::npos);
+    CHECK(bekc::test::fatal_message([&] {
+              (void)read_flag_files(f, t.path());
+          }).find("missing.rsp") != std::string::npos);
 }
 
 TEST_CASE("a flag file changed after it was keyed is noticed", "[flag_files]") {
