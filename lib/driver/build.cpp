@@ -306,7 +306,7 @@ Compiled compile(const BuildInputs& in, const BuildOptions& o, const fs::path& d
     return c;
 }
 
-// The first input or dependency written since the compile started, if any.
+// The first dependency or flag file written since the compile started, if any.
 // File timestamps come from a coarse clock that can only lag, so a file
 // written before the start never looks newer; sources written just before
 // bekc runs (as load_cpp_inline does) are not flagged. A dependency is
@@ -519,6 +519,8 @@ BuildResult build_attempt(const BuildOptions& options, BuildContext& ctx,
         }
     }
 
+    // Ctrl-C during the remote lookup: compile nothing.
+    throw_if_interrupted();
     // The last place for private build directories is under the cache's tmp/.
     (void)cache.dir().open_dir(CacheLayout::tmp(), true);
     auto private_dir = private_temp_dir(dir_name);
