@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "run/interrupt.hpp"
 #include "util/error.hpp"
 #include "util/version.hpp"
 
@@ -183,7 +184,13 @@ int run_command(int argc, char** argv) {
 }  // namespace
 
 int run(int argc, char** argv) {
-    return check_stdout(run_command(argc, argv));
+    // Ctrl-C, make's or Python's SIGTERM: stop the compilers, unwind (the
+    // build directory removed, jobserver tokens returned), then die of the
+    // same signal (run/interrupt.hpp).
+    install_interrupt_handlers();
+    int code = check_stdout(run_command(argc, argv));
+    die_if_interrupted();
+    return code;
 }
 
 }  // namespace bekc::cli

@@ -24,6 +24,7 @@
 #include "driver/tool_versions.hpp"
 #include "driver/xla_headers.hpp"
 #include "remote/remote_cache.hpp"
+#include "run/interrupt.hpp"
 #include "run/jobserver.hpp"
 #include "scan/symbols.hpp"
 #include "store/cache.hpp"
@@ -196,6 +197,7 @@ BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& re
     bool any_cuda = false;
     for (const auto& f : scanned.files) any_cuda |= f.cuda;
     in.cache_root = resolve_cache_root(o.cache_dir, ctx.env);
+    set_private_dir_fallback(in.cache_root / CacheLayout::private_builds(::getuid()));
     in.cxx = find_cxx(o.cxx, ctx.tools);
     if (any_cuda) {
         NvccChoice nvcc = find_nvcc(
@@ -209,6 +211,7 @@ BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& re
     for (auto& d : in.flags.include_dirs) d = (ctx.cwd / d).string();
     check_linker_args(in.flags.linker_args, any_cuda);
     if (any_cuda) check_nvcc_shell_args(in.flags);
+    in.flag_files = read_flag_files(in.flags, ctx.cwd);
     in.flags.xla_include = resolve_xla_include(o, scanned, ctx.env);
     in.launcher = find_launcher(o.launcher, ctx.tools);
     ToolFacts facts(in.cache_root, ctx.runner);
@@ -234,6 +237,8 @@ struct Compiled {
 // Says why a step failed, with the compiler's output, and throws.
 [[noreturn]] void step_failed(const BuildInputs& in, const BuildGraph& graph, const StepFailure& f,
                               bool verbose) {
+    // The step failed because bekc stopped it.
+    throw_if_interrupted();
     const Step& step = graph.steps[f.step];
     if (!f.error.empty()) throw FatalError("bekc: error: " + f.error, kExitCache);
     const ProcessResult& r = f.result;
@@ -346,7 +351,7 @@ Compiled compile(const BuildInputs& in, const BuildOptions& o, const fs::path& d
     return c;
 }
 
-// The first input or dependency written since the compile started, if any.
+// The first dependency or flag file written since the compile started, if any.
 // File timestamps come from a coarse clock that can only lag, so a file
 // written before the start never looks newer; sources written just before
 // bekc runs (as load_cpp_inline does) are not flagged. A dependency is
@@ -354,16 +359,34 @@ Compiled compile(const BuildInputs& in, const BuildOptions& o, const fs::path& d
 // were keyed (a later write changes nothing keyed), or flagged when it
 // changed while being read.
 std::optional<std::string> changed_during_build(const DependencySet& deps,
-                                                const std::vector<SourceFile>& inputs,
+                                                const std::vector<FlagFile>& flag_files,
                                                 int64_t start_ns) {
     auto recent = [&](const std::optional<FileStat>& st) {
         return !st || std::max(st->mtime_ns, st->ctime_ns) >= start_ns;
     };
-    for (const auto& f : inputs)
-        if (recent(stat_file(f.path))) return f.path.string();
     if (deps.changed_while_read) return deps.changed_while_read;
     for (const auto& d : deps.direct.dependencies)
         if (recent(d.stat ? d.stat : stat_file(d.path))) return d.path.string();
+    // A header that would be found first, created while the compiler ran:
+    // it may have come after the compiler looked.
+    for (const auto& p : deps.present_shadows)
+        if (recent(stat_file(p))) return p.string();
+    // Read before the lock and the remote lookup, and again by the tools.
+    return flag_file_changed(flag_files, start_ns);
+}
+
+// The first input whose bytes the compilers may not have read as bekc read
+// and scanned them: different now, or written since the compile started
+// (and perhaps changed back). The wrappers and the manifest come from bekc's
+// read, the code from the compilers': such a library is used by nobody.
+std::optional<std::string> input_changed_since_read(const std::vector<SourceFile>& inputs,
+                                                    int64_t start_ns) {
+    for (const auto& f : inputs) {
+        auto now = digest_file(f.path, true);
+        if (!now || now->changed || now->text != f.text ||
+            std::max(now->stat.mtime_ns, now->stat.ctime_ns) >= start_ns)
+            return f.path.string();
+    }
     return std::nullopt;
 }
 
@@ -448,7 +471,12 @@ BuildResult run_build(const BuildOptions& options) {
     return run_build(options, context);
 }
 
-BuildResult run_build(const BuildOptions& options, BuildContext& ctx) {
+namespace {
+
+// One build of the inputs as read now. Sets `restart` (and returns nothing
+// of use) when an input changed between bekc's read and the compilers'.
+BuildResult build_attempt(const BuildOptions& options, BuildContext& ctx,
+                          std::optional<std::string>& restart) {
     auto start = Clock::now();
     const BuildOptions& o = options;
     Reporter report(o);
@@ -474,10 +502,9 @@ BuildResult run_build(const BuildOptions& options, BuildContext& ctx) {
         write_compile_commands(fs::path(*o.compile_commands), in,
                                materialize_runtime_headers(in.cache_root));
     // Compilers write into this user's private directory (util/fs.hpp), never
-    // into the cache, which others may share. Named by the direct key, which
-    // this process holds the lock of: the same inputs always compile at the
-    // same paths, so a compiler launcher (ccache, sccache) in front sees the
-    // same command and can serve it.
+    // into the cache, which others may share: a new directory per build, so
+    // no build reads what another process (a compiler a killed bekc left
+    // running) may still write there.
     const std::string dir_name = build_dir_name(in, direct_key);
     if (o.dry_run) {
         // The graph a build would execute, step by step, from the same plan.
@@ -485,7 +512,7 @@ BuildResult run_build(const BuildOptions& options, BuildContext& ctx) {
         ExecuteOptions eo;
         eo.echo = stdout;
         eo.jobs = jobs_wanted(o);
-        GraphPaths paths = graph_paths(in, private_user_path() / dir_name);
+        GraphPaths paths = graph_paths(in, private_user_path() / (dir_name + ".XXXXXX"));
         paths.device_threads = device_threads_for(in, eo.jobs, !paths.runtime_object_ready);
         (void)execute_graph(plan_graph(in, paths), dry, eo);
         return result;
@@ -531,6 +558,7 @@ BuildResult run_build(const BuildOptions& options, BuildContext& ctx) {
     // One compile per direct key: others building the same inputs wait here
     // and then find the entry.
     auto lock = cache.lock(CacheLayout::lock(direct_key));
+    throw_if_interrupted();
     if (!lock) throw FatalError("bekc: error: " + lock.error().message, kExitCache);
     if (auto e = try_hit()) return finish(*e, true);
 
@@ -546,6 +574,10 @@ BuildResult run_build(const BuildOptions& options, BuildContext& ctx) {
         }
     }
 
+    // Ctrl-C during the remote lookup: compile nothing.
+    throw_if_interrupted();
+    // The last place for private build directories is under the cache's tmp/.
+    (void)cache.dir().open_dir(CacheLayout::tmp(), true);
     auto private_dir = private_temp_dir(dir_name);
     if (!private_dir) throw FatalError("bekc: error: " + private_dir.error(), kExitCache);
     fs::path dir = *private_dir;
@@ -559,7 +591,18 @@ BuildResult run_build(const BuildOptions& options, BuildContext& ctx) {
 
     auto compile_start = Clock::now();
     int64_t compile_start_ns = now_ns();
-    Compiled c = compile(in, o, dir, ctx);
+    // The compilers read the inputs again, possibly after a wait for the
+    // lock or the remote: the result counts only if they read what was keyed.
+    auto edited = [&] { return input_changed_since_read(in.files, compile_start_ns); };
+    Compiled c;
+    try {
+        c = compile(in, o, dir, ctx);
+    } catch (const FatalError&) {
+        // An edit may be why it failed (a wrapper from the old signature).
+        if (interrupted_by() || !(restart = edited())) throw;
+        return result;
+    }
+    if ((restart = edited())) return result;
     // Where the host compiler's system headers and libraries are: only a
     // miss sorts what the compilers read.
     in.multiarch = ToolFacts(in.cache_root, ctx.runner).multiarch(in.cxx);
@@ -572,7 +615,8 @@ BuildResult run_build(const BuildOptions& options, BuildContext& ctx) {
     deps.direct.key = key;
     // A file saved while the compiler ran may be newer than what was compiled,
     // and its new bytes are in the key: this result is used, never cached.
-    std::optional<std::string> changed = changed_during_build(deps, in.files, compile_start_ns);
+    std::optional<std::string> changed =
+        changed_during_build(deps, in.flag_files, compile_start_ns);
     if (changed) {
         report.warn(*changed + " changed during the build; the result is used but not cached");
         key = KeyBuilder("uncached").add("build_key", key).add("nonce", unique_suffix()).digest();
@@ -617,6 +661,24 @@ BuildResult run_build(const BuildOptions& options, BuildContext& ctx) {
     if (!outcome->hit) keep_under_limit(outcome->entry);
     if (remote) remote->publish(cache, outcome->entry, direct_key, deps.direct, in.base);
     return finish(outcome->entry, false);
+}
+
+}  // namespace
+
+BuildResult run_build(const BuildOptions& options, BuildContext& ctx) {
+    // An editor saving again and again: give up after a few builds.
+    constexpr int kAttempts = 3;
+    for (int attempt = 1;; ++attempt) {
+        std::optional<std::string> restart;
+        BuildResult result = build_attempt(options, ctx, restart);
+        if (!restart) return result;
+        if (attempt == kAttempts)
+            throw FatalError("bekc: error: " + *restart + " changed while bekc built it, " +
+                                 std::to_string(kAttempts) +
+                                 " times in a row; build again once it is saved",
+                             kExitSourceError);
+        Reporter(options).warn(*restart + " changed while bekc built it; building it again");
+    }
 }
 
 }  // namespace bekc

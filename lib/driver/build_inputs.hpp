@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "driver/compiler_env.hpp"
+#include "driver/flag_files.hpp"
 #include "driver/inputs.hpp"
 #include "plan/arch.hpp"
 #include "plan/flags.hpp"
@@ -34,6 +35,9 @@ struct BuildInputs {
     std::string multiarch;
     std::vector<Arch> archs;
     PlanFlags flags;
+    // Files the flags make the tools read (response files, -specs=, ...),
+    // with the bytes keyed (driver/flag_files.hpp).
+    std::vector<FlagFile> flag_files;
     std::optional<fs::path> launcher;  // never changes the output: not keyed
     CompilerEnv env;                   // what the compilers and the linker read
     fs::path cache_root;

@@ -70,6 +70,9 @@ KeyBuilder direct_key_builder(const BuildInputs& in) {
         k.add("input.path", b.hide(fs::absolute(f.path).lexically_normal().string()));
         k.add("input.sha256", sha256_hex(f.text));
     }
+    // Files the flags make the tools read (driver/flag_files.hpp).
+    for (const auto& f : in.flag_files)
+        k.add("flag_file.path", b.hide(f.path.string())).add("flag_file.sha256", f.sha256);
     // The commands name the tools by path; this says which binaries they are.
     k.add("nvcc", in.nvcc ? in.nvcc->identity() : "").add("nvcc_version", in.nvcc_version);
     // A pip toolkit's headers come in wheels that upgrade apart from nvcc.
@@ -141,11 +144,15 @@ std::vector<fs::path> system_include_dirs(const std::string& multiarch) {
 // shadowing_paths). Those that exist now cannot have been passed over and are
 // left out, so the record stays valid.
 std::vector<fs::path> shadow_candidates(const fs::path& dep, const std::vector<fs::path>& order,
-                                        const std::vector<fs::path>& includers) {
+                                        const std::vector<fs::path>& includers,
+                                        std::vector<fs::path>& present) {
     std::vector<fs::path> out;
     for (auto& c : shadowing_paths(order, dep, includers)) {
         std::error_code ec;
-        if (!fs::exists(c, ec)) out.push_back(std::move(c));
+        if (!fs::exists(c, ec))
+            out.push_back(std::move(c));
+        else
+            present.push_back(std::move(c));
     }
     return out;
 }
@@ -341,10 +348,12 @@ DependencySet classify_dependencies(const ReportedDependencies& reported, const 
 
     std::set<fs::path> absent;
     for (const auto& p : runtime_used)
-        for (auto& c : shadow_candidates(p, order, includers)) absent.insert(std::move(c));
+        for (auto& c : shadow_candidates(p, order, includers, out.present_shadows))
+            absent.insert(std::move(c));
     for (const auto& p : recorded) {
         bool system = is_system_header(p, in.multiarch);
-        for (auto& c : shadow_candidates(p, order, system ? std::vector<fs::path>{} : includers))
+        for (auto& c : shadow_candidates(p, order, system ? std::vector<fs::path>{} : includers,
+                                         out.present_shadows))
             absent.insert(std::move(c));
     }
     for (const auto& lib : libraries) library_shadows(lib, search, absent);

@@ -54,6 +54,10 @@ struct DependencySet {
     // The first keyed file whose stat moved while it was read: it is being
     // written now, and what was keyed may not be what was compiled.
     std::optional<std::string> changed_while_read;
+    // Paths that would shadow a dependency and exist now, so they are not in
+    // must_not_exist: one created during the build may have appeared after
+    // the compiler passed its directory (driver/build.cpp looks at when).
+    std::vector<fs::path> present_shadows;
 };
 
 // Sorts what the compilers and the linker read into what is keyed and

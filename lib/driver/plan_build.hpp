@@ -42,8 +42,8 @@ BuildGraph plan_graph(const BuildInputs& in, const GraphPaths& paths);
 // steps whether or not the cache has their results).
 BuildGraph key_graph(const BuildInputs& in);
 
-// The private directory a build of `direct_key` for this cache compiles in:
-// stable, so a compiler launcher in front sees the same commands.
+// The start of the name of the private directory a build of `direct_key` for
+// this cache compiles in; util/fs private_temp_dir adds a unique suffix.
 fs::path build_dir_name(const BuildInputs& in, const std::string& direct_key);
 
 }  // namespace bekc

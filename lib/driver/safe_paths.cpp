@@ -8,14 +8,8 @@
 
 namespace bekc {
 
-namespace {
-
-constexpr std::string_view kShellSyntax = "'\"\\$`!*?;&|<>()[]{}#~ \t\n";
-
-}  // namespace
-
 bool needs_safe_path(const fs::path& dir) {
-    return dir.string().find_first_of(kShellSyntax) != std::string::npos;
+    return !shell_safe_path(dir);
 }
 
 bool fits_nvcc_compiler_option(const std::string& path) {

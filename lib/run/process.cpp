@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "run/interrupt.hpp"
 #include "run/spawn.hpp"
 
 namespace bekc {
@@ -78,19 +79,27 @@ class Sink {
     std::string error_;
 };
 
-enum class Drained { Eof, Deadline, Stopped };
+// An interrupted run (run/interrupt.hpp) gives its children this long to
+// exit after SIGTERM before they are killed.
+constexpr std::chrono::seconds kGraceAfterInterrupt{2};
+// How often a wait looks whether the run was interrupted.
+constexpr int kInterruptPollMs = 100;
+
+enum class Drained { Eof, Deadline, Stopped, Interrupted };
 
 // Passes everything the child writes to `sink` until EOF, until the deadline
 // passes, or until the sink refuses more. Reading while the child runs is
 // what keeps a child with megabytes of output from blocking on a full pipe.
-Drained drain(int fd, std::optional<Clock::time_point> deadline, Sink& sink) {
+Drained drain(int fd, std::optional<Clock::time_point> deadline, Sink& sink,
+              bool stop_on_interrupt = true) {
     char buf[64 * 1024];
     for (;;) {
-        int wait_ms = -1;
+        if (stop_on_interrupt && interrupted_by()) return Drained::Interrupted;
+        int wait_ms = kInterruptPollMs;
         if (deadline) {
             auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - Clock::now());
             if (left.count() <= 0) return Drained::Deadline;
-            wait_ms = static_cast<int>(std::min<long long>(left.count(), INT_MAX));
+            wait_ms = static_cast<int>(std::min<long long>(left.count(), wait_ms));
         }
         pollfd p{fd, POLLIN, 0};
         int ready = poll(&p, 1, wait_ms);
@@ -171,36 +180,46 @@ ProcessResult run_process(const Command& command, const RunOptions& options) {
         sink.emplace(file_fd, options.output_file->path, options.output_file->max_bytes);
     else
         sink.emplace(result.output);
-    auto child = detail::spawn_child(command, options.timeout.has_value());
+    auto child = detail::spawn_child(command);
     if (!child) {
         if (file_fd >= 0) ::close(file_fd);
         result.status = ProcessStatus::SpawnFailed;
         result.error = child.error();
         return result;
     }
+    // The child leads its own group: a kill reaches it and everything it
+    // started. An interrupt stops the group (run/interrupt.hpp).
+    if (!register_child_group(child->pid)) kill(-child->pid, SIGTERM);
     std::optional<Clock::time_point> deadline;
     if (options.timeout) deadline = start + *options.timeout;
     Drained drained = drain(child->output_fd, deadline, *sink);
+    if (drained == Drained::Interrupted) {
+        // SIGTERM went to the group; what it still writes explains nothing.
+        Sink rest(result.output);
+        drained = drain(child->output_fd, Clock::now() + kGraceAfterInterrupt, rest, false);
+    }
     bool timed_out = drained == Drained::Deadline;
     bool stopped = drained == Drained::Stopped;
     std::optional<int> status;
-    if (drained == Drained::Eof && deadline) {
-        status = wait_until(child->pid, *deadline);
-        timed_out = !status;
+    if (drained == Drained::Eof || drained == Drained::Interrupted) {
+        auto until = interrupted_by() ? Clock::now() + kGraceAfterInterrupt : deadline;
+        if (until) {
+            status = wait_until(child->pid, *until);
+            timed_out = !status;
+        }
     }
     if (timed_out || stopped) {
-        // With a timeout the child leads its own group: the child and
-        // everything it started; without one, only the child.
-        kill(options.timeout ? -child->pid : child->pid, SIGKILL);
+        kill(-child->pid, SIGKILL);
         // Messages written just before the kill still explain it; data for a
         // file that is given up on is not wanted.
         if (timed_out && !options.output_file) {
             Sink rest(result.output);
-            drain(child->output_fd, Clock::now() + kDrainAfterKill, rest);
+            drain(child->output_fd, Clock::now() + kDrainAfterKill, rest, false);
         }
     }
     close(child->output_fd);
     if (!status) status = wait_for(child->pid);
+    unregister_child_group(child->pid);
     // close() reports a deferred write error (NFS, a full disk).
     if (file_fd >= 0 && ::close(file_fd) != 0 && !stopped && !timed_out) {
         stopped = true;

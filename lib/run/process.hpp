@@ -1,8 +1,10 @@
 // Running one process: the only place in bekc that creates processes.
 //
-// Children are started with posix_spawn and an argument vector (never a
-// shell), read /dev/null as stdin, and write stdout and stderr into one pipe,
-// so their output arrives merged in the order they wrote it, as on a terminal.
+// Children are started with vfork and exec and an argument vector (never a
+// shell). Each leads its own process group, which an interrupt of bekc stops
+// (run/interrupt.hpp), and is killed when bekc dies. They read /dev/null as
+// stdin, and write stdout and stderr into one pipe, so their output arrives
+// merged in the order they wrote it, as on a terminal.
 #pragma once
 
 #include <chrono>
@@ -16,9 +18,8 @@
 namespace bekc {
 
 struct RunOptions {
-    // Kill the command when it runs longer. With a timeout the child gets its
-    // own process group, so the whole tree (nvcc -> cicc -> ptxas) dies with
-    // it; without one it stays in bekc's group, so Ctrl-C reaches it too.
+    // Kill the command when it runs longer: its process group, so the whole
+    // tree (nvcc -> cicc -> ptxas) dies with it.
     std::optional<std::chrono::milliseconds> timeout;
 
     // Streams the output into a file instead of ProcessResult::output, for

@@ -34,7 +34,7 @@ class Runner {
     virtual bool executes() const { return true; }
 };
 
-// posix_spawn and util/fs's atomic writes.
+// vfork/exec (run/process.hpp) and util/fs's atomic writes.
 class ProcessRunner final : public Runner {
   public:
     std::expected<void, std::string> write_file(const fs::path& path,

@@ -1,4 +1,4 @@
-// Internal to run/: starting a child with posix_spawn. Kept apart from the
+// Internal to run/: starting a child (vfork and exec). Kept apart from the
 // waiting and reading in process.cpp because it is the one place that has to
 // get the POSIX details (descriptors, signals, environment) exactly right.
 #pragma once
@@ -18,7 +18,8 @@ struct SpawnedChild {
 };
 
 // Starts the command with stdin from /dev/null and stdout and stderr on one
-// pipe. With `own_group` the child leads a new process group (pgid == pid).
-std::expected<SpawnedChild, std::string> spawn_child(const Command& command, bool own_group);
+// pipe. The child leads a new process group (pgid == pid) and is killed when
+// the thread that started it exits.
+std::expected<SpawnedChild, std::string> spawn_child(const Command& command);
 
 }  // namespace bekc::detail

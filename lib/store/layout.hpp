@@ -38,7 +38,10 @@
 //                             names only)
 //     tmp/                    staging "<key>.<suffix>", "runtime.<suffix>",
 //                             "scratch.<suffix>", and "trash.<suffix>" on the
-//                             way out; <suffix> is "host.pid.16 hex digits"
+//                             way out; <suffix> is "host.pid.16 hex digits";
+//                             "builds.<uid>", a user's private build
+//                             directories when /tmp and $TMPDIR offer none
+//                             (util/fs.hpp, private_user_dir)
 //
 // Everything under entries/ and runtime/ appears by rename(2) of a complete
 // directory from tmp/, which is on the same filesystem, so readers never see
@@ -127,6 +130,11 @@ class CacheLayout {
         auto all = root_memos();
         all.push_back(stats_file());
         return all;
+    }
+
+    // tmp/builds.<uid>: the last place for a user's build directories.
+    static fs::path private_builds(unsigned uid) {
+        return tmp() / ("builds." + std::to_string(uid));
     }
 
     // Fresh names under tmp/.

@@ -15,6 +15,7 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include "run/interrupt.hpp"
 #include "store/file_ops.hpp"
 
 namespace bekc {
@@ -90,6 +91,8 @@ std::expected<FileLock, LockError> FileLock::acquire(const CacheDir& dir, const 
             return FileLock(dir, rel, attempt.fd);
         }
         if (!attempt.busy) return std::unexpected(LockError{false, attempt.error});
+        // Ctrl-C during a wait of up to minutes: stop waiting.
+        if (interrupted_by()) return std::unexpected(LockError{false, "interrupted"});
         auto now = Clock::now();
         if (now >= deadline) {
             return std::unexpected(LockError{

@@ -8,7 +8,10 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <optional>
 #include <random>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -209,35 +212,79 @@ std::expected<void, std::string> write_atomic(const fs::path& path, std::string_
     return write_atomic_at(dir.get(), path.filename().string(), content, path);
 }
 
+bool shell_safe_path(const fs::path& path) {
+    return path.string().find_first_of("'\"\\$`!*?;&|<>()[]{}#~ \t\n") == std::string::npos;
+}
+
+namespace {
+
+std::mutex g_private_mutex;
+fs::path g_private_fallback;
+
+// Each candidate for private_user_dir(), in order.
+std::vector<fs::path> private_candidates() {
+    std::vector<fs::path> out{private_user_path()};
+    auto absolute_env = [](const char* name) -> std::optional<fs::path> {
+        const char* v = std::getenv(name);
+        if (!v || v[0] != '/') return std::nullopt;
+        return fs::path(v);
+    };
+    if (auto xdg = absolute_env("XDG_RUNTIME_DIR")) out.push_back(*xdg / "bekc");
+    if (auto tmp = absolute_env("TMPDIR")) out.push_back(*tmp / fmt::format("bekc-{}", ::getuid()));
+    std::lock_guard guard(g_private_mutex);
+    if (!g_private_fallback.empty()) out.push_back(g_private_fallback);
+    return out;
+}
+
+// Why `dir` cannot be this user's private directory, or "" when it now is.
+std::string make_private(const fs::path& dir) {
+    if (!shell_safe_path(dir)) return "its path has characters nvcc's shell would interpret";
+    // In a directory others may write to without the sticky bit, another user
+    // could rename ours away and put one of theirs in its place.
+    struct stat parent;
+    if (::stat(dir.parent_path().c_str(), &parent) != 0) return std::strerror(errno);
+    if ((parent.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (parent.st_mode & S_ISVTX) == 0)
+        return "others may rename entries of " + dir.parent_path().string();
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return std::strerror(errno);
+    UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    struct stat st;
+    if (!fd.valid() || ::fstat(fd.get(), &st) != 0) return "it is not a directory";
+    if (st.st_uid != ::getuid()) return fmt::format("it belongs to user {}", st.st_uid);
+    if ((st.st_mode & 077) != 0 && ::fchmod(fd.get(), 0700) != 0) return std::strerror(errno);
+    return {};
+}
+
+}  // namespace
+
 fs::path private_user_path() {
     return fmt::format("/tmp/bekc-{}", ::getuid());
 }
 
-std::expected<fs::path, std::string> private_user_dir() {
-    fs::path mine = private_user_path();
-    if (::mkdir(mine.c_str(), 0700) != 0 && errno != EEXIST)
-        return std::unexpected(errno_message("create", mine, errno));
-    UniqueFd fd(::open(mine.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    struct stat st;
-    if (!fd.valid() || ::fstat(fd.get(), &st) != 0 || st.st_uid != ::getuid())
-        return std::unexpected(
-            fmt::format("cannot use {}: it must be a directory of your own (it holds build "
-                        "outputs); remove it",
-                        mine.string()));
-    if ((st.st_mode & 077) != 0 && ::fchmod(fd.get(), 0700) != 0)
-        return std::unexpected(errno_message("restrict", mine, errno));
-    return mine;
+void set_private_dir_fallback(const fs::path& dir) {
+    std::lock_guard guard(g_private_mutex);
+    g_private_fallback = dir;
 }
 
-std::expected<fs::path, std::string> private_temp_dir(const std::string& name) {
+std::expected<fs::path, std::string> private_user_dir() {
+    std::string tried;
+    for (const auto& dir : private_candidates()) {
+        std::string why = make_private(dir);
+        if (why.empty()) return dir;
+        tried += fmt::format("{}{} ({})", tried.empty() ? "" : ", ", dir.string(), why);
+    }
+    return std::unexpected(fmt::format(
+        "found no directory of your own for build outputs: tried {}; set TMPDIR to a directory "
+        "only you can write to",
+        tried));
+}
+
+std::expected<fs::path, std::string> private_temp_dir(const std::string& prefix) {
     auto mine = private_user_dir();
     if (!mine) return mine;
-    fs::path dir = *mine / name;
-    std::error_code ec;
-    fs::remove_all(dir, ec);  // a killed build's leftovers; links are removed, not followed
-    if (::mkdir(dir.c_str(), 0700) != 0)
-        return std::unexpected(errno_message("create", dir, errno));
-    return dir;
+    std::string pattern = (*mine / (prefix + ".XXXXXX")).string();
+    if (::mkdtemp(pattern.data()) == nullptr)
+        return std::unexpected(errno_message("create", fs::path(pattern), errno));
+    return fs::path(pattern);
 }
 
 std::string unique_suffix() {

@@ -91,16 +91,28 @@ std::expected<void, std::string> write_atomic_at(int dirfd, const std::string& n
 
 std::expected<void, std::string> write_atomic(const fs::path& path, std::string_view content);
 
-// /tmp/bekc-<uid>: a directory only this user can reach (a real directory,
-// owned by this user, mode 0700, made so when it is not), so nobody else can
-// plant links in it. /tmp rather than $TMPDIR: nvcc needs paths free of shell
-// characters.
+// Whether nvcc, which runs its host-compiler steps through a shell, can take
+// `path` as it is: no quote, white space or other shell syntax.
+bool shell_safe_path(const fs::path& path);
+
+// A directory only this user can reach (a real directory, owned by this
+// user, mode 0700, made so when it is not), so nobody else can plant links or
+// files in it: the first of /tmp/bekc-<uid>, $XDG_RUNTIME_DIR/bekc,
+// $TMPDIR/bekc-<uid> and the fallback set below that is one, or can be made
+// one, in a parent nobody else can rename it out of. Another user who created
+// /tmp/bekc-<uid> first only moves this user to the next. Paths that nvcc
+// cannot take (shell_safe_path) are passed over.
 std::expected<fs::path, std::string> private_user_dir();
-// Its path, without creating or checking anything (for --dry-run).
+// The last candidate: a directory of the cache's (<cache>/tmp/builds.<uid>,
+// store/layout.hpp). Set once the cache is known.
+void set_private_dir_fallback(const fs::path& dir);
+// The path private_user_dir() would choose first, without creating or
+// checking anything (for --dry-run).
 fs::path private_user_path();
-// private_user_dir()/<name>, emptied when it exists: compilers write their
-// outputs here, never into a shared cache.
-std::expected<fs::path, std::string> private_temp_dir(const std::string& name);
+// A new, empty directory private_user_dir()/<prefix>.XXXXXX, unique to this
+// build: no other process, not even a compiler left running by a killed bekc,
+// writes into it. The caller removes it.
+std::expected<fs::path, std::string> private_temp_dir(const std::string& prefix);
 
 // "host.pid.random": unique across processes and machines sharing a directory.
 std::string unique_suffix();

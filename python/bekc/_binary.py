@@ -13,6 +13,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -93,6 +94,45 @@ def find_binary() -> str:
         "directory on PATH.")
 
 
+# An interrupted bekc stops its compilers, removes its build directory and
+# returns make's jobserver tokens before it exits (docs/cli.md, "Signals"):
+# give it the time to, rather than killing it outright.
+_STOP_WAIT_S = 10.0
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Ctrl-C (or any exception) while bekc runs: SIGINT, wait, and only
+    then SIGKILL."""
+    if proc.poll() is None:
+        try:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=_STOP_WAIT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        except KeyboardInterrupt:  # a second Ctrl-C: do not wait any more
+            proc.kill()
+            proc.wait()
+            raise
+
+
+def _stream_stderr(proc: subprocess.Popen):
+    """Echo bekc's stderr as it arrives; returns (stdout, stderr) as text."""
+    out_chunks: List[bytes] = []
+    reader = threading.Thread(target=lambda: out_chunks.append(proc.stdout.read()),
+                              daemon=True)
+    reader.start()
+    err_lines: List[str] = []
+    for raw in iter(proc.stderr.readline, b""):
+        line = raw.decode("utf-8", "replace")
+        err_lines.append(line)
+        sys.stderr.write(line)
+        sys.stderr.flush()
+    proc.wait()
+    reader.join()
+    return b"".join(out_chunks).decode("utf-8", "replace"), "".join(err_lines)
+
+
 def run_bekc(argv: Sequence[str], *, verbose: bool = False, parse_json: bool = True):
     """Run ``argv`` (argv[0] is the binary). Returns parsed JSON stdout, or stdout.
 
@@ -104,27 +144,23 @@ def run_bekc(argv: Sequence[str], *, verbose: bool = False, parse_json: bool = T
         if verbose:
             proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     stdin=subprocess.DEVNULL)
-            out_chunks: List[bytes] = []
-            reader = threading.Thread(target=lambda: out_chunks.append(proc.stdout.read()),
-                                      daemon=True)
-            reader.start()
-            err_lines: List[str] = []
-            for raw in iter(proc.stderr.readline, b""):
-                line = raw.decode("utf-8", "replace")
-                err_lines.append(line)
-                sys.stderr.write(line)
-                sys.stderr.flush()
-            proc.wait()
-            reader.join()
-            stdout = b"".join(out_chunks).decode("utf-8", "replace")
-            stderr = "".join(err_lines)
+            try:
+                stdout, stderr = _stream_stderr(proc)
+            except BaseException:
+                _stop(proc)
+                raise
             rc = proc.returncode
         else:
-            res = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 stdin=subprocess.DEVNULL)
-            stdout = res.stdout.decode("utf-8", "replace")
-            stderr = res.stderr.decode("utf-8", "replace")
-            rc = res.returncode
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    stdin=subprocess.DEVNULL)
+            try:
+                out, err = proc.communicate()
+            except BaseException:
+                _stop(proc)
+                raise
+            stdout = out.decode("utf-8", "replace")
+            stderr = err.decode("utf-8", "replace")
+            rc = proc.returncode
     except FileNotFoundError:
         raise BinaryNotFoundError(f"cannot execute {argv[0]}: file not found") from None
     except PermissionError:

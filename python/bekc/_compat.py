@@ -7,13 +7,11 @@ and ``load_cpp_file`` take brainevent's parameters, turn them into one
 
 Inline sources are written once to a content-addressed file,
 ``<cache dir>/src/<sha256 of the source>/<name>.cu`` (``.cpp`` for C++), so an
-unchanged source keeps its path and bekc answers from its cache. Within one
-process, a repeated inline call with identical source and arguments returns
-the already loaded module after two ``stat`` calls (manifest and library still
-in place), without starting bekc. That shortcut is skipped when the build can
-depend on files other than the source (``extra_include_paths``, ``-I`` flags,
-or a quoted ``#include`` other than ``brainevent/...``): bekc itself, which
-fingerprints every included header, then decides.
+unchanged source keeps its path and bekc answers from its cache. A repeated
+inline call runs bekc again, since a build also depends on headers, libraries,
+response files and the environment, which only bekc's key checks; its hit
+takes a few milliseconds and gives back the manifest already loaded, so the
+call returns the same module.
 """
 
 from __future__ import annotations
@@ -40,8 +38,6 @@ __all__ = [
 ]
 
 _CACHE_DIR_OVERRIDE: Optional[str] = None
-# memo key -> (manifest path, manifest stat sig, library path, library stat sig, Module)
-_INLINE_MEMO: Dict[tuple, tuple] = {}
 
 Functions = Union[Dict[str, Union[Sequence[str], str]], Sequence[str], None]
 
@@ -82,11 +78,10 @@ def _cache_dir_args() -> List[str]:
 
 def clear_cache(name: Optional[str] = None) -> int:
     """Run ``bekc cache clear [NAME]``; also drops the inline sources this package
-    wrote and its in-process shortcuts. Returns the number bekc reports removed
+    wrote. Returns the number bekc reports removed
     (0 when it prints none). Targets already registered stay registered."""
     argv = [find_binary(), "cache", "clear"] + ([name] if name else []) + _cache_dir_args()
     out = run_bekc(argv, parse_json=False)
-    _INLINE_MEMO.clear()
     _remove_inline_sources(name)
     m = re.search(r"\d+", out or "")
     return int(m.group(0)) if m else 0
@@ -531,56 +526,15 @@ def _ensure_source_file(path: str, text: str) -> None:
         os.close(d)
 
 
-_USER_INCLUDE = re.compile(r'^\s*#\s*include\s*"(?!brainevent/)', re.M)
-
-
-def _memo_safe(text: str, extra_include_paths, extra_flags) -> bool:
-    """Whether the build depends on nothing but ``text`` and the argv."""
-    if extra_include_paths:
-        return False
-    for f in extra_flags or ():
-        if isinstance(f, str) and (f.startswith("-I") or f.startswith("-isystem")
-                                   or f.startswith("-include") or f.startswith("--include")):
-            return False
-    return _USER_INCLUDE.search(text) is None
-
-
-def _stat_sig(path: str):
-    st = os.stat(path)
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-
-
-def _memo_get(key: tuple, auto_register: bool, replace: bool) -> Optional[Module]:
-    hit = _INLINE_MEMO.get(key)
-    if hit is None:
-        return None
-    mpath, msig, lpath, lsig, module = hit
-    try:
-        if _stat_sig(mpath) != msig or (lpath and _stat_sig(lpath) != lsig):
-            raise OSError
-    except OSError:
-        _INLINE_MEMO.pop(key, None)
-        return None
-    if auto_register and not module.registered:
-        module.register(replace=replace)
-    return module
-
-
 def _build_and_load(argv_tail: List[str], *, verbose: bool, auto_register: bool,
-                    replace: bool = False, memo_key: Optional[tuple] = None) -> Module:
+                    replace: bool = False) -> Module:
     argv = [find_binary()] + argv_tail
     result = run_bekc(argv, verbose=verbose)
     manifest = result.get("manifest") if isinstance(result, dict) else None
     if not manifest:
         raise BekcError(f"bekc --json output has no 'manifest': {result!r}")
-    module = load(manifest, register=auto_register, replace=replace)
-    if memo_key is not None:
-        try:
-            lpath = result.get("library") or module.library_path
-            _INLINE_MEMO[memo_key] = (manifest, _stat_sig(manifest), lpath, _stat_sig(lpath), module)
-        except OSError:
-            pass
-    return module
+    # An unchanged entry comes back as the same Module (load's own memo).
+    return load(manifest, register=auto_register, replace=replace)
 
 
 def _python_sites() -> List[str]:
@@ -639,17 +593,12 @@ def _load_inline(name, sources, ext, flag_kind, functions, extra_flags, *, repla
     force_rebuild = options["force_rebuild"]
     # brainevent: force_rebuild re-registers as replace would.
     replace = bool(replace or force_rebuild)
-    memo_key = None
-    if _memo_safe(text, options["extra_include_paths"], extra_flags):
-        memo_key = (tuple(a for a in tail if a not in ("--force", "-v")),
-                    os.environ.get("BEKC", ""))
-        if not force_rebuild:
-            module = _memo_get(memo_key, auto_register, replace)
-            if module is not None:
-                return module
+    # bekc runs every time: besides the text and the argv, a build reads
+    # headers, libraries, response files and the environment ($CPATH, ...),
+    # which only bekc's key checks. A hit costs it a few milliseconds.
     _ensure_source_file(src, text)
     return _build_and_load(tail, verbose=options["verbose"], auto_register=auto_register,
-                           replace=replace, memo_key=memo_key)
+                           replace=replace)
 
 
 # --------------------------------------------------------------------------- public loaders

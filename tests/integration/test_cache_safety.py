@@ -612,3 +612,44 @@ def test_prune_spares_an_entry_whose_key_lock_is_held(bekc, kernels):
     proc = bekc.cache("prune", "--max-size", "0")
     assert proc.returncode == 0, describe(proc)
     assert not held.manifest_path.exists(), "once the lock is free, prune removes the entry"
+
+
+# --------------------------------------------------------------------------- another user's /tmp/bekc-<uid>
+VICTIM = 64123  # a uid no account uses
+
+
+@pytest.mark.parametrize("fallback", ["TMPDIR", "the cache's tmp/"])
+def test_another_users_tmp_directory_does_not_stop_the_build(bekc, kernels, shared_tree, fallback):
+    """Another user who creates /tmp/bekc-<uid> first (sticky /tmp: the victim
+    cannot remove it) only moves the victim's build directories elsewhere:
+    to $TMPDIR, or with no usable $TMPDIR, under the victim's cache."""
+    if os.geteuid() != 0:
+        pytest.skip("acting as two users needs root")
+    squatted = Path(f"/tmp/bekc-{VICTIM}")
+    shutil.rmtree(squatted, ignore_errors=True)
+    as_user = lambda uid: ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+    subprocess.run([*as_user(NOBODY), "mkdir", "-m", "0777", str(squatted)], check=True)
+    try:
+        home = shared_tree / "victim"
+        (home / "tmp").mkdir(parents=True)
+        for p in (home, home / "tmp"):
+            os.chown(p, VICTIM, VICTIM)
+            os.chmod(p, 0o700)
+        src = kernels.cpp(shared_tree / "src" / "k.cpp")
+        os.chmod(src, 0o644)
+        env = env_with(HOME=str(home))
+        env.pop("XDG_RUNTIME_DIR", None)
+        env.pop("XDG_CACHE_HOME", None)
+        env["TMPDIR"] = str(home / "tmp") if fallback == "TMPDIR" else "/nonexistent"
+        proc = subprocess.run([*as_user(VICTIM), str(bekc.binary), "build", str(src), FAST,
+                               "--cache-dir", str(home / "cache"), "--json"],
+                              cwd=home, env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        assert Path(json.loads(proc.stdout.strip().splitlines()[-1])["library"]).is_file()
+        assert list(squatted.iterdir()) == [], "the victim wrote into the other user's directory"
+        used = home / "tmp" / f"bekc-{VICTIM}" if fallback == "TMPDIR" else \
+            home / "cache" / "tmp" / f"builds.{VICTIM}"
+        assert used.is_dir() and used.stat().st_uid == VICTIM
+        assert stat.S_IMODE(used.stat().st_mode) == 0o700
+    finally:
+        shutil.rmtree(squatted, ignore_errors=True)

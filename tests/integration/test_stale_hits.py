@@ -19,19 +19,31 @@ Controls assert a hit when nothing changed. The kinds:
 * `__has_include`: a header appearing (quoted, <>, asked in a user header)
   and one disappearing;
 * the toolchain: another host compiler, an edited compiler wrapper;
-* options: -D, -O, --std, --arch.
+* options: -D, -O, --std, --arch;
+* files flags make the tools read: response files (nested ones too, and the
+  linker's), refused when they name a directory.
+
+Then a table: each kind of input edited at each point of a build (before it,
+during its lock wait, during its remote lookup, right after the compile,
+right after the link) must never leave a library cached under the other
+version's key (test_an_edit_at_any_point_never_gives_a_stale_hit).
 
 .cpp kernels with g++ wherever possible; nvcc only for its own variables.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import http.server
+import json
 import os
 import re
 import shutil
 import stat
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -538,3 +550,276 @@ def test_standard_change(bekc):
     src = probe_source(bekc.workdir / "k.cpp", "__cplusplus / 100")
     assert probe(bekc.build(src, FAST, "--std", "c++17")) == 2017
     miss_then(bekc, src, FAST, "--std", "c++20", expect=2020)
+
+
+# --------------------------------------------------------------------------- edits during a build
+# Every kind of input the key covers, edited at every point of a build where a
+# user could save a file: before the build, while it waits for another
+# build's lock, during the remote lookup, right after the compiler read it,
+# right after the linker read it. Whatever that build serves, the next builds
+# must serve the library of the files as they are: version 2, and after going
+# back, version 1. No edit may leave a library cached under the other
+# version's key.
+#
+# Each kind has two versions of its files, prepared up front; an edit is an
+# atomic replacement of them (as editors save), done by edit.py, which the
+# compile and link hooks (a --cxx wrapper) and the tests themselves run.
+
+EDIT_SCRIPT = """\
+import json, os, shutil, sys
+spec = json.load(open(sys.argv[1]))
+for path, source in spec.items():
+    if source is None:
+        if os.path.exists(path):
+            os.unlink(path)
+    else:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        shutil.copyfile(source, path + ".new")
+        os.replace(path + ".new", path)
+"""
+
+# g++ behind a wrapper that runs the edit once, right after the compile of
+# the user's translation unit or after the link ($STALE_EDIT_AT).
+HOOKED_CXX = """#!/bin/sh
+"{gxx}" "$@"
+rc=$?
+if [ -n "$STALE_EDIT_AT" ] && [ ! -e "$STALE_EDIT_SPEC.done" ]; then
+  compile=no; ours=no
+  for a in "$@"; do
+    case "$a" in
+      -c) compile=yes;;
+      *bekc_handlers.cpp|*handler_rt.cpp) ours=yes;;
+    esac
+  done
+  if {{ [ "$STALE_EDIT_AT" = compile ] && [ $compile = yes ] && [ $ours = no ]; }} ||
+     {{ [ "$STALE_EDIT_AT" = link ] && [ $compile = no ]; }}; then
+    "{python}" "$STALE_EDIT_SCRIPT" "$STALE_EDIT_SPEC" && touch "$STALE_EDIT_SPEC.done"
+  fi
+fi
+exit $rc
+"""
+
+
+class Kind:
+    """One kind of input: the build's arguments and environment, and the files
+    of version 1 and 2 (path -> file to copy, or None for absent)."""
+
+    def __init__(self, d: Path, args: tuple, env_: dict, versions: dict):
+        self.d, self.args, self.env, self.versions = d, args, env_, versions
+
+    def spec(self, version: int) -> Path:
+        path = self.d / f"v{version}.json"
+        path.write_text(json.dumps({str(k): (str(v) if v else None)
+                                    for k, v in self.versions[version].items()}))
+        return path
+
+
+def _versions(d: Path, target: Path, texts: dict) -> dict:
+    out = {}
+    for v, text in texts.items():
+        if text is None:
+            out[v] = {target: None}
+        else:
+            src = write(d / "versions" / f"{target.name}.{v}", text)
+            out[v] = {target: src}
+    return out
+
+
+def _kind(name: str, d: Path) -> Kind:
+    src = d / "src" / "k.cpp"
+    if name == "source":
+        return Kind(d, (src,), env(), _versions(d, src, {
+            v: PROBE_KERNEL.format(before="", expr=str(v)) for v in (1, 2)}))
+    if name in ("quoted header", "-I header", "CPATH header"):
+        where = {"quoted header": d / "src", "-I header": d / "inc",
+                 "CPATH header": d / "cpath"}[name]
+        (d / "inc").mkdir(parents=True, exist_ok=True)
+        (d / "cpath").mkdir(parents=True, exist_ok=True)
+        include = '"val.h"' if name == "quoted header" else "<val.h>"
+        probe_source(src, "VAL", before=f"#include {include}")
+        return Kind(d, (src, "-I", d / "inc"), env(CPATH=str(d / "cpath")),
+                    _versions(d, where / "val.h", {v: f"#define VAL {v}\n" for v in (1, 2)}))
+    if name == "header appearing in an earlier -I directory":
+        write(d / "later" / "val.h", "#define VAL 1\n")
+        (d / "inc").mkdir(parents=True, exist_ok=True)
+        probe_source(src, "VAL", before="#include <val.h>")
+        return Kind(d, (src, "-I", d / "inc", "-I", d / "later"), env(),
+                    _versions(d, d / "inc" / "val.h", {1: None, 2: "#define VAL 2\n"}))
+    if name == "__has_include":
+        (d / "inc").mkdir(parents=True, exist_ok=True)
+        probe_source(src, "OPT", before=OPTIONAL.format(name="<opt.h>"))
+        return Kind(d, (src, "-I", d / "inc"), env(),
+                    _versions(d, d / "inc" / "opt.h", {1: None, 2: "#define OPT 2\n"}))
+    if name == "response file":
+        probe_source(src, "VAL")
+        rsp = d / "flags.rsp"
+        return Kind(d, (src, f"--cxx-flag=@{rsp}"), env(),
+                    _versions(d, rsp, {v: f"-DVAL={v}\n" for v in (1, 2)}))
+    if name == "static library":
+        linked_source(src)
+        lib = d / "libs" / "libfoo.a"
+        versions = {}
+        for v in (1, 2):
+            built = static_library(d / "versions" / f"v{v}" / "libfoo.a", v)
+            versions[v] = {lib: built}
+        lib.parent.mkdir(parents=True, exist_ok=True)
+        return Kind(d, (src, f"--ldflag={lib}"), env(), versions)
+    raise AssertionError(name)
+
+
+KINDS = ["source", "quoted header", "-I header", "CPATH header",
+         "header appearing in an earlier -I directory", "__has_include", "response file",
+         "static library"]
+POINTS = ["before", "lock wait", "remote lookup", "compile", "link"]
+
+
+class EditingRemote:
+    """A remote cache that runs `edit` on its first request, then answers 404
+    to every GET and accepts every PUT."""
+
+    def __init__(self, edit):
+        self.edit, self.edited = edit, False
+        remote = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def _answer(self, code):
+                self.send_response(code)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def do_GET(self):
+                if not remote.edited:
+                    remote.edited = True
+                    remote.edit()
+                self._answer(404)
+
+            def do_PUT(self):
+                self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                self._answer(200)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/bekc"
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def direct_key(bekc, args, env_) -> str:
+    """The direct key a build of `args` would take the lock of: the SHA-256 of
+    the record `--explain-key` prints (store/key.cpp)."""
+    proc = bekc.run("build", *args, "--cache-dir", bekc.cache_dir, "--dry-run", "--explain-key",
+                    env=env_)
+    assert proc.returncode == 0, proc.stderr
+    record = []
+    for line in proc.stdout.splitlines(keepends=True):
+        if not re.match(r"\d+:", line):
+            break
+        record.append(line)
+    return hashlib.sha256("".join(record).encode()).hexdigest()
+
+
+@pytest.mark.parametrize("point", POINTS)
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_edit_at_any_point_never_gives_a_stale_hit(bekc, tmp_path, kind, point):
+    d = bekc.workdir
+    k = _kind(kind, d)
+    edit_py = write(tmp_path / "edit.py", EDIT_SCRIPT)
+    cxx = write(tmp_path / "bin" / "hooked-g++", HOOKED_CXX.format(gxx=gxx(), python=sys.executable))
+    cxx.chmod(cxx.stat().st_mode | stat.S_IXUSR)
+
+    def set_version(v):
+        subprocess.run([sys.executable, str(edit_py), str(k.spec(v))], check=True)
+
+    args = (*k.args, FAST, "--cxx", cxx)
+    set_version(1)
+    assert probe(bekc.build(*args, env=k.env)) == 1
+    # A version 1 of another module in the same cache: its key must not be
+    # reused for version 2 after the edit (it is what "going back" hits).
+    spec2 = k.spec(2)
+    e = dict(k.env)
+    if point == "before":
+        set_version(2)
+        served = bekc.build(*args, env=e)
+    elif point in ("compile", "link"):
+        # The build starts from a version never built (3 = 2 with another
+        # option), so it compiles; the hook switches version 1 to 2 mid-build.
+        e.update(STALE_EDIT_AT=point, STALE_EDIT_SPEC=str(spec2), STALE_EDIT_SCRIPT=str(edit_py))
+        served = bekc.build(*args, "-D", "UNRELATED=1", env=e)
+        assert Path(str(spec2) + ".done").exists(), "the hook never ran"
+    elif point == "remote lookup":
+        remote = EditingRemote(lambda: set_version(2))
+        try:
+            served = bekc.build(*args, "-D", "UNRELATED=1", "--remote-cache", remote.url, env=e)
+        finally:
+            remote.stop()
+        assert remote.edited, "bekc never asked the remote"
+    else:  # lock wait
+        run_args = (*args, "-D", "UNRELATED=1")
+        key = direct_key(bekc, run_args, e)
+        lock = bekc.cache_dir / "locks" / key[:2] / f"{key[2:]}.lock"
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        with open(lock, "a") as held:
+            fcntl.flock(held, fcntl.LOCK_EX)
+            proc = subprocess.Popen(bekc.build_argv(*run_args, "-v"), cwd=d, env=e,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            waited = []
+            for line in proc.stderr:
+                waited.append(line)
+                if "cache miss" in line:
+                    break
+            time.sleep(0.2)  # past the miss line: in its lock wait
+            set_version(2)
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, "".join(waited) + err
+        assert any("cache miss" in l for l in waited), "".join(waited) + err
+        served = None
+    if served is not None:
+        # What that build served is one version or the other, whole.
+        assert probe(served) in (1, 2)
+    now = bekc.build(*args, "-D", "UNRELATED=1", env=k.env)
+    assert probe(now) == 2, f"stale hit after an edit {point}: {kind} at version 2 served version 1"
+    assert probe(bekc.build(*args, env=k.env)) == 2
+    set_version(1)
+    back = bekc.build(*args, "-D", "UNRELATED=1", env=k.env)
+    assert probe(back) == 1, f"stale hit after an edit {point}: back at version 1 served version 2"
+    assert probe(bekc.build(*args, env=k.env)) == 1
+
+
+# --------------------------------------------------------------------------- files flags make the tools read
+def test_nested_response_file_edit(bekc):
+    """A response file named inside another (as GCC expands them) is keyed
+    too; so is a linker's response file."""
+    d = bekc.workdir
+    write(d / "inner.rsp", "-DVAL=1\n")
+    write(d / "outer.rsp", f"-DOTHER=0 '@{d / 'inner.rsp'}'\n")
+    lib = static_library(d / "libs" / "libfoo.a", 10)
+    write(d / "link.rsp", f"{lib}\n")
+    src = probe_source(d / "k.cpp", "VAL + bekc_foo()", before="int bekc_foo();")
+    args = (src, FAST, f"--cxx-flag=@{d / 'outer.rsp'}", f"--ldflag=@{d / 'link.rsp'}")
+    assert probe(bekc.build(*args)) == 11
+    assert bekc.build(*args).hit is True
+    write(d / "inner.rsp", "-DVAL=2\n")
+    miss_then(bekc, *args, expect=12)
+    lib20 = static_library(d / "other" / "libfoo.a", 20)
+    write(d / "link.rsp", f"{lib20}\n")
+    miss_then(bekc, *args, expect=22)
+
+
+def test_a_flag_naming_a_directory_is_refused(bekc):
+    d = bekc.workdir
+    (d / "profiles").mkdir()
+    src = probe_source(d / "k.cpp", "1")
+    r = bekc.build(src, FAST, "--cxx-flag=-fprofile-use=profiles", ok=False)
+    assert r.rc == 2
+    assert r.stderr == (
+        "bekc: error: '-fprofile-use=profiles' makes the compiler read a file bekc must key: "
+        f"cannot read {d / 'profiles'}: it is a directory; name a regular file, or pass its "
+        "flags directly\n")

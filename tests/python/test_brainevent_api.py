@@ -105,7 +105,6 @@ def rec(monkeypatch, tmp_path):
     monkeypatch.setattr(_compat, "run_bekc", run)
     monkeypatch.setattr(_compat, "find_binary", lambda: "/fake/bekc")
     monkeypatch.setattr(_compat, "load", load)
-    monkeypatch.setattr(_compat, "_INLINE_MEMO", {})
     monkeypatch.setattr(_compat, "_CACHE_DIR_OVERRIDE", str(tmp_path / "cache"))
     monkeypatch.delenv(ARCH_ENV, raising=False)
     return r

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <mutex>
+#include <sstream>
 
 #include "../helpers/temp_dir.hpp"
 #include "run/parallel.hpp"
@@ -269,4 +270,22 @@ TEST_CASE("run_parallel runs a command wider than -j alone, not never", "[proces
     auto results = run_parallel(cmds, 2);
     CHECK(results[0].ok());
     CHECK(results[1].ok());
+}
+
+TEST_CASE("each child leads its own process group", "[process]") {
+    auto r = run_process(cmd({"sh", "-c", "ps -o pgid= -p $$; echo $$"}));
+    REQUIRE(r.status == ProcessStatus::Exited);
+    std::istringstream in(r.output);
+    long pgid = 0, pid = 0;
+    in >> pgid >> pid;
+    CHECK(pgid == pid);
+}
+
+TEST_CASE("a child gets SIGKILL when bekc dies (its parent-death signal)", "[process]") {
+    auto r = run_process(cmd({"python3", "-c",
+                              "import ctypes; s = ctypes.c_int(0); "
+                              "ctypes.CDLL(None).prctl(2, ctypes.byref(s), 0, 0, 0); "
+                              "print(s.value)"}));
+    REQUIRE(r.status == ProcessStatus::Exited);
+    CHECK(r.output == std::to_string(SIGKILL) + "\n");
 }

@@ -1,0 +1,37 @@
+// Files that a flag makes the compilers or the linker read, which neither
+// reports as a dependency: response files (`@FILE`, recursively, as GCC and
+// GNU ld expand them), nvcc's `--options-file`/`-optf`, and the files of
+// `-specs=`, `-fprofile-use=`, `-fplugin=` and their kin. Their bytes are read
+// before the build and keyed (driver/keys.cpp); after the build each is read
+// again, and one that changed makes the build uncached (driver/build.cpp).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "plan/flags.hpp"
+#include "util/fs.hpp"
+
+namespace bekc {
+
+struct FlagFile {
+    fs::path path;  // absolute
+    std::string sha256;
+};
+
+// The files the flags name, each once, in the order met. Relative paths
+// count from `cwd`, as the compilers see them. Throws FatalError (usage) for
+// a named file that is not a regular file bekc can read, saying which flag.
+std::vector<FlagFile> read_flag_files(const CompileFlags& flags, const fs::path& cwd);
+
+// The first of `files` whose bytes are not the keyed ones any more, or which
+// was written since `start_ns` (it may have been read in between).
+std::optional<std::string> flag_file_changed(const std::vector<FlagFile>& files, int64_t start_ns);
+
+// The words of a response file as GCC reads them: split at white space,
+// with single and double quotes and backslash escapes.
+std::vector<std::string> response_file_words(std::string_view text);
+
+}  // namespace bekc

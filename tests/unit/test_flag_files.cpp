@@ -1,0 +1,83 @@
+#include <catch2/catch.hpp>
+
+#include "../helpers/fatal.hpp"
+#include "../helpers/temp_dir.hpp"
+#include "driver/flag_files.hpp"
+#include "store/hash.hpp"
+
+#include <limits>
+
+using namespace bekc;
+using bekc::test::TempDir;
+using bekc::test::write_file;
+
+namespace {
+
+std::vector<std::string> paths_of(const std::vector<FlagFile>& files, const TempDir& t) {
+    std::vector<std::string> out;
+    for (const auto& f : files) out.push_back(f.path.lexically_relative(t.path()).string());
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("response file words split as GCC splits them", "[flag_files]") {
+    CHECK(response_file_words("-DA=1  -DB='two words'\n\"-DC=x\\\"y\" back\\ slash") ==
+          std::vector<std::string>{"-DA=1", "-DB=two words", "-DC=x\"y", "back slash"});
+    CHECK(response_file_words("''") == std::vector<std::string>{""});
+    CHECK(response_file_words(" \t\n").empty());
+}
+
+TEST_CASE("files named by flags are keyed, response files recursively", "[flag_files]") {
+    TempDir t;
+    write_file(t / "outer.rsp", "-DX=1 @inner.rsp '-specs=my specs'\n");
+    write_file(t / "inner.rsp", "-DY=2\n");
+    write_file(t / "my specs", "*cpp:\n");
+    write_file(t / "plugin.so", "ELF");
+    write_file(t / "opts.txt", "-DZ=3");
+    write_file(t / "ld.rsp", "-lm");
+    CompileFlags f;
+    f.cxx_flags = {"@outer.rsp", "-O2"};
+    f.cuda_flags = {"-Xcompiler=-fplugin=" + (t / "plugin.so").string(), "-optf", "opts.txt"};
+    f.ldflags = {"-Wl,@ld.rsp"};
+    auto files = read_flag_files(f, t.path());
+    CHECK(paths_of(files, t) == std::vector<std::string>{"outer.rsp", "inner.rsp", "my specs",
+                                                         "plugin.so", "opts.txt", "ld.rsp"});
+    CHECK(files[1].sha256 == sha256_hex("-DY=2\n"));
+}
+
+TEST_CASE("a response file that names itself is refused", "[flag_files]") {
+    TempDir t;
+    write_file(t / "loop.rsp", "@loop.rsp");
+    CompileFlags f;
+    f.cxx_flags = {"@loop.rsp"};
+    std::string msg = bekc::test::fatal_message([&] { (void)read_flag_files(f, t.path()); });
+    CHECK(msg.find("nest more than 16 deep") != std::string::npos);
+}
+
+TEST_CASE("a flag naming no regular file is refused, naming the flag", "[flag_files]") {
+    TempDir t;
+    std::filesystem::create_directories(t / "profiles");
+    CompileFlags f;
+    f.cxx_flags = {"-fprofile-use=profiles"};
+    CHECK(bekc::test::fatal_message([&] { (void)read_flag_files(f, t.path()); }) ==
+          "bekc: error: '-fprofile-use=profiles' makes the compiler read a file bekc must key: "
+          "cannot read " +
+              (t / "profiles").string() +
+              ": it is a directory; name a regular file, or pass its flags directly");
+    f.cxx_flags = {"@missing.rsp"};
+    CHECK(bekc::test::fatal_message([&] {
+              (void)read_flag_files(f, t.path());
+          }).find("missing.rsp") != std::string::npos);
+}
+
+TEST_CASE("a flag file changed after it was keyed is noticed", "[flag_files]") {
+    TempDir t;
+    write_file(t / "a.rsp", "-DA=1");
+    CompileFlags f;
+    f.cxx_flags = {"@a.rsp"};
+    auto files = read_flag_files(f, t.path());
+    CHECK_FALSE(flag_file_changed(files, std::numeric_limits<int64_t>::max()));
+    write_file(t / "a.rsp", "-DA=2");
+    CHECK(flag_file_changed(files, std::numeric_limits<int64_t>::max()) == (t / "a.rsp").string());
+}
