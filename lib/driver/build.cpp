@@ -12,12 +12,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "codegen/render.hpp"
 #include "driver/compile_commands.hpp"
 #include "driver/compile_log.hpp"
 #include "driver/compile_times.hpp"
 #include "driver/execute.hpp"
 #include "driver/gpu_detect.hpp"
 #include "driver/keys.hpp"
+#include "driver/link_errors.hpp"
 #include "driver/manifest.hpp"
 #include "driver/plan_build.hpp"
 #include "driver/runtime_headers.hpp"
@@ -37,6 +39,9 @@
 namespace bekc {
 
 namespace {
+
+// A name in a message, quoted, with its control characters escaped.
+std::string quoted_name(const std::string& name) { return "'" + c_string_escape(name) + "'"; }
 
 using Clock = std::chrono::steady_clock;
 
@@ -140,17 +145,16 @@ BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& re
     in.name = o.name.empty() ? paths.front().stem().string() : o.name;
     check_name_lengths(in.name, o.name.empty() ? "the first input's stem" : "--name",
                        o.target_prefix);
-    if (!is_cxx_identifier(in.name))
-        throw FatalError("bekc: error: module name '" + in.name +
-                             "' must be an ASCII C++ identifier (it names the library and the "
-                             "targets); choose one with --name",
+    if (std::string problem = module_name_problem(in.name); !problem.empty())
+        throw FatalError("bekc: error: module name " + quoted_name(in.name) +
+                             (o.name.empty() ? " (the first input's file name) " : " ") +
+                             problem + "; choose another with --name",
                          kExitUsage);
     in.target_prefix = o.target_prefix.empty() ? in.name : o.target_prefix;
-    for (char c : in.target_prefix)
-        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'))
-            throw FatalError("bekc: error: --target-prefix '" + in.target_prefix +
-                                 "' may contain only ASCII letters, digits, '_' and '.'",
-                             kExitUsage);
+    if (std::string problem = target_prefix_problem(in.target_prefix); !problem.empty())
+        throw FatalError("bekc: error: --target-prefix " + quoted_name(in.target_prefix) + " " +
+                             problem,
+                         kExitUsage);
     std::vector<ExplicitSpec> specs = collect_explicit_specs(o.functions, o.functions_json);
     ScannedInputs scanned = scan_inputs(paths, specs);
     if (has_errors(scanned.diagnostics)) {
@@ -190,13 +194,31 @@ struct Compiled {
     ReportedDependencies dependencies;
 };
 
+// A link that failed only on exported functions that are declared but never
+// defined: one error at each `// @BE` line, instead of the linker's words
+// (which -v shows too).
+void link_failed(const BuildInputs& in, const BuildGraph& graph, const ProcessResult& r,
+                 bool verbose) {
+    if (r.status != ProcessStatus::Exited) return;
+    UndefinedExports undefined = undefined_exports(r.output, in.files);
+    if (undefined.errors.empty() || !undefined.others.empty()) return;
+    if (verbose) std::fputs(r.output.c_str(), stderr);
+    std::fputs(render_all(undefined.errors).c_str(), stderr);
+    throw FatalError("bekc: error: linking " + graph.library.filename().string() +
+                         " failed: an exported function is never defined",
+                     kExitSourceError);
+}
+
 // Says why a step failed, with the compiler's output, and throws.
 [[noreturn]] void step_failed(const BuildInputs& in, const BuildGraph& graph, const StepFailure& f,
                               bool verbose) {
     const Step& step = graph.steps[f.step];
     if (!f.error.empty()) throw FatalError("bekc: error: " + f.error, kExitCache);
     const ProcessResult& r = f.result;
-    std::string log = verbose ? r.output : trim_compile_log(r.output);
+    std::string log = verbose                           ? r.output
+                      : step.kind == StepKind::Compile ? trim_compile_log(tidy_compile_log(r.output))
+                                                       : trim_compile_log(r.output);
+    if (step.kind == StepKind::Link) link_failed(in, graph, r, verbose);
     std::fputs(log.c_str(), stderr);
     if (r.status == ProcessStatus::SpawnFailed)
         throw FatalError("bekc: error: cannot run the compiler: " + r.error, kExitToolchain);

@@ -37,6 +37,7 @@ from ._errors import (
     ManifestError,
     RegistrationError,
     TargetConflictError,
+    UnsupportedArchError,
 )
 from ._attrs import ATTR_TYPES, cast_attr
 from ._loader import KernelFunction, Module, load, registered_targets
@@ -77,5 +78,6 @@ __all__ = [
     "KernelEntry", "NotAKernelError", "KernelCompilationError", "KernelFallbackExhaustedError",
     "BekcError", "ManifestError", "LibraryHashMismatchError", "LibraryLoadError",
     "RegistrationError", "TargetConflictError", "BinaryNotFoundError", "CompileError",
+    "UnsupportedArchError",
     "BrainEventNotInstalledError", "UnsupportedBrainEventVersionError",
 ]

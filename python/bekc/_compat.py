@@ -29,7 +29,7 @@ import sys
 from typing import Dict, Iterable, List, Optional, Sequence, Union
 
 from ._binary import find_binary, run_bekc
-from ._errors import BekcError
+from ._errors import BekcError, UnsupportedArchError
 from ._loader import Module, load
 
 __all__ = [
@@ -134,9 +134,10 @@ def _remove_inline_sources(name: Optional[str]) -> None:
 
 
 # --------------------------------------------------------------------------- argv
-_ARCH_WORDS = {"native", "auto", "all", "all-major"}
-# brainevent's spellings: "8.6", "86", "sm_86", "compute_86", "9.0a", any case.
-_ARCH_SPELLING = re.compile(r"(?:sm_|compute_)?(\d+)(?:\.(\d))?([a-z]?)")
+# The words bekc's --arch takes besides architectures (brainevent takes none).
+_ARCH_WORDS = {"native", "auto"}
+# nvcc's architecture names: sm_ and two or three digits, maybe one letter.
+_ARCH_NAME = re.compile(r"sm_\d{2,3}[a-z]?")
 # brainevent's environment pin, read when no compute_capability is given.
 ARCH_ENV = "BRAINEVENT_COMPUTE_CAPABILITIES"
 
@@ -156,19 +157,29 @@ def _arch_tokens(cc) -> list:
 
 
 def _normalize_arch_token(token: str, whole) -> str:
-    s = token.lower()
+    """One token in brainevent's rule: case and a sm_/compute_ prefix do not
+    matter, a trailing letter is a suffix ("9.0a"), dots are dropped ("8.6",
+    "12.0"); what is left must be two or three digits, major version 2 or more."""
+    s = token.strip().lower()
     if s in _ARCH_WORDS:
         return s
-    m = _ARCH_SPELLING.fullmatch(s)
-    if m:
-        digits = m.group(1) + (m.group(2) or "")
-        # nvcc's sm_XX / sm_XXX; no CUDA GPU has a major version below 2.
-        if 2 <= len(digits) <= 3 and int(digits[:-1]) >= 2:
-            return f"sm_{digits}{m.group(3)}"
-    raise ValueError(
-        f"compute_capability {whole!r}: {token!r} is not a compute capability; use e.g. "
-        f"'sm_86', '8.6', 'compute_86', 86, a list or comma-separated string of those, "
-        f"or 'native'/'auto'")
+    for prefix in ("sm_", "compute_"):
+        if s.startswith(prefix):
+            s = s[len(prefix):]
+            break
+    suffix = s[-1] if s and s[-1].isalpha() else ""
+    digits = s[:len(s) - len(suffix)].replace(".", "")
+    arch = f"sm_{digits}{suffix}"
+    if not (digits.isascii() and digits.isdigit() and _ARCH_NAME.fullmatch(arch)):
+        raise ValueError(
+            f"compute_capability {whole!r}: {token!r} is not a compute capability; use e.g. "
+            f"'sm_86', '8.6', '86', 'compute_86' or '9.0a', a list or comma-separated "
+            f"string of those, or 'native'/'auto'")
+    if int(digits[:-1]) < 2:
+        raise UnsupportedArchError(
+            f"compute_capability {whole!r}: {token!r} is {arch}, and no CUDA GPU has a "
+            f"major version below 2")
+    return arch
 
 
 def _normalize_arch(cc) -> Optional[str]:

@@ -57,6 +57,11 @@ class BinaryNotFoundError(BekcError, FileNotFoundError):
     """The ``bekc`` executable could not be found."""
 
 
+class UnsupportedArchError(BekcError, ValueError):
+    """A compute capability that is spelled right but names no CUDA GPU
+    (major version below 2), as brainevent's ``UnsupportedArchError``."""
+
+
 # Exit codes documented by ``bekc build --help``.
 _EXIT_MEANING = {
     1: "the source failed to compile or an arg_spec is wrong",

@@ -1,0 +1,163 @@
+"""A newcomer's mistakes, each caught where it is made (issue 28): messages are
+compared as exact text."""
+
+from __future__ import annotations
+
+import pytest
+
+FAST = "-O0"
+
+
+# --------------------------------------------------------------------------- undefined exports
+DECLARED_ONLY = """\
+#include "brainevent/common.h"
+
+// @BE vector_add
+void vector_add(const BE::Tensor a, const BE::Tensor b, BE::Tensor out, int64_t n);
+"""
+
+
+def test_exported_function_never_defined_is_a_link_error_at_the_annotation(bekc, kernels):
+    src = kernels.text(bekc.workdir / "kernels.cpp", DECLARED_ONLY)
+    r = bekc.build(src, FAST, ok=False)
+    assert r.rc == 1
+    assert r.stderr == (
+        f"{src}:3: error: 'vector_add' is declared here but never defined\n"
+        "    // @BE vector_add\n"
+        "note: define vector_add(BE::Tensor, BE::Tensor, BE::Tensor, long) in this file, or in "
+        "a source or library linked into the module\n"
+        "bekc: error: linking libkernels.so failed: an exported function is never defined\n")
+    assert bekc.entries() == []
+    # Not cached: the second build fails the same way.
+    assert bekc.build(src, FAST, ok=False).stderr == r.stderr
+
+
+def test_exported_cuda_function_never_defined_is_a_link_error(bekc, kernels, nvcc):
+    src = kernels.text(bekc.workdir / "kernels.cu", DECLARED_ONLY.replace(
+        "int64_t n", "int64_t stream").replace("@BE vector_add", "@BE vector_add arg arg ret stream"))
+    r = bekc.build(src, FAST, "--arch", "sm_90", ok=False)
+    assert r.rc == 1
+    assert f"{src}:3: error: 'vector_add' is declared here but never defined\n" in r.stderr
+    assert bekc.entries() == []
+
+
+def test_helper_never_defined_fails_the_link_with_the_linkers_words(bekc, kernels):
+    src = kernels.text(bekc.workdir / "helper.cpp", """\
+        #include "brainevent/common.h"
+        float helper(float);
+        // @BE f
+        void f(const BE::Tensor x, BE::Tensor out) { helper(1.0f); }
+        """)
+    r = bekc.build(src, FAST, ok=False)
+    assert r.rc == 1
+    assert "undefined reference to `helper(float)'" in r.stderr
+    assert r.stderr.endswith("bekc: error: linking libhelper.so failed (exited with code 1)\n"), r.stderr
+    assert bekc.entries() == []
+
+
+# --------------------------------------------------------------------------- module names
+def test_module_name_from_a_file_name_with_a_dash(bekc, kernels):
+    src = kernels.cpp(bekc.workdir / "my-kernels.cpp", fn="scale")
+    r = bekc.build(src, FAST)
+    assert r.manifest["name"] == "my-kernels"
+    assert [t["name"] for t in r.manifest["targets"]] == ["my-kernels.scale"]
+    assert r.library.name == "libmy-kernels.so" and r.manifest["library"] == "libmy-kernels.so"
+
+
+def test_module_name_is_mapped_to_a_safe_file_name(bekc, kernels):
+    src = kernels.cpp(bekc.workdir / "k.cpp", fn="scale")
+    r = bekc.build(src, FAST, "--name", "my kernels (v2)")
+    assert [t["name"] for t in r.manifest["targets"]] == ["my kernels (v2).scale"]
+    assert r.library.name == "libmy_kernels__v2_.so"
+
+
+@pytest.mark.parametrize("name,origin,problem", [
+    ("a/b", " ", "contains '/'"),
+    ("..", " ", "is a directory name"),
+    ("tab\there", " ", "contains a control character"),
+])
+def test_module_names_that_cannot_name_a_file_are_refused(bekc, kernels, name, origin, problem):
+    src = kernels.cpp(bekc.workdir / "k.cpp")
+    r = bekc.build(src, FAST, "--name", name, ok=False)
+    assert r.rc == 2
+    shown = name.replace("\t", "\\011")
+    assert r.stderr == (f"bekc: error: module name '{shown}'{origin}{problem}; choose another "
+                        f"with --name\n")
+
+
+def test_a_refused_stem_says_it_came_from_the_file_name(bekc, kernels):
+    src = kernels.cpp(bekc.workdir / "bad\x01name.cpp")
+    r = bekc.build(src, FAST, ok=False)
+    assert r.rc == 2
+    assert r.stderr == ("bekc: error: module name 'bad\\001name' (the first input's file name) "
+                        "contains a control character; choose another with --name\n")
+
+
+# --------------------------------------------------------------------------- compiler errors
+MISSING_HEADER = """\
+#include "brainevent/common.h"
+#include "missing.h"
+// @BE f arg ret stream
+void f(const BE::Tensor x, BE::Tensor out, int64_t stream) {}
+"""
+
+HEADER_NOTE = ("note: 'missing.h' is not on the include path: add the directory that holds it "
+               "with -I DIR (extra_include_paths=[DIR] from Python)\n")
+
+
+def test_missing_header_in_cuda_is_reported_once_with_a_note(bekc, kernels, nvcc):
+    src = kernels.text(bekc.workdir / "m.cu", MISSING_HEADER)
+    r = bekc.build(src, FAST, "--arch", "sm_90", ok=False)
+    assert r.rc == 1
+    assert r.stderr == (
+        f"{src}:2:10: fatal error: missing.h: No such file or directory\n"
+        '    2 | #include "missing.h"\n'
+        "      |          ^~~~~~~~~~~\n"
+        "compilation terminated.\n" + HEADER_NOTE +
+        "bekc: error: compilation failed (exited with code 1)\n")
+
+
+def test_missing_header_in_cpp_is_reported_at_the_users_line(bekc, kernels):
+    src = kernels.text(bekc.workdir / "m.cpp", MISSING_HEADER.replace(" arg ret stream", "")
+                       .replace(", int64_t stream", ""))
+    r = bekc.build(src, FAST, ok=False)
+    assert r.rc == 1
+    assert r.stderr == (
+        f"{src}:2:10: fatal error: missing.h: No such file or directory\n"
+        '    2 | #include "missing.h"\n'
+        "      |          ^~~~~~~~~~~\n"
+        "compilation terminated.\n" + HEADER_NOTE +
+        "bekc: error: compilation failed (exited with code 1)\n")
+
+
+# --------------------------------------------------------------------------- the command line
+@pytest.mark.parametrize("args,message", [
+    (["build", "k.cu", "--fastmath"],
+     "bekc: error: unknown option '--fastmath'; did you mean --fast-math?\n"
+     "Run 'bekc build --help' for its options.\n"),
+    (["build", "k.cu", "--zzzzzz"],
+     "bekc: error: unknown option '--zzzzzz'\nRun 'bekc build --help' for its options.\n"),
+    (["biuld", "x.cu"],
+     "bekc: error: unknown command 'bekc biuld'; did you mean 'bekc build'?\n"
+     "The commands of bekc are build, inspect, cache, doctor and config.\n"),
+    (["cache", "lss"],
+     "bekc: error: unknown command 'bekc cache lss'; did you mean 'bekc cache ls'?\n"
+     "The commands of bekc cache are path, ls, clear, stats, prune, verify and max-size.\n"),
+    ([],
+     "bekc: error: bekc needs a command\nThe commands of bekc are build, inspect, cache, doctor "
+     "and config; run 'bekc --help' for what each does.\n"),
+    (["build"],
+     "bekc: error: bekc build needs at least one input\n"
+     "usage: bekc build [OPTIONS] INPUT...\n"
+     "example: bekc build kernels.cu -O3 --fast-math\n"
+     "Run 'bekc build --help' for its options.\n"),
+    (["build", "-O3", "--name", "m"],
+     "bekc: error: bekc build needs at least one input\n"
+     "usage: bekc build [OPTIONS] INPUT...\n"
+     "example: bekc build kernels.cu -O3 --fast-math\n"
+     "Run 'bekc build --help' for its options.\n"),
+], ids=["option", "option-far", "command", "cache-command", "no-command", "build-bare",
+        "build-no-inputs"])
+def test_usage_errors_say_what_to_type(bekc, args, message):
+    r = bekc.run(*args)
+    assert (r.returncode, r.stdout, r.stderr) == (2, "", message)
