@@ -476,7 +476,10 @@ BuildResult run_build(const BuildOptions& options, BuildContext& ctx) {
         return result;
     };
     auto try_hit = [&]() -> std::optional<Entry> {
-        if (o.force) return std::nullopt;
+        if (o.force) {
+            result.miss_reason = "--force";
+            return std::nullopt;
+        }
         DirectLookup d = cache.lookup_direct(direct_key, in.base);
         if (!d.key) {
             result.miss_reason = d.why_not;

@@ -3,9 +3,12 @@ compared as exact text."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 FAST = "-O0"
+REPO = Path(__file__).resolve().parents[2]
 
 
 # --------------------------------------------------------------------------- undefined exports
@@ -161,3 +164,27 @@ def test_missing_header_in_cpp_is_reported_at_the_users_line(bekc, kernels):
 def test_usage_errors_say_what_to_type(bekc, args, message):
     r = bekc.run(*args)
     assert (r.returncode, r.stdout, r.stderr) == (2, "", message)
+
+
+# --------------------------------------------------------------------------- small things
+def test_verbose_force_says_why_it_missed(bekc, kernels):
+    src = kernels.cpp(bekc.workdir / "k.cpp")
+    bekc.build(src, FAST)
+    r = bekc.build(src, FAST, "-v", "--force")
+    misses = [l for l in r.stderr.splitlines() if "cache miss" in l]
+    assert misses == ["bekc: cache miss: --force"], r.stderr
+
+
+def test_cache_ls_counts_in_the_singular(bekc, kernels):
+    bekc.build(kernels.cpp(bekc.workdir / "k.cpp"), FAST)
+    out = bekc.cache("ls").stdout.splitlines()
+    assert len(out) == 2 and "   1 target   " in out[0], out
+    assert out[1].startswith("1 entry ("), out
+
+
+def test_cli_md_lists_every_command(bekc):
+    help_text = bekc.run("--help").stdout
+    listed = (REPO / "docs" / "cli.md").read_text().split("## Inputs")[0]
+    section = help_text.split("Subcommands:")[1].split("Exit codes:")[0]
+    commands = [line.split()[0] for line in section.splitlines() if line.strip()]
+    assert commands and all(f"bekc {c} " in listed for c in commands), (commands, listed)
