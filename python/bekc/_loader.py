@@ -701,6 +701,46 @@ def _suggest(name: str, candidates) -> List[str]:
     return [c for c in candidates if low and (low in c.lower() or c.lower() in low)][:1]
 
 
+def _varying_axes(typeof, x) -> frozenset:
+    """The manual mesh axes ``x`` varies over: ``manual_axis_type.varying``
+    (JAX 0.9 and later), ``vma`` (JAX 0.6 to 0.8), else none."""
+    try:
+        aval = typeof(x)
+    except TypeError:  # not an array JAX knows
+        return frozenset()
+    mat = getattr(aval, "manual_axis_type", None)
+    if mat is not None:
+        return frozenset(getattr(mat, "varying", ()) or ())
+    return frozenset(getattr(aval, "vma", None) or ())
+
+
+def _varying_like(results, arrays):
+    """``results`` marked as varying over every manual mesh axis an input
+    varies over. Inside ``jax.shard_map`` (with its default ``check_vma``) an
+    ``ffi_call`` result carries no such type, so a loop whose carry goes
+    through a kernel would change type between iterations."""
+    import jax
+    typeof = getattr(jax, "typeof", None)
+    if typeof is None:  # a JAX without varying-manual-axes types
+        return results
+    axes = frozenset().union(*(_varying_axes(typeof, a) for a in arrays))
+    if not axes:
+        return results
+    pcast, pvary = getattr(jax.lax, "pcast", None), getattr(jax.lax, "pvary", None)
+    if pcast is None and pvary is None:
+        return results
+
+    def mark(r):
+        missing = tuple(sorted(axes - _varying_axes(typeof, r), key=str))
+        if not missing:
+            return r
+        return pcast(r, missing, to="varying") if pcast is not None else pvary(r, missing)
+
+    if isinstance(results, (list, tuple)):
+        return type(results)(mark(r) for r in results)
+    return mark(results)
+
+
 class KernelFunction:
     """A typed callable for one FFI target of a :class:`Module`.
 
@@ -792,8 +832,9 @@ class KernelFunction:
         out_spec = self._out_spec(arrays, out)
         self._check_layouts(ffi_call_kwargs, arrays, out_spec)
         import jax
-        return jax.ffi.ffi_call(self.target, out_spec, vmap_method=vmap_method,
-                                **ffi_call_kwargs)(*arrays, **cast)
+        results = jax.ffi.ffi_call(self.target, out_spec, vmap_method=vmap_method,
+                                   **ffi_call_kwargs)(*arrays, **cast)
+        return _varying_like(results, arrays)
 
     def _check_layouts(self, kwargs: Dict[str, Any], arrays, out_spec) -> None:
         """BE::Tensor reads every buffer as row-major, and XLA's buffers carry no
