@@ -122,6 +122,8 @@ Action add_build_command(CLI::App& app) {
     cmd->add_flag("--no-cuda-graph", o->no_cuda_graph,
                   "Do not report the command-buffer trait (not part of the cache key)");
     cmd->add_flag("--force", o->force, "Rebuild even when the cache has the result");
+    cmd->add_flag("--allow-default-stream", o->allow_default_stream,
+                  "No warning for a .cu function exported without a stream parameter");
     cmd->add_option("-o,--output-dir", o->output_dir, "Also place the library and manifest in DIR");
     cmd->add_option("--depfile", o->depfile,
                     "Write a Make rule listing every input and user header");

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/render.hpp"
+#include "driver/build_warnings.hpp"
 #include "driver/compile_commands.hpp"
 #include "driver/compile_log.hpp"
 #include "driver/compile_times.hpp"
@@ -171,6 +172,10 @@ BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& re
     }
     static_cast<CompileFlags&>(in.flags) = o.flags;
     for (auto& d : in.flags.include_dirs) d = (ctx.cwd / d).string();
+    for (const auto& w : missing_include_dir_warnings(o.flags.include_dirs, in.flags.include_dirs))
+        report.warn(w);
+    if (!o.allow_default_stream && !o.quiet)
+        std::fputs(render_all(default_stream_warnings(scanned.files)).c_str(), stderr);
     check_linker_args(in.flags.linker_args, any_cuda);
     in.flags.xla_include = resolve_xla_include(o, scanned, ctx.env);
     in.launcher = find_launcher(o.launcher, ctx.tools);

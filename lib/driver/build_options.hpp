@@ -21,6 +21,8 @@ struct BuildOptions {
     std::string functions_json;              // --functions
     bool no_cuda_graph = false;
     bool force = false;
+    // No warning for .cu exports without a stream parameter.
+    bool allow_default_stream = false;
     std::optional<std::string> cache_dir, output_dir, depfile, compile_commands, nvcc, cxx;
     std::optional<std::string> launcher;      // --launcher, else $BEKC_LAUNCHER
     std::optional<std::string> remote_cache;  // --remote-cache URL, else $BEKC_REMOTE_CACHE

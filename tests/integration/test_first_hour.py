@@ -188,3 +188,41 @@ def test_cli_md_lists_every_command(bekc):
     section = help_text.split("Subcommands:")[1].split("Exit codes:")[0]
     commands = [line.split()[0] for line in section.splitlines() if line.strip()]
     assert commands and all(f"bekc {c} " in listed for c in commands), (commands, listed)
+
+
+# --------------------------------------------------------------------------- warnings
+NO_STREAM = """\
+#include "brainevent/common.h"
+// @BE f
+void f(const BE::Tensor x, BE::Tensor out) {}
+"""
+
+
+def test_cuda_export_without_a_stream_is_warned_at_the_annotation(bekc, kernels, nvcc):
+    src = kernels.text(bekc.workdir / "ns.cu", NO_STREAM)
+    r = bekc.build(src, FAST, "--arch", "sm_90")
+    assert r.stderr == (
+        f"{src}:2: warning: function 'f' has no 'stream' parameter, so its kernels launch on the "
+        "default stream, not on XLA's\n"
+        "    // @BE f\n"
+        "note: add 'stream' to the spec and an int64_t stream parameter, and launch with "
+        "<<<grid, block, 0, (cudaStream_t)stream>>>; if the default stream is meant, build "
+        "with --allow-default-stream\n")
+    quiet = bekc.build(src, FAST, "--arch", "sm_90", "--allow-default-stream")
+    assert quiet.stderr == "" and quiet.hit
+
+
+def test_cpp_export_without_a_stream_is_not_warned(bekc, kernels):
+    r = bekc.build(kernels.text(bekc.workdir / "ns.cpp", NO_STREAM), FAST)
+    assert r.stderr == ""
+
+
+def test_include_directory_that_does_not_exist_is_warned(bekc, kernels):
+    src = kernels.cpp(bekc.workdir / "k.cpp")
+    (bekc.workdir / "afile").write_text("")
+    r = bekc.build(src, FAST, "-I", "nowhere", "-I", "afile", "-I", ".")
+    assert r.stderr == (
+        f"bekc: warning: include directory 'nowhere' (-I, extra_include_paths) does not exist: "
+        f"{bekc.workdir / 'nowhere'}\n"
+        f"bekc: warning: include directory 'afile' (-I, extra_include_paths) is not a "
+        f"directory: {bekc.workdir / 'afile'}\n")
