@@ -31,6 +31,7 @@ __version__ = "0.1.0"
 from ._errors import (
     BekcError,
     BinaryNotFoundError,
+    CacheError,
     CompileError,
     LibraryHashMismatchError,
     LibraryLoadError,
@@ -78,6 +79,6 @@ __all__ = [
     "KernelEntry", "NotAKernelError", "KernelCompilationError", "KernelFallbackExhaustedError",
     "BekcError", "ManifestError", "LibraryHashMismatchError", "LibraryLoadError",
     "RegistrationError", "TargetConflictError", "BinaryNotFoundError", "CompileError",
-    "UnsupportedArchError",
+    "UnsupportedArchError", "CacheError",
     "BrainEventNotInstalledError", "UnsupportedBrainEventVersionError",
 ]

@@ -29,7 +29,7 @@ import sys
 from typing import Dict, Iterable, List, Optional, Sequence, Union
 
 from ._binary import find_binary, run_bekc
-from ._errors import BekcError, UnsupportedArchError
+from ._errors import BekcError, CacheError, UnsupportedArchError
 from ._loader import Module, load
 
 __all__ = [
@@ -601,7 +601,15 @@ def _load_inline(name, sources, ext, flag_kind, functions, extra_flags, *, repla
             module = _memo_get(memo_key, auto_register, replace)
             if module is not None:
                 return module
-    _ensure_source_file(src, text)
+    try:
+        _ensure_source_file(src, text)
+    except OSError as e:
+        root = get_cache_dir()
+        raise CacheError(
+            f"cannot write the inline source {src} into bekc's cache {root}: "
+            f"{e.strerror or e}; choose another cache with bekc.set_cache_dir(DIR), "
+            f"$BEKC_CACHE_DIR=DIR, or --cache-dir DIR for the bekc command",
+            cache_dir=root) from e
     return _build_and_load(tail, verbose=options["verbose"], auto_register=auto_register,
                            replace=replace, memo_key=memo_key)
 

@@ -71,6 +71,26 @@ _EXIT_MEANING = {
 }
 
 
+class CacheError(BekcError, OSError):
+    """bekc's cache could not be read or written (``bekc build`` exit 4, or
+    the inline source bekc writes into it). Not a :class:`CompileError`: the
+    sources may be fine. The message names the cache and how to choose
+    another. Attributes: ``cache_dir`` (may be ``None``), and, when the
+    binary failed, ``returncode``, ``stderr``, ``stdout`` and ``argv``."""
+
+    def __init__(self, message: str, *, cache_dir=None, returncode=None, stderr: str = "",
+                 argv=(), stdout: str = "") -> None:
+        super().__init__(message)
+        self.cache_dir = cache_dir
+        self.returncode = returncode
+        self.stderr = stderr or ""
+        self.stdout = stdout or ""
+        self.argv = list(argv)
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
 class CompileError(BekcError, RuntimeError):
     """``bekc build`` exited with a non-zero status.
 

@@ -3,6 +3,7 @@ compared as exact text."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -226,3 +227,30 @@ def test_include_directory_that_does_not_exist_is_warned(bekc, kernels):
         f"{bekc.workdir / 'nowhere'}\n"
         f"bekc: warning: include directory 'afile' (-I, extra_include_paths) is not a "
         f"directory: {bekc.workdir / 'afile'}\n")
+
+
+# --------------------------------------------------------------------------- cache errors
+WAY_OUT = ("; choose another with --cache-dir DIR, $BEKC_CACHE_DIR=DIR, or bekc.set_cache_dir(DIR) "
+           "from Python\n")
+
+
+def test_unusable_cache_dir_names_the_cache_and_the_ways_out(bekc, kernels):
+    src = kernels.cpp(bekc.workdir / "k.cpp")
+    blocker = bekc.workdir / "a-file"
+    blocker.write_text("")
+    r = bekc.build(src, FAST, cache_dir=blocker / "cache", ok=False)
+    assert r.rc == 4
+    assert r.stderr == (f"bekc: error: cannot open {blocker / 'cache'}: Not a directory\n"
+                        f"note: the cache is {blocker / 'cache'}" + WAY_OUT)
+
+
+def test_home_without_a_usable_cache_names_the_ways_out(bekc, kernels):
+    src = kernels.cpp(bekc.workdir / "k.cpp")
+    home = bekc.workdir / "home-is-a-file"
+    home.write_text("")
+    env = {k: v for k, v in os.environ.items() if k not in ("BEKC_CACHE_DIR", "XDG_CACHE_HOME")}
+    env["HOME"] = str(home)
+    r = bekc.run("build", src, FAST, env=env)
+    root = home / ".cache" / "bekc"
+    assert (r.returncode, r.stderr) == (
+        4, f"bekc: error: cannot open {root}: Not a directory\nnote: the cache is {root}" + WAY_OUT)
