@@ -471,6 +471,11 @@ BuildResult run_build(const BuildOptions& options, BuildContext& ctx) {
             report.warn(*problem);
     };
     auto finish = [&](const Entry& e, bool hit) {
+        // A cache a team prebuilt and mounted read-only, or another user's:
+        // hits are served as they are, and what a hit would record is skipped.
+        if (hit && ::access(in.cache_root.c_str(), W_OK) != 0)
+            report.info("the cache " + in.cache_root.string() +
+                        " is read-only here: serving hits from it, writing nothing");
         result.cache_hit = hit;
         result.manifest = e.manifest(!o.no_cuda_graph);
         result.library = e.library;

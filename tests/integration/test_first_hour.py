@@ -254,3 +254,45 @@ def test_home_without_a_usable_cache_names_the_ways_out(bekc, kernels):
     root = home / ".cache" / "bekc"
     assert (r.returncode, r.stderr) == (
         4, f"bekc: error: cannot open {root}: Not a directory\nnote: the cache is {root}" + WAY_OUT)
+
+
+def snapshot(root: Path) -> dict:
+    return {p: (p.stat().st_mtime_ns, p.stat().st_size) for p in sorted(root.rglob("*"))
+            if not p.is_symlink()}
+
+
+def test_read_only_prebuilt_cache_serves_hits_and_writes_nothing(bekc, kernels, tmp_path):
+    """A cache a team prebuilt, which this user cannot write (another user's,
+    or mounted read-only): every hit is served, nothing is written, and -v
+    says so once."""
+    import shutil
+    import stat
+    src = kernels.cpp(bekc.workdir / "k.cpp")
+    first = bekc.build(src, FAST)
+    argv = [str(bekc.binary), "build", str(src), FAST, "--cache-dir", str(bekc.cache_dir), "-v"]
+    env = {k: v for k, v in os.environ.items() if k != "BEKC_CACHE_DIR"}
+    env.update(HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path / "xdg"))
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("running as root without setpriv: cannot act as another user")
+        # The other user must reach the cache: pytest's directories are 0700.
+        for p in [*tmp_path.parents[:3], tmp_path, *tmp_path.rglob("*")]:
+            if p.is_dir() and p.owner() == "root" and str(p) != "/tmp":
+                p.chmod(p.stat().st_mode | stat.S_IXOTH | stat.S_IROTH)
+            elif p.is_file():
+                p.chmod(p.stat().st_mode | stat.S_IROTH)
+        argv = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
+    else:
+        for p in [bekc.cache_dir, *bekc.cache_dir.rglob("*")]:
+            p.chmod(p.stat().st_mode & ~0o222)
+    before = snapshot(bekc.cache_dir)
+    import subprocess
+    r = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=bekc.workdir)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == str(first.manifest_path)
+    notes = [l for l in r.stderr.splitlines() if "read-only" in l]
+    assert notes == [f"bekc: the cache {bekc.cache_dir} is read-only here: serving hits from "
+                     f"it, writing nothing"], r.stderr
+    assert "warning" not in r.stderr
+    assert snapshot(bekc.cache_dir) == before
