@@ -1,8 +1,8 @@
 #include <chrono>
-#include <optional>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "build_report.hpp"

@@ -178,8 +178,7 @@ std::string usage_error(CLI::App& app, const std::vector<std::string>& args) {
         if (!sub) {
             auto close = nearest_word(arg, subs);
             return "bekc: error: unknown command '" + command_path(current) + " " + arg + "'" +
-                   (close ? "; did you mean '" + command_path(current) + " " + *close + "'?"
-                          : "") +
+                   (close ? "; did you mean '" + command_path(current) + " " + *close + "'?" : "") +
                    "\nThe commands of " + command_path(current) + " are " + listed(subs) + ".";
         }
         current = sub;

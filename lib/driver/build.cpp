@@ -42,7 +42,9 @@ namespace bekc {
 namespace {
 
 // A name in a message, quoted, with its control characters escaped.
-std::string quoted_name(const std::string& name) { return "'" + c_string_escape(name) + "'"; }
+std::string quoted_name(const std::string& name) {
+    return "'" + c_string_escape(name) + "'";
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -148,14 +150,14 @@ BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& re
                        o.target_prefix);
     if (std::string problem = module_name_problem(in.name); !problem.empty())
         throw FatalError("bekc: error: module name " + quoted_name(in.name) +
-                             (o.name.empty() ? " (the first input's file name) " : " ") +
-                             problem + "; choose another with --name",
+                             (o.name.empty() ? " (the first input's file name) " : " ") + problem +
+                             "; choose another with --name",
                          kExitUsage);
     in.target_prefix = o.target_prefix.empty() ? in.name : o.target_prefix;
     if (std::string problem = target_prefix_problem(in.target_prefix); !problem.empty())
-        throw FatalError("bekc: error: --target-prefix " + quoted_name(in.target_prefix) + " " +
-                             problem,
-                         kExitUsage);
+        throw FatalError(
+            "bekc: error: --target-prefix " + quoted_name(in.target_prefix) + " " + problem,
+            kExitUsage);
     std::vector<ExplicitSpec> specs = collect_explicit_specs(o.functions, o.functions_json);
     ScannedInputs scanned = scan_inputs(paths, specs);
     if (has_errors(scanned.diagnostics)) {
@@ -220,9 +222,10 @@ void link_failed(const BuildInputs& in, const BuildGraph& graph, const ProcessRe
     const Step& step = graph.steps[f.step];
     if (!f.error.empty()) throw FatalError("bekc: error: " + f.error, kExitCache);
     const ProcessResult& r = f.result;
-    std::string log = verbose                           ? r.output
-                      : step.kind == StepKind::Compile ? trim_compile_log(tidy_compile_log(r.output))
-                                                       : trim_compile_log(r.output);
+    std::string log = verbose ? r.output
+                      : step.kind == StepKind::Compile
+                          ? trim_compile_log(tidy_compile_log(r.output))
+                          : trim_compile_log(r.output);
     if (step.kind == StepKind::Link) link_failed(in, graph, r, verbose);
     std::fputs(log.c_str(), stderr);
     if (r.status == ProcessStatus::SpawnFailed)

@@ -64,10 +64,9 @@ std::string tidy_compile_log(const std::string& log) {
     bool any_error = false;
     for (size_t i = 0; i < lines.size(); ++i) {
         bool after_context = i > 0 && is_include_context(lines[i - 1]);
-        bool starts = is_include_context(lines[i])
-                          ? !after_context
-                          : (is_error_line(lines[i]) && !after_context) ||
-                                lines[i].rfind(kNvccFatal, 0) == 0;
+        bool starts = is_include_context(lines[i]) ? !after_context
+                                                   : (is_error_line(lines[i]) && !after_context) ||
+                                                         lines[i].rfind(kNvccFatal, 0) == 0;
         if (starts || blocks.empty()) blocks.emplace_back();
         any_error |= is_error_line(lines[i]);
         blocks.back() += lines[i] + "\n";
