@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "build_report.hpp"
@@ -17,6 +18,25 @@ namespace bekc::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// A cache that cannot be used (not writable, another user's, a $HOME
+// without .cache): the error, then which cache it is and the three ways to
+// choose another. Nothing for other errors.
+std::optional<std::string> cache_way_out(const FatalError& e, const BuildOptions& o,
+                                         const EnvLookup& env) {
+    if (e.exit_code() != kExitCache) return std::nullopt;
+    std::string root;
+    try {
+        root = resolve_cache_root(o.cache_dir, env).string();
+    } catch (const FatalError&) {
+        return std::nullopt;
+    }
+    std::string message = e.what();
+    if (root.empty() || message.find(root) == std::string::npos) return std::nullopt;
+    return message + "\nnote: the cache is " + root +
+           "; choose another with --cache-dir DIR, $BEKC_CACHE_DIR=DIR, or "
+           "bekc.set_cache_dir(DIR) from Python";
+}
 
 int build(const BuildOptions& o) {
     Settings settings = load_settings_or_exit(o.cache_dir, o.quiet);
@@ -42,6 +62,7 @@ int build(const BuildOptions& o) {
             log_build(o, nullptr, nullptr, e.exit_code(),
                       std::chrono::duration<double>(Clock::now() - start).count(), env);
         }
+        if (auto note = cache_way_out(e, o, env)) throw FatalError(*note, e.exit_code());
         throw;
     }
     if (o.dry_run) return r.exit_code;
@@ -122,6 +143,8 @@ Action add_build_command(CLI::App& app) {
     cmd->add_flag("--no-cuda-graph", o->no_cuda_graph,
                   "Do not report the command-buffer trait (not part of the cache key)");
     cmd->add_flag("--force", o->force, "Rebuild even when the cache has the result");
+    cmd->add_flag("--allow-default-stream", o->allow_default_stream,
+                  "No warning for a .cu function exported without a stream parameter");
     cmd->add_option("-o,--output-dir", o->output_dir, "Also place the library and manifest in DIR");
     cmd->add_option("--depfile", o->depfile,
                     "Write a Make rule listing every input and user header");

@@ -75,14 +75,14 @@ int list(Cache& cache) {
     auto entries = or_fail(cache.list());
     if (entries.empty()) std::printf("(empty) %s\n", cache.path().c_str());
     for (const auto& e : entries)
-        std::printf("%-24s %s  %8s  %3zu targets  %s%s\n", e.name.c_str(),
-                    e.key.substr(0, 16).c_str(), format_size(e.bytes).c_str(), e.targets,
+        std::printf("%-24s %s  %8s  %3zu %-7s  %s%s\n", e.name.c_str(), e.key.substr(0, 16).c_str(),
+                    format_size(e.bytes).c_str(), e.targets, e.targets == 1 ? "target" : "targets",
                     format_time(e.last_use).c_str(),
                     e.problem.empty() ? "" : ("  PROBLEM: " + e.problem).c_str());
     CacheStats s = or_fail(cache.stats());
-    std::printf("%zu entries (%s); %s in all under %s\n", s.entries,
-                format_size(s.entry_bytes).c_str(), format_size(s.bytes).c_str(),
-                cache.path().c_str());
+    std::printf("%zu %s (%s); %s in all under %s\n", s.entries,
+                s.entries == 1 ? "entry" : "entries", format_size(s.entry_bytes).c_str(),
+                format_size(s.bytes).c_str(), cache.path().c_str());
     return kExitOk;
 }
 

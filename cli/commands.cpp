@@ -1,15 +1,19 @@
 #include "commands.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "run/interrupt.hpp"
+#include "scan/arg_spec.hpp"
 #include "util/error.hpp"
 #include "util/version.hpp"
 
@@ -94,6 +98,106 @@ std::vector<std::string> checked_args(CLI::App& app, int argc, char** argv) {
     return out;
 }
 
+// "bekc", "bekc build", "bekc cache ls".
+std::string command_path(const CLI::App* app) {
+    std::string out;
+    for (; app && app->get_parent(); app = app->get_parent()) {
+        out.insert(0, app->get_name());
+        out.insert(0, 1, ' ');
+    }
+    return "bekc" + out;
+}
+
+// "build, inspect, cache, doctor and config".
+std::string listed(const std::vector<std::string>& names) {
+    std::string out;
+    for (size_t i = 0; i < names.size(); ++i)
+        out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+    return out;
+}
+
+std::vector<std::string> subcommand_names(CLI::App* app) {
+    std::vector<std::string> out;
+    for (CLI::App* sub : app->get_subcommands({})) out.push_back(sub->get_name());
+    return out;
+}
+
+// Every option spelling `app` and the commands it falls through to take.
+std::vector<std::string> option_spellings(CLI::App* app) {
+    std::vector<std::string> out;
+    for (; app; app = app->get_parent())
+        for (const CLI::Option* opt : app->get_options()) {
+            for (const auto& l : opt->get_lnames()) out.push_back("--" + l);
+            for (const auto& s : opt->get_snames()) out.push_back("-" + s);
+        }
+    return out;
+}
+
+// Whether `arg` ("--fast-math", "--name=x", "-O3", "-v") is an option of
+// `app` or the commands it falls through to; `value` says whether it takes
+// the next argument as its value.
+bool known_option(CLI::App* app, const std::string& arg, bool& value) {
+    value = false;
+    bool is_long = arg.rfind("--", 0) == 0;
+    std::string name = is_long ? arg.substr(0, arg.find('=')) : arg.substr(0, 2);
+    for (CLI::App* a = app; a; a = a->get_parent())
+        if (const CLI::Option* opt = a->get_option_no_throw(name)) {
+            bool attached = is_long ? arg.find('=') != std::string::npos : arg.size() > 2;
+            value = takes_value(*opt) && !attached;
+            return true;
+        }
+    return false;
+}
+
+// What a parse error means, in bekc's words, for the mistakes people make: an
+// unknown command or option (with the nearest one), a command without its
+// inputs. Empty: CLI11's own message is as good.
+std::string usage_error(CLI::App& app, const std::vector<std::string>& args) {
+    CLI::App* current = &app;
+    bool command_given = false;
+    for (size_t i = 1; i < args.size(); ++i) {
+        const std::string& arg = args[i];
+        if (arg == "--") break;
+        if (arg.size() > 1 && arg[0] == '-') {
+            bool value = false;
+            if (arg == "-h" || arg == "--help" || arg == "--version") return {};
+            if (!known_option(current, arg, value)) {
+                std::string name = arg.substr(0, arg.find('='));
+                auto close = nearest_word(name, option_spellings(current));
+                return "bekc: error: unknown option '" + name + "'" +
+                       (close ? "; did you mean " + *close + "?" : "") + "\nRun '" +
+                       command_path(current) + " --help' for its options.";
+            }
+            if (value) ++i;
+            continue;
+        }
+        std::vector<std::string> subs = subcommand_names(current);
+        if (subs.empty()) continue;  // an input
+        CLI::App* sub = nullptr;
+        for (CLI::App* s : current->get_subcommands({}))
+            if (s->check_name(arg)) sub = s;
+        if (!sub) {
+            auto close = nearest_word(arg, subs);
+            return "bekc: error: unknown command '" + command_path(current) + " " + arg + "'" +
+                   (close ? "; did you mean '" + command_path(current) + " " + *close + "'?" : "") +
+                   "\nThe commands of " + command_path(current) + " are " + listed(subs) + ".";
+        }
+        current = sub;
+        command_given = true;
+    }
+    if (!current->get_subcommands({}).empty())
+        return "bekc: error: " + command_path(current) + " needs a command\nThe commands of " +
+               command_path(current) + " are " + listed(subcommand_names(current)) + "; run '" +
+               command_path(current) + " --help' for what each does.";
+    if (command_given && current->get_name() == "build" &&
+        current->get_option("inputs")->count() == 0)
+        return "bekc: error: bekc build needs at least one input\n"
+               "usage: bekc build [OPTIONS] INPUT...\n"
+               "example: bekc build kernels.cu -O3 --fast-math\n"
+               "Run 'bekc build --help' for its options.";
+    return {};
+}
+
 // After parsing: any value still empty (an input or another positional, an
 // option value the scan above did not see) is a usage error. Compilers would
 // read a bare `-D` or `-I` as taking the next argument, and an empty name,
@@ -155,6 +259,9 @@ int run_command(int argc, char** argv) {
         try {
             app.parse(static_cast<int>(pointers.size()), pointers.data());
         } catch (const CLI::ParseError& e) {
+            if (e.get_exit_code() != 0)
+                if (std::string why = usage_error(app, args); !why.empty())
+                    throw FatalError(why, kExitUsage);
             // CLI11 uses exit code 0 for --help/--version; everything else is a usage error.
             // Through stdio, whose errors check_stdout() reports (std::endl
             // would flush std::cout, and the error number with it).

@@ -12,12 +12,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "codegen/render.hpp"
+#include "driver/build_warnings.hpp"
 #include "driver/compile_commands.hpp"
 #include "driver/compile_log.hpp"
 #include "driver/compile_times.hpp"
 #include "driver/execute.hpp"
 #include "driver/gpu_detect.hpp"
 #include "driver/keys.hpp"
+#include "driver/link_errors.hpp"
 #include "driver/manifest.hpp"
 #include "driver/plan_build.hpp"
 #include "driver/runtime_headers.hpp"
@@ -39,6 +42,11 @@
 namespace bekc {
 
 namespace {
+
+// A name in a message, quoted, with its control characters escaped.
+std::string quoted_name(const std::string& name) {
+    return "'" + c_string_escape(name) + "'";
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -177,17 +185,16 @@ BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& re
     in.name = o.name.empty() ? paths.front().stem().string() : o.name;
     check_name_lengths(in.name, o.name.empty() ? "the first input's stem" : "--name",
                        o.target_prefix);
-    if (!is_cxx_identifier(in.name))
-        throw FatalError("bekc: error: module name '" + in.name +
-                             "' must be an ASCII C++ identifier (it names the library and the "
-                             "targets); choose one with --name",
+    if (std::string problem = module_name_problem(in.name); !problem.empty())
+        throw FatalError("bekc: error: module name " + quoted_name(in.name) +
+                             (o.name.empty() ? " (the first input's file name) " : " ") + problem +
+                             "; choose another with --name",
                          kExitUsage);
     in.target_prefix = o.target_prefix.empty() ? in.name : o.target_prefix;
-    for (char c : in.target_prefix)
-        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'))
-            throw FatalError("bekc: error: --target-prefix '" + in.target_prefix +
-                                 "' may contain only ASCII letters, digits, '_' and '.'",
-                             kExitUsage);
+    if (std::string problem = target_prefix_problem(in.target_prefix); !problem.empty())
+        throw FatalError(
+            "bekc: error: --target-prefix " + quoted_name(in.target_prefix) + " " + problem,
+            kExitUsage);
     std::vector<ExplicitSpec> specs = collect_explicit_specs(o.functions, o.functions_json);
     ScannedInputs scanned = scan_inputs(paths, specs);
     if (has_errors(scanned.diagnostics)) {
@@ -209,6 +216,10 @@ BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& re
     }
     static_cast<CompileFlags&>(in.flags) = o.flags;
     for (auto& d : in.flags.include_dirs) d = (ctx.cwd / d).string();
+    for (const auto& w : missing_include_dir_warnings(o.flags.include_dirs, in.flags.include_dirs))
+        report.warn(w);
+    if (!o.allow_default_stream && !o.quiet)
+        std::fputs(render_all(default_stream_warnings(scanned.files)).c_str(), stderr);
     check_linker_args(in.flags.linker_args, any_cuda);
     if (any_cuda) check_nvcc_shell_args(in.flags);
     in.flag_files = read_flag_files(in.flags, ctx.cwd);
@@ -234,6 +245,21 @@ struct Compiled {
     ReportedDependencies dependencies;
 };
 
+// A link that failed only on exported functions that are declared but never
+// defined: one error at each `// @BE` line, instead of the linker's words
+// (which -v shows too).
+void link_failed(const BuildInputs& in, const BuildGraph& graph, const ProcessResult& r,
+                 bool verbose) {
+    if (r.status != ProcessStatus::Exited) return;
+    UndefinedExports undefined = undefined_exports(r.output, in.files);
+    if (undefined.errors.empty() || !undefined.others.empty()) return;
+    if (verbose) std::fputs(r.output.c_str(), stderr);
+    std::fputs(render_all(undefined.errors).c_str(), stderr);
+    throw FatalError("bekc: error: linking " + graph.library.filename().string() +
+                         " failed: an exported function is never defined",
+                     kExitSourceError);
+}
+
 // Says why a step failed, with the compiler's output, and throws.
 [[noreturn]] void step_failed(const BuildInputs& in, const BuildGraph& graph, const StepFailure& f,
                               bool verbose) {
@@ -242,7 +268,11 @@ struct Compiled {
     const Step& step = graph.steps[f.step];
     if (!f.error.empty()) throw FatalError("bekc: error: " + f.error, kExitCache);
     const ProcessResult& r = f.result;
-    std::string log = verbose ? r.output : trim_compile_log(r.output);
+    std::string log = verbose ? r.output
+                      : step.kind == StepKind::Compile
+                          ? trim_compile_log(tidy_compile_log(r.output))
+                          : trim_compile_log(r.output);
+    if (step.kind == StepKind::Link) link_failed(in, graph, r, verbose);
     std::fputs(log.c_str(), stderr);
     if (r.status == ProcessStatus::SpawnFailed)
         throw FatalError("bekc: error: cannot run the compiler: " + r.error, kExitToolchain);
@@ -526,6 +556,11 @@ BuildResult build_attempt(const BuildOptions& options, BuildContext& ctx,
             report.warn(*problem);
     };
     auto finish = [&](const Entry& e, bool hit) {
+        // A cache a team prebuilt and mounted read-only, or another user's:
+        // hits are served as they are, and what a hit would record is skipped.
+        if (hit && ::access(in.cache_root.c_str(), W_OK) != 0)
+            report.info("the cache " + in.cache_root.string() +
+                        " is read-only here: serving hits from it, writing nothing");
         result.cache_hit = hit;
         result.manifest = e.manifest(!o.no_cuda_graph);
         result.library = e.library;
@@ -536,7 +571,10 @@ BuildResult build_attempt(const BuildOptions& options, BuildContext& ctx,
         return result;
     };
     auto try_hit = [&]() -> std::optional<Entry> {
-        if (o.force) return std::nullopt;
+        if (o.force) {
+            result.miss_reason = "--force";
+            return std::nullopt;
+        }
         DirectLookup d = cache.lookup_direct(direct_key, in.base);
         if (!d.key) {
             result.miss_reason = d.why_not;

@@ -15,6 +15,7 @@
 #include "plan/arch.hpp"
 #include "plan/flags.hpp"
 #include "run/toolchain.hpp"
+#include "scan/symbols.hpp"
 #include "store/base_dir.hpp"
 
 namespace bekc {
@@ -45,7 +46,7 @@ struct BuildInputs {
     // and mapped out of what the compilers write (store/base_dir.hpp).
     BaseDir base;
 
-    std::string library_file() const { return "lib" + name + ".so"; }
+    std::string library_file() const { return library_file_name(name); }
     bool any_cuda() const { return nvcc.has_value(); }
 };
 

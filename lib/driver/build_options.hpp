@@ -21,6 +21,8 @@ struct BuildOptions {
     std::string functions_json;              // --functions
     bool no_cuda_graph = false;
     bool force = false;
+    // No warning for .cu exports without a stream parameter.
+    bool allow_default_stream = false;
     std::optional<std::string> cache_dir, output_dir, depfile, compile_commands, nvcc, cxx;
     // Which nvcc (toolchain/nvcc_search.hpp): --nvcc-prefer, --brainevent-nvcc,
     // --python-site; --nvcc is `nvcc` above.

@@ -13,6 +13,14 @@ namespace bekc {
 // at most `max_lines`, and says how much was left out and how to see it.
 std::string trim_compile_log(const std::string& log, int max_errors = 3, int max_lines = 40);
 
+// A failed compile's output as the user should read it: each diagnostic
+// once (nvcc preprocesses a source twice, so a missing header is reported
+// twice), without the "In file included from" lines that name bekc's
+// wrapper in its private build directory, and without nvcc's follow-up
+// "Could not open input file ...cpp1.ii" once a real error was shown. A
+// header that was not found gets a note naming -I and extra_include_paths.
+std::string tidy_compile_log(const std::string& log);
+
 // Notes for a failed link's output, whose linkers (nvlink, ld) name bekc's
 // objects and mangled symbols: "note: 'OBJECT' is compiled from 'SOURCE'" for
 // each of `objects` (object, the user's source) the output names, then

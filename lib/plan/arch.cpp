@@ -78,7 +78,12 @@ std::optional<std::vector<Arch>> parse_arch_list(const std::string& list, std::s
 
 std::string arch_list_string(const std::vector<Arch>& archs) {
     std::string out;
-    for (const auto& a : archs) out += (out.empty() ? "" : ",") + a.sm();
+    // Appended piece by piece: `"," + a.sm()` made GCC 12 warn (a false
+    // -Wstringop-overflow in the inlined operator+).
+    for (const auto& a : archs) {
+        if (!out.empty()) out += ',';
+        out += a.sm();
+    }
     return out;
 }
 

@@ -101,8 +101,15 @@ BuildGraph make_build_graph(const GraphRequest& r) {
 
 std::string describe_step(const Step& step) {
     if (step.runs()) return display_command(step.command);
-    std::string out = "# " + std::string(step_kind_name(step.kind)) + ":";
-    for (const auto& o : step.command.outputs) out += " " + shell_quote(o);
+    // Appended, not `"# " + std::string(...)`: GCC 12 warns falsely
+    // (-Wstringop-overflow) about the operator+ that inserts at the front.
+    std::string out = "# ";
+    out += step_kind_name(step.kind);
+    out += ':';
+    for (const auto& o : step.command.outputs) {
+        out += ' ';
+        out += shell_quote(o);
+    }
     return out;
 }
 

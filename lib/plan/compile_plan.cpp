@@ -21,6 +21,12 @@ std::vector<std::string> link_flags(const PlanFlags& f) {
     return out;
 }
 
+// Every symbol the library uses must be defined when it is linked, so a
+// function that is declared but never defined fails the build, not the
+// dlopen of a cached library. The user's link flags come after it, so
+// `--linker-arg=-zundefs` undoes it.
+const std::vector<std::string> kNoUndefined = {"-Xlinker", "--no-undefined"};
+
 // Asks the linker for the files it read, after the user's link flags. nvcc
 // and the host compilers all forward -Xlinker as one argument (nvcc splits a
 // value at commas: the driver gives a path without one).
@@ -210,6 +216,7 @@ BuildPlan make_build_plan(const PlanRequest& r) {
     if (r.runtime_object) link.inputs.push_back(r.runtime_object->string());
     append(a, link.inputs);
     append(a, {"-o", r.library.string()});
+    append(a, kNoUndefined);
     append(a, link_flags(r.flags));
     if (any_cuda)
         for (const auto& d : r.toolkit_libs) a.push_back("-L" + d.string());

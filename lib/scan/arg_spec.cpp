@@ -98,6 +98,12 @@ bool is_separator(std::string_view text, size_t i) {
 
 }  // namespace
 
+std::optional<std::string> nearest_word(std::string_view wrong,
+                                        const std::vector<std::string>& candidates) {
+    auto best = nearest(wrong, candidates);
+    return best ? std::optional<std::string>(*best) : std::nullopt;
+}
+
 std::optional<std::string_view> suggest_attr_type(std::string_view wrong) {
     for (const auto& [from, to] : kTypeSuggestions)
         if (from == wrong) return to;

@@ -45,6 +45,11 @@ std::optional<TokenError> check_spec_rules(const std::vector<ParsedToken>& token
 // Edit distance (a swap of neighbours counts one), for "did you mean" notes.
 size_t edit_distance(std::string_view a, std::string_view b);
 
+// The closest of `candidates` to `wrong` when it is a plausible typo (at
+// most two edits, fewer than half the word), for "did you mean".
+std::optional<std::string> nearest_word(std::string_view wrong,
+                                        const std::vector<std::string>& candidates);
+
 // "float" -> "float32", "flaot32" -> "float32" and the like, for "did you
 // mean" notes.
 std::optional<std::string_view> suggest_attr_type(std::string_view wrong);

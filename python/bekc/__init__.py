@@ -32,12 +32,14 @@ __version__ = "0.1.0"
 from ._errors import (
     BekcError,
     BinaryNotFoundError,
+    CacheError,
     CompileError,
     LibraryHashMismatchError,
     LibraryLoadError,
     ManifestError,
     RegistrationError,
     TargetConflictError,
+    UnsupportedArchError,
 )
 from ._attrs import ATTR_TYPES, cast_attr
 from ._loader import KernelFunction, Module, load, registered_targets
@@ -96,5 +98,6 @@ __all__ = [
     "list_registered_targets", "print_diagnostics", "CompiledModule",
     "BekcError", "ManifestError", "LibraryHashMismatchError", "LibraryLoadError",
     "RegistrationError", "TargetConflictError", "BinaryNotFoundError", "CompileError",
+    "UnsupportedArchError", "CacheError",
     "BrainEventNotInstalledError", "UnsupportedBrainEventVersionError",
 ]

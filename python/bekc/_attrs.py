@@ -70,8 +70,11 @@ def _scalar(value, function: str, attr: str, type_name: str):
         except Exception as e:  # a tracer: attributes are compile-time constants
             raise TypeError(
                 f"{_where(function, attr)} ({type_name}) must be a static (concrete) "
-                f"scalar, not a traced value; attributes are baked into the compiled "
-                f"program (pass it as an array argument if it must vary)") from e
+                f"scalar, not a traced value: attributes are baked into the compiled "
+                f"program. Under jax.jit, mark it static (jax.jit(f, "
+                f"static_argnames={attr!r})) or bind it before jax.jit "
+                f"(functools.partial(f, {attr}=...)); pass it as an input array if it must "
+                f"vary") from e
     raise TypeError(
         f"{_where(function, attr)} ({type_name}) must be a real scalar, "
         f"got {type(value).__name__}")

@@ -20,7 +20,7 @@ import threading
 import warnings
 from typing import List, Optional, Sequence
 
-from ._errors import BekcError, BinaryNotFoundError, CompileError
+from ._errors import BekcError, BinaryNotFoundError, CacheError, CompileError
 
 __all__ = ["find_binary", "run_bekc", "bundled_binary_path", "wheel_binary_path"]
 
@@ -165,6 +165,9 @@ def run_bekc(argv: Sequence[str], *, verbose: bool = False, parse_json: bool = T
         raise BinaryNotFoundError(f"cannot execute {argv[0]}: file not found") from None
     except PermissionError:
         raise BinaryNotFoundError(f"cannot execute {argv[0]}: permission denied") from None
+    if rc == 4:  # the cache, not the sources (docs/cli.md, "Exit codes")
+        text = CompileError(rc, stderr, argv, stdout)
+        raise CacheError(str(text), returncode=rc, stderr=stderr, argv=argv, stdout=stdout)
     if rc != 0:
         raise CompileError(rc, stderr, argv, stdout)
     if not verbose:

@@ -28,7 +28,7 @@ import sysconfig
 from typing import Dict, Iterable, List, Optional, Sequence, Union
 
 from ._binary import find_binary, run_bekc
-from ._errors import BekcError
+from ._errors import BekcError, CacheError, UnsupportedArchError
 from ._loader import Module, load
 
 __all__ = [
@@ -151,9 +151,10 @@ def _remove_inline_sources(name: Optional[str]) -> None:
 
 
 # --------------------------------------------------------------------------- argv
-_ARCH_WORDS = {"native", "auto", "all", "all-major"}
-# brainevent's spellings: "8.6", "86", "sm_86", "compute_86", "9.0a", any case.
-_ARCH_SPELLING = re.compile(r"(?:sm_|compute_)?(\d+)(?:\.(\d))?([a-z]?)")
+# The words bekc's --arch takes besides architectures (brainevent takes none).
+_ARCH_WORDS = {"native", "auto"}
+# nvcc's architecture names: sm_ and two or three digits, maybe one letter.
+_ARCH_NAME = re.compile(r"sm_\d{2,3}[a-z]?")
 # brainevent's environment pin, read when no compute_capability is given.
 ARCH_ENV = "BRAINEVENT_COMPUTE_CAPABILITIES"
 
@@ -173,19 +174,29 @@ def _arch_tokens(cc) -> list:
 
 
 def _normalize_arch_token(token: str, whole) -> str:
-    s = token.lower()
+    """One token in brainevent's rule: case and a sm_/compute_ prefix do not
+    matter, a trailing letter is a suffix ("9.0a"), dots are dropped ("8.6",
+    "12.0"); what is left must be two or three digits, major version 2 or more."""
+    s = token.strip().lower()
     if s in _ARCH_WORDS:
         return s
-    m = _ARCH_SPELLING.fullmatch(s)
-    if m:
-        digits = m.group(1) + (m.group(2) or "")
-        # nvcc's sm_XX / sm_XXX; no CUDA GPU has a major version below 2.
-        if 2 <= len(digits) <= 3 and int(digits[:-1]) >= 2:
-            return f"sm_{digits}{m.group(3)}"
-    raise ValueError(
-        f"compute_capability {whole!r}: {token!r} is not a compute capability; use e.g. "
-        f"'sm_86', '8.6', 'compute_86', 86, a list or comma-separated string of those, "
-        f"or 'native'/'auto'")
+    for prefix in ("sm_", "compute_"):
+        if s.startswith(prefix):
+            s = s[len(prefix):]
+            break
+    suffix = s[-1] if s and s[-1].isalpha() else ""
+    digits = s[:len(s) - len(suffix)].replace(".", "")
+    arch = f"sm_{digits}{suffix}"
+    if not (digits.isascii() and digits.isdigit() and _ARCH_NAME.fullmatch(arch)):
+        raise ValueError(
+            f"compute_capability {whole!r}: {token!r} is not a compute capability; use e.g. "
+            f"'sm_86', '8.6', '86', 'compute_86' or '9.0a', a list or comma-separated "
+            f"string of those, or 'native'/'auto'")
+    if int(digits[:-1]) < 2:
+        raise UnsupportedArchError(
+            f"compute_capability {whole!r}: {token!r} is {arch}, and no CUDA GPU has a "
+            f"major version below 2")
+    return arch
 
 
 def _normalize_arch(cc) -> Optional[str]:
@@ -596,7 +607,15 @@ def _load_inline(name, sources, ext, flag_kind, functions, extra_flags, *, repla
     # bekc runs every time: besides the text and the argv, a build reads
     # headers, libraries, response files and the environment ($CPATH, ...),
     # which only bekc's key checks. A hit costs it a few milliseconds.
-    _ensure_source_file(src, text)
+    try:
+        _ensure_source_file(src, text)
+    except OSError as e:
+        root = get_cache_dir()
+        raise CacheError(
+            f"cannot write the inline source {src} into bekc's cache {root}: "
+            f"{e.strerror or e}; choose another cache with bekc.set_cache_dir(DIR), "
+            f"$BEKC_CACHE_DIR=DIR, or --cache-dir DIR for the bekc command",
+            cache_dir=root) from e
     return _build_and_load(tail, verbose=options["verbose"], auto_register=auto_register,
                            replace=replace)
 

@@ -57,6 +57,11 @@ class BinaryNotFoundError(BekcError, FileNotFoundError):
     """The ``bekc`` executable could not be found."""
 
 
+class UnsupportedArchError(BekcError, ValueError):
+    """A compute capability that is spelled right but names no CUDA GPU
+    (major version below 2), as brainevent's ``UnsupportedArchError``."""
+
+
 # Exit codes documented by ``bekc build --help``.
 _EXIT_MEANING = {
     1: "the source failed to compile or an arg_spec is wrong",
@@ -64,6 +69,26 @@ _EXIT_MEANING = {
     3: "toolchain missing",
     4: "cache error",
 }
+
+
+class CacheError(BekcError, OSError):
+    """bekc's cache could not be read or written (``bekc build`` exit 4, or
+    the inline source bekc writes into it). Not a :class:`CompileError`: the
+    sources may be fine. The message names the cache and how to choose
+    another. Attributes: ``cache_dir`` (may be ``None``), and, when the
+    binary failed, ``returncode``, ``stderr``, ``stdout`` and ``argv``."""
+
+    def __init__(self, message: str, *, cache_dir=None, returncode=None, stderr: str = "",
+                 argv=(), stdout: str = "") -> None:
+        super().__init__(message)
+        self.cache_dir = cache_dir
+        self.returncode = returncode
+        self.stderr = stderr or ""
+        self.stdout = stdout or ""
+        self.argv = list(argv)
+
+    def __str__(self) -> str:
+        return self.args[0]
 
 
 class CompileError(BekcError, RuntimeError):

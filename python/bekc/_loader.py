@@ -62,7 +62,9 @@ NOGRAPH_SUFFIX = "_nograph"
 PLATFORMS = ("CUDA", "cpu")
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_TARGET_PREFIX = re.compile(r"[A-Za-z0-9_.]+")  # `bekc build --target-prefix`'s rule
+# `bekc build --target-prefix`'s rule: any text without a control character
+# (brainevent takes any module name, "my-kernels" included).
+_TARGET_PREFIX = re.compile(r"[^\x00-\x1f\x7f]+")
 _SHA256_HEX = re.compile(r"[0-9a-fA-F]{64}")
 _ATTR_TOKEN = re.compile(r"attr\.([A-Za-z_][A-Za-z0-9_]*):([a-z0-9]+)")
 _SPEC_WORDS = frozenset(("arg", "ret", "stream"))
@@ -313,8 +315,8 @@ def _validate_target(t, i: int, path: str) -> None:
     if not (isinstance(name, str) and name.endswith("." + fn)
             and _TARGET_PREFIX.fullmatch(name, 0, len(name) - len(fn) - 1)):
         raise _bad(path, f"targets[{i}].name",
-                   f"must be '<target_prefix>.{fn}' (a prefix of ASCII letters, digits, '_' "
-                   f"and '.'), got {_got(name)}")
+                   f"must be '<target_prefix>.{fn}' (a prefix without control characters), "
+                   f"got {_got(name)}")
     symbol = t["symbol"]
     handler = SYMBOL_PREFIX + fn
     if not (isinstance(symbol, str) and (symbol == handler or symbol == handler + NOGRAPH_SUFFIX)):
@@ -389,6 +391,47 @@ def _target_signature(manifest: dict) -> tuple:
     return tuple(sorted((t["name"], t["symbol"], t["platform"]) for t in manifest["targets"]))
 
 
+def _demangle(symbol: str) -> str:
+    """The C++ spelling of a mangled name (libstdc++'s __cxa_demangle), or the name."""
+    if not symbol.startswith("_Z"):
+        return symbol
+    try:
+        cxx = ctypes.CDLL("libstdc++.so.6")
+        libc = ctypes.CDLL(None)
+    except OSError:
+        return symbol
+    fn = cxx.__cxa_demangle
+    fn.restype = ctypes.c_void_p
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p,
+                   ctypes.POINTER(ctypes.c_int)]
+    status = ctypes.c_int(-1)
+    out = fn(symbol.encode(), None, None, ctypes.byref(status))
+    if not out:
+        return symbol
+    try:
+        return ctypes.string_at(out).decode() if status.value == 0 else symbol
+    finally:
+        libc.free.argtypes = [ctypes.c_void_p]
+        libc.free(ctypes.c_void_p(out))
+
+
+def _load_hint(error: str) -> str:
+    """What dlopen's error itself says, in the user's terms: the undefined
+    symbol demangled, or the shared library that was not found."""
+    m = re.search(r"undefined symbol: (\S+)", error)
+    if m:
+        symbol = m.group(1)
+        plain = _demangle(symbol)
+        named = f"{plain} ({symbol})" if plain != symbol else symbol
+        return (f" The library uses {named}, which neither it nor the libraries it "
+                f"loads define.")
+    m = re.search(r"(\S+\.so[.0-9]*): cannot open shared object file", error)
+    if m:
+        return (f" The library needs {m.group(1)}, which the dynamic loader did not find "
+                f"(it looks in the library's RPATH, LD_LIBRARY_PATH and ld.so's cache).")
+    return ""
+
+
 def _dlopen(lib_path: str, sha: str, manifest: dict, st: os.stat_result) -> ctypes.CDLL:
     """dlopen the library once per content hash and keep the handle alive.
 
@@ -408,12 +451,8 @@ def _dlopen(lib_path: str, sha: str, manifest: dict, st: os.stat_result) -> ctyp
     try:
         lib = ctypes.CDLL(open_path, mode=getattr(os, "RTLD_LOCAL", 0) | getattr(os, "RTLD_NOW", 2))
     except OSError as e:
-        hint = ""
-        if any(t.get("platform") == "CUDA" for t in manifest["targets"]):
-            hint = (" This library contains CUDA targets: it needs the CUDA runtime "
-                    "libraries it was linked against (check LD_LIBRARY_PATH or the "
-                    "nvidia-* wheels) even to be loaded.")
-        raise LibraryLoadError(f"cannot load bekc library {lib_path}: {e}.{hint}") from None
+        raise LibraryLoadError(
+            f"cannot load bekc library {lib_path}: {e}.{_load_hint(str(e))}") from None
     _LIBS_BY_SHA[sha] = lib
     _LIB_FILES[sha] = (open_path, (st.st_dev, st.st_ino))
     _SHA_BY_LOADED_PATH.setdefault(lib_path, sha)
@@ -662,6 +701,46 @@ def _suggest(name: str, candidates) -> List[str]:
     return [c for c in candidates if low and (low in c.lower() or c.lower() in low)][:1]
 
 
+def _varying_axes(typeof, x) -> frozenset:
+    """The manual mesh axes ``x`` varies over: ``manual_axis_type.varying``
+    (JAX 0.9 and later), ``vma`` (JAX 0.6 to 0.8), else none."""
+    try:
+        aval = typeof(x)
+    except TypeError:  # not an array JAX knows
+        return frozenset()
+    mat = getattr(aval, "manual_axis_type", None)
+    if mat is not None:
+        return frozenset(getattr(mat, "varying", ()) or ())
+    return frozenset(getattr(aval, "vma", None) or ())
+
+
+def _varying_like(results, arrays):
+    """``results`` marked as varying over every manual mesh axis an input
+    varies over. Inside ``jax.shard_map`` (with its default ``check_vma``) an
+    ``ffi_call`` result carries no such type, so a loop whose carry goes
+    through a kernel would change type between iterations."""
+    import jax
+    typeof = getattr(jax, "typeof", None)
+    if typeof is None:  # a JAX without varying-manual-axes types
+        return results
+    axes = frozenset().union(*(_varying_axes(typeof, a) for a in arrays))
+    if not axes:
+        return results
+    pcast, pvary = getattr(jax.lax, "pcast", None), getattr(jax.lax, "pvary", None)
+    if pcast is None and pvary is None:
+        return results
+
+    def mark(r):
+        missing = tuple(sorted(axes - _varying_axes(typeof, r), key=str))
+        if not missing:
+            return r
+        return pcast(r, missing, to="varying") if pcast is not None else pvary(r, missing)
+
+    if isinstance(results, (list, tuple)):
+        return type(results)(mark(r) for r in results)
+    return mark(results)
+
+
 class KernelFunction:
     """A typed callable for one FFI target of a :class:`Module`.
 
@@ -753,8 +832,9 @@ class KernelFunction:
         out_spec = self._out_spec(arrays, out)
         self._check_layouts(ffi_call_kwargs, arrays, out_spec)
         import jax
-        return jax.ffi.ffi_call(self.target, out_spec, vmap_method=vmap_method,
-                                **ffi_call_kwargs)(*arrays, **cast)
+        results = jax.ffi.ffi_call(self.target, out_spec, vmap_method=vmap_method,
+                                   **ffi_call_kwargs)(*arrays, **cast)
+        return _varying_like(results, arrays)
 
     def _check_layouts(self, kwargs: Dict[str, Any], arrays, out_spec) -> None:
         """BE::Tensor reads every buffer as row-major, and XLA's buffers carry no

@@ -37,3 +37,14 @@ def test_doc_gpu_blocks_run(doc, tag, tmp_path):
                           python=sys.executable)
     if tag == "tutorial-gpu":
         assert "[3. 3. 3. 3. 3.]" in out.script.stdout
+
+
+def test_readme_gpu_blocks_run(tmp_path):
+    """README.md's CUDA example, jax.jit with static_argnames included, on the GPU."""
+    blocks = docs.parse_blocks(docs.README)
+    work = docs.readme_workdir(tmp_path)
+    docs.run_blocks(docs.group(blocks, "readme-cpu"), work, pathlib.Path(BEKC),
+                    tmp_path / "cache", python=sys.executable)
+    out = docs.run_blocks(docs.group(blocks, "readme-gpu"), work, pathlib.Path(BEKC),
+                          tmp_path / "cache", python=sys.executable)
+    assert "all results correct" in out.commands[-1].stdout

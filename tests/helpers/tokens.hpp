@@ -11,7 +11,10 @@ namespace bekc::test {
 // The tokens' texts, separated by single spaces.
 inline std::string texts(const std::vector<LexToken>& toks) {
     std::string out;
-    for (const auto& t : toks) out += (out.empty() ? "" : " ") + std::string(t.text());
+    for (const auto& t : toks) {
+        if (!out.empty()) out += ' ';
+        out += t.text();
+    }
     return out;
 }
 

@@ -129,8 +129,8 @@ USAGE_CASES = {
     "empty directory": ["{work}/emptydir"],
     "bad opt level": ["{src}", "-O9"],
     "opt level twice": ["{src}", "-O1", "-O2"],
-    "bad module name": ["{src}", "--name", "not-an-identifier"],
-    "bad target prefix": ["{src}", "--target-prefix", "a b"],
+    "bad module name": ["{src}", "--name", "not/a-file-name"],
+    "bad target prefix": ["{src}", "--target-prefix", "a\nb"],
     "bad --function": ["{src}", "--function", "=arg"],
 }
 

@@ -66,7 +66,7 @@ def test_eight_processes_building_one_key_at_once(bekc, kernels, tmp_path):
     assert len(bekc.entries()) == 1
     ls = bekc.cache("ls")
     assert ls.returncode == 0
-    assert "1 entries" in ls.stdout, ls.stdout
+    assert "1 entry (" in ls.stdout, ls.stdout
     assert "PROBLEM" not in ls.stdout
     manifest = json.loads((out_dir / "manifest.json").read_text())
     assert hashlib.sha256((out_dir / "libk.so").read_bytes()).hexdigest() == manifest["library_sha256"]

@@ -1,5 +1,5 @@
-"""Runs the code blocks of docs/tutorial.md, docs/migrating.md and the tagged
-example of docs/cpp_api.md.
+"""Runs the code blocks of README.md, docs/tutorial.md, docs/migrating.md and the
+tagged example of docs/cpp_api.md.
 
 Each fenced block carries a tag after its language (```` ```python tutorial-cpu ````),
 and sources a ``file=NAME``:
@@ -7,7 +7,8 @@ and sources a ``file=NAME``:
 * a block with ``file=NAME`` is written to NAME in a fresh working directory;
 * an ``sh`` block is a list of commands, one per line (``#`` lines are
   comments), each split with shlex and run as an argument vector: no shell, so
-  no pipes, redirections or variables. ``bekc`` is the binary under test;
+  no pipes, redirections or variables. ``bekc`` is the binary under test,
+  ``python`` the interpreter running the tests;
 * the ``python`` blocks of a tag run, in order, as one script after the files
   and commands of that tag (so an ``sh`` block must not depend on Python).
 
@@ -124,6 +125,8 @@ def run_blocks(blocks: Sequence[Block], workdir: Path, bekc_binary: Path, cache_
             for argv in command_lines(block):
                 if argv[0] == "bekc":
                     argv[0] = str(bekc_binary)
+                elif argv[0] == "python":
+                    argv[0] = python
                 done = subprocess.run(argv, cwd=workdir, env=env, capture_output=True,
                                       text=True, timeout=TIMEOUT_S)
                 outcome.commands.append(done)
@@ -153,6 +156,7 @@ def run_blocks(blocks: Sequence[Block], workdir: Path, bekc_binary: Path, cache_
 
 
 # --------------------------------------------------------------------------- tests
+README = REPO / "README.md"
 TUTORIAL = DOCS / "tutorial.md"
 MIGRATING = DOCS / "migrating.md"
 CPP_API = DOCS / "cpp_api.md"
@@ -211,3 +215,58 @@ def test_cpp_api_example_runs(bekc_path, tmp_path):
                      bekc_path, tmp_path / "cache")
     print(out.script.stdout)
     assert "[ 6. 22. 38.]" in out.script.stdout
+
+
+README_TAGS = {
+    "readme-cpu": "run here in full",
+    "readme-gpu": "commands run here (nvcc compiles), Python on a GPU (tests/gpu)",
+    "readme-wheel": "run by tests/integration/test_wheel.py",
+    "readme-ci": "the scripts CI runs",
+}
+
+
+def readme_workdir(tmp_path: Path) -> Path:
+    """The README's commands run from the repository root: its examples/ is there."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "examples").symlink_to(REPO / "examples")
+    return work
+
+
+def test_every_readme_block_is_tagged_and_fenced():
+    blocks = parse_blocks(README)
+    for b in blocks:
+        tags = [t for t in b.tags if t.startswith("readme-")]
+        assert len(tags) == 1 and tags[0] in README_TAGS, (
+            f"{b.where()}: tag the block with one of {sorted(README_TAGS)}")
+    assert {t for b in blocks for t in b.tags} == set(README_TAGS)
+    # An indented code block would escape the tags: every example is fenced.
+    previous = ""
+    for n, line in enumerate(README.read_text(encoding="utf-8").splitlines(), 1):
+        assert not (line.startswith("    ") and not previous.strip()), (
+            f"README.md:{n}: an indented code block; fence it and tag it")
+        previous = line
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    for b in group(blocks, "readme-ci"):
+        for argv in command_lines(b):
+            assert argv[0] == "bash" and (REPO / argv[1]).is_file(), b.where()
+    assert "scripts/test.sh" in ci
+
+
+def test_readme_cpu_blocks_run(bekc_path, tmp_path):
+    out = run_blocks(group(parse_blocks(README), "readme-cpu"), readme_workdir(tmp_path),
+                     bekc_path, tmp_path / "cache")
+    assert out.script.stdout.splitlines() == ["[0. 3. 6. 9.]", "[0. 2. 4. 6.]",
+                                             "[0.  0.5 1.  1.5]"]
+    assert "all results correct" in out.commands[-1].stdout
+
+
+def test_readme_gpu_blocks_build(bekc_path, nvcc, tmp_path):
+    """The CUDA commands run (nvcc compiles; run.py registers the targets and
+    calls none without a GPU); the Python is compiled, and run by tests/gpu."""
+    blocks = parse_blocks(README)
+    work = readme_workdir(tmp_path)
+    run_blocks(group(blocks, "readme-cpu"), work, bekc_path, tmp_path / "cache")
+    out = run_blocks(group(blocks, "readme-gpu"), work, bekc_path, tmp_path / "cache",
+                     run_python=False)
+    assert "all results correct" in out.commands[-1].stdout

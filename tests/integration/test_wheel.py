@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from checked import run  # tests/integration/checked.py
+from test_tutorial import README, command_lines, group, parse_blocks
 
 REPO = Path(__file__).resolve().parents[2]
 GLIBC_LIBRARIES = {"libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1",
@@ -57,11 +58,26 @@ def wheel(bekc_path, tmp_path_factory) -> Path:
     if not (build / "CMakeCache.txt").is_file() or not (build / "libbekc_numba.so").is_file():
         pytest.skip(f"{build} is not a CMake build tree with libbekc_numba.so")
     work = tmp_path_factory.mktemp("wheel")
-    run([sys.executable, "-m", "pip", "wheel", REPO, "--no-build-isolation", "--no-deps",
-         "--no-index", "-w", work / "dist", "-C", f"build-dir={work / 'build'}",
+    build_wheel, install = readme_wheel_commands()
+    # The README's `pip wheel . --no-deps -w dist`, run from the repository root,
+    # with what keeps it offline and skips compiling bekc again.
+    assert build_wheel[:2] == ["pip", "wheel"] and build_wheel[2] == "."
+    run([sys.executable, "-m", "pip", "wheel", REPO, *build_wheel[3:], "--no-build-isolation",
+         "--no-index", "-C", f"build-dir={work / 'build'}",
          "-C", f"cmake.define.BEKC_PREBUILT_DIR={build}"], cwd=work)
     (found,) = (work / "dist").glob("bekc-*.whl")
+    # The README installs the file the command made.
+    assert install[:2] == ["pip", "install"] and work / install[2] == found, (
+        f"README.md says `{' '.join(install)}`; the wheel is {found.name}")
     return found
+
+
+def readme_wheel_commands():
+    """The two commands of README.md's ``readme-wheel`` block."""
+    (block,) = group(parse_blocks(README), "readme-wheel")
+    commands = command_lines(block)
+    assert len(commands) == 2, block.where()
+    return commands
 
 
 def test_wheel_holds_the_binary_the_library_and_the_package(wheel):

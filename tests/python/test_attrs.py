@@ -224,5 +224,12 @@ def test_traced_attribute_is_type_error():
     def f(s):
         return fn.cast_attrs({"scale_factor": s})
 
-    with pytest.raises(TypeError, match="static"):
+    with pytest.raises(TypeError) as e:
         f(1.0)
+    assert str(e.value) == (
+        "scale_by(): attribute 'scale_factor' (float32) must be a static (concrete) scalar, "
+        "not a traced value: attributes are baked into the compiled program. Under jax.jit, "
+        "mark it static (jax.jit(f, static_argnames='scale_factor')) or bind it before "
+        "jax.jit (functools.partial(f, scale_factor=...)); pass it as an input array if it "
+        "must vary")
+

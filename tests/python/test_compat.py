@@ -339,3 +339,35 @@ def test_an_empty_flag_or_include_path_is_refused_by_name(option):
     with pytest.raises(ValueError, match=f"{option.split('_')[1]}.*'' is empty"):
         _compat.build_argv(["k.cu"], name="k", **{option: ["-DX", ""] if option == "extra_flags"
                                                   else ["inc", ""]})
+
+
+ARCH_SPELLINGS = ["8.6", "86", "sm_86", "SM_86", "compute_86", " 8.6 ", "9.0a", "90a", "sm_90a",
+                  "12.0", "120", "sm_100f", "8.6.", ".86", "sm_8.6", "all", "all-major", "ampere",
+                  "8", "sm_", "..", "1.0", "0.0", "sm_10", "sm_1234", "8.6ab"]
+
+
+@pytest.mark.parametrize("spelling", ARCH_SPELLINGS)
+def test_arch_spellings_as_brainevent_reads_them(spelling):
+    """What brainevent's normalize_arch accepts gives the same --arch; what it
+    refuses raises the same kind of exception, before the binary runs."""
+    toolchain = pytest.importorskip("brainevent._op.kernix_toolchain")
+    try:
+        want = toolchain.normalize_arch(spelling)
+    except Exception as e:
+        with pytest.raises(Exception) as got:
+            bekc.build_argv(["/k.cu"], name="m", compute_capability=[spelling])
+        assert type(got.value).__name__ == type(e).__name__ or (
+            isinstance(e, ValueError) and isinstance(got.value, ValueError)), (e, got.value)
+        return
+    assert f"--arch={want}" in bekc.build_argv(["/k.cu"], name="m", compute_capability=spelling)
+
+
+def test_arch_all_is_refused_in_python():
+    with pytest.raises(ValueError) as e:
+        bekc.build_argv(["/k.cu"], name="m", compute_capability="all")
+    assert str(e.value) == (
+        "compute_capability 'all': 'all' is not a compute capability; use e.g. 'sm_86', '8.6', "
+        "'86', 'compute_86' or '9.0a', a list or comma-separated string of those, or "
+        "'native'/'auto'")
+    with pytest.raises(bekc.UnsupportedArchError):
+        bekc.build_argv(["/k.cu"], name="m", compute_capability="1.0")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -116,4 +117,29 @@ def test_unloadable_library_is_library_load_error(tmp_path):
     path = make_manifest(tmp_path / "b", _fake_lib(tmp_path), unique_prefix(), platform="CUDA")
     with pytest.raises(bekc.LibraryLoadError) as e:
         bekc.load(path)
-    assert "libref.so" in str(e.value) and "CUDA" in str(e.value)
+    # dlopen's own words (not an ELF file), and no guessed cause.
+    assert "libref.so" in str(e.value) and "LD_LIBRARY_PATH" not in str(e.value)
+
+
+def test_undefined_symbol_is_named_demangled(tmp_path):
+    """A library linked without bekc's -z defs: the hint names the symbol, in
+    C++ and mangled, and blames nothing it has not checked."""
+    cxx = shutil.which("g++") or shutil.which("c++")
+    if cxx is None:
+        pytest.skip("no host C++ compiler")
+    src = tmp_path / "lib.cpp"
+    src.write_text("namespace BE { struct Tensor { void* p; }; }\n"
+                   "void vector_add(BE::Tensor, BE::Tensor, BE::Tensor, long);\n"
+                   'extern "C" void bekc_ffi_x() { vector_add({}, {}, {}, 1); }\n')
+    lib = tmp_path / "libundef.so"
+    subprocess.run([cxx, "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
+    path = make_manifest(tmp_path / "b", str(lib), unique_prefix(), platform="CUDA",
+                         lib_name="libundef.so")
+    with pytest.raises(bekc.LibraryLoadError) as e:
+        bekc.load(path)
+    built = os.path.join(str(tmp_path), "b", "libundef.so")
+    assert str(e.value) == (
+        f"cannot load bekc library {built}: {built}: undefined symbol: "
+        f"_Z10vector_addN2BE6TensorES0_S0_l. The library uses vector_add(BE::Tensor, "
+        f"BE::Tensor, BE::Tensor, long) (_Z10vector_addN2BE6TensorES0_S0_l), which neither it "
+        f"nor the libraries it loads define.")

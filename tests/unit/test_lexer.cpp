@@ -14,7 +14,13 @@ namespace {
 
 std::string comments(const Lexed& l) {
     std::string out;
-    for (const auto& c : l.comments) out += "[" + std::string(c.text) + "]";
+    // Appended piece by piece: `"[" + std::string(...)` made GCC 12 warn
+    // (a false -Wstringop-overflow).
+    for (const auto& c : l.comments) {
+        out += '[';
+        out += c.text;
+        out += ']';
+    }
     return out;
 }
 
