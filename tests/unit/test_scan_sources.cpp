@@ -127,6 +127,7 @@ TEST_CASE("path_stem: brainevent's default module name", "[python_path]") {
     CHECK(path_stem("k.tar.cu") == "k.tar");
     CHECK(path_stem(".hidden") == ".hidden");
     CHECK(path_stem("a/b") == "b");
+}
 
 TEST_CASE("find_kernel_loads: a load named in a comment or a string is not a call",
           "[python_loads]") {
