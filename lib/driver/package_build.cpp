@@ -34,19 +34,11 @@ bool is_kernel_source(const fs::path& p) {
 // A file below `root` whose path ends in "/<header>" (symbolic links not followed).
 bool ships_header(const fs::path& root, const std::string& header) {
     const std::string tail = "/" + fs::path(header).lexically_normal().generic_string();
-    std::error_code ec;
-    for (auto it = fs::recursive_directory_iterator(root, ec);
-         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-        if (it->is_symlink(ec)) {
-            if (it->is_directory(ec)) it.disable_recursion_pending();
-            continue;
-        }
-        const std::string p = it->path().generic_string();
-        if (p.size() > tail.size() && p.compare(p.size() - tail.size(), tail.size(), tail) == 0 &&
-            it->is_regular_file(ec))
-            return true;
-    }
-    return false;
+    return !files_below(root, [&tail](const fs::path& f) {
+                const std::string p = f.generic_string();
+                return p.size() > tail.size() &&
+                       p.compare(p.size() - tail.size(), tail.size(), tail) == 0;
+            }).empty();
 }
 
 }  // namespace

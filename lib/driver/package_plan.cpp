@@ -1,5 +1,7 @@
 #include "driver/package_plan.hpp"
 
+#include <functional>
+
 #include <algorithm>
 #include <cctype>
 #include <map>
@@ -22,22 +24,6 @@ bool is_package_kernel(const fs::path& p) {
 bool is_package_python(const fs::path& p) {
     std::string n = p.filename().string();
     return p.extension() == ".py" && !(n.size() > 8 && n.substr(n.size() - 8) == "_test.py");
-}
-
-std::vector<fs::path> files_below(const fs::path& dir, bool (*want)(const fs::path&)) {
-    std::vector<fs::path> out;
-    std::error_code ec;
-    // Symbolic links are not followed: a package is what its directory holds.
-    for (auto it = fs::recursive_directory_iterator(dir, ec);
-         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-        if (it->is_symlink(ec)) {
-            if (it->is_directory(ec)) it.disable_recursion_pending();
-            continue;
-        }
-        if (it->is_regular_file(ec) && want(it->path())) out.push_back(it->path());
-    }
-    std::sort(out.begin(), out.end());
-    return out;
 }
 
 // The keyword arguments that leave the library and its cache key unchanged:
@@ -217,6 +203,23 @@ std::vector<std::string> PackagePlan::notes() const {
     for (const auto& s : skipped)
         out.push_back("bekc: note: " + relative_text(s.source, root) +
                       " is not built: " + s.reason);
+    return out;
+}
+
+std::vector<fs::path> files_below(const fs::path& dir,
+                                  const std::function<bool(const fs::path&)>& want) {
+    std::vector<fs::path> out;
+    std::error_code ec;
+    // Symbolic links are not followed: a package is what its directory holds.
+    for (auto it = fs::recursive_directory_iterator(dir, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+        if (it->is_symlink(ec)) {
+            if (it->is_directory(ec)) it.disable_recursion_pending();
+            continue;
+        }
+        if (it->is_regular_file(ec) && want(it->path())) out.push_back(it->path());
+    }
+    std::sort(out.begin(), out.end());
     return out;
 }
 

@@ -18,6 +18,8 @@
 // file whose check name is taken is not built, with the reason.
 #pragma once
 
+#include <functional>
+
 #include <string>
 #include <vector>
 
@@ -59,5 +61,10 @@ PackagePlan plan_package(const fs::path& package);
 // dropped, other characters that a C++ identifier cannot hold made '_', the
 // parts joined by '_'.
 std::string check_module_name(const fs::path& relative);
+
+// The regular files below `dir` that `want` keeps, sorted. Symbolic links are
+// not followed: a package is what its directory holds.
+std::vector<fs::path> files_below(const fs::path& dir,
+                                  const std::function<bool(const fs::path&)>& want);
 
 }  // namespace bekc
