@@ -15,6 +15,7 @@
 
 #include "driver/compile_times.hpp"
 #include "driver/xla_headers.hpp"
+#include "run/interrupt.hpp"
 #include "run/jobserver.hpp"
 #include "run/parallel.hpp"
 #include "scan/includes.hpp"
@@ -195,13 +196,15 @@ int run_package_build(const BuildOptions& o) {
     auto started = run_parallel(
         commands, jobs,
         [&](const ProgressEvent& e) {
-            if (e.kind != ProgressEvent::Kind::Finished || o.quiet) return;
+            // A module stopped by Ctrl-C did not fail to build.
+            if (e.kind != ProgressEvent::Kind::Finished || o.quiet || interrupted_by()) return;
             ++done;
             std::fprintf(stderr, "[%zu/%zu] %s: %s\n", done, commands.size(),
                          e.command.description.c_str(),
                          e.result->ok() ? "done" : e.result->describe().c_str());
         },
         po);
+    throw_if_interrupted();
     std::vector<ProcessResult> results(modules.size());  // in the package's order
     for (size_t k = 0; k < order.size(); ++k) results[order[k]] = std::move(started[k]);
     for (size_t i = 0; i < results.size(); ++i)

@@ -5,6 +5,8 @@
 #include <mutex>
 #include <thread>
 
+#include "run/interrupt.hpp"
+
 namespace bekc {
 
 namespace {
@@ -33,10 +35,14 @@ class Scheduler {
                 // with --threads, started first as the longest) is never
                 // overtaken by narrow ones.
                 std::unique_lock lock(slots_mutex_);
+                // After SIGINT or SIGTERM nothing more starts: the running
+                // commands are being stopped (run/interrupt.hpp), and each
+                // that ends wakes the others here.
                 slots_free_.wait(lock, [&] {
-                    return stopped_ || next_ >= commands_.size() || free_ >= slots_of(next_);
+                    return stopped_ || interrupted_by() != 0 || next_ >= commands_.size() ||
+                           free_ >= slots_of(next_);
                 });
-                if (stopped_ || next_ >= commands_.size()) return;
+                if (stopped_ || interrupted_by() != 0 || next_ >= commands_.size()) return;
                 index = next_++;
                 slots = slots_of(index);
                 free_ -= slots;

@@ -278,9 +278,29 @@ std::expected<fs::path, std::string> private_user_dir() {
         tried));
 }
 
+void remove_stale_private_dirs(const fs::path& dir, const std::string& prefix,
+                               std::chrono::seconds max_age) {
+    // The kind of directory: "build" for "build.<hash>", so that a build of
+    // other inputs sweeps what a killed one left too.
+    const std::string kind = prefix.substr(0, prefix.find('.')) + ".";
+    const auto cutoff = fs::file_time_type::clock::now() - max_age;
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        std::error_code e;
+        // A directory itself, never through a link; remove_all removes links,
+        // not what they name.
+        if (!it->path().filename().string().starts_with(kind) || it->is_symlink(e) ||
+            !it->is_directory(e) || it->last_write_time(e) > cutoff || e)
+            continue;
+        fs::remove_all(it->path(), e);
+    }
+}
+
 std::expected<fs::path, std::string> private_temp_dir(const std::string& prefix) {
     auto mine = private_user_dir();
     if (!mine) return mine;
+    // A bekc killed outright (SIGKILL, out of memory) cannot remove its own.
+    remove_stale_private_dirs(*mine, prefix, kStalePrivateDirAge);
     std::string pattern = (*mine / (prefix + ".XXXXXX")).string();
     if (::mkdtemp(pattern.data()) == nullptr)
         return std::unexpected(errno_message("create", fs::path(pattern), errno));

@@ -11,6 +11,8 @@
 // (store/cache_dir.hpp) can reach its files without following links.
 #pragma once
 
+#include <chrono>
+
 #include <sys/stat.h>
 
 #include <cstdint>
@@ -112,7 +114,14 @@ fs::path private_user_path();
 // A new, empty directory private_user_dir()/<prefix>.XXXXXX, unique to this
 // build: no other process, not even a compiler left running by a killed bekc,
 // writes into it. The caller removes it.
+// First it removes the directories of that kind ("build.*" for "build.<hash>")
+// that a bekc killed outright left there, once a day old: no build lasts that
+// long, and nothing else writes there.
 std::expected<fs::path, std::string> private_temp_dir(const std::string& prefix);
+inline constexpr std::chrono::seconds kStalePrivateDirAge{24 * 3600};
+// The sweep itself, for the tests.
+void remove_stale_private_dirs(const fs::path& dir, const std::string& prefix,
+                               std::chrono::seconds max_age);
 
 // "host.pid.random": unique across processes and machines sharing a directory.
 std::string unique_suffix();

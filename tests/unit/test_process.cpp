@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
 
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -8,8 +10,10 @@
 #include <sstream>
 
 #include "../helpers/temp_dir.hpp"
+#include "run/interrupt.hpp"
 #include "run/parallel.hpp"
 #include "run/process.hpp"
+#include "util/fs.hpp"
 
 using namespace bekc;
 namespace fs = std::filesystem;
@@ -288,4 +292,44 @@ TEST_CASE("a child gets SIGKILL when bekc dies (its parent-death signal)", "[pro
                               "print(s.value)"}));
     REQUIRE(r.status == ProcessStatus::Exited);
     CHECK(r.output == std::to_string(SIGKILL) + "\n");
+}
+
+TEST_CASE("run_parallel starts nothing more once bekc is interrupted", "[process]") {
+    // In a child process of its own: the interruption is for the whole run.
+    pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        install_interrupt_handlers();
+        // The first command interrupts bekc (its parent) as Ctrl-C would, and
+        // waits to be stopped; the rest must never start.
+        std::vector<Command> cmds = {cmd({"/bin/sh", "-c", "kill -INT $PPID; sleep 30"}),
+                                     cmd({"/bin/echo", "b"}), cmd({"/bin/echo", "c"})};
+        ParallelOptions keep_going;
+        keep_going.keep_going = true;  // as the package build runs its modules
+        auto start = std::chrono::steady_clock::now();
+        auto results = run_parallel(cmds, 1, {}, keep_going);
+        bool fast = std::chrono::steady_clock::now() - start < 20s;
+        bool rest_not_run = results[1].status == ProcessStatus::NotRun &&
+                            results[2].status == ProcessStatus::NotRun;
+        ::_exit(interrupted_by() == SIGINT && fast && rest_not_run ? 0 : 1);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+}
+
+TEST_CASE("private build directories a killed bekc left are swept once a day old", "[fs]") {
+    test::TempDir tmp;
+    fs::path old_build = tmp.path() / "build.aaaa.X1", new_build = tmp.path() / "build.bbbb.X2",
+             other = tmp.path() / "paths", link = tmp.path() / "build.link";
+    for (const auto& d : {old_build, new_build, other}) fs::create_directories(d / "sub");
+    fs::create_directory_symlink(other, link);
+    auto two_days_ago = fs::file_time_type::clock::now() - std::chrono::hours(48);
+    for (const auto& d : {old_build, other}) fs::last_write_time(d, two_days_ago);
+    remove_stale_private_dirs(tmp.path(), "build.cccc", kStalePrivateDirAge);
+    CHECK_FALSE(fs::exists(old_build));    // another key's, a day old: gone
+    CHECK(fs::exists(new_build / "sub"));  // young: may be a build running now
+    CHECK(fs::exists(other / "sub"));      // not a build directory
+    CHECK(fs::is_symlink(link));           // never through a link
 }
