@@ -115,11 +115,23 @@ Drained drain(int fd, std::optional<Clock::time_point> deadline, Sink& sink,
     }
 }
 
-int wait_for(pid_t pid) {
+// Reaps a child that has exited, first taking its group out of the
+// interrupt's list (run/interrupt.hpp): once reaped, its pid, and so its group
+// id, may be another process's, which the handler must never signal.
+int reap(pid_t pid) {
+    unregister_child_group(pid);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     return status;
+}
+
+int wait_for(pid_t pid) {
+    siginfo_t info{};
+    // WNOWAIT: the child stays a zombie, its pid taken, until reap().
+    while (waitid(P_PID, pid, &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
+    }
+    return reap(pid);
 }
 
 // Reaps the child unless it outlives the deadline (it may close its output
@@ -127,10 +139,13 @@ int wait_for(pid_t pid) {
 std::optional<int> wait_until(pid_t pid, Clock::time_point deadline) {
     std::chrono::microseconds pause{100};
     for (;;) {
-        int status = 0;
-        pid_t done = waitpid(pid, &status, WNOHANG);
-        if (done == pid) return status;
-        if (done < 0 && errno != EINTR) return 0;
+        siginfo_t info{};
+        int r = waitid(P_PID, pid, &info, WEXITED | WNOHANG | WNOWAIT);
+        if (r == 0 && info.si_pid == pid) return reap(pid);
+        if (r < 0 && errno != EINTR) {
+            unregister_child_group(pid);
+            return 0;
+        }
         if (Clock::now() >= deadline) return std::nullopt;
         std::this_thread::sleep_for(pause);
         pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(10));
