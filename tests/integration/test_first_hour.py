@@ -109,16 +109,20 @@ HEADER_NOTE = ("note: 'missing.h' is not on the include path: add the directory 
                "with -I DIR (extra_include_paths=[DIR] from Python)\n")
 
 
+def missing_header_report(src):
+    """The whole of stderr: the compiler's message once, at the user's line, and the note."""
+    return (f"{src}:2:10: fatal error: missing.h: No such file or directory\n"
+            '    2 | #include "missing.h"\n'
+            "      |          ^~~~~~~~~~~\n"
+            "compilation terminated.\n" + HEADER_NOTE +
+            "bekc: error: compilation failed (exited with code 1)\n")
+
+
 def test_missing_header_in_cuda_is_reported_once_with_a_note(bekc, kernels, nvcc):
     src = kernels.text(bekc.workdir / "m.cu", MISSING_HEADER)
     r = bekc.build(src, FAST, "--arch", "sm_90", ok=False)
     assert r.rc == 1
-    assert r.stderr == (
-        f"{src}:2:10: fatal error: missing.h: No such file or directory\n"
-        '    2 | #include "missing.h"\n'
-        "      |          ^~~~~~~~~~~\n"
-        "compilation terminated.\n" + HEADER_NOTE +
-        "bekc: error: compilation failed (exited with code 1)\n")
+    assert r.stderr == missing_header_report(src)
 
 
 def test_missing_header_in_cpp_is_reported_at_the_users_line(bekc, kernels):
@@ -126,12 +130,7 @@ def test_missing_header_in_cpp_is_reported_at_the_users_line(bekc, kernels):
                        .replace(", int64_t stream", ""))
     r = bekc.build(src, FAST, ok=False)
     assert r.rc == 1
-    assert r.stderr == (
-        f"{src}:2:10: fatal error: missing.h: No such file or directory\n"
-        '    2 | #include "missing.h"\n'
-        "      |          ^~~~~~~~~~~\n"
-        "compilation terminated.\n" + HEADER_NOTE +
-        "bekc: error: compilation failed (exited with code 1)\n")
+    assert r.stderr == missing_header_report(src)
 
 
 # --------------------------------------------------------------------------- the command line

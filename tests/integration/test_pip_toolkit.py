@@ -245,13 +245,20 @@ def _dry_run(bekc_path, tmp_path, env, *extra):
     return _chosen(r.stderr)
 
 
-def test_search_order_with_stub_nvccs(bekc_path, tmp_path):
-    site = tmp_path / "venv" / "lib" / "python3.12" / "site-packages"
-    pip = _stub_nvcc(site / "nvidia" / "cu13" / "bin" / "nvcc", "13.5.37")
+def _stub_pip_toolkit(site):
+    """A CUDA 13 pip toolkit under `site`: a stub nvcc 13.5.37 and the files
+    bekc checks the other wheels for. Returns the nvcc."""
+    nvcc = _stub_nvcc(site / "nvidia" / "cu13" / "bin" / "nvcc", "13.5.37")
     for f in ("nvvm/bin/cicc", "include/crt/host_defines.h", "include/cuda_runtime.h",
               "lib/libcudart_static.a"):
         (site / "nvidia" / "cu13" / f).parent.mkdir(parents=True, exist_ok=True)
         (site / "nvidia" / "cu13" / f).write_text("")
+    return nvcc
+
+
+def test_search_order_with_stub_nvccs(bekc_path, tmp_path):
+    site = tmp_path / "venv" / "lib" / "python3.12" / "site-packages"
+    pip = _stub_pip_toolkit(site)
     on_path = _stub_nvcc(tmp_path / "pathbin" / "nvcc", "13.0.1")
     home = _stub_nvcc(tmp_path / "home_cuda" / "bin" / "nvcc", "13.0.2")
     be = _stub_nvcc(tmp_path / "be" / "nvcc", "13.0.3")
@@ -296,11 +303,7 @@ BRAINEVENT_SCRIPT = textwrap.dedent("""\
 def test_choice_matches_brainevents_while_routing(bekc_path, tmp_path, prefer, brainevent_path):
     pytest.importorskip("brainevent")
     site = tmp_path / "tk" / "site-packages"
-    pip = _stub_nvcc(site / "nvidia" / "cu13" / "bin" / "nvcc", "13.5.37")
-    for f in ("nvvm/bin/cicc", "include/crt/host_defines.h", "include/cuda_runtime.h",
-              "lib/libcudart_static.a"):
-        (site / "nvidia" / "cu13" / f).parent.mkdir(parents=True, exist_ok=True)
-        (site / "nvidia" / "cu13" / f).write_text("")
+    pip = _stub_pip_toolkit(site)
     on_path = _stub_nvcc(tmp_path / "pathbin" / "nvcc", "13.0.1")
     venv = _python_env(tmp_path, site, _venv_site(), REPO / "python")
     script = tmp_path / "route.py"
