@@ -48,3 +48,15 @@ def test_readme_gpu_blocks_run(tmp_path):
     out = docs.run_blocks(docs.group(blocks, "readme-gpu"), work, pathlib.Path(BEKC),
                           tmp_path / "cache", python=sys.executable)
     assert "all results correct" in out.commands[-1].stdout
+
+
+@pytest.mark.parametrize("doc,tag", [(docs.README, "readme-cpu"), (docs.TUTORIAL, "tutorial-cpu"),
+                                     (docs.MIGRATING, "migrating-cpu"),
+                                     (docs.DOCS / "cpp_api.md", "cpp_api-cpu")],
+                         ids=["readme", "tutorial", "migrating", "cpp_api"])
+def test_doc_cpu_blocks_run_on_a_machine_with_a_gpu(doc, tag, tmp_path):
+    """A .cpp example copied onto a GPU machine still runs: JAX would put its arrays on the GPU,
+    where a CPU-only module has no handler, unless the example says where to run."""
+    blocks = docs.group(docs.parse_blocks(doc), tag)
+    work = docs.readme_workdir(tmp_path) if doc == docs.README else tmp_path / "work"
+    docs.run_blocks(blocks, work, pathlib.Path(BEKC), tmp_path / "cache", python=sys.executable)
