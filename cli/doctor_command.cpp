@@ -2,11 +2,11 @@
 #include <memory>
 
 #include "commands.hpp"
-#include "driver/gpu_detect.hpp"
-#include "driver/runtime_headers.hpp"
+#include "toolchain/gpu_detect.hpp"
+#include "store/runtime_headers.hpp"
 #include "run/process.hpp"
 #include "run/runner.hpp"
-#include "run/toolchain.hpp"
+#include "toolchain/tools.hpp"
 #include "store/cache.hpp"
 #include "store/size.hpp"
 #include "toolchain/nvcc_search.hpp"

@@ -8,7 +8,7 @@
 #include "driver/build_inputs.hpp"
 #include "driver/build_options.hpp"
 #include "run/runner.hpp"
-#include "run/toolchain.hpp"
+#include "toolchain/tools.hpp"
 #include "util/env.hpp"
 #include "util/fs.hpp"
 

@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "driver/compiler_env.hpp"
+#include "toolchain/compiler_env.hpp"
 #include "driver/flag_files.hpp"
 #include "driver/inputs.hpp"
 #include "plan/arch.hpp"
 #include "plan/flags.hpp"
-#include "run/toolchain.hpp"
+#include "toolchain/tools.hpp"
 #include "scan/symbols.hpp"
 #include "store/base_dir.hpp"
 
@@ -29,7 +29,7 @@ struct BuildInputs {
     // nvcc itself; empty for any other toolkit.
     std::vector<std::string> nvcc_wheels;
     Tool cxx;
-    std::string nvcc_version, cxx_version;  // driver/tool_versions.hpp
+    std::string nvcc_version, cxx_version;  // toolchain/tool_versions.hpp
     // The host compiler's multiarch triplet ("x86_64-linux-gnu"), which names
     // its system include and library directories; "" when it has none. Asked
     // on a miss only, where the dependencies are sorted.

@@ -4,10 +4,10 @@
 #include <map>
 #include <set>
 
-#include "driver/compiler_env.hpp"
-#include "driver/link_search.hpp"
+#include "toolchain/compiler_env.hpp"
+#include "toolchain/link_search.hpp"
 #include "driver/plan_build.hpp"
-#include "driver/runtime_headers.hpp"
+#include "store/runtime_headers.hpp"
 #include "scan/includes.hpp"
 #include "store/file_ops.hpp"
 #include "store/hash.hpp"
@@ -78,7 +78,7 @@ KeyBuilder direct_key_builder(const BuildInputs& in) {
     // A pip toolkit's headers come in wheels that upgrade apart from nvcc.
     if (!in.nvcc_wheels.empty()) k.add_list("nvcc.wheels", in.nvcc_wheels);
     k.add("cxx", in.cxx.identity()).add("cxx_version", in.cxx_version);
-    // The compilers' and the linker's environment (driver/compiler_env.hpp):
+    // The compilers' and the linker's environment (toolchain/compiler_env.hpp):
     // only the variables that are set, so set-but-empty and unset differ. The
     // path lists also as the directories they mean here, since relative and
     // empty elements depend on the working directory.
@@ -233,7 +233,7 @@ DependencySet classify_dependencies(const ReportedDependencies& reported, const 
     fs::path runtime_root = fs::weakly_canonical(runtime_include.parent_path(), ec);
     fs::path runtime_dir = fs::weakly_canonical(runtime_include, ec);
     // Runtime headers may be reported through the plain-named link nvcc was
-    // given (driver/safe_paths.hpp): compare real paths for those. They, and
+    // given (toolchain/safe_paths.hpp): compare real paths for those. They, and
     // the handlers' support object, are covered by bekc's version. Resolved
     // once per directory: hundreds of headers share a few dozen.
     RealPaths real_paths;

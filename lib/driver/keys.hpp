@@ -4,7 +4,7 @@
 // The direct key is known before compiling: bekc's version and embedded
 // files, every input's path and bytes, the compilers' identities, the
 // environment variables the compilers and the linker read
-// (driver/compiler_env.hpp), and every step of the build graph with its
+// (toolchain/compiler_env.hpp), and every step of the build graph with its
 // directories normalised, so flags, archs, names and specs enter through the
 // commands and wrappers they change. The
 // full key adds the bytes of every file the compilers and the linker reported

@@ -8,17 +8,10 @@
 #include <vector>
 
 #include "diag/diagnostic.hpp"
+#include "diag/linker_output.hpp"
 #include "driver/inputs.hpp"
 
 namespace bekc {
-
-// The symbols a linker's output says are undefined, demangled where they are
-// mangled C++ names: ld's "undefined reference to `f(int)'" and lld's
-// "undefined symbol: f(int)", each once, in order.
-std::vector<std::string> undefined_symbols(const std::string& linker_output);
-
-// The demangled text of a mangled C++ name, or `name` itself.
-std::string demangle(const std::string& name);
 
 struct UndefinedExports {
     // One error per exported function the output names, at its annotation.

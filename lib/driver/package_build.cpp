@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "driver/compile_times.hpp"
-#include "driver/xla_headers.hpp"
+#include "toolchain/xla_headers.hpp"
 #include "run/interrupt.hpp"
 #include "run/jobserver.hpp"
 #include "run/parallel.hpp"

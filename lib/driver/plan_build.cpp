@@ -3,9 +3,9 @@
 #include <algorithm>
 
 #include "codegen/wrapper.hpp"
-#include "driver/link_search.hpp"
-#include "driver/runtime_headers.hpp"
-#include "driver/safe_paths.hpp"
+#include "toolchain/link_search.hpp"
+#include "store/runtime_headers.hpp"
+#include "toolchain/safe_paths.hpp"
 #include "store/hash.hpp"
 #include "toolchain/nvcc_search.hpp"
 

@@ -17,7 +17,7 @@ struct GraphPaths {
     bool runtime_headers_ready = false;
     bool runtime_object_ready = false;
     // Give nvcc plain-named links for directories it cannot take as they are
-    // (driver/safe_paths.hpp). Creates the links, so never in a dry run.
+    // (toolchain/safe_paths.hpp). Creates the links, so never in a dry run.
     bool nvcc_safe_paths = false;
     bool launcher = true;      // put the launcher in front of the compiles
     bool link_depfile = true;  // ask the linker for --dependency-file

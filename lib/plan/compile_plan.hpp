@@ -10,7 +10,7 @@
 #include "plan/arch.hpp"
 #include "plan/flags.hpp"
 #include "run/command.hpp"
-#include "run/toolchain.hpp"
+#include "toolchain/tools.hpp"
 #include "util/fs.hpp"
 
 namespace bekc {
@@ -64,7 +64,7 @@ struct PlanRequest {
     bool nvcc_nodlink = false;
     // The link may read device code bekc cannot see (an archive, an object,
     // static linking, nvcc link options from the environment): nvcc's device
-    // link runs (driver/link_search.hpp).
+    // link runs (toolchain/link_search.hpp).
     bool link_reads_opaque_code = false;
     // A pip toolkit's own directories (toolchain/nvcc_search.hpp,
     // pip_toolkit_dirs), named on nvcc's command lines after the user's:
@@ -77,7 +77,7 @@ struct PlanRequest {
     // Whether nvcc gets the map too: it hands -Xcompiler values to a shell
     // unquoted and splits them at commas, so a base with a comma or shell
     // syntax ($(...) in a checkout's name) is not mapped for nvcc
-    // (driver/safe_paths.hpp decides).
+    // (toolchain/safe_paths.hpp decides).
     bool nvcc_maps_base_dir = false;
 };
 
@@ -96,7 +96,7 @@ bool flags_ask_device_link(const std::vector<std::string>& flags);
 
 // Whether a CUDA build's link runs nvcc's device link: the user's nvcc or
 // link flags ask for it (flags_ask_device_link), or the link reads files bekc
-// cannot see into (`link_reads_opaque_code`, driver/link_search.hpp).
+// cannot see into (`link_reads_opaque_code`, toolchain/link_search.hpp).
 // Whole-program device code registers itself, so without either the device
 // link adds only an empty image.
 bool needs_device_link(const PlanRequest& request);

@@ -10,7 +10,7 @@
 
 #include "remote/entry_archive.hpp"
 #include "remote/remote_record.hpp"
-#include "run/toolchain.hpp"
+#include "toolchain/tools.hpp"
 #include "store/file_ops.hpp"
 #include "store/layout.hpp"
 #include "util/fs.hpp"

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "run/toolchain.hpp"
+#include "toolchain/tools.hpp"
 
 namespace bekc {
 

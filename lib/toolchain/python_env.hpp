@@ -1,6 +1,6 @@
 // Where a user's Python environments keep their packages, found without
 // running Python: bekc looks there for jaxlib's FFI headers
-// (driver/xla_headers) and for a CUDA toolkit installed from pip
+// (toolchain/xla_headers) and for a CUDA toolkit installed from pip
 // (toolchain/nvcc_search).
 #pragma once
 

@@ -1,4 +1,4 @@
-// The compilers' environment in the cache key (lib/driver/compiler_env,
+// The compilers' environment in the cache key (lib/toolchain/compiler_env,
 // lib/driver/keys): which variables are read, how their path lists resolve,
 // and that each one changes the direct key.
 #include <catch2/catch.hpp>
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "driver/compiler_env.hpp"
+#include "toolchain/compiler_env.hpp"
 #include "driver/keys.hpp"
 
 using namespace bekc;

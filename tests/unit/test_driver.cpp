@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "../helpers/driver_fixture.hpp"
-#include "driver/compile_log.hpp"
+#include "diag/compile_log.hpp"
 #include "driver/compile_times.hpp"
 #include "driver/package_build.hpp"
 #include "store/cache.hpp"

@@ -8,7 +8,7 @@
 #include <functional>
 
 #include "../helpers/driver_fixture.hpp"
-#include "driver/compiler_env.hpp"
+#include "toolchain/compiler_env.hpp"
 #include "driver/plan_build.hpp"
 
 using namespace bekc;

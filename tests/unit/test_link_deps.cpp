@@ -8,7 +8,7 @@
 
 #include "../helpers/plan_unit.hpp"
 #include "../helpers/temp_dir.hpp"
-#include "driver/link_search.hpp"
+#include "toolchain/link_search.hpp"
 #include "plan/compile_plan.hpp"
 
 using namespace bekc;

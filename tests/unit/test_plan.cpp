@@ -630,7 +630,7 @@ TEST_CASE(
         CHECK(has(make_build_plan(r).link.argv, "-nodlink"));
     }
     {
-        // Link inputs bekc cannot see into (driver/link_search.hpp decides).
+        // Link inputs bekc cannot see into (toolchain/link_search.hpp decides).
         PlanRequest r = base;
         r.link_reads_opaque_code = true;
         const Argv& l = make_build_plan(r).link.argv;

@@ -21,7 +21,7 @@
 #include "remote/http.hpp"
 #include "remote/remote_cache.hpp"
 #include "remote/remote_record.hpp"
-#include "run/toolchain.hpp"
+#include "toolchain/tools.hpp"
 #include "store/hash.hpp"
 #include "store/key.hpp"
 

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "driver/runtime_headers.hpp"
+#include "store/runtime_headers.hpp"
 
 using namespace bekc;
 

@@ -1,4 +1,4 @@
-// Toolchain discovery (lib/run/toolchain) with a stubbed environment, PATH
+// Toolchain discovery (lib/toolchain/tools) with a stubbed environment, PATH
 // and filesystem: the search order of SPEC §4 and the not-found errors.
 //
 // Found tools are identified by stat(2) (size, mtime), so every "executable"
@@ -17,7 +17,7 @@
 
 #include "../helpers/temp_dir.hpp"
 #include "../helpers/text.hpp"
-#include "run/toolchain.hpp"
+#include "toolchain/tools.hpp"
 #include "toolchain/nvcc_search.hpp"
 #include "toolchain/python_env.hpp"
 #include "util/error.hpp"

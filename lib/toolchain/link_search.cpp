@@ -1,4 +1,4 @@
-#include "driver/link_search.hpp"
+#include "toolchain/link_search.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

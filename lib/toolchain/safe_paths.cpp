@@ -1,4 +1,4 @@
-#include "driver/safe_paths.hpp"
+#include "toolchain/safe_paths.hpp"
 
 #include <unistd.h>
 

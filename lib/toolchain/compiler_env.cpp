@@ -1,4 +1,4 @@
-#include "driver/compiler_env.hpp"
+#include "toolchain/compiler_env.hpp"
 
 #include <cstdlib>
 

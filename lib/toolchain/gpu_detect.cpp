@@ -1,4 +1,4 @@
-#include "driver/gpu_detect.hpp"
+#include "toolchain/gpu_detect.hpp"
 
 #include <unistd.h>
 
@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "run/process.hpp"
-#include "run/toolchain.hpp"
+#include "toolchain/tools.hpp"
 #include "store/cache.hpp"
 #include "store/hash.hpp"
 

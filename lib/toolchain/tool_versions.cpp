@@ -1,4 +1,4 @@
-#include "driver/tool_versions.hpp"
+#include "toolchain/tool_versions.hpp"
 
 #include "store/cache.hpp"
 

@@ -26,7 +26,7 @@ fs::path runtime_include_dir(const fs::path& cache_root);
 bool runtime_headers_ready(const fs::path& cache_root);
 
 // The host compiler's environment that can change bekc_rt.o
-// ("CPATH=...\n"...: driver/compiler_env.hpp): it gets its own object.
+// ("CPATH=...\n"...: toolchain/compiler_env.hpp): it gets its own object.
 std::string host_compiler_env(const BuildInputs& in);
 
 // <cache_root>/runtime/<hash>/obj/<compiler key>/bekc_rt.o: one per host

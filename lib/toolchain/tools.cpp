@@ -1,4 +1,4 @@
-#include "run/toolchain.hpp"
+#include "toolchain/tools.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -59,7 +59,7 @@ class Runner;
 
 // The version of `TOOL --version` ("13.0.48", "12.2.0"), "unknown" when it
 // fails; runs the tool through `runner`, so the driver asks once per tool
-// identity (driver/tool_versions.hpp).
+// identity (toolchain/tool_versions.hpp).
 std::string tool_version(const Tool& tool, Runner& runner);
 
 // The version number in a `--version` output.

@@ -1,6 +1,6 @@
-#include "driver/compile_log.hpp"
+#include "diag/compile_log.hpp"
 
-#include "driver/link_errors.hpp"
+#include "diag/linker_output.hpp"
 #include "util/text.hpp"
 
 #include <cctype>

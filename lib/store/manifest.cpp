@@ -1,4 +1,4 @@
-#include "driver/manifest.hpp"
+#include "store/manifest.hpp"
 
 #include <nlohmann/json.hpp>
 

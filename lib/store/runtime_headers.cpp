@@ -1,4 +1,4 @@
-#include "driver/runtime_headers.hpp"
+#include "store/runtime_headers.hpp"
 
 #include "store/cache.hpp"
 #include "store/hash.hpp"

@@ -1,4 +1,4 @@
-#include "driver/xla_headers.hpp"
+#include "toolchain/xla_headers.hpp"
 
 #include "diag/diagnostic.hpp"
 #include "toolchain/python_env.hpp"

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "run/runner.hpp"
-#include "run/toolchain.hpp"
+#include "toolchain/tools.hpp"
 
 namespace bekc {
 
@@ -23,9 +23,9 @@ class ToolFacts {
     // only means asking again next time).
     ~ToolFacts();
 
-    // `TOOL --version`'s number (run/toolchain.hpp, tool_version).
+    // `TOOL --version`'s number (toolchain/tools.hpp, tool_version).
     std::string version(const Tool& tool);
-    // `CXX -print-multiarch` (run/toolchain.hpp, tool_multiarch).
+    // `CXX -print-multiarch` (toolchain/tools.hpp, tool_multiarch).
     std::string multiarch(const Tool& cxx);
 
   private:

@@ -1,4 +1,4 @@
-#include "driver/execute.hpp"
+#include "run/execute.hpp"
 
 #include <vector>
 
