@@ -16,19 +16,18 @@ call returns the same module.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import os
 import pathlib
 import re
-import stat
-import secrets
-import sys
 import sysconfig
-from typing import Dict, Iterable, List, Optional, Sequence, Union
+from typing import List, Optional
 
+from . import _inline_sources
+from ._argv import Functions, build_argv
+from ._argv import _resolve_arch
 from ._binary import find_binary, run_bekc
-from ._errors import BekcError, CacheError, UnsupportedArchError
+from ._errors import BekcError, CacheError
 from ._loader import Module, load
 
 __all__ = [
@@ -38,8 +37,6 @@ __all__ = [
 ]
 
 _CACHE_DIR_OVERRIDE: Optional[str] = None
-
-Functions = Union[Dict[str, Union[Sequence[str], str]], Sequence[str], None]
 
 
 # --------------------------------------------------------------------------- cache dir
@@ -87,168 +84,18 @@ def clear_cache(name: Optional[str] = None) -> int:
     return int(m.group(0)) if m else 0
 
 
-# bekc's inline sources: <cache>/src/<sha256 of the text>/<stem>.cu|.cpp, and
-# the temporaries _ensure_source_file writes beside them.
-_INLINE_DIR_NAME = re.compile(r"[0-9a-f]{64}")
-_INLINE_FILE_NAME = re.compile(r"(?:[A-Za-z0-9_+][A-Za-z0-9_.+-]*|\.tmp-\d+-[0-9a-f]{16})"
-                               r"\.(?:cu|cpp)")
-
-
+# --------------------------------------------------------------------------- inline sources
+# (_inline_sources.py), in the cache this module chooses.
 def _remove_inline_sources(name: Optional[str]) -> None:
-    """Removes the inline sources under <cache>/src: only names bekc writes
-    there (a project's own src/ in a directory used as the cache stays), never
-    following a link. With `name`, only that module's files."""
-    try:
-        root = _open_dir_nofollow(get_cache_dir(), ["src"], create=False)
-    except OSError:
-        return  # missing, or a link: not ours to walk
-    safe = _safe_file_stem(name) if name is not None else None
-    try:
-        for sub in os.listdir(root):
-            if not _INLINE_DIR_NAME.fullmatch(sub):
-                continue
-            try:
-                d = os.open(sub, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=root)
-            except OSError:
-                if safe is None:  # one of bekc's names, but a link or a file: it goes
-                    try:
-                        os.unlink(sub, dir_fd=root)  # a link itself, never its target
-                    except OSError:
-                        pass
-                continue
-            try:
-                for entry in os.listdir(d):
-                    ours = (entry in (safe + ".cu", safe + ".cpp") if safe is not None
-                            else _INLINE_FILE_NAME.fullmatch(entry))
-                    if not ours:
-                        continue
-                    try:
-                        st = os.stat(entry, dir_fd=d, follow_symlinks=False)
-                        if not stat.S_ISDIR(st.st_mode):
-                            os.unlink(entry, dir_fd=d)  # a link itself, never its target
-                    except OSError:
-                        pass
-            finally:
-                os.close(d)
-            if safe is None:
-                try:
-                    os.rmdir(sub, dir_fd=root)  # only when nothing else is left in it
-                except OSError:
-                    pass
-    finally:
-        os.close(root)
-    if name is None:
-        try:
-            cache = _open_dir_nofollow(get_cache_dir(), [], create=False)
-        except OSError:
-            return
-        try:
-            os.rmdir("src", dir_fd=cache)
-        except OSError:
-            pass
-        finally:
-            os.close(cache)
+    _inline_sources.remove_inline_sources(get_cache_dir(), name)
 
 
-# --------------------------------------------------------------------------- argv
-# The words bekc's --arch takes besides architectures (brainevent takes none).
-_ARCH_WORDS = {"native", "auto"}
-# nvcc's architecture names: sm_ and two or three digits, maybe one letter.
-_ARCH_NAME = re.compile(r"sm_\d{2,3}[a-z]?")
-# brainevent's environment pin, read when no compute_capability is given.
-ARCH_ENV = "BRAINEVENT_COMPUTE_CAPABILITIES"
+def _inline_source_path(text: str, name: str, ext: str) -> str:
+    return _inline_sources.inline_source_path(get_cache_dir(), text, name, ext)
 
 
-def _arch_tokens(cc) -> list:
-    """Comma-split, stripped, non-empty tokens of a string, int or list of them."""
-    items = list(cc) if isinstance(cc, (list, tuple)) else [cc]
-    tokens: list = []
-    for item in items:
-        if isinstance(item, bool):
-            raise TypeError(f"compute_capability must be a string like 'sm_86', got {item!r}")
-        if isinstance(item, int):
-            tokens.append(str(item))
-            continue
-        tokens += [p.strip() for p in str(item).split(",") if p.strip()]
-    return tokens
-
-
-def _normalize_arch_token(token: str, whole) -> str:
-    """One token in brainevent's rule: case and a sm_/compute_ prefix do not
-    matter, a trailing letter is a suffix ("9.0a"), dots are dropped ("8.6",
-    "12.0"); what is left must be two or three digits, major version 2 or more."""
-    s = token.strip().lower()
-    if s in _ARCH_WORDS:
-        return s
-    for prefix in ("sm_", "compute_"):
-        if s.startswith(prefix):
-            s = s[len(prefix):]
-            break
-    suffix = s[-1] if s and s[-1].isalpha() else ""
-    digits = s[:len(s) - len(suffix)].replace(".", "")
-    arch = f"sm_{digits}{suffix}"
-    if not (digits.isascii() and digits.isdigit() and _ARCH_NAME.fullmatch(arch)):
-        raise ValueError(
-            f"compute_capability {whole!r}: {token!r} is not a compute capability; use e.g. "
-            f"'sm_86', '8.6', '86', 'compute_86' or '9.0a', a list or comma-separated "
-            f"string of those, or 'native'/'auto'")
-    if int(digits[:-1]) < 2:
-        raise UnsupportedArchError(
-            f"compute_capability {whole!r}: {token!r} is {arch}, and no CUDA GPU has a "
-            f"major version below 2")
-    return arch
-
-
-def _normalize_arch(cc) -> Optional[str]:
-    """brainevent's compute-capability spellings -> bekc's ``--arch`` LIST.
-
-    ``"8.6"``, ``"86"``, ``86``, ``"sm_86"``, ``"SM_86"``, ``"compute_86"`` all
-    mean ``sm_86`` (SASS, plus PTX for the highest, as in brainevent); lists and
-    comma-separated strings are split and de-duplicated. ``None``, ``""`` and an
-    empty list give ``None``: no explicit choice (brainevent then looks at its
-    pins, see :func:`_resolve_arch`).
-    """
-    if cc is None:
-        return None
-    tokens = _arch_tokens(cc)
-    out: List[str] = []
-    for t in tokens:
-        n = _normalize_arch_token(t, cc)
-        if n not in out:
-            out.append(n)
-    if len(out) > 1 and any(n in _ARCH_WORDS for n in out):
-        raise ValueError(f"compute_capability {cc!r}: 'native', 'auto', 'all' and "
-                         f"'all-major' cannot be combined with other architectures")
-    return ",".join(out) or None
-
-
-def _pinned_arch() -> Optional[str]:
-    """brainevent's pins, in its order: ``brainevent.config.set_compute_capability``,
-    then ``$BRAINEVENT_COMPUTE_CAPABILITIES``.
-
-    The first is process state of an imported brainevent, so it is read only
-    when ``brainevent.config`` is already in ``sys.modules`` (nothing else can
-    have set it); bekc never imports brainevent for it.
-    """
-    config = sys.modules.get("brainevent.config")
-    getter = getattr(config, "get_compute_capability", None)
-    if getter is not None:
-        arch = _normalize_arch(getter())
-        if arch:
-            return arch
-    env = os.environ.get(ARCH_ENV, "").strip()
-    if env:
-        try:
-            return _normalize_arch(env)
-        except ValueError as e:
-            raise ValueError(f"${ARCH_ENV}: {e}") from None
-    return None
-
-
-def _resolve_arch(cc) -> Optional[str]:
-    """The CUDA loaders' ``--arch``: ``compute_capability``, else brainevent's pins,
-    else ``None`` (bekc's default, ``auto``: the GPUs present)."""
-    return _normalize_arch(cc) or _pinned_arch()
+def _ensure_source_file(path: str, text: str) -> None:
+    _inline_sources.ensure_source_file(get_cache_dir(), path, text)
 
 
 # --------------------------------------------------------------------------- include dirs
@@ -282,259 +129,6 @@ def _xla_include_dir() -> Optional[str]:
         return os.path.realpath(inc)
     return None
 
-
-def _check_token(text: str, what: str) -> str:
-    if not text or any(c in text for c in ",= \t\n\r\0"):
-        raise ValueError(f"invalid {what} {text!r}: must be non-empty, without ',', '=' or spaces")
-    return text
-
-
-def _function_args(functions: Functions) -> List[str]:
-    if functions is None:
-        return []
-    if isinstance(functions, dict):
-        if not functions:
-            raise ValueError("functions={} names no function; pass None to use // @BE annotations")
-        args = []
-        for fn, spec in functions.items():
-            _check_token(str(fn), "function name")
-            toks = spec.split(",") if isinstance(spec, str) else list(spec)
-            toks = [_check_token(str(t).strip(), f"arg_spec token of {fn}") for t in toks]
-            args.append(f"--function={fn}={','.join(toks)}")
-        return args
-    if isinstance(functions, str):
-        functions = [functions]
-    names = [_check_token(str(f), "function name") for f in functions]
-    if not names:
-        raise ValueError("functions=[] names no function; pass None to use // @BE annotations")
-    # Bare names: bekc infers each arg_spec from the C++ signature.
-    return [f"--function={n}" for n in names]
-
-
-def build_argv(
-    inputs: Iterable[str],
-    *,
-    name: str,
-    functions: Functions = None,
-    flag_kind: str = "cuda",
-    extra_flags: Optional[Sequence[str]] = None,
-    extra_ldflags: Optional[Sequence[str]] = None,
-    extra_include_paths: Optional[Sequence[str]] = None,
-    build_directory: Optional[str] = None,
-    verbose: bool = False,
-    compute_capability=None,
-    force_rebuild: bool = False,
-    target_prefix: Optional[str] = None,
-    ninja_workers: Optional[int] = None,
-    optimization_level: int = 3,
-    use_fast_math: bool = False,
-    allow_cuda_graph: bool = True,
-    cache_dir: Optional[str] = None,
-    binary: str = "bekc",
-    brainevent_include: Optional[str] = None,
-    xla_include: Optional[str] = None,
-) -> List[str]:
-    """The ``bekc build`` argument vector for a brainevent-style call.
-
-    ``flag_kind`` is ``"cuda"`` (``extra_flags`` become ``--cuda-flag=F``, each
-    ``extra_ldflags`` entry one ``--linker-arg=E``: one argument for the
-    linker, as brainevent's ``-Xlinker E``) or ``"cxx"`` (``--cxx-flag=F`` and
-    ``--ldflag=E``: the entry goes to the compiler driver as it is, as in
-    brainevent). An ``extra_ldflags`` entry that cannot be passed that way
-    raises ``TypeError``/``ValueError`` naming it. ``brainevent_include`` is
-    added as ``-I`` after ``extra_include_paths`` (the user's directories are
-    never shadowed), ``xla_include`` as ``--xla-include``; the loaders fill both
-    in from the installed packages. Options with values use the
-    ``--opt=value`` form so values starting with ``-`` are never mistaken for
-    options; paths are made absolute.
-    """
-    if not isinstance(name, str) or not name or "\0" in name:
-        raise ValueError(f"name must be a non-empty string, got {name!r}")
-    if isinstance(optimization_level, bool) or optimization_level not in (0, 1, 2, 3):
-        raise ValueError(f"optimization_level must be 0, 1, 2 or 3, got {optimization_level!r}")
-    if flag_kind not in ("cuda", "cxx"):
-        raise ValueError(f"flag_kind must be 'cuda' or 'cxx', got {flag_kind!r}")
-    argv = [binary, "build"]
-    argv += [os.path.abspath(os.fspath(p)) for p in inputs]
-    argv += [f"--name={name}", "--json", f"-O{optimization_level}"]
-    if verbose:
-        argv.append("-v")
-    if target_prefix:  # brainevent: `target_prefix or name`
-        argv.append(f"--target-prefix={target_prefix}")
-    if use_fast_math:
-        argv.append("--fast-math")
-    arch = _normalize_arch(compute_capability)
-    if arch:
-        argv.append(f"--arch={arch}")
-    for inc in _as_paths(extra_include_paths):
-        if not inc:
-            # abspath("") would quietly name the working directory.
-            raise ValueError("extra_include_paths entry '' is empty; leave it out")
-        argv += ["-I", os.path.abspath(inc)]
-    if brainevent_include:
-        argv += ["-I", brainevent_include]
-    if xla_include:
-        argv.append(f"--xla-include={xla_include}")
-    opt = "--cuda-flag" if flag_kind == "cuda" else "--cxx-flag"
-    for f in _as_list(extra_flags, "extra flags"):
-        if isinstance(f, str) and not f:
-            # bekc refuses an empty flag (exit 2); say which list held it.
-            raise ValueError("extra compiler flags entry '' is empty; leave it out")
-        argv.append(f"{opt}={f}")
-    argv += _linker_args(extra_ldflags, flag_kind)
-    if not allow_cuda_graph:
-        argv.append("--no-cuda-graph")
-    if force_rebuild:
-        argv.append("--force")
-    if ninja_workers is not None:
-        if isinstance(ninja_workers, bool) or int(ninja_workers) < 1:
-            raise ValueError(f"ninja_workers must be a positive integer, got {ninja_workers!r}")
-        argv += ["-j", str(int(ninja_workers))]
-    if cache_dir:
-        argv.append(f"--cache-dir={cache_dir}")
-    if build_directory is not None:
-        argv += ["-o", os.path.abspath(os.fspath(build_directory))]
-    argv += _function_args(functions)
-    return argv
-
-
-def _as_paths(paths) -> List[str]:
-    if paths is None:
-        return []
-    if isinstance(paths, (str, os.PathLike)):
-        return [os.fspath(paths)]
-    return [os.fspath(p) for p in paths]
-
-
-def _linker_args(entries, flag_kind: str) -> List[str]:
-    """brainevent's ``extra_ldflags`` as bekc options, each entry checked first.
-
-    CUDA: brainevent passes each entry to the host linker as one argument
-    (``-Xlinker E``); bekc's ``--linker-arg=E`` does the same. nvcc splits an
-    ``-Xlinker`` value at commas, so an entry with a comma cannot reach the
-    linker whole and is refused here. C++: each entry goes to the compiler
-    driver as it is (``--ldflag=E``), so ``-Wl,-rpath,/x`` is fine there.
-    """
-    if entries is None:
-        return []
-    if isinstance(entries, (str, os.PathLike)):
-        entries = [entries]  # one entry; a list is expected, but be forgiving
-    cuda = flag_kind == "cuda"
-    out = []
-    for e in entries:
-        value = os.fspath(e) if isinstance(e, os.PathLike) else e
-        if not isinstance(value, str):
-            raise TypeError(f"extra_ldflags entry {e!r} is not a string")
-        if not value:
-            raise ValueError("extra_ldflags entry '' is empty; leave it out")
-        if "\0" in value or "\n" in value or "\r" in value:
-            raise ValueError(f"extra_ldflags entry {value!r} contains a NUL or a line break, "
-                             f"which no linker argument can hold")
-        if cuda and "," in value:
-            raise ValueError(
-                f"extra_ldflags entry {value!r} has a comma: a CUDA build passes each entry "
-                f"to the linker as one argument through nvcc's -Xlinker, which splits at "
-                f"commas. Pass the parts as separate entries (e.g. '-rpath=/dir' instead of "
-                f"'-Wl,-rpath,/dir').")
-        out.append(("--linker-arg=" if cuda else "--ldflag=") + value)
-    return out
-
-
-def _as_list(flags, what: str) -> List[str]:
-    if flags is None:
-        return []
-    if isinstance(flags, str):
-        return [flags]  # one flag; a list is expected, but be forgiving
-    out = []
-    for f in flags:
-        if not isinstance(f, str):
-            raise TypeError(f"{what} must be strings, got {f!r}")
-        out.append(f)
-    return out
-
-
-# --------------------------------------------------------------------------- inline sources
-def _safe_file_stem(name: str) -> str:
-    stem = re.sub(r"[^A-Za-z0-9_.+-]", "_", name).lstrip(".-")
-    return stem or "module"
-
-
-def _join_sources(sources) -> str:
-    if isinstance(sources, (list, tuple)):
-        return "\n\n".join(sources)
-    if not isinstance(sources, str):
-        raise TypeError(f"sources must be a string or a list of strings, got {type(sources).__name__}")
-    return sources
-
-
-def _inline_source_path(text: str, name: str, ext: str) -> str:
-    sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return os.path.join(get_cache_dir(), "src", sha, _safe_file_stem(name) + ext)
-
-
-def _open_dir_nofollow(root: str, parts: List[str], create: bool) -> int:
-    """A descriptor of root/parts..., each component opened without following
-    a link (the cache may be shared: a planted link must not send a write
-    elsewhere). The root itself is the user's choice and is followed."""
-    if create:
-        os.makedirs(root, exist_ok=True)
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        for part in parts:
-            flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
-            try:
-                nxt = os.open(part, flags, dir_fd=fd)
-            except FileNotFoundError:
-                if not create:
-                    raise
-                try:
-                    os.mkdir(part, dir_fd=fd)
-                except FileExistsError:
-                    pass
-                nxt = os.open(part, flags, dir_fd=fd)
-            os.close(fd)
-            fd = nxt
-        return fd
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def _read_regular_at(dir_fd: int, name: str, limit: int) -> Optional[bytes]:
-    """The bytes of a regular file (no link, FIFO or device), or None."""
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
-            return None
-        return f.read(limit + 1)
-
-
-def _ensure_source_file(path: str, text: str) -> None:
-    data = text.encode("utf-8")
-    root = get_cache_dir()
-    rel = os.path.relpath(path, root).split(os.sep)
-    d = _open_dir_nofollow(root, rel[:-1], create=True)
-    try:
-        if _read_regular_at(d, rel[-1], len(data)) == data:
-            return
-        tmp = f".tmp-{os.getpid()}-{secrets.token_hex(8)}{os.path.splitext(path)[1]}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666, dir_fd=d)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, rel[-1], src_dir_fd=d, dst_dir_fd=d)
-        except BaseException:
-            try:
-                os.unlink(tmp, dir_fd=d)
-            except OSError:
-                pass
-            raise
-    finally:
-        os.close(d)
 
 
 def _build_and_load(argv_tail: List[str], *, verbose: bool, auto_register: bool,
@@ -596,7 +190,7 @@ def _loader_argv(inputs, *, flag_kind: str, compute_capability=None, **options) 
 def _load_inline(name, sources, ext, flag_kind, functions, extra_flags, *, replace,
                  auto_register, **options) -> Module:
     """``options``: the keyword arguments of :func:`build_argv` a loader takes."""
-    text = _join_sources(sources)
+    text = _inline_sources.join_sources(sources)
     src = _inline_source_path(text, name, ext)
     argv = _loader_argv([src], name=name, functions=functions, flag_kind=flag_kind,
                         extra_flags=extra_flags, **options)
