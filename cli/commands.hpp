@@ -26,11 +26,6 @@ Action add_config_command(CLI::App& app);
 Settings load_settings_or_exit(const std::optional<std::string>& cache_dir_flag,
                                bool quiet = false);
 
-// The options that override bekc.conf's settings, for `build` and `config`.
-void add_setting_options(CLI::App* cmd, std::optional<std::string>& cache_dir,
-                         std::optional<std::string>& remote_cache, bool& remote_read_only,
-                         std::optional<std::string>& launcher);
-
 int run(int argc, char** argv);
 
 }  // namespace bekc::cli

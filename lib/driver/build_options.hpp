@@ -1,5 +1,7 @@
-// Everything `bekc build` accepts (SPEC §4), as plain data. The CLI fills it;
-// the Python compatibility layer reaches it through the same flags.
+// Everything `bekc build` accepts (SPEC §4), as plain data. The CLI fills it
+// (driver/build_args.hpp defines the options and writes a value back as an
+// argument vector); the Python compatibility layer reaches it through the
+// same flags.
 #pragma once
 
 #include <optional>
@@ -33,6 +35,8 @@ struct BuildOptions {
     bool remote_read_only = false;
     int jobs = 0;  // 0: one per core
     bool json = false, verbose = false, quiet = false, dry_run = false, explain_key = false;
+
+    bool operator==(const BuildOptions&) const = default;
 };
 
 }  // namespace bekc

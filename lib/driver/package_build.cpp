@@ -13,14 +13,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "driver/build_args.hpp"
 #include "driver/compile_times.hpp"
-#include "toolchain/xla_headers.hpp"
 #include "run/interrupt.hpp"
 #include "run/jobserver.hpp"
 #include "run/parallel.hpp"
 #include "scan/includes.hpp"
 #include "scan/scanner.hpp"
 #include "store/layout.hpp"
+#include "toolchain/xla_headers.hpp"
 #include "util/env.hpp"
 #include "util/error.hpp"
 
@@ -83,44 +84,43 @@ std::vector<Command> package_commands(const BuildOptions& o,
     // jaxlib beside the package first: the one its importer finds.
     auto xla = find_xla_headers(o.xla_include, system_env(),
                                 {package.parent_path(), resolved_path(package).parent_path()});
-    std::vector<std::string> common;
-    for (const auto& d : o.flags.include_dirs) common.push_back("-I" + fs::absolute(d).string());
-    common.push_back("-I" + include.string());
-    if (xla) common.push_back("--xla-include=" + xla->dir.string());
-    common.push_back("-O" + std::to_string(o.flags.opt_level));
-    if (o.flags.fast_math) common.push_back("--fast-math");
-    if (o.arch != "auto") common.push_back("--arch=" + o.arch);
-    if (o.flags.cxx_std != "c++17") common.push_back("--std=" + o.flags.cxx_std);
-    for (const auto& d : o.flags.defines) common.push_back("-D" + d);
-    for (const auto& f : o.flags.cuda_flags) common.push_back("--cuda-flag=" + f);
-    for (const auto& f : o.flags.cxx_flags) common.push_back("--cxx-flag=" + f);
-    for (const auto& f : o.flags.ldflags) common.push_back("--ldflag=" + f);
-    for (const auto& f : o.flags.linker_args) common.push_back("--linker-arg=" + f);
-    common.push_back("--cache-dir=" + resolve_cache_root(o.cache_dir, system_env()).string());
-    if (o.nvcc) common.push_back("--nvcc=" + *o.nvcc);
-    if (o.nvcc_prefer) common.push_back("--nvcc-prefer=" + *o.nvcc_prefer);
-    if (o.brainevent_nvcc) common.push_back("--brainevent-nvcc=" + *o.brainevent_nvcc);
-    for (const auto& site : o.python_sites) common.push_back("--python-site=" + site);
-    if (o.cxx) common.push_back("--cxx=" + *o.cxx);
-    if (o.launcher) common.push_back("--launcher=" + *o.launcher);
-    if (o.remote_cache) common.push_back("--remote-cache=" + *o.remote_cache);
-    if (o.remote_read_only) common.push_back("--remote-cache-read-only");
-    if (o.force) common.push_back("--force");
-    if (o.no_cuda_graph) common.push_back("--no-cuda-graph");
-    common.push_back("--json");
-    common.push_back(o.verbose ? "-v" : "-q");
+    // The options every module's build shares; what a child does not take
+    // (outputs, exports, --dry-run, ...) stays at its default.
+    BuildOptions common;
+    common.flags = o.flags;
+    for (auto& d : common.flags.include_dirs) d = fs::absolute(d).string();
+    common.flags.include_dirs.push_back(include.string());
+    if (xla) common.xla_include = xla->dir.string();
+    common.arch = o.arch;
+    common.cache_dir = resolve_cache_root(o.cache_dir, system_env()).string();
+    common.nvcc = o.nvcc;
+    common.nvcc_prefer = o.nvcc_prefer;
+    common.brainevent_nvcc = o.brainevent_nvcc;
+    common.python_sites = o.python_sites;
+    common.cxx = o.cxx;
+    common.launcher = o.launcher;
+    common.remote_cache = o.remote_cache;
+    common.remote_read_only = o.remote_read_only;
+    common.force = o.force;
+    common.no_cuda_graph = o.no_cuda_graph;
+    common.json = true;
+    common.verbose = o.verbose;
+    common.quiet = !o.verbose;
     auto makeflags = system_env()("MAKEFLAGS");
     const bool under_jobserver = makeflags && parse_makeflags(*makeflags);
     std::vector<Command> out;
     for (size_t i = 0; i < modules.size(); ++i) {
         const PackageModule& m = modules[i];
-        Command c;
-        c.argv = {self.string(), "build", m.source.string(), "--name=" + m.name};
-        c.argv.insert(c.argv.end(), common.begin(), common.end());
+        BuildOptions child = common;
+        child.inputs = {m.source.string()};
+        child.name = m.name;
         // The parallelism is across modules; a child gets more than one slot
         // (nvcc --threads) only where the package leaves it them.
-        c.slots = i < slots.size() ? slots[i] : 1;
-        c.argv.insert(c.argv.end(), {"-j", std::to_string(c.slots)});
+        child.jobs = i < slots.size() ? slots[i] : 1;
+        Command c;
+        c.argv = {self.string(), "build"};
+        for (auto& arg : to_argv(child)) c.argv.push_back(std::move(arg));
+        c.slots = child.jobs;
         // The parent holds make's jobserver tokens for all of its children.
         if (under_jobserver) c.env_overrides = {{"MAKEFLAGS", ""}};
         c.description = m.source.filename().string() + " as " + m.name;

@@ -16,6 +16,8 @@ struct CompileFlags {
     std::vector<std::string> include_dirs, defines, cuda_flags, cxx_flags, ldflags;
     // Each handed to the linker as exactly one argument (`-Xlinker ARG`).
     std::vector<std::string> linker_args;
+
+    bool operator==(const CompileFlags&) const = default;
 };
 
 // What the plan compiles with: the user's flags, include directories made

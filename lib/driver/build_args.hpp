@@ -1,0 +1,31 @@
+// `bekc build`'s command line in both directions: the CLI11 definition of
+// every option (which the CLI parses with) and `to_argv`, which writes a
+// BuildOptions value back as the arguments that parse to it. The package
+// prebuild writes its child builds through `to_argv`, so a new option is
+// defined here once, and tests/unit/test_build_args.cpp checks that
+// parsing `to_argv(o)` gives `o` back.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "driver/build_options.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace bekc {
+
+// Adds the inputs and every option of `bekc build` to `cmd`, filling `o`.
+void add_build_options(CLI::App& cmd, BuildOptions& o);
+
+// The arguments after `bekc build` that parse to `o`: the inputs, then each
+// option that differs from its default, values joined as `--option=VALUE`
+// (or `-IDIR`), so a value that starts with '-' is never read as an option.
+// Inputs that start with '-' come last, after `--`. An empty value is written
+// only for --remote-cache, the one option that takes one (as two arguments,
+// `--remote-cache ""`).
+std::vector<std::string> to_argv(const BuildOptions& o);
+
+}  // namespace bekc
