@@ -12,6 +12,7 @@
 #include "scan/python_path.hpp"
 #include "scan/scanner.hpp"
 #include "scan/spec.hpp"
+#include "scan/symbols.hpp"
 
 namespace bekc {
 
@@ -34,8 +35,16 @@ bool key_neutral(const std::string& keyword) {
     return kNeutral.count(keyword) > 0;
 }
 
+// Why `bekc build --name` would refuse `name`, empty when it takes it.
+std::string module_name_refusal(const std::string& name) {
+    if (std::string problem = module_name_problem(name); !problem.empty()) return problem;
+    if (name.size() > kMaxModuleNameLength)
+        return "is longer than " + std::to_string(kMaxModuleNameLength) + " characters";
+    return {};
+}
+
 bool valid_module_name(const std::string& name) {
-    return is_cxx_identifier(name) && name.size() <= kMaxModuleNameLength;
+    return module_name_refusal(name).empty();
 }
 
 // "a", "a and b", "a, b and c".
@@ -56,8 +65,7 @@ std::vector<std::string> irreproducible(const KernelLoad& load, const std::strin
     for (const auto& k : load.keywords)
         if (!key_neutral(k)) why.push_back(k);
     if (why.empty() && !name.empty() && !valid_module_name(name))
-        why.push_back("the name '" + name + "', which is not a C++ identifier of at most " +
-                      std::to_string(kMaxModuleNameLength) + " characters");
+        why.push_back("the name '" + name + "', which " + module_name_refusal(name));
     return why;
 }
 
