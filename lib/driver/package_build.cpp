@@ -14,13 +14,14 @@
 #include <nlohmann/json.hpp>
 
 #include "driver/compile_times.hpp"
-#include "toolchain/xla_headers.hpp"
+#include "driver/fatal.hpp"
 #include "run/interrupt.hpp"
 #include "run/jobserver.hpp"
 #include "run/parallel.hpp"
 #include "scan/includes.hpp"
 #include "scan/scanner.hpp"
 #include "store/layout.hpp"
+#include "toolchain/xla_headers.hpp"
 #include "util/env.hpp"
 #include "util/error.hpp"
 
@@ -81,8 +82,9 @@ std::vector<Command> package_commands(const BuildOptions& o,
     // Named explicitly, so each child keys on it whether or not its source
     // includes XLA's headers: bekc's Python loaders always pass it too. The
     // jaxlib beside the package first: the one its importer finds.
-    auto xla = find_xla_headers(o.xla_include, system_env(),
-                                {package.parent_path(), resolved_path(package).parent_path()});
+    auto xla =
+        or_fatal(find_xla_headers(o.xla_include, system_env(),
+                                  {package.parent_path(), resolved_path(package).parent_path()}));
     std::vector<std::string> common;
     for (const auto& d : o.flags.include_dirs) common.push_back("-I" + fs::absolute(d).string());
     common.push_back("-I" + include.string());
@@ -96,7 +98,8 @@ std::vector<Command> package_commands(const BuildOptions& o,
     for (const auto& f : o.flags.cxx_flags) common.push_back("--cxx-flag=" + f);
     for (const auto& f : o.flags.ldflags) common.push_back("--ldflag=" + f);
     for (const auto& f : o.flags.linker_args) common.push_back("--linker-arg=" + f);
-    common.push_back("--cache-dir=" + resolve_cache_root(o.cache_dir, system_env()).string());
+    common.push_back("--cache-dir=" +
+                     or_fatal(resolve_cache_root(o.cache_dir, system_env())).string());
     if (o.nvcc) common.push_back("--nvcc=" + *o.nvcc);
     if (o.nvcc_prefer) common.push_back("--nvcc-prefer=" + *o.nvcc_prefer);
     if (o.brainevent_nvcc) common.push_back("--brainevent-nvcc=" + *o.brainevent_nvcc);
@@ -156,8 +159,7 @@ int run_package_build(const BuildOptions& o) {
     const fs::path& root = plan.root;
     const std::vector<PackageModule>& modules = plan.modules;
     if (plan.files == 0)
-        throw FatalError(o.inputs.front() + ": error: the package holds no kernel file",
-                         kExitUsage);
+        fatal(Error::at(ErrorKind::Usage, o.inputs.front(), 0, "the package holds no kernel file"));
     // The plan, the same for --dry-run and the build.
     if (!o.quiet) {
         std::fprintf(stderr, "%s\n", plan.summary().c_str());
@@ -165,7 +167,7 @@ int run_package_build(const BuildOptions& o) {
     }
     // The modules that took longest last time start first, so the build does
     // not end waiting on one straggler (driver/compile_times.hpp).
-    CompileTimes times(resolve_cache_root(o.cache_dir, system_env()));
+    CompileTimes times(or_fatal(resolve_cache_root(o.cache_dir, system_env())));
     auto timing_name = [](const PackageModule& m) {
         return "package:" + m.source.string() + ":" + m.name;
     };
@@ -174,8 +176,7 @@ int run_package_build(const BuildOptions& o) {
     std::error_code ec;
     fs::path self = fs::read_symlink("/proc/self/exe", ec);
     if (ec)
-        throw FatalError("bekc: error: cannot find its own executable: " + ec.message(),
-                         kExitInternal);
+        fatal(Error::make(ErrorKind::Internal, "cannot find its own executable: " + ec.message()));
     // Under `make -jN` the slots come from make's jobserver (run/jobserver.hpp).
     JobSlots job_slots = JobSlots::take(
         o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
