@@ -9,6 +9,7 @@
 #include "commands.hpp"
 #include "driver/build.hpp"
 #include "driver/build_args.hpp"
+#include "driver/fatal.hpp"
 #include "driver/inputs.hpp"
 #include "driver/package_build.hpp"
 #include "store/layout.hpp"
@@ -23,18 +24,13 @@ using Clock = std::chrono::steady_clock;
 // A cache that cannot be used (not writable, another user's, a $HOME
 // without .cache): the error, then which cache it is and the three ways to
 // choose another. Nothing for other errors.
-std::optional<std::string> cache_way_out(const FatalError& e, const BuildOptions& o,
+std::optional<std::string> cache_way_out(const Error& e, const BuildOptions& o,
                                          const EnvLookup& env) {
-    if (e.exit_code() != kExitCache) return std::nullopt;
-    std::string root;
-    try {
-        root = resolve_cache_root(o.cache_dir, env).string();
-    } catch (const FatalError&) {
+    if (e.kind != ErrorKind::Cache) return std::nullopt;
+    auto root = resolve_cache_root(o.cache_dir, env);
+    if (!root || root->empty() || e.render().find(root->string()) == std::string::npos)
         return std::nullopt;
-    }
-    std::string message = e.what();
-    if (root.empty() || message.find(root) == std::string::npos) return std::nullopt;
-    return message + "\nnote: the cache is " + root +
+    return "the cache is " + root->string() +
            "; choose another with --cache-dir DIR, $BEKC_CACHE_DIR=DIR, or "
            "bekc.set_cache_dir(DIR) from Python";
 }
@@ -46,7 +42,7 @@ int build(const BuildOptions& o) {
         // Each module is a child `bekc build`, which logs and counts itself;
         // it gets the cache directory the settings chose.
         BuildOptions package = o;
-        package.cache_dir = resolve_cache_root(o.cache_dir, env).string();
+        package.cache_dir = or_fatal(resolve_cache_root(o.cache_dir, env)).string();
         return run_package_build(package);
     }
     ProcessRunner runner;
@@ -58,17 +54,20 @@ int build(const BuildOptions& o) {
     try {
         r = run_build(o, context);
     } catch (const FatalError& e) {
+        // The one recovery on the fatal path: a failed build is counted and
+        // logged, then the error goes on to main().
         if (!o.dry_run) {
             account_failure(o, env);
             log_build(o, nullptr, nullptr, e.exit_code(),
                       std::chrono::duration<double>(Clock::now() - start).count(), env);
         }
-        if (auto note = cache_way_out(e, o, env)) throw FatalError(*note, e.exit_code());
+        Error error = e.error();
+        if (auto note = cache_way_out(error, o, env)) fatal(std::move(error.note(*note)));
         throw;
     }
-    if (o.dry_run) return r.exit_code;
+    if (o.dry_run) return kExitOk;
     nlohmann::ordered_json why = account_build(o, r, env);
-    log_build(o, &r, why, r.exit_code, r.seconds_total, env);
+    log_build(o, &r, why, kExitOk, r.seconds_total, env);
     if (o.json) {
         nlohmann::ordered_json j = {
             {"manifest", r.manifest.string()},
@@ -84,7 +83,7 @@ int build(const BuildOptions& o) {
     } else {
         std::puts(r.manifest.c_str());
     }
-    return r.exit_code;
+    return kExitOk;
 }
 
 }  // namespace

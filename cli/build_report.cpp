@@ -29,12 +29,10 @@ struct Identity {
 };
 
 Identity identity_of(const BuildOptions& o) {
-    std::vector<fs::path> files;
-    try {
-        files = expand_inputs(o.inputs);
-    } catch (const FatalError&) {
-        files.assign(o.inputs.begin(), o.inputs.end());
-    }
+    // Inputs that cannot be expanded (the build failed on them) stand for
+    // themselves.
+    std::vector<fs::path> files =
+        expand_inputs(o.inputs).value_or(std::vector<fs::path>(o.inputs.begin(), o.inputs.end()));
     Identity id;
     for (const auto& f : files) id.inputs.push_back(fs::absolute(f).lexically_normal().string());
     id.module = !o.name.empty() ? o.name : files.empty() ? "" : files.front().stem().string();
@@ -43,12 +41,10 @@ Identity identity_of(const BuildOptions& o) {
 
 // The build's cache, when it exists and is bekc's.
 std::optional<Cache> cache_of(const BuildOptions& o, const EnvLookup& settings) {
+    auto root = resolve_cache_root(o.cache_dir, settings);
+    if (!root) return std::nullopt;
     std::optional<Cache> cache;
-    try {
-        cache.emplace(resolve_cache_root(o.cache_dir, settings));
-    } catch (const FatalError&) {
-        return std::nullopt;
-    }
+    cache.emplace(*root);
     auto ok = cache->is_cache();
     if (!ok || !*ok) return std::nullopt;
     return cache;
@@ -92,7 +88,7 @@ std::optional<std::string> append_line(const fs::path& path, const std::string& 
         fs::path root = fs::absolute(*cache_root).lexically_normal();
         if (path_is_under(log, root) && log != root) {
             auto appended = CacheDir(root).append(log.lexically_relative(root), line);
-            if (!appended) return appended.error();
+            if (!appended) return appended.error().message;
             return std::nullopt;
         }
     }
@@ -166,10 +162,7 @@ void log_build(const BuildOptions& o, const BuildResult* r, const nlohmann::orde
     };
     std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     std::optional<fs::path> cache_root;
-    try {
-        cache_root = resolve_cache_root(o.cache_dir, settings);
-    } catch (const FatalError&) {
-    }
+    if (auto root = resolve_cache_root(o.cache_dir, settings)) cache_root = *root;
     if (auto problem = append_line(*path, text, cache_root); problem && !o.quiet)
         std::fprintf(stderr, "bekc: warning: build log: %s\n", problem->c_str());
 }

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "driver/fatal.hpp"
 #include "store/cache.hpp"
 #include "store/layout.hpp"
 #include "store/size.hpp"
@@ -34,8 +35,8 @@ std::string format_time(std::chrono::system_clock::time_point t) {
 // Maintenance failures (not a cache, permission denied, read-only) exit 4
 // with the cause; nothing is reported as removed that was not.
 template <typename T>
-T or_fail(std::expected<T, std::string> result) {
-    if (!result) throw FatalError("bekc: error: " + result.error(), kExitCache);
+T or_fail(std::expected<T, Error> result) {
+    if (!result) fatal(Error::make(ErrorKind::Cache, result.error().message));
     return std::move(*result);
 }
 
@@ -90,7 +91,7 @@ int stats(Cache& cache, const Settings& settings, bool zero) {
     if (zero) {
         if (or_fail(cache.is_cache()))
             if (auto zeroed = zero_counters(cache.dir()); !zeroed)
-                throw FatalError("bekc: error: " + zeroed.error(), kExitCache);
+                fatal(Error::make(ErrorKind::Cache, zeroed.error().message));
         std::printf("statistics zeroed\n");
         return kExitOk;
     }
@@ -126,7 +127,7 @@ int prune(Cache& cache, const std::string& max_size, const Settings& settings) {
         bytes = or_fail(cache.size_limit(settings.lookup())).bytes;
     } else {
         auto parsed = parse_size(max_size);
-        if (!parsed) throw FatalError("bekc: error: --max-size " + parsed.error(), kExitUsage);
+        if (!parsed) fatal(Error::make(ErrorKind::Usage, "--max-size " + parsed.error().message));
         bytes = *parsed;
     }
     PruneReport r = or_fail(cache.prune(bytes));
@@ -139,10 +140,10 @@ int prune(Cache& cache, const std::string& max_size, const Settings& settings) {
 int max_size(Cache& cache, const std::string& value, const Settings& settings) {
     if (!value.empty()) {
         auto parsed = parse_size(value);
-        if (!parsed) throw FatalError("bekc: error: max-size " + parsed.error(), kExitUsage);
+        if (!parsed) fatal(Error::make(ErrorKind::Usage, "max-size " + parsed.error().message));
         or_fail(cache.is_cache());
         if (auto w = cache.store_size_limit(*parsed); !w)
-            throw FatalError("bekc: error: " + w.error(), kExitCache);
+            fatal(Error::make(ErrorKind::Cache, w.error().message));
     }
     auto limit = or_fail(cache.size_limit(settings.lookup()));
     std::printf("%s (%s)\n", limit.bytes ? format_size(limit.bytes).c_str() : "no limit",
@@ -180,7 +181,7 @@ Action add_cache_command(CLI::App& app) {
     for (auto* sub : {path, ls, st, clear, pr, ver, mx}) sub->fallthrough();
     return [=] {
         Settings settings = load_settings_or_exit(o->cache_dir);
-        Cache cache(resolve_cache_root(o->cache_dir, settings.lookup()));
+        Cache cache(or_fatal(resolve_cache_root(o->cache_dir, settings.lookup())));
         if (path->parsed()) {
             std::printf("%s\n", cache.path().c_str());
             return static_cast<int>(kExitOk);

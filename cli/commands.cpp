@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "driver/fatal.hpp"
 #include "run/interrupt.hpp"
 #include "scan/arg_spec.hpp"
 #include "util/error.hpp"
@@ -81,15 +82,13 @@ std::vector<std::string> checked_args(CLI::App& app, int argc, char** argv) {
         if (eq == std::string::npos) {
             // `--name VALUE`, `-D VALUE`: the value is not an option.
             if (++i < out.size() && out[i].empty() && !empty_value_allowed(*opt))
-                throw FatalError("bekc: error: " + shown_name(*opt) + " needs a non-empty value",
-                                 kExitUsage);
+                fatal(Error::make(ErrorKind::Usage, shown_name(*opt) + " needs a non-empty value"));
             continue;
         }
         if (eq + 1 != arg.size()) continue;  // --name=VALUE
         if (!empty_value_allowed(*opt))
-            throw FatalError("bekc: error: " + shown_name(*opt) + " needs a non-empty value ('" +
-                                 arg + "' gives none)",
-                             kExitUsage);
+            fatal(Error::make(ErrorKind::Usage, shown_name(*opt) + " needs a non-empty value ('" +
+                                                    arg + "' gives none)"));
         std::string name = arg.substr(0, eq);
         out[i] = "";
         out.insert(out.begin() + static_cast<std::ptrdiff_t>(i), name);
@@ -164,7 +163,7 @@ std::string usage_error(CLI::App& app, const std::vector<std::string>& args) {
             if (!known_option(current, arg, value)) {
                 std::string name = arg.substr(0, arg.find('='));
                 auto close = nearest_word(name, option_spellings(current));
-                return "bekc: error: unknown option '" + name + "'" +
+                return "unknown option '" + name + "'" +
                        (close ? "; did you mean " + *close + "?" : "") + "\nRun '" +
                        command_path(current) + " --help' for its options.";
             }
@@ -178,7 +177,7 @@ std::string usage_error(CLI::App& app, const std::vector<std::string>& args) {
             if (s->check_name(arg)) sub = s;
         if (!sub) {
             auto close = nearest_word(arg, subs);
-            return "bekc: error: unknown command '" + command_path(current) + " " + arg + "'" +
+            return "unknown command '" + command_path(current) + " " + arg + "'" +
                    (close ? "; did you mean '" + command_path(current) + " " + *close + "'?" : "") +
                    "\nThe commands of " + command_path(current) + " are " + listed(subs) + ".";
         }
@@ -208,11 +207,9 @@ void check_empty_values(CLI::App& app) {
         for (const auto& value : opt->results()) {
             if (!value.empty()) continue;
             if (opt->get_positional())
-                throw FatalError(
-                    "bekc: error: the " + opt->get_name(true) + " argument is an empty string",
-                    kExitUsage);
-            throw FatalError("bekc: error: " + shown_name(*opt) + " needs a non-empty value",
-                             kExitUsage);
+                fatal(Error::make(ErrorKind::Usage,
+                                  "the " + opt->get_name(true) + " argument is an empty string"));
+            fatal(Error::make(ErrorKind::Usage, shown_name(*opt) + " needs a non-empty value"));
         }
     }
     for (CLI::App* sub : app.get_subcommands({})) check_empty_values(*sub);
@@ -261,7 +258,7 @@ int run_command(int argc, char** argv) {
         } catch (const CLI::ParseError& e) {
             if (e.get_exit_code() != 0)
                 if (std::string why = usage_error(app, args); !why.empty())
-                    throw FatalError(why, kExitUsage);
+                    fatal(Error::make(ErrorKind::Usage, why));
             // CLI11 uses exit code 0 for --help/--version; everything else is a usage error.
             // Through stdio, whose errors check_stdout() reports (std::endl
             // would flush std::cout, and the error number with it).
@@ -281,6 +278,9 @@ int run_command(int argc, char** argv) {
             std::fputc('\n', stderr);
         }
         return e.exit_code();
+    } catch (const InternalError& e) {
+        std::fprintf(stderr, "%s\n", e.what());
+        return kExitInternal;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "bekc: internal error: %s\n", e.what());
         return kExitInternal;

@@ -5,6 +5,7 @@
 
 #include "commands.hpp"
 #include "config/setting_options.hpp"
+#include "driver/fatal.hpp"
 #include "store/cache.hpp"
 #include "store/size.hpp"
 #include "util/error.hpp"
@@ -33,7 +34,7 @@ SettingValue default_of(const SettingInfo& s, const fs::path& root, const EnvLoo
     if (s.key == "cache_dir") return {root.string(), "default"};
     if (s.key == "max_size") {
         auto limit = Cache(root).size_limit(env);
-        if (!limit) return {"", limit.error()};
+        if (!limit) return {"", limit.error().message};
         return {limit->bytes ? format_size(limit->bytes) : "0 (no limit)",
                 limit->source == "default" ? "default" : (root / limit->source).string()};
     }
@@ -44,7 +45,7 @@ SettingValue default_of(const SettingInfo& s, const fs::path& root, const EnvLoo
 int show(const ConfigOptions& o) {
     Settings settings = load_settings_or_exit(o.cache_dir);
     EnvLookup env = settings.lookup();
-    fs::path root = resolve_cache_root(o.cache_dir, env);
+    fs::path root = or_fatal(resolve_cache_root(o.cache_dir, env));
     std::printf("# bekc.conf files, most specific first:\n");
     for (const auto& place : settings.places()) {
         bool read = false;
@@ -75,9 +76,9 @@ Settings load_settings_or_exit(const std::optional<std::string>& cache_dir_flag,
             for (const auto& w : settings->warnings()) std::fprintf(stderr, "%s\n", w.c_str());
         return std::move(*settings);
     }
-    std::string message;
-    for (const auto& e : settings.error()) message += (message.empty() ? "" : "\n") + e;
-    throw FatalError(message, kExitUsage);
+    // Each is a whole diagnostic already ("bekc.conf:3: error: ...").
+    for (const auto& e : settings.error()) std::fprintf(stderr, "%s\n", e.c_str());
+    fatal(Error::make(ErrorKind::Usage, ""));
 }
 
 Action add_config_command(CLI::App& app) {
@@ -90,8 +91,8 @@ Action add_config_command(CLI::App& app) {
     add_setting_options(cmd, o->cache_dir, o->remote_cache, o->remote_read_only, o->launcher);
     return [o] {
         if (!o->show)
-            throw FatalError("bekc: error: bekc config needs --show (see bekc config --help)",
-                             kExitUsage);
+            fatal(
+                Error::make(ErrorKind::Usage, "bekc config needs --show (see bekc config --help)"));
         return show(*o);
     };
 }

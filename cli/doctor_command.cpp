@@ -2,14 +2,15 @@
 #include <memory>
 
 #include "commands.hpp"
-#include "toolchain/gpu_detect.hpp"
-#include "store/runtime_headers.hpp"
+#include "driver/fatal.hpp"
 #include "run/process.hpp"
 #include "run/runner.hpp"
-#include "toolchain/tools.hpp"
 #include "store/cache.hpp"
+#include "store/runtime_headers.hpp"
 #include "store/size.hpp"
+#include "toolchain/gpu_detect.hpp"
 #include "toolchain/nvcc_search.hpp"
+#include "toolchain/tools.hpp"
 #include "util/error.hpp"
 #include "util/version.hpp"
 
@@ -17,26 +18,22 @@ namespace bekc::cli {
 
 namespace {
 
-void show_tool(const char* what, const std::function<Tool()>& find) {
-    try {
-        Tool t = find();
-        ProcessRunner runner;
-        std::printf("%-14s %s (version %s)\n", what, t.path.c_str(),
-                    tool_version(t, runner).c_str());
-    } catch (const FatalError& e) {
-        std::printf("%-14s NOT FOUND\n               %s\n", what, e.what());
+void show_tool(const char* what, const std::expected<Tool, Error>& found) {
+    if (!found) {
+        std::printf("%-14s NOT FOUND\n               %s\n", what, found.error().render().c_str());
+        return;
     }
+    ProcessRunner runner;
+    std::printf("%-14s %s (version %s)\n", what, found->path.c_str(),
+                tool_version(*found, runner).c_str());
 }
 
 // nvcc, why it was chosen (toolchain/nvcc_search.hpp) and its include
 // directories; a pip toolkit's wheels.
 void show_nvcc(const ToolLookup& lookup) {
-    std::optional<NvccChoice> c;
-    show_tool("nvcc", [&] {
-        c = find_nvcc(NvccRequest{}, lookup);
-        return c->tool;
-    });
-    if (!c) return;
+    auto c = find_nvcc(NvccRequest{}, lookup);
+    if (!c) return show_tool("nvcc", std::unexpected(c.error()));
+    show_tool("nvcc", c->tool);
     std::printf("%-14s %s\n", "nvcc chosen by", c->how.c_str());
     std::string dirs;
     for (const auto& d : toolkit_include_dirs(c->tool))
@@ -53,8 +50,8 @@ int doctor(const std::optional<std::string>& cache_dir) {
     lookup.env = settings.lookup();
     std::printf("bekc           %s\n", kVersion);
     show_nvcc(lookup);
-    show_tool("host compiler", [&] { return find_cxx(std::nullopt, lookup); });
-    fs::path root = resolve_cache_root(cache_dir, lookup.env);
+    show_tool("host compiler", find_cxx(std::nullopt, lookup));
+    fs::path root = or_fatal(resolve_cache_root(cache_dir, lookup.env));
     GpuDetection gpus = detect_gpus(root);
     std::printf("%-14s %s (%s)\n", "GPUs",
                 gpus.archs.empty() ? "none" : arch_list_string(gpus.archs).c_str(),
@@ -64,7 +61,7 @@ int doctor(const std::optional<std::string>& cache_dir) {
         std::printf("%-14s %s (%zu entries, %s)\n", "cache", root.c_str(), s->entries,
                     format_size(s->bytes).c_str());
     else
-        std::printf("%-14s %s (%s)\n", "cache", root.c_str(), s.error().c_str());
+        std::printf("%-14s %s (%s)\n", "cache", root.c_str(), s.error().message.c_str());
     std::printf("%-14s %s\n", "runtime hdrs", runtime_include_dir(root).c_str());
     std::optional<fs::path> python = lookup.find("python3");
     std::string jax = "python3 not found on PATH";

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "commands.hpp"
+#include "driver/fatal.hpp"
 #include "driver/inputs.hpp"
 #include "util/error.hpp"
 
@@ -26,7 +27,8 @@ std::string join(const std::vector<std::string>& v, const char* sep) {
 
 int inspect(const InspectOptions& o) {
     std::vector<ExplicitSpec> specs = collect_explicit_specs(o.functions, o.functions_json);
-    ScannedInputs scanned = scan_inputs(expand_inputs(o.inputs), specs, InputsAre::Independent);
+    ScannedInputs scanned =
+        scan_inputs(or_fatal(expand_inputs(o.inputs)), specs, InputsAre::Independent);
     if (has_errors(scanned.diagnostics)) {
         std::fputs(render_all(scanned.diagnostics).c_str(), stderr);
         return kExitSourceError;

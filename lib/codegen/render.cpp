@@ -19,8 +19,7 @@ std::string render_template(std::string_view tmpl,
         std::string key(tmpl.substr(open + 2, close - open - 2));
         auto it = values.find(key);
         if (it == values.end())
-            throw FatalError("internal error: template placeholder @@" + key + "@@ has no value",
-                             kExitInternal);
+            throw InternalError("template placeholder @@" + key + "@@ has no value");
         out.append(tmpl.substr(pos, open - pos));
         out += it->second;
         pos = close + 2;

@@ -8,7 +8,7 @@
 namespace bekc {
 
 // Replaces every `@@KEY@@` by its value; a placeholder without a value is a bug
-// in bekc and throws FatalError, so no template ships half-filled.
+// in bekc and throws InternalError, so no template ships half-filled.
 std::string render_template(std::string_view tmpl,
                             const std::map<std::string, std::string>& values);
 

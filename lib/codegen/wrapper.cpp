@@ -39,14 +39,12 @@ std::string join(const std::vector<std::string>& parts) {
 // the scanner validated them as identifiers; they are checked again here,
 // where they are emitted.
 std::vector<const Token*> checked_attrs_by_name(const FunctionSpec& fn) {
-    if (!is_cxx_identifier(fn.name))
-        throw FatalError("internal error: invalid function name reached codegen", kExitInternal);
+    if (!is_cxx_identifier(fn.name)) throw InternalError("invalid function name reached codegen");
     std::vector<const Token*> attrs;
     for (const auto& t : fn.tokens) {
         if (t.kind != TokenKind::Attr) continue;
         if (!is_cxx_identifier(t.attr_name))
-            throw FatalError("internal error: invalid attribute name reached codegen",
-                             kExitInternal);
+            throw InternalError("invalid attribute name reached codegen");
         attrs.push_back(&t);
     }
     std::sort(attrs.begin(), attrs.end(),
@@ -78,13 +76,10 @@ std::string render_slots(const FunctionSpec& fn, const std::vector<const Token*>
                 break;
         }
         if (index > 0xffff)
-            throw FatalError("internal error: a parameter index beyond a Slot's reached codegen",
-                             kExitInternal);
+            throw InternalError("a parameter index beyond a Slot's reached codegen");
         slots.push_back("{" + kind + ", " + std::to_string(index) + "}");
     }
-    if (slots.empty())
-        throw FatalError("internal error: a function without parameters reached codegen",
-                         kExitInternal);
+    if (slots.empty()) throw InternalError("a function without parameters reached codegen");
     return join(slots);
 }
 
@@ -160,32 +155,33 @@ std::string fix_line_resets(std::string text) {
 // (the second's handler, the first's variant without the command-buffer
 // trait); say so at the user's annotation instead of letting the compiler
 // report a redefinition in the generated file.
-void check_symbol_clashes(const WrapperRequest& req) {
+std::expected<void, Error> check_symbol_clashes(const WrapperRequest& req) {
     std::map<std::string, const FunctionSpec*> by_name;
     for (const auto& fn : req.functions) by_name.emplace(fn.name, &fn);
     for (const auto& fn : req.functions) {
         auto it = by_name.find(fn.name + "_nograph");
         if (it == by_name.end()) continue;
         const FunctionSpec& other = *it->second;
-        throw FatalError(other.annotation.file + ":" + std::to_string(other.annotation.line) +
-                             ": error: exported functions '" + fn.name + "' and '" + other.name +
-                             "' would both define the handler symbol '" +
-                             handler_symbol(other.name) + "' (bekc names the variant of '" +
-                             fn.name + "' without the command-buffer trait '" +
-                             handler_symbol_nograph(fn.name) + "'); rename '" + other.name + "'",
-                         kExitSourceError);
+        return std::unexpected(
+            Error::at(ErrorKind::Source, other.annotation.file, other.annotation.line,
+                      "exported functions '" + fn.name + "' and '" + other.name +
+                          "' would both define the handler symbol '" + handler_symbol(other.name) +
+                          "' (bekc names the variant of '" + fn.name +
+                          "' without the command-buffer trait '" + handler_symbol_nograph(fn.name) +
+                          "'); rename '" + other.name + "'"));
     }
+    return {};
 }
 
 }  // namespace
 
-std::string render_wrapper(const WrapperRequest& req) {
+std::expected<std::string, Error> render_wrapper(const WrapperRequest& req) {
     if (req.source_path.find_first_of("\"\\\n\r") != std::string::npos)
-        throw FatalError(req.display_path +
-                             ": error: bekc cannot #include a path that contains "
-                             "'\"', '\\' or a line break; rename the file or its directory",
-                         kExitUsage);
-    check_symbol_clashes(req);
+        return std::unexpected(Error::at(ErrorKind::Usage, req.display_path, 0,
+                                         "bekc cannot #include a path that contains '\"', "
+                                         "'\\' or a line break; rename the file or its "
+                                         "directory"));
+    if (auto unique = check_symbol_clashes(req); !unique) return std::unexpected(unique.error());
     std::string out = render_template(embedded("templates/wrapper_prelude.cpp.in"),
                                       {{"VERSION", kVersion},
                                        {"SOURCE_DISPLAY", req.display_path},

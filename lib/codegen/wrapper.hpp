@@ -6,11 +6,13 @@
 // (docs/ARCHITECTURE.md, "Two translation units").
 #pragma once
 
+#include <expected>
 #include <string>
 #include <vector>
 
 #include "scan/spec.hpp"
 #include "scan/symbols.hpp"
+#include "util/error.hpp"
 
 namespace bekc {
 
@@ -23,9 +25,10 @@ struct WrapperRequest {
     size_t unit = 0;  // the source's index in the library: its table is bekc_exports_<unit>
 };
 
-// The whole wrapper translation unit. Throws FatalError when the source path
-// cannot be named in an #include directive.
-std::string render_wrapper(const WrapperRequest& request);
+// The whole wrapper translation unit. A Usage error when the source path
+// cannot be named in an #include directive, a Source error (at the second
+// annotation) when two exports would define one handler symbol.
+std::expected<std::string, Error> render_wrapper(const WrapperRequest& request);
 
 // The name of unit `unit`'s table of exported functions.
 std::string exports_table(size_t unit);

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "store/size.hpp"
+#include "util/error.hpp"
 #include "util/text.hpp"
 
 namespace bekc {
@@ -53,26 +54,28 @@ std::string known_keys() {
 }
 
 // The value as the environment variable would hold it, or why it is bad.
-std::expected<std::string, std::string> convert(const SettingInfo& s, std::string_view value,
-                                                const fs::path& dir) {
+std::expected<std::string, Error> convert(const SettingInfo& s, std::string_view value,
+                                          const fs::path& dir) {
     if (value.empty() && s.type != SettingType::Url)
-        return std::unexpected(fmt::format("{} needs a value", s.key));
+        return fail(ErrorKind::Usage, fmt::format("{} needs a value", s.key));
     if (has_control_char(value))
-        return std::unexpected(fmt::format("{} contains control characters", s.key));
+        return fail(ErrorKind::Usage, fmt::format("{} contains control characters", s.key));
     switch (s.type) {
         case SettingType::Size:
             if (auto bytes = parse_size(value); !bytes)
-                return std::unexpected(fmt::format("{}: {}", s.key, bytes.error()));
+                return fail(ErrorKind::Usage, fmt::format("{}: {}", s.key, bytes.error().message));
             return std::string(value);
         case SettingType::Bool:
             for (const auto& [word, as_env] : kBools)
                 if (lower(value) == word) return std::string(as_env);
-            return std::unexpected(fmt::format(
-                "{} must be true or false (or yes/no, on/off, 1/0), not '{}'", s.key, value));
+            return fail(ErrorKind::Usage,
+                        fmt::format("{} must be true or false (or yes/no, on/off, 1/0), not '{}'",
+                                    s.key, value));
         case SettingType::Url: {
             std::string l = lower(value);
             if (!value.empty() && l.rfind("http://", 0) != 0 && l.rfind("https://", 0) != 0)
-                return std::unexpected(
+                return fail(
+                    ErrorKind::Usage,
                     fmt::format("{} must be an http:// or https:// URL (or empty: none), not '{}'",
                                 s.key, value));
             return std::string(value);
@@ -83,8 +86,10 @@ std::expected<std::string, std::string> convert(const SettingInfo& s, std::strin
             [[fallthrough]];
         case SettingType::Path:
             if (value.front() == '~')
-                return std::unexpected(fmt::format(
-                    "{}: '~' is not expanded in bekc.conf; write the absolute path", s.key));
+                return fail(
+                    ErrorKind::Usage,
+                    fmt::format("{}: '~' is not expanded in bekc.conf; write the absolute path",
+                                s.key));
             return (dir / fs::path(value)).lexically_normal().string();
     }
     return std::string(value);
@@ -139,7 +144,7 @@ std::expected<ConfigFile, std::vector<std::string>> parse_config(std::string_vie
         }
         auto value = convert(*s, trim(line.substr(eq + 1)), file.parent_path());
         if (!value) {
-            fail(value.error());
+            fail(value.error().message);
             continue;
         }
         out.values[std::string(s->env)] = ConfigValue{*value, line_no};

@@ -63,10 +63,10 @@ std::expected<std::optional<ConfigFile>, Errors> read_config(const fs::path& pat
     };
     // Who may have written it is asked of the file read, not of the path.
     auto file = open_regular_file_at(AT_FDCWD, path, path, options);
-    if (!file) return fail(file.error());
+    if (!file) return fail(file.error().message);
     std::string why = written_by_others(file->st);
     auto text = read_fd(std::move(file->fd), path, options);
-    if (!text) return fail(text.error());
+    if (!text) return fail(text.error().message);
     auto parsed = parse_config(*text, path);
     if (!parsed) return std::unexpected(parsed.error());
     if (!why.empty()) drop_untrusted(*parsed, why, env, warnings);

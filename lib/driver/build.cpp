@@ -13,20 +13,16 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/render.hpp"
+#include "diag/compile_log.hpp"
 #include "driver/build_warnings.hpp"
 #include "driver/compile_commands.hpp"
-#include "diag/compile_log.hpp"
 #include "driver/compile_times.hpp"
-#include "run/execute.hpp"
-#include "toolchain/gpu_detect.hpp"
+#include "driver/fatal.hpp"
 #include "driver/keys.hpp"
 #include "driver/link_errors.hpp"
-#include "store/manifest.hpp"
 #include "driver/plan_build.hpp"
-#include "store/runtime_headers.hpp"
-#include "toolchain/tool_versions.hpp"
-#include "toolchain/xla_headers.hpp"
 #include "remote/remote_cache.hpp"
+#include "run/execute.hpp"
 #include "run/interrupt.hpp"
 #include "run/jobserver.hpp"
 #include "scan/symbols.hpp"
@@ -35,7 +31,12 @@
 #include "store/hash.hpp"
 #include "store/layout.hpp"
 #include "store/lock.hpp"
+#include "store/manifest.hpp"
+#include "store/runtime_headers.hpp"
+#include "toolchain/gpu_detect.hpp"
 #include "toolchain/nvcc_search.hpp"
+#include "toolchain/tool_versions.hpp"
+#include "toolchain/xla_headers.hpp"
 #include "util/env.hpp"
 #include "util/error.hpp"
 
@@ -74,7 +75,7 @@ std::vector<Arch> resolve_archs(const BuildOptions& o, const fs::path& cache_roo
     if (o.arch != "auto" && o.arch != "native") {
         std::string err;
         auto archs = parse_arch_list(o.arch, err);
-        if (!archs) throw FatalError("bekc: error: " + err, kExitUsage);
+        if (!archs) fatal(Error::make(ErrorKind::Usage, err));
         return *archs;
     }
     GpuDetection d = detect_gpus(cache_root);
@@ -83,9 +84,9 @@ std::vector<Arch> resolve_archs(const BuildOptions& o, const fs::path& cache_roo
         return d.archs;
     }
     if (o.arch == "native")
-        throw FatalError("bekc: error: --arch native found no GPU (" + d.how +
-                             "); name the architectures instead, e.g. --arch sm_80,sm_90",
-                         kExitUsage);
+        fatal(Error::make(ErrorKind::Usage,
+                          "--arch native found no GPU (" + d.how +
+                              "); name the architectures instead, e.g. --arch sm_80,sm_90"));
     report.warn("--arch auto found no GPU (" + d.how + "); compiling for sm_" +
                 std::to_string(kDefaultArch) +
                 " plus PTX, which newer GPUs compile at load "
@@ -100,17 +101,17 @@ std::vector<Arch> resolve_archs(const BuildOptions& o, const fs::path& cache_roo
 void check_linker_args(const std::vector<std::string>& args, bool nvcc_links) {
     constexpr std::string_view kNvccSplits = ", \t\n\r\f\v'\"\\;$`&|<>()*?[]{}!";
     for (const auto& a : args) {
-        if (a.empty()) throw FatalError("bekc: error: --linker-arg is empty", kExitUsage);
+        if (a.empty()) fatal(Error::make(ErrorKind::Usage, "--linker-arg is empty"));
         size_t bad = nvcc_links ? a.find_first_of(kNvccSplits) : std::string::npos;
         if (bad == std::string::npos) continue;
         std::string shown = std::isspace(static_cast<unsigned char>(a[bad])) ? "white space"
                             : a[bad] == ','                                  ? "a comma"
                                             : std::string("'") + a[bad] + "'";
-        throw FatalError("bekc: error: --linker-arg '" + a + "' has " + shown +
-                             ", which nvcc splits or hands to a shell, so a CUDA build cannot "
-                             "pass it to the linker whole; split it into several --linker-arg "
-                             "values or use a path without it",
-                         kExitUsage);
+        fatal(Error::make(ErrorKind::Usage,
+                          "--linker-arg '" + a + "' has " + shown +
+                              ", which nvcc splits or hands to a shell, so a CUDA build cannot "
+                              "pass it to the linker whole; split it into several --linker-arg "
+                              "values or use a path without it"));
     }
 }
 
@@ -136,12 +137,12 @@ void check_nvcc_shell_args(const CompileFlags& f) {
             if (bad == std::string::npos) continue;
             std::string shown =
                 v[bad] == '\n' || v[bad] == '\r' ? "a line break" : std::string("'") + v[bad] + "'";
-            throw FatalError("bekc: error: " + std::string(option) + " '" + std::string(prefix) +
-                                 v + "' has " + shown +
-                                 ", which nvcc hands to a shell that would run or expand it; a "
-                                 "CUDA build cannot pass it (use a path without it, or a link "
-                                 "to it)",
-                             kExitUsage);
+            fatal(Error::make(ErrorKind::Usage,
+                              std::string(option) + " '" + std::string(prefix) + v + "' has " +
+                                  shown +
+                                  ", which nvcc hands to a shell that would run or expand it; a "
+                                  "CUDA build cannot pass it (use a path without it, or a link "
+                                  "to it)"));
         }
     };
     check("-D", f.defines, "");
@@ -168,10 +169,10 @@ std::string resolve_xla_include(const BuildOptions& o, const ScannedInputs& scan
     // Looking for a jaxlib reads directories: only when a source needs one or
     // the user named the headers, not on every build (a cache hit included).
     if (!needing && !o.xla_include && !env("BEKC_XLA_INCLUDE")) return {};
-    std::optional<XlaHeaders> found = find_xla_headers(o.xla_include, env);
+    std::optional<XlaHeaders> found = or_fatal(find_xla_headers(o.xla_include, env));
     if (needing && !found) {
         std::fputs(missing_xla_headers_message(*include, needing->text).c_str(), stderr);
-        throw FatalError("", kExitSourceError);
+        fatal(Error::make(ErrorKind::Source, ""));
     }
     return found && (needing || found->explicit_choice) ? found->dir.string() : std::string();
 }
@@ -179,36 +180,35 @@ std::string resolve_xla_include(const BuildOptions& o, const ScannedInputs& scan
 BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& report) {
     BuildInputs in;
     if (o.flags.opt_level < 0 || o.flags.opt_level > 3)
-        throw FatalError("bekc: error: -O" + std::to_string(o.flags.opt_level) + ": use -O0 to -O3",
-                         kExitUsage);
-    auto paths = expand_inputs(o.inputs);
+        fatal(Error::make(ErrorKind::Usage,
+                          "-O" + std::to_string(o.flags.opt_level) + ": use -O0 to -O3"));
+    auto paths = or_fatal(expand_inputs(o.inputs));
     in.name = o.name.empty() ? paths.front().stem().string() : o.name;
     check_name_lengths(in.name, o.name.empty() ? "the first input's stem" : "--name",
                        o.target_prefix);
     if (std::string problem = module_name_problem(in.name); !problem.empty())
-        throw FatalError("bekc: error: module name " + quoted_name(in.name) +
-                             (o.name.empty() ? " (the first input's file name) " : " ") + problem +
-                             "; choose another with --name",
-                         kExitUsage);
+        fatal(Error::make(ErrorKind::Usage,
+                          "module name " + quoted_name(in.name) +
+                              (o.name.empty() ? " (the first input's file name) " : " ") + problem +
+                              "; choose another with --name"));
     in.target_prefix = o.target_prefix.empty() ? in.name : o.target_prefix;
     if (std::string problem = target_prefix_problem(in.target_prefix); !problem.empty())
-        throw FatalError(
-            "bekc: error: --target-prefix " + quoted_name(in.target_prefix) + " " + problem,
-            kExitUsage);
+        fatal(Error::make(ErrorKind::Usage,
+                          "--target-prefix " + quoted_name(in.target_prefix) + " " + problem));
     std::vector<ExplicitSpec> specs = collect_explicit_specs(o.functions, o.functions_json);
     ScannedInputs scanned = scan_inputs(paths, specs);
     if (has_errors(scanned.diagnostics)) {
         std::fputs(render_all(scanned.diagnostics).c_str(), stderr);
-        throw FatalError("", kExitSourceError);
+        fatal(Error::make(ErrorKind::Source, ""));
     }
     bool any_cuda = false;
     for (const auto& f : scanned.files) any_cuda |= f.cuda;
-    in.cache_root = resolve_cache_root(o.cache_dir, ctx.env);
+    in.cache_root = or_fatal(resolve_cache_root(o.cache_dir, ctx.env));
     set_private_dir_fallback(in.cache_root / CacheLayout::private_builds(::getuid()));
-    in.cxx = find_cxx(o.cxx, ctx.tools);
+    in.cxx = or_fatal(find_cxx(o.cxx, ctx.tools));
     if (any_cuda) {
-        NvccChoice nvcc = find_nvcc(
-            NvccRequest{o.nvcc, o.brainevent_nvcc, o.nvcc_prefer, o.python_sites}, ctx.tools);
+        NvccChoice nvcc = or_fatal(find_nvcc(
+            NvccRequest{o.nvcc, o.brainevent_nvcc, o.nvcc_prefer, o.python_sites}, ctx.tools));
         in.nvcc = nvcc.tool;
         in.nvcc_how = nvcc.how;
         in.nvcc_wheels = pip_toolkit_wheels(nvcc.tool);
@@ -224,7 +224,7 @@ BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& re
     if (any_cuda) check_nvcc_shell_args(in.flags);
     in.flag_files = read_flag_files(in.flags, ctx.cwd);
     in.flags.xla_include = resolve_xla_include(o, scanned, ctx.env);
-    in.launcher = find_launcher(o.launcher, ctx.tools);
+    in.launcher = or_fatal(find_launcher(o.launcher, ctx.tools));
     ToolFacts facts(in.cache_root, ctx.runner);
     if (in.nvcc) in.nvcc_version = facts.version(*in.nvcc);
     in.cxx_version = facts.version(in.cxx);
@@ -255,9 +255,8 @@ void link_failed(const BuildInputs& in, const BuildGraph& graph, const ProcessRe
     if (undefined.errors.empty() || !undefined.others.empty()) return;
     if (verbose) std::fputs(r.output.c_str(), stderr);
     std::fputs(render_all(undefined.errors).c_str(), stderr);
-    throw FatalError("bekc: error: linking " + graph.library.filename().string() +
-                         " failed: an exported function is never defined",
-                     kExitSourceError);
+    fatal(Error::make(ErrorKind::Source, "linking " + graph.library.filename().string() +
+                                             " failed: an exported function is never defined"));
 }
 
 // Says why a step failed, with the compiler's output, and throws.
@@ -266,7 +265,7 @@ void link_failed(const BuildInputs& in, const BuildGraph& graph, const ProcessRe
     // The step failed because bekc stopped it.
     throw_if_interrupted();
     const Step& step = graph.steps[f.step];
-    if (!f.error.empty()) throw FatalError("bekc: error: " + f.error, kExitCache);
+    if (!f.error.empty()) fatal(Error::make(ErrorKind::Cache, f.error));
     const ProcessResult& r = f.result;
     std::string log = verbose ? r.output
                       : step.kind == StepKind::Compile
@@ -275,13 +274,13 @@ void link_failed(const BuildInputs& in, const BuildGraph& graph, const ProcessRe
     if (step.kind == StepKind::Link) link_failed(in, graph, r, verbose);
     std::fputs(log.c_str(), stderr);
     if (r.status == ProcessStatus::SpawnFailed)
-        throw FatalError("bekc: error: cannot run the compiler: " + r.error, kExitToolchain);
+        fatal(Error::make(ErrorKind::Toolchain, "cannot run the compiler: " + r.error));
     if (step.kind == StepKind::RuntimeObject) {
         // A full disk is the machine's problem, not the compiler's.
         bool full = r.output.find(std::strerror(ENOSPC)) != std::string::npos;
-        throw FatalError("bekc: error: compiling bekc's handler support code with " +
-                             in.cxx.path.string() + " failed (" + r.describe() + ")",
-                         full ? kExitCache : kExitToolchain);
+        fatal(Error::make(full ? ErrorKind::Cache : ErrorKind::Toolchain,
+                          "compiling bekc's handler support code with " + in.cxx.path.string() +
+                              " failed (" + r.describe() + ")"));
     }
     // A header of the user's includes XLA's, which bekc adds only for
     // sources that include it themselves.
@@ -302,11 +301,10 @@ void link_failed(const BuildInputs& in, const BuildGraph& graph, const ProcessRe
             if (s.kind == StepKind::Compile && s.unit && *s.unit < in.files.size())
                 objects.emplace_back(s.command.outputs.front(), in.files[*s.unit].path.string());
         std::fputs(link_failure_notes(log, objects).c_str(), stderr);
-        throw FatalError("bekc: error: linking " + graph.library.filename().string() + " failed (" +
-                             r.describe() + ")",
-                         kExitSourceError);
+        fatal(Error::make(ErrorKind::Source, "linking " + graph.library.filename().string() +
+                                                 " failed (" + r.describe() + ")"));
     }
-    throw FatalError("bekc: error: compilation failed (" + r.describe() + ")", kExitSourceError);
+    fatal(Error::make(ErrorKind::Source, "compilation failed (" + r.describe() + ")"));
 }
 
 // Executes the build graph in `dir` and returns the dependencies the
@@ -341,9 +339,10 @@ Compiled compile(const BuildInputs& in, const BuildOptions& o, const fs::path& d
     // with -v every command in full instead.
     eo.progress = !o.quiet && in.files.size() > 1 && ::isatty(STDERR_FILENO);
     auto cache_step = [&](const Step& s) {
-        if (s.kind == StepKind::RuntimeHeaders) materialize_runtime_headers(in.cache_root);
+        if (s.kind == StepKind::RuntimeHeaders)
+            or_fatal(materialize_runtime_headers(in.cache_root));
         if (s.kind == StepKind::RuntimeObject)
-            publish_runtime_object(in, s.command.outputs.front());
+            or_fatal(publish_runtime_object(in, s.command.outputs.front()));
     };
     auto done = execute_graph(graph, runner, eo, cache_step);
     // A linker without --dependency-file (GNU ld before binutils 2.35) fails
@@ -364,17 +363,15 @@ Compiled compile(const BuildInputs& in, const BuildOptions& o, const fs::path& d
         if (s.kind != StepKind::Compile) continue;
         auto text = read_file(s.depfile);
         if (!text)
-            throw FatalError(
-                "bekc: error: the compiler wrote no dependency file " + s.depfile.string(),
-                kExitToolchain);
+            fatal(Error::make(ErrorKind::Toolchain,
+                              "the compiler wrote no dependency file " + s.depfile.string()));
         for (auto& d : parse_depfile(*text)) c.dependencies.compile.push_back(std::move(d));
     }
     if (graph.link_depfile) {
         auto text = read_file(*graph.link_depfile);
         if (!text)
-            throw FatalError(
-                "bekc: error: the linker wrote no dependency file " + graph.link_depfile->string(),
-                kExitToolchain);
+            fatal(Error::make(ErrorKind::Toolchain, "the linker wrote no dependency file " +
+                                                        graph.link_depfile->string()));
         c.dependencies.link = parse_linker_depfile(*text);
         c.dependencies.link_reported = true;
     }
@@ -426,7 +423,7 @@ std::optional<std::string> input_changed_since_read(const std::vector<SourceFile
 void place_outputs(const fs::path& dir, BuildResult& result) {
     std::error_code ec;
     fs::create_directories(dir, ec);
-    if (ec) throw FatalError("bekc: error: -o " + dir.string() + ": " + ec.message(), kExitUsage);
+    if (ec) fatal(Error::make(ErrorKind::Usage, "-o " + dir.string() + ": " + ec.message()));
     fs::path lib = dir / result.library.filename();
     fs::path tmp = dir / (".bekc." + unique_suffix());
     fs::create_hard_link(result.library, tmp, ec);
@@ -436,15 +433,15 @@ void place_outputs(const fs::path& dir, BuildResult& result) {
     }
     if (ec || ::rename(tmp.c_str(), lib.c_str()) != 0) {
         fs::remove(tmp, ec);
-        throw FatalError("bekc: error: cannot place " + lib.string(), kExitCache);
+        fatal(Error::make(ErrorKind::Cache, "cannot place " + lib.string()));
     }
     // rename(2) between two links to one inode succeeds and does nothing,
     // leaving the temporary link behind: remove it (a no-op otherwise).
     fs::remove(tmp, ec);
     auto manifest = read_file(result.manifest);
-    if (!manifest) throw FatalError("bekc: error: " + manifest.error(), kExitCache);
+    if (!manifest) fatal(Error::make(ErrorKind::Cache, manifest.error().message));
     if (auto w = write_atomic(dir / "manifest.json", *manifest); !w)
-        throw FatalError("bekc: error: -o: " + w.error(), kExitCache);
+        fatal(Error::make(ErrorKind::Cache, "-o: " + w.error().message));
     result.manifest = dir / "manifest.json";
     result.library = lib;
 }
@@ -484,9 +481,9 @@ void write_depfile(const fs::path& file, const Cache& cache, const Entry& entry,
     }
     // Replacing the path by rename would replace a device or a FIFO itself.
     if (auto regular = check_writable_regular(file); !regular)
-        throw FatalError("bekc: error: --depfile: " + regular.error(), kExitUsage);
+        fatal(Error::make(ErrorKind::Usage, "--depfile: " + regular.error().message));
     if (auto w = write_atomic(file, out); !w)
-        throw FatalError("bekc: error: --depfile: " + w.error(), kExitCache);
+        fatal(Error::make(ErrorKind::Cache, "--depfile: " + w.error().message));
 }
 
 }  // namespace
@@ -530,7 +527,7 @@ BuildResult build_attempt(const BuildOptions& options, BuildContext& ctx,
     }
     if (o.compile_commands && !o.dry_run)
         write_compile_commands(fs::path(*o.compile_commands), in,
-                               materialize_runtime_headers(in.cache_root));
+                               or_fatal(materialize_runtime_headers(in.cache_root)));
     // Compilers write into this user's private directory (util/fs.hpp), never
     // into the cache, which others may share: a new directory per build, so
     // no build reads what another process (a compiler a killed bekc left
@@ -551,9 +548,9 @@ BuildResult build_attempt(const BuildOptions& options, BuildContext& ctx,
     // After publishing: the automatic size limit (store/cache.hpp, amortised).
     auto keep_under_limit = [&](const Entry& published) {
         auto limit = cache.size_limit(ctx.env);
-        if (!limit) return report.warn(limit.error());
-        if (auto problem = cache.enforce_limit(published, direct_key, limit->bytes))
-            report.warn(*problem);
+        if (!limit) return report.warn(limit.error().message);
+        if (auto kept = cache.enforce_limit(published, direct_key, limit->bytes); !kept)
+            report.warn(kept.error().message);
     };
     auto finish = [&](const Entry& e, bool hit) {
         // A cache a team prebuilt and mounted read-only, or another user's:
@@ -597,7 +594,7 @@ BuildResult build_attempt(const BuildOptions& options, BuildContext& ctx,
     // and then find the entry.
     auto lock = cache.lock(CacheLayout::lock(direct_key));
     throw_if_interrupted();
-    if (!lock) throw FatalError("bekc: error: " + lock.error().message, kExitCache);
+    if (!lock) fatal(Error::make(ErrorKind::Cache, lock.error().message));
     if (auto e = try_hit()) return finish(*e, true);
 
     std::optional<RemoteCache> remote;
@@ -617,7 +614,7 @@ BuildResult build_attempt(const BuildOptions& options, BuildContext& ctx,
     // The last place for private build directories is under the cache's tmp/.
     (void)cache.dir().open_dir(CacheLayout::tmp(), true);
     auto private_dir = private_temp_dir(dir_name);
-    if (!private_dir) throw FatalError("bekc: error: " + private_dir.error(), kExitCache);
+    if (!private_dir) fatal(Error::make(ErrorKind::Cache, private_dir.error().message));
     fs::path dir = *private_dir;
     struct Cleanup {
         fs::path dir;
@@ -663,7 +660,7 @@ BuildResult build_attempt(const BuildOptions& options, BuildContext& ctx,
     fs::path built = dir / in.library_file();
     auto outcome = cache.get_or_build(
         key,
-        [&](const Staging& staging) -> std::expected<void, std::string> {
+        [&](const Staging& staging) -> std::expected<void, Error> {
             auto sha = sha256_file(built);
             if (!sha) return std::unexpected(sha.error());
             if (auto moved = staging.move_in(in.library_file(), built); !moved) return moved;
@@ -677,7 +674,7 @@ BuildResult build_attempt(const BuildOptions& options, BuildContext& ctx,
             return staging.write(kManifestFile, render_manifest(in, m, true));
         },
         o.force);
-    if (!outcome) throw FatalError("bekc: error: " + outcome.error().message, kExitCache);
+    if (!outcome) fatal(Error::make(ErrorKind::Cache, outcome.error().message));
     // --force rebuilt an entry that existed under the same key: the same
     // inputs must give the same library, or the key missed one of them.
     // Both digests are the seals': publishing hashed the new library.
@@ -695,7 +692,7 @@ BuildResult build_attempt(const BuildOptions& options, BuildContext& ctx,
         report.warn("replaced a corrupt cache entry: " + outcome->repaired);
     if (changed) return finish(outcome->entry, false);
     if (auto r = cache.record_direct(direct_key, deps.direct, in.base); !r)
-        report.warn("could not record dependencies for fast hits: " + r.error());
+        report.warn("could not record dependencies for fast hits: " + r.error().message);
     if (!outcome->hit) keep_under_limit(outcome->entry);
     if (remote) remote->publish(cache, outcome->entry, direct_key, deps.direct, in.base);
     return finish(outcome->entry, false);
@@ -711,10 +708,10 @@ BuildResult run_build(const BuildOptions& options, BuildContext& ctx) {
         BuildResult result = build_attempt(options, ctx, restart);
         if (!restart) return result;
         if (attempt == kAttempts)
-            throw FatalError("bekc: error: " + *restart + " changed while bekc built it, " +
-                                 std::to_string(kAttempts) +
-                                 " times in a row; build again once it is saved",
-                             kExitSourceError);
+            fatal(Error::make(ErrorKind::Source,
+                              *restart + " changed while bekc built it, " +
+                                  std::to_string(kAttempts) +
+                                  " times in a row; build again once it is saved"));
         Reporter(options).warn(*restart + " changed while bekc built it; building it again");
     }
 }

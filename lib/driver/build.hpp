@@ -15,7 +15,6 @@
 namespace bekc {
 
 struct BuildResult {
-    int exit_code = 0;
     fs::path manifest;  // the one the user should load (cache, or -o copy)
     fs::path library;
     bool cache_hit = false;

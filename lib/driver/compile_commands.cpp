@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "driver/fatal.hpp"
 #include "plan/compile_plan.hpp"
 #include "util/error.hpp"
 
@@ -43,35 +44,32 @@ std::string type_of(const nlohmann::ordered_json& j) {
 
 }  // namespace
 
-nlohmann::ordered_json read_compile_commands(const fs::path& file) {
+std::expected<nlohmann::ordered_json, Error> read_compile_commands(const fs::path& file) {
     std::error_code ec;
     if (fs::status(file, ec).type() == fs::file_type::not_found)
         return nlohmann::ordered_json::array();
     const std::string keep =
         "; --compile-commands leaves it unchanged: fix it, remove it or name another file";
     auto text = read_file(file, ReadOptions{.max_bytes = kMaxCompileCommandsBytes});
-    if (!text) throw FatalError("bekc: error: --compile-commands: " + text.error(), kExitUsage);
+    if (!text) return fail(ErrorKind::Usage, "--compile-commands: " + text.error().message);
     // An empty file (touch compile_commands.json) holds no entry to lose.
     if (text->find_first_not_of(" \t\r\n") == std::string::npos)
         return nlohmann::ordered_json::array();
-    nlohmann::ordered_json old;
-    try {
-        old = parse_user_json(*text, file);
-    } catch (const FatalError& e) {
-        throw FatalError(e.what() + keep, e.exit_code());
+    auto old = parse_user_json(*text, file);
+    if (!old) {
+        old.error().message += keep;
+        return old;
     }
-    const std::string where = file.string() + ": error: ";
-    if (!old.is_array())
-        throw FatalError(where +
-                             "not a compilation database: a JSON array of entries was "
-                             "expected, the file holds " +
-                             type_of(old) + keep,
-                         kExitUsage);
-    for (size_t i = 0; i < old.size(); ++i)
-        if (!old[i].is_object())
-            throw FatalError(where + "not a compilation database: entry " + std::to_string(i + 1) +
-                                 " is " + type_of(old[i]) + ", not an object" + keep,
-                             kExitUsage);
+    auto refused = [&](const std::string& why) {
+        return std::unexpected(Error::at(ErrorKind::Usage, file.string(), 0,
+                                         "not a compilation database: " + why + keep));
+    };
+    if (!old->is_array())
+        return refused("a JSON array of entries was expected, the file holds " + type_of(*old));
+    for (size_t i = 0; i < old->size(); ++i)
+        if (!(*old)[i].is_object())
+            return refused("entry " + std::to_string(i + 1) + " is " + type_of((*old)[i]) +
+                           ", not an object");
     return old;
 }
 
@@ -81,13 +79,13 @@ void write_compile_commands(const fs::path& file, const BuildInputs& in,
     std::set<std::string> ours;
     for (const auto& e : fresh) ours.insert(e["file"].get<std::string>());
     nlohmann::ordered_json merged = nlohmann::ordered_json::array();
-    for (auto& e : read_compile_commands(file))
+    for (auto& e : or_fatal(read_compile_commands(file)))
         if (!e.contains("file") || !e["file"].is_string() ||
             !ours.count(e["file"].get<std::string>()))
             merged.push_back(std::move(e));
     for (auto& e : fresh) merged.push_back(std::move(e));
     if (auto w = write_atomic(file, merged.dump(2) + "\n"); !w)
-        throw FatalError("bekc: error: --compile-commands: " + w.error(), kExitCache);
+        fatal(Error::make(ErrorKind::Cache, "--compile-commands: " + w.error().message));
 }
 
 }  // namespace bekc

@@ -4,11 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <expected>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <vector>
 
 #include "driver/build_inputs.hpp"
+#include "util/error.hpp"
 
 namespace bekc {
 
@@ -17,9 +19,9 @@ inline constexpr uint64_t kMaxCompileCommandsBytes = uint64_t{256} << 20;
 // The entries of an existing compilation database `file`: an empty array when
 // there is no such file or it is empty. Anything else that is not a regular
 // file holding a JSON array of objects (nested at most kMaxJsonDepth deep)
-// throws FatalError (usage error) naming the file and why, so that a database
-// bekc cannot read is never replaced and its entries lost.
-nlohmann::ordered_json read_compile_commands(const fs::path& file);
+// is a Usage error naming the file and why, so that a database bekc cannot
+// read is never replaced and its entries lost.
+std::expected<nlohmann::ordered_json, Error> read_compile_commands(const fs::path& file);
 
 // Merges the entries into `file`: entries for other files are kept, entries
 // for these sources replaced. A `file` read_compile_commands refuses is left

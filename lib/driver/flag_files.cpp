@@ -5,6 +5,7 @@
 #include <set>
 #include <string_view>
 
+#include "driver/fatal.hpp"
 #include "store/file_ops.hpp"
 #include "store/hash.hpp"
 #include "util/error.hpp"
@@ -92,19 +93,18 @@ class Collector {
     // Reads and keys one file; its bytes when `keep`.
     std::string key(std::string_view name, const std::string& shown, bool keep, int depth) {
         if (name.empty() || depth > kMaxDepth)
-            throw FatalError("bekc: error: '" + shown +
-                                 "' names no file bekc can follow (or response files nest more "
-                                 "than 16 deep)",
-                             kExitUsage);
+            fatal(Error::make(ErrorKind::Usage,
+                              "'" + shown +
+                                  "' names no file bekc can follow (or response files nest more "
+                                  "than 16 deep)"));
         fs::path p = (cwd_ / fs::path(name)).lexically_normal();
         auto digest = digest_file(p, keep);
         if (!digest || !digest->stat.is_regular)
-            throw FatalError("bekc: error: '" + shown +
-                                 "' makes the compiler read a file bekc must key: " +
-                                 (digest ? "cannot read " + p.string() + ": not a regular file"
-                                         : digest.error()) +
-                                 "; name a regular file, or pass its flags directly",
-                             kExitUsage);
+            fatal(Error::make(ErrorKind::Usage,
+                              "'" + shown + "' makes the compiler read a file bekc must key: " +
+                                  (digest ? "cannot read " + p.string() + ": not a regular file"
+                                          : digest.error().message) +
+                                  "; name a regular file, or pass its flags directly"));
         if (seen_.insert(p).second) files_.push_back({p, digest->sha256});
         return std::move(digest->text);
     }

@@ -4,12 +4,13 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "driver/fatal.hpp"
 #include "scan/symbols.hpp"
 #include "util/error.hpp"
 
 namespace bekc {
 
-std::vector<fs::path> expand_inputs(const std::vector<std::string>& inputs) {
+std::expected<std::vector<fs::path>, Error> expand_inputs(const std::vector<std::string>& inputs) {
     std::vector<fs::path> out;
     auto is_source = [](const fs::path& p) {
         return is_cuda_source(p.string()) || is_cpu_source(p.string());
@@ -24,24 +25,25 @@ std::vector<fs::path> expand_inputs(const std::vector<std::string>& inputs) {
                 if (e.is_regular_file() && is_source(e.path())) found.push_back(e.path());
             std::sort(found.begin(), found.end());
             if (found.empty())
-                throw FatalError(in + ": error: directory has no .cu, .cpp, .cc or .cxx file",
-                                 kExitUsage);
+                return std::unexpected(Error::at(ErrorKind::Usage, in, 0,
+                                                 "directory has no .cu, .cpp, .cc or .cxx file"));
             out.insert(out.end(), found.begin(), found.end());
         } else if (fs::is_regular_file(st)) {
             if (!is_source(p))
-                throw FatalError(in + ": error: not a kernel source (expected .cu, .cpp, .cc or "
-                                      ".cxx)",
-                                 kExitUsage);
+                return std::unexpected(Error::at(ErrorKind::Usage, in, 0,
+                                                 "not a kernel source (expected .cu, .cpp, .cc or "
+                                                 ".cxx)"));
             out.push_back(p);
         } else if (st.type() == fs::file_type::not_found) {
-            throw FatalError(in + ": error: no such file or directory", kExitUsage);
+            return std::unexpected(Error::at(ErrorKind::Usage, in, 0, "no such file or directory"));
         } else if (st.type() == fs::file_type::none || st.type() == fs::file_type::unknown) {
-            throw FatalError(in + ": error: cannot access: " + ec.message(), kExitUsage);
+            return std::unexpected(
+                Error::at(ErrorKind::Usage, in, 0, "cannot access: " + ec.message()));
         } else {
             // Reading a FIFO would wait for a writer, /dev/zero would never end.
-            throw FatalError(in + ": error: not a regular file (it is " + kind_of(st.type()) +
-                                 "); give a kernel source file or a directory",
-                             kExitUsage);
+            return std::unexpected(Error::at(ErrorKind::Usage, in, 0,
+                                             "not a regular file (it is " + kind_of(st.type()) +
+                                                 "); give a kernel source file or a directory"));
         }
     }
     return out;
@@ -51,10 +53,10 @@ void check_name_lengths(const std::string& name, std::string_view name_origin,
                         const std::string& target_prefix) {
     auto check = [](const std::string& value, const std::string& what, const std::string& why) {
         if (value.size() <= kMaxModuleNameLength) return;
-        throw FatalError("bekc: error: " + what + " '" + value.substr(0, 24) + "...' is " +
-                             std::to_string(value.size()) + " characters long; the limit is " +
-                             std::to_string(kMaxModuleNameLength) + " (" + why + ")",
-                         kExitUsage);
+        fatal(Error::make(ErrorKind::Usage,
+                          what + " '" + value.substr(0, 24) + "...' is " +
+                              std::to_string(value.size()) + " characters long; the limit is " +
+                              std::to_string(kMaxModuleNameLength) + " (" + why + ")"));
     };
     const std::string origin(name_origin);
     check(name, origin == "--name" ? origin : "module name (" + origin + ")",
@@ -88,12 +90,12 @@ size_t json_nesting_excess_line(std::string_view text, int max_depth) {
     return 0;
 }
 
-nlohmann::ordered_json parse_user_json(std::string_view text, const fs::path& path) {
+std::expected<nlohmann::ordered_json, Error> parse_user_json(std::string_view text,
+                                                             const fs::path& path) {
     if (size_t line = json_nesting_excess_line(text))
-        throw FatalError(path.string() + ":" + std::to_string(line) +
-                             ": error: JSON nesting deeper than " + std::to_string(kMaxJsonDepth) +
-                             " levels",
-                         kExitUsage);
+        return std::unexpected(
+            Error::at(ErrorKind::Usage, path.string(), static_cast<int>(line),
+                      "JSON nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels"));
     try {
         // Ordered, so that what is read keeps the order the file gives it.
         return nlohmann::ordered_json::parse(text);
@@ -104,7 +106,8 @@ nlohmann::ordered_json parse_user_json(std::string_view text, const fs::path& pa
         if (size_t close = what.find("] ");
             what.rfind("[json.exception", 0) == 0 && close != what.npos)
             what.erase(0, close + 2);
-        throw FatalError(path.string() + ": error: not valid JSON: " + what, kExitUsage);
+        return std::unexpected(
+            Error::at(ErrorKind::Usage, path.string(), 0, "not valid JSON: " + what));
     }
 }
 
@@ -174,7 +177,7 @@ ScannedInputs scan_inputs(const std::vector<fs::path>& paths,
     std::vector<std::string> found_explicit;
     for (const auto& path : paths) {
         auto text = read_file(path, ReadOptions{.max_bytes = kMaxSourceBytes});
-        if (!text) throw FatalError("bekc: error: " + text.error(), kExitUsage);
+        if (!text) fatal(Error::make(ErrorKind::Usage, text.error().message));
         SourceFile f{path, is_cuda_source(path.string()), std::move(*text), {}};
         ScanOptions opts{f.cuda, explicit_specs};
         ScanResult r = scan_source(f.text, path.string(), opts);
@@ -213,31 +216,30 @@ ScannedInputs scan_inputs(const std::vector<fs::path>& paths,
 }
 
 std::vector<ExplicitSpec> read_functions_json(const fs::path& path) {
-    const std::string where = path.string() + ": error: ";
+    auto usage = [&](std::string message) {
+        fatal(Error::at(ErrorKind::Usage, path.string(), 0, std::move(message)));
+    };
     const std::string shape = "; expected {\"name\": [\"arg\", \"ret\", ...], ...}";
     auto text = read_file(path, ReadOptions{.max_bytes = kMaxOptionFileBytes});
-    if (!text) throw FatalError("bekc: error: --functions: " + text.error(), kExitUsage);
-    const nlohmann::ordered_json j = parse_user_json(*text, path);
-    if (!j.is_object()) throw FatalError(where + "not a JSON object" + shape, kExitUsage);
-    if (j.empty()) throw FatalError(where + "names no function" + shape, kExitUsage);
+    if (!text) fatal(Error::make(ErrorKind::Usage, "--functions: " + text.error().message));
+    const nlohmann::ordered_json j = or_fatal(parse_user_json(*text, path));
+    if (!j.is_object()) usage("not a JSON object" + shape);
+    if (j.empty()) usage("names no function" + shape);
     std::vector<ExplicitSpec> out;
     for (const auto& [name, tokens] : j.items()) {
         if (std::string why = identifier_problem(name); !why.empty())
-            throw FatalError(where + "function name '" + name + "' " + why +
-                                 " (names are emitted into generated code)",
-                             kExitUsage);
+            usage("function name '" + name + "' " + why +
+                  " (names are emitted into generated code)");
         if (!tokens.is_array())
-            throw FatalError(where + "the spec of '" + name + "' is not a list of tokens" + shape +
-                                 " ([] infers the spec from the signature)",
-                             kExitUsage);
+            usage("the spec of '" + name + "' is not a list of tokens" + shape +
+                  " ([] infers the spec from the signature)");
         ExplicitSpec spec{name, {}, path.string()};
         for (const auto& t : tokens) {
             if (!t.is_string()) {
                 std::string shown = t.dump();
                 if (shown.size() > 60) shown = shown.substr(0, 57) + "...";
-                throw FatalError(where + "the spec of '" + name +
-                                     "' has a token that is not a string: " + shown + shape,
-                                 kExitUsage);
+                usage("the spec of '" + name + "' has a token that is not a string: " + shown +
+                      shape);
             }
             spec.tokens.push_back({t.get<std::string>(), 0});
         }
@@ -252,7 +254,7 @@ std::vector<ExplicitSpec> collect_explicit_specs(const std::vector<std::string>&
     for (const auto& f : functions) {
         std::string err;
         auto spec = parse_function_option(f, err);
-        if (!spec) throw FatalError("bekc: error: " + err, kExitUsage);
+        if (!spec) fatal(Error::make(ErrorKind::Usage, err));
         specs.push_back(std::move(*spec));
     }
     if (!functions_json.empty()) {

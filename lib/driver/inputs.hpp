@@ -34,9 +34,9 @@ inline constexpr uint64_t kMaxOptionFileBytes = uint64_t{16} << 20;
 
 // Files stand for themselves; a directory for every .cu/.cpp/.cc/.cxx directly
 // in it, sorted by name. Unknown extensions, missing paths and paths that are
-// neither a directory nor a regular file (a FIFO, /dev/zero) throw FatalError
-// (usage errors).
-std::vector<fs::path> expand_inputs(const std::vector<std::string>& inputs);
+// neither a directory nor a regular file (a FIFO, /dev/zero) are Usage errors
+// naming the input.
+std::expected<std::vector<fs::path>, Error> expand_inputs(const std::vector<std::string>& inputs);
 
 // The longest module name (--name, or the first input's stem) and target
 // prefix: lib<name>.so, and the temporaries written beside it
@@ -62,9 +62,10 @@ inline constexpr int kMaxJsonDepth = 64;
 size_t json_nesting_excess_line(std::string_view text, int max_depth = kMaxJsonDepth);
 
 // Parses `text`, the content of `path`, a file the user named. Nesting deeper
-// than kMaxJsonDepth and malformed JSON throw FatalError (usage errors) naming
-// the file and the line.
-nlohmann::ordered_json parse_user_json(std::string_view text, const fs::path& path);
+// than kMaxJsonDepth and malformed JSON are Usage errors naming the file and
+// the line.
+std::expected<nlohmann::ordered_json, Error> parse_user_json(std::string_view text,
+                                                             const fs::path& path);
 
 enum class InputsAre {
     OneModule,   // `bekc build`: the files link into one library

@@ -4,13 +4,14 @@
 #include <map>
 #include <set>
 
-#include "toolchain/compiler_env.hpp"
-#include "toolchain/link_search.hpp"
+#include "driver/fatal.hpp"
 #include "driver/plan_build.hpp"
-#include "store/runtime_headers.hpp"
 #include "scan/includes.hpp"
 #include "store/file_ops.hpp"
 #include "store/hash.hpp"
+#include "store/runtime_headers.hpp"
+#include "toolchain/compiler_env.hpp"
+#include "toolchain/link_search.hpp"
 #include "util/embedded.hpp"
 #include "util/env.hpp"
 #include "util/error.hpp"
@@ -266,9 +267,8 @@ DependencySet classify_dependencies(const ReportedDependencies& reported, const 
     auto key_file = [&](const fs::path& p, bool keep_text) {
         auto digest = digest_file(p, keep_text);
         if (!digest)
-            throw FatalError(
-                "bekc: error: cannot read dependency " + p.string() + ": " + digest.error(),
-                kExitSourceError);
+            fatal(Error::make(ErrorKind::Source, "cannot read dependency " + p.string() + ": " +
+                                                     digest.error().message));
         const fs::path recorded = anchored(p);
         out.hashed.emplace_back(recorded.string(), digest->sha256);
         out.direct.dependencies.push_back({recorded, digest->sha256, digest->stat, digest->xxh128});

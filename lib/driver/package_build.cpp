@@ -15,6 +15,7 @@
 
 #include "driver/build_args.hpp"
 #include "driver/compile_times.hpp"
+#include "driver/fatal.hpp"
 #include "run/interrupt.hpp"
 #include "run/jobserver.hpp"
 #include "run/parallel.hpp"
@@ -82,8 +83,9 @@ std::vector<Command> package_commands(const BuildOptions& o,
     // Named explicitly, so each child keys on it whether or not its source
     // includes XLA's headers: bekc's Python loaders always pass it too. The
     // jaxlib beside the package first: the one its importer finds.
-    auto xla = find_xla_headers(o.xla_include, system_env(),
-                                {package.parent_path(), resolved_path(package).parent_path()});
+    auto xla =
+        or_fatal(find_xla_headers(o.xla_include, system_env(),
+                                  {package.parent_path(), resolved_path(package).parent_path()}));
     // The options every module's build shares; what a child does not take
     // (outputs, exports, --dry-run, ...) stays at its default.
     BuildOptions common;
@@ -92,7 +94,7 @@ std::vector<Command> package_commands(const BuildOptions& o,
     common.flags.include_dirs.push_back(include.string());
     if (xla) common.xla_include = xla->dir.string();
     common.arch = o.arch;
-    common.cache_dir = resolve_cache_root(o.cache_dir, system_env()).string();
+    common.cache_dir = or_fatal(resolve_cache_root(o.cache_dir, system_env())).string();
     common.nvcc = o.nvcc;
     common.nvcc_prefer = o.nvcc_prefer;
     common.brainevent_nvcc = o.brainevent_nvcc;
@@ -156,8 +158,7 @@ int run_package_build(const BuildOptions& o) {
     const fs::path& root = plan.root;
     const std::vector<PackageModule>& modules = plan.modules;
     if (plan.files == 0)
-        throw FatalError(o.inputs.front() + ": error: the package holds no kernel file",
-                         kExitUsage);
+        fatal(Error::at(ErrorKind::Usage, o.inputs.front(), 0, "the package holds no kernel file"));
     // The plan, the same for --dry-run and the build.
     if (!o.quiet) {
         std::fprintf(stderr, "%s\n", plan.summary().c_str());
@@ -165,7 +166,7 @@ int run_package_build(const BuildOptions& o) {
     }
     // The modules that took longest last time start first, so the build does
     // not end waiting on one straggler (driver/compile_times.hpp).
-    CompileTimes times(resolve_cache_root(o.cache_dir, system_env()));
+    CompileTimes times(or_fatal(resolve_cache_root(o.cache_dir, system_env())));
     auto timing_name = [](const PackageModule& m) {
         return "package:" + m.source.string() + ":" + m.name;
     };
@@ -174,8 +175,7 @@ int run_package_build(const BuildOptions& o) {
     std::error_code ec;
     fs::path self = fs::read_symlink("/proc/self/exe", ec);
     if (ec)
-        throw FatalError("bekc: error: cannot find its own executable: " + ec.message(),
-                         kExitInternal);
+        fatal(Error::make(ErrorKind::Internal, "cannot find its own executable: " + ec.message()));
     // Under `make -jN` the slots come from make's jobserver (run/jobserver.hpp).
     JobSlots job_slots = JobSlots::take(
         o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),

@@ -3,11 +3,12 @@
 #include <algorithm>
 
 #include "codegen/wrapper.hpp"
-#include "toolchain/link_search.hpp"
-#include "store/runtime_headers.hpp"
-#include "toolchain/safe_paths.hpp"
+#include "driver/fatal.hpp"
 #include "store/hash.hpp"
+#include "store/runtime_headers.hpp"
+#include "toolchain/link_search.hpp"
 #include "toolchain/nvcc_search.hpp"
+#include "toolchain/safe_paths.hpp"
 
 namespace bekc {
 
@@ -39,15 +40,15 @@ BuildGraph plan_graph(const BuildInputs& in, const GraphPaths& paths) {
     // nvcc hands paths to a shell and splits some at commas: it gets
     // plain-named links to the directories it cannot take as they are.
     if (in.nvcc && paths.nvcc_safe_paths) {
-        req.runtime_include = safe_path_for_nvcc(paths.runtime_include);
-        for (auto& d : req.flags.include_dirs) d = safe_path_for_nvcc(d).string();
+        req.runtime_include = or_fatal(safe_path_for_nvcc(paths.runtime_include));
+        for (auto& d : req.flags.include_dirs) d = or_fatal(safe_path_for_nvcc(d)).string();
         for (auto* dirs : {&req.toolkit_includes, &req.toolkit_system_includes, &req.toolkit_libs})
-            for (auto& d : *dirs) d = safe_path_for_nvcc(d);
+            for (auto& d : *dirs) d = or_fatal(safe_path_for_nvcc(d));
         if (!req.flags.xla_include.empty())
-            req.flags.xla_include = safe_path_for_nvcc(req.flags.xla_include).string();
-        req.runtime_object = safe_path_for_nvcc(paths.runtime_object.parent_path()) /
+            req.flags.xla_include = or_fatal(safe_path_for_nvcc(req.flags.xla_include)).string();
+        req.runtime_object = or_fatal(safe_path_for_nvcc(paths.runtime_object.parent_path())) /
                              paths.runtime_object.filename();
-        req.cxx.path = safe_ccbin(req.cxx.path);
+        req.cxx.path = or_fatal(safe_ccbin(req.cxx.path));
     }
     req.library = paths.build_dir / in.library_file();
     if (paths.launcher) req.launcher = in.launcher;
@@ -70,7 +71,7 @@ BuildGraph plan_graph(const BuildInputs& in, const GraphPaths& paths) {
                                               ".bekc" + (f.cuda ? ".cu" : ".cpp"));
         wrappers.push_back({fs::absolute(f.path).lexically_normal().string(), f.path.string(),
                             wrapper.string(), in.target_prefix, f.functions, i});
-        g.wrapper_texts.push_back(render_wrapper(wrappers.back()));
+        g.wrapper_texts.push_back(or_fatal(render_wrapper(wrappers.back())));
         req.units.push_back({wrapper, f.cuda, f.path.string()});
     }
     req.handlers = paths.build_dir / "bekc_handlers.cpp";

@@ -94,13 +94,14 @@ std::string field(const Block& h, size_t offset, size_t width) {
 
 // Opens a regular file for reading: no link followed, and O_NONBLOCK so a
 // FIFO in its place is refused instead of waited on.
-std::expected<int, std::string> open_regular(const fs::path& path) {
+std::expected<int, Error> open_regular(const fs::path& path) {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
-    if (fd < 0) return std::unexpected(errno_text("open", path));
+    if (fd < 0) return fail(ErrorKind::Cache, errno_text("open", path));
     struct stat st;
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         ::close(fd);
-        return std::unexpected(fmt::format("cannot read {}: not a regular file", path.string()));
+        return fail(ErrorKind::Cache,
+                    fmt::format("cannot read {}: not a regular file", path.string()));
     }
     return fd;
 }
@@ -115,24 +116,25 @@ bool is_plain_member_name(const std::string& name) {
     });
 }
 
-std::expected<void, std::string> write_entry_archive(const fs::path& dir,
-                                                     const std::vector<std::string>& names,
-                                                     const fs::path& archive) {
+std::expected<void, Error> write_entry_archive(const fs::path& dir,
+                                               const std::vector<std::string>& names,
+                                               const fs::path& archive) {
     Fd out{::open(archive.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)};
-    if (out.fd < 0) return std::unexpected(errno_text("create", archive));
+    if (out.fd < 0) return fail(ErrorKind::Cache, errno_text("create", archive));
     std::vector<char> buffer(1 << 16);
     for (const auto& name : names) {
         if (!is_plain_member_name(name))
-            return std::unexpected("cannot archive the file name " + name);
+            return fail(ErrorKind::Cache, "cannot archive the file name " + name);
         fs::path file = dir / name;
         auto opened = open_regular(file);
         if (!opened) return std::unexpected(opened.error());
         Fd in{*opened};
         off_t size = ::lseek(in.fd, 0, SEEK_END);
         if (size < 0 || ::lseek(in.fd, 0, SEEK_SET) != 0)
-            return std::unexpected(errno_text("seek", file));
+            return fail(ErrorKind::Cache, errno_text("seek", file));
         if (static_cast<uint64_t>(size) >= (uint64_t{1} << 33))  // 11 octal digits
-            return std::unexpected(file.string() + " is too large for a ustar archive (8 GiB)");
+            return fail(ErrorKind::Cache,
+                        file.string() + " is too large for a ustar archive (8 GiB)");
         Block h{};
         std::memcpy(h.data() + kName, name.data(), name.size());
         put_octal(h, kMode, 8, 0644);
@@ -148,35 +150,36 @@ std::expected<void, std::string> write_entry_archive(const fs::path& dir,
         h[kChecksum + 6] = '\0';
         h[kChecksum + 7] = ' ';
         if (!write_all(out.fd, h.data(), kBlock))
-            return std::unexpected(errno_text("write", archive));
+            return fail(ErrorKind::Cache, errno_text("write", archive));
         // Exactly `size` bytes, even if the file grew meanwhile: the header
         // has already promised that many.
         uint64_t left = static_cast<uint64_t>(size);
         while (left > 0) {
             size_t want = static_cast<size_t>(std::min<uint64_t>(left, buffer.size()));
             if (read_full(in.fd, buffer.data(), want) != want)
-                return std::unexpected(
-                    fmt::format("{} shrank while it was archived", file.string()));
+                return fail(ErrorKind::Cache,
+                            fmt::format("{} shrank while it was archived", file.string()));
             if (!write_all(out.fd, buffer.data(), want))
-                return std::unexpected(errno_text("write", archive));
+                return fail(ErrorKind::Cache, errno_text("write", archive));
             left -= want;
         }
         Block pad{};
         size_t tail = static_cast<size_t>(size) % kBlock;
         if (tail != 0 && !write_all(out.fd, pad.data(), kBlock - tail))
-            return std::unexpected(errno_text("write", archive));
+            return fail(ErrorKind::Cache, errno_text("write", archive));
     }
     Block zero{};
     for (int i = 0; i < 2; ++i)
         if (!write_all(out.fd, zero.data(), kBlock))
-            return std::unexpected(errno_text("write", archive));
+            return fail(ErrorKind::Cache, errno_text("write", archive));
     if (::fsync(out.fd) != 0 && errno != EINVAL)
-        return std::unexpected(errno_text("sync", archive));
+        return fail(ErrorKind::Cache, errno_text("sync", archive));
     return {};
 }
 
-std::expected<std::vector<std::string>, std::string> read_entry_archive(
-    const fs::path& archive, const fs::path& dir, const ArchiveLimits& limits) {
+std::expected<std::vector<std::string>, Error> read_entry_archive(const fs::path& archive,
+                                                                  const fs::path& dir,
+                                                                  const ArchiveLimits& limits) {
     auto opened = open_regular(archive);
     if (!opened) return std::unexpected(opened.error());
     Fd in{*opened};
@@ -188,28 +191,31 @@ std::expected<std::vector<std::string>, std::string> read_entry_archive(
     for (;;) {
         Block h;
         if (read_full(in.fd, h.data(), kBlock) != kBlock)
-            return std::unexpected("the archive is truncated");
+            return fail(ErrorKind::Cache, "the archive is truncated");
         if (std::all_of(h.begin(), h.end(), [](char c) { return c == '\0'; })) break;  // end marker
         if (std::memcmp(h.data() + kMagic, "ustar", 5) != 0)
-            return std::unexpected("not a ustar archive");
+            return fail(ErrorKind::Cache, "not a ustar archive");
         auto sum = parse_octal(h, kChecksum, 8);
         if (!sum || *sum != checksum_of(h))
-            return std::unexpected("an archive header has a bad checksum");
+            return fail(ErrorKind::Cache, "an archive header has a bad checksum");
         std::string name = field(h, kName, kNameLen);
         if (h[kType] != '0' && h[kType] != '\0')
-            return std::unexpected(fmt::format("archive member '{}' is not a regular file", name));
+            return fail(ErrorKind::Cache,
+                        fmt::format("archive member '{}' is not a regular file", name));
         if (!field(h, kPrefix, kPrefixLen).empty() || !is_plain_member_name(name))
-            return std::unexpected(
-                fmt::format("archive member '{}' is not a plain file name", name));
+            return fail(ErrorKind::Cache,
+                        fmt::format("archive member '{}' is not a plain file name", name));
         if (!seen.insert(name).second)
-            return std::unexpected("archive member '" + name + "' appears twice");
+            return fail(ErrorKind::Cache, "archive member '" + name + "' appears twice");
         if (names.size() == kMaxArchiveMembers)
-            return std::unexpected("the archive has too many members");
+            return fail(ErrorKind::Cache, "the archive has too many members");
         auto size = parse_octal(h, kSize, 12);
-        if (!size) return std::unexpected(fmt::format("archive member '{}' has a bad size", name));
+        if (!size)
+            return fail(ErrorKind::Cache, fmt::format("archive member '{}' has a bad size", name));
         // Before anything is written: a header may claim any size.
         if (*size > limits.max_bytes - total)
-            return std::unexpected(
+            return fail(
+                ErrorKind::Cache,
                 fmt::format("archive member '{}' ({} bytes) takes the entry past its limit of {} "
                             "bytes",
                             name, *size, limits.max_bytes));
@@ -217,20 +223,21 @@ std::expected<std::vector<std::string>, std::string> read_entry_archive(
         fs::path file = dir / name;
         // O_EXCL|O_NOFOLLOW: never through a link, never over another member.
         Fd out{::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666)};
-        if (out.fd < 0) return std::unexpected(errno_text("create", file));
+        if (out.fd < 0) return fail(ErrorKind::Cache, errno_text("create", file));
         uint64_t left = *size;
         while (left > 0) {
             size_t want = static_cast<size_t>(std::min<uint64_t>(left, buffer.size()));
             if (read_full(in.fd, buffer.data(), want) != want)
-                return std::unexpected("the archive is truncated");
+                return fail(ErrorKind::Cache, "the archive is truncated");
             if (!write_all(out.fd, buffer.data(), want))
-                return std::unexpected(errno_text("write", file));
+                return fail(ErrorKind::Cache, errno_text("write", file));
             left -= want;
-            if (out_of_time()) return std::unexpected("the time limit passed while unpacking it");
+            if (out_of_time())
+                return fail(ErrorKind::Cache, "the time limit passed while unpacking it");
         }
         size_t tail = static_cast<size_t>(*size % kBlock);
         if (tail != 0 && read_full(in.fd, buffer.data(), kBlock - tail) != kBlock - tail)
-            return std::unexpected("the archive is truncated");
+            return fail(ErrorKind::Cache, "the archive is truncated");
         names.push_back(std::move(name));
     }
     return names;

@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "util/error.hpp"
+
 namespace bekc {
 
 namespace fs = std::filesystem;
@@ -44,14 +46,15 @@ struct ArchiveLimits {
 // order given, with fixed owner, mode and time so the same entry always packs
 // to the same bytes. Each must be a regular file (opened without blocking and
 // without following a link).
-std::expected<void, std::string> write_entry_archive(const fs::path& dir,
-                                                     const std::vector<std::string>& names,
-                                                     const fs::path& archive);
+std::expected<void, Error> write_entry_archive(const fs::path& dir,
+                                               const std::vector<std::string>& names,
+                                               const fs::path& archive);
 
 // Unpacks `archive` into the existing, empty directory `dir` and returns the
 // member names. On error `dir` may hold some members; the caller discards it.
-std::expected<std::vector<std::string>, std::string> read_entry_archive(
-    const fs::path& archive, const fs::path& dir, const ArchiveLimits& limits = {});
+std::expected<std::vector<std::string>, Error> read_entry_archive(const fs::path& archive,
+                                                                  const fs::path& dir,
+                                                                  const ArchiveLimits& limits = {});
 
 // Whether `name` may be a member: a plain, printable file name that fits a
 // ustar name field.

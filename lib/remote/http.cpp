@@ -66,12 +66,12 @@ class SideFile {
 
 // The Authorization header for one request, in a 0600 file created fresh
 // (never through a planted link).
-std::expected<void, std::string> write_header_file(const fs::path& path, const std::string& token) {
+std::expected<void, Error> write_header_file(const fs::path& path, const std::string& token) {
     UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-    if (!fd.valid()) return std::unexpected(errno_message("create", path, errno));
+    if (!fd.valid()) return fail(ErrorKind::Cache, errno_message("create", path, errno));
     std::string line = "Authorization: Bearer " + token + "\n";
     if (::write(fd.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size()))
-        return std::unexpected(errno_message("write", path, errno));
+        return fail(ErrorKind::Cache, errno_message("write", path, errno));
     return {};
 }
 
@@ -197,7 +197,7 @@ HttpResult HttpClient::send(CurlRequest request) const {
     if (token_) {
         header.emplace(fs::path(request.file.string() + ".auth"));
         if (auto w = write_header_file(header->path(), *token_); !w)
-            return {HttpResult::Kind::Failed, 0, w.error()};
+            return {HttpResult::Kind::Failed, 0, w.error().message};
         request.header_file = header->path();
     }
     SideFile messages(fs::path(request.file.string() + ".messages"));

@@ -10,9 +10,9 @@
 
 #include "remote/entry_archive.hpp"
 #include "remote/remote_record.hpp"
-#include "toolchain/tools.hpp"
 #include "store/file_ops.hpp"
 #include "store/layout.hpp"
+#include "toolchain/tools.hpp"
 #include "util/fs.hpp"
 
 namespace bekc {
@@ -55,7 +55,7 @@ Scratch::~Scratch() {
     if (cache_) cache_->remove(dir_);
 }
 
-std::expected<Scratch, std::string> scratch_dir(const Cache& cache) {
+std::expected<Scratch, Error> scratch_dir(const Cache& cache) {
     auto dir = cache.make_scratch();
     if (!dir) return std::unexpected(dir.error());
     return Scratch(cache, std::move(*dir));
@@ -122,9 +122,10 @@ RemoteCache::RemoteRecords RemoteCache::read_records(const std::string& direct_k
     auto text = read_file(file, ReadOptions{kMaxRecordBytes, false});
     auto records =
         text ? parse_remote_records(*text)
-             : std::expected<std::vector<DirectInputs>, std::string>(std::unexpected(text.error()));
+             : std::expected<std::vector<DirectInputs>, Error>(std::unexpected(text.error()));
     if (!records) {
-        warn_(fmt::format("remote cache: ignoring {}: {}", display_url(url), records.error()));
+        warn_(fmt::format("remote cache: ignoring {}: {}", display_url(url),
+                          records.error().message));
         return {State::Malformed, {}};
     }
     return {State::Found, std::move(*records)};
@@ -144,7 +145,7 @@ std::optional<Entry> RemoteCache::fetch(Cache& cache, const std::string& direct_
     };
     auto scratch = scratch_dir(cache);
     if (!scratch) {
-        warn_("remote cache not used: " + scratch.error());
+        warn_("remote cache not used: " + scratch.error().message);
         return std::nullopt;
     }
     RemoteRecords remote = read_records(direct_key, *scratch, &lookup);
@@ -153,7 +154,7 @@ std::optional<Entry> RemoteCache::fetch(Cache& cache, const std::string& direct_
     // Only a record whose headers are byte for byte ours names our key.
     auto match = match_local_files(remote.records, LocalCheck{lookup.deadline}, base);
     if (!match) {
-        lookup.cut_short = match.error();
+        lookup.cut_short = match.error().message;
         return gave_up();
     }
     for (const auto& refused : match->refused)
@@ -175,18 +176,17 @@ std::optional<Entry> RemoteCache::fetch(Cache& cache, const std::string& direct_
     }
     // The next build of these inputs is a local hit.
     if (auto r = cache.record_direct(direct_key, record, base); !r)
-        warn_("could not record dependencies for fast hits: " + r.error());
+        warn_("could not record dependencies for fast hits: " + r.error().message);
     return outcome->entry;
 }
 
-std::expected<void, std::string> RemoteCache::download_entry(const std::string& key,
-                                                             const fs::path& staging,
-                                                             const Scratch& scratch,
-                                                             Lookup& lookup) {
-    if (!http_) return std::unexpected("the remote is unreachable");
+std::expected<void, Error> RemoteCache::download_entry(const std::string& key,
+                                                       const fs::path& staging,
+                                                       const Scratch& scratch, Lookup& lookup) {
+    if (!http_) return fail(ErrorKind::Cache, "the remote is unreachable");
     auto cut_short = [&](const std::string& during) {
         lookup.cut_short = during;
-        return std::unexpected("the lookup's time limit passed while " + during);
+        return fail(ErrorKind::Cache, "the lookup's time limit passed while " + during);
     };
     if (lookup.passed()) return cut_short("waiting to download the entry");
     fs::path archive = scratch.file("entry.tar");
@@ -196,17 +196,19 @@ std::expected<void, std::string> RemoteCache::download_entry(const std::string& 
         lookup.passed())
         return cut_short("downloading the entry");
     if (got.kind == HttpResult::Kind::NotFound)
-        return std::unexpected(display_url(url) + " is missing although a direct record names it");
+        return fail(ErrorKind::Cache,
+                    display_url(url) + " is missing although a direct record names it");
     if (got.kind == HttpResult::Kind::Unreachable) {
         report(got, "GET " + url);  // warns, and fetch stays quiet
-        return std::unexpected("the remote is unreachable");
+        return fail(ErrorKind::Cache, "the remote is unreachable");
     }
     if (got.kind != HttpResult::Kind::Ok)
-        return std::unexpected(fmt::format("GET {} failed: {}", display_url(url), got.message));
+        return fail(ErrorKind::Cache,
+                    fmt::format("GET {} failed: {}", display_url(url), got.message));
     auto names = read_entry_archive(archive, staging,
                                     ArchiveLimits{config_.max_entry_bytes, lookup.deadline});
     if (!names && lookup.passed()) return cut_short("unpacking the entry");
-    if (!names) return std::unexpected("corrupt archive: " + names.error());
+    if (!names) return fail(ErrorKind::Cache, "corrupt archive: " + names.error().message);
     // The archive is no longer needed: a second copy of the entry need not
     // sit on the disk while it is verified.
     ::unlink(archive.c_str());
@@ -215,11 +217,11 @@ std::expected<void, std::string> RemoteCache::download_entry(const std::string& 
     if (!entry) return std::unexpected(entry.error());
     for (const auto& name : *names)
         if (!travels(name, *entry))
-            return std::unexpected("unexpected file '" + name + "' in the entry");
+            return fail(ErrorKind::Cache, "unexpected file '" + name + "' in the entry");
     if (auto deps = read_file(staging / kDependenciesFile, ReadOptions{kMaxRecordBytes, false})) {
         auto j = nlohmann::json::parse(*deps, nullptr, false);
         if (!j.is_array())
-            return std::unexpected(std::string(kDependenciesFile) + " is not a JSON array");
+            return fail(ErrorKind::Cache, std::string(kDependenciesFile) + " is not a JSON array");
     }
     // check_entry left a stamp; publishing writes its own.
     std::error_code ec;
@@ -237,7 +239,7 @@ void RemoteCache::publish(const Cache& cache, const Entry& entry, const std::str
     if (!http_ || config_.read_only) return;
     auto scratch = scratch_dir(cache);
     if (!scratch) {
-        warn_("remote cache: not uploading " + entry.key + ": " + scratch.error());
+        warn_("remote cache: not uploading " + entry.key + ": " + scratch.error().message);
         return;
     }
     // The library first and the manifests last, as a build writes them.
@@ -247,7 +249,7 @@ void RemoteCache::publish(const Cache& cache, const Entry& entry, const std::str
     names.emplace_back(kManifestFile);
     fs::path archive = scratch->file("upload.tar");
     if (auto w = write_entry_archive(entry.dir, names, archive); !w) {
-        warn_("remote cache: not uploading " + entry.key + ": " + w.error());
+        warn_("remote cache: not uploading " + entry.key + ": " + w.error().message);
         return;
     }
     // Readers refuse an archive over their limit: do not send one.
@@ -274,12 +276,12 @@ void RemoteCache::publish(const Cache& cache, const Entry& entry, const std::str
     latest.key = entry.key;
     auto text = render_remote_records(merge_remote_records(std::move(remote.records), latest));
     if (!text) {
-        warn_("remote cache: not uploading the direct record: " + text.error());
+        warn_("remote cache: not uploading the direct record: " + text.error().message);
         return;
     }
     fs::path file = scratch->file("record.json");
     if (auto w = write_atomic(file, *text); !w) {
-        warn_("remote cache: " + w.error());
+        warn_("remote cache: " + w.error().message);
         return;
     }
     url = direct_url(direct_key);

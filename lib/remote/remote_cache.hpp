@@ -33,6 +33,7 @@
 #include "store/cache.hpp"
 #include "store/direct.hpp"
 #include "util/env.hpp"
+#include "util/error.hpp"
 
 namespace bekc {
 
@@ -91,7 +92,7 @@ class Scratch {
 };
 
 // The one place that decides where the remote cache stages files.
-std::expected<Scratch, std::string> scratch_dir(const Cache& cache);
+std::expected<Scratch, Error> scratch_dir(const Cache& cache);
 
 using Warn = std::function<void(const std::string&)>;
 
@@ -125,8 +126,8 @@ class RemoteCache {
     HttpLimits record_limits(const Lookup* lookup = nullptr) const;
     HttpLimits entry_limits(const Lookup* lookup = nullptr) const;
     // Downloads, unpacks and verifies one entry into `staging`.
-    std::expected<void, std::string> download_entry(const std::string& key, const fs::path& staging,
-                                                    const Scratch& scratch, Lookup& lookup);
+    std::expected<void, Error> download_entry(const std::string& key, const fs::path& staging,
+                                              const Scratch& scratch, Lookup& lookup);
     // Warns about a failed request; an unreachable remote is skipped from
     // then on, so a dead server costs one timeout per build, not one per request.
     void report(const HttpResult& result, const std::string& request);

@@ -49,7 +49,7 @@ std::string problem_of(const RemoteConfig& c, const std::optional<std::string>& 
     }
     if (max_entry) {
         auto bytes = parse_size(*max_entry);
-        if (!bytes) return "$BEKC_REMOTE_MAX_ENTRY_SIZE: " + bytes.error();
+        if (!bytes) return "$BEKC_REMOTE_MAX_ENTRY_SIZE: " + bytes.error().message;
         if (*bytes < 1024) return "$BEKC_REMOTE_MAX_ENTRY_SIZE must be at least 1 KiB";
     }
     return "";

@@ -52,22 +52,23 @@ bool is_recorded_path(const std::string& s) {
     return is_absolute_path(s) || is_base_path(s);
 }
 
-std::expected<DirectInputs, std::string> record_from_json(const json& r) {
-    if (!r.is_object()) return std::unexpected("a record is not an object");
+std::expected<DirectInputs, Error> record_from_json(const json& r) {
+    if (!r.is_object()) return fail(ErrorKind::Cache, "a record is not an object");
     DirectInputs in;
     in.key = r.value("key", "");
-    if (!is_valid_key(in.key)) return std::unexpected("a record has no valid key");
+    if (!is_valid_key(in.key)) return fail(ErrorKind::Cache, "a record has no valid key");
     for (const auto& f : r.at("files")) {
         std::string path = f.at("path").get<std::string>(), sha = f.at("sha256").get<std::string>();
         if (!is_recorded_path(path))
-            return std::unexpected("'" + path + "' is not an absolute path");
-        if (!is_sha256(sha)) return std::unexpected("the SHA-256 of '" + path + "' is malformed");
+            return fail(ErrorKind::Cache, "'" + path + "' is not an absolute path");
+        if (!is_sha256(sha))
+            return fail(ErrorKind::Cache, "the SHA-256 of '" + path + "' is malformed");
         in.dependencies.push_back({fs::path(path), sha});
     }
     for (const auto& a : r.at("absent")) {
         std::string path = a.get<std::string>();
         if (!is_recorded_path(path))
-            return std::unexpected("'" + path + "' is not an absolute path");
+            return fail(ErrorKind::Cache, "'" + path + "' is not an absolute path");
         in.must_not_exist.emplace_back(path);
     }
     return in;
@@ -99,7 +100,7 @@ std::expected<LocalHash, OutOfTime> local_sha256(const fs::path& path, const Loc
     // Regular files only, opened with O_NONBLOCK (a FIFO does not wait for a
     // writer) and checked against the limit before the first read.
     auto fd = open_regular_at(AT_FDCWD, path, path, ReadOptions{check.max_file_bytes, true});
-    if (!fd) return LocalHash{"", fd.error()};
+    if (!fd) return LocalHash{"", fd.error().message};
     // Some files that stat as regular can still block a read (/proc/kmsg):
     // keep O_NONBLOCK, and a read that would wait means no match.
     ::fcntl(fd->get(), F_SETFL, ::fcntl(fd->get(), F_GETFL) | O_NONBLOCK);
@@ -123,25 +124,24 @@ std::expected<LocalHash, OutOfTime> local_sha256(const fs::path& path, const Loc
 
 }  // namespace
 
-std::expected<std::vector<DirectInputs>, std::string> parse_remote_records(std::string_view text) {
+std::expected<std::vector<DirectInputs>, Error> parse_remote_records(std::string_view text) {
     auto j = json::parse(text, nullptr, false);
-    if (!j.is_object()) return std::unexpected("not a JSON object");
+    if (!j.is_object()) return fail(ErrorKind::Cache, "not a JSON object");
     std::vector<DirectInputs> records;
     try {
-        if (j.at("format") != kRemoteRecordFormat) return std::unexpected("not format 1");
+        if (j.at("format") != kRemoteRecordFormat) return fail(ErrorKind::Cache, "not format 1");
         for (const auto& r : j.at("records")) {
             auto record = record_from_json(r);
             if (!record) return std::unexpected(record.error());
             if (records.size() < kMaxDirectRecords) records.push_back(std::move(*record));
         }
     } catch (const json::exception& e) {
-        return std::unexpected(std::string("malformed: ") + e.what());
+        return fail(ErrorKind::Cache, std::string("malformed: ") + e.what());
     }
     return records;
 }
 
-std::expected<std::string, std::string> render_remote_records(
-    const std::vector<DirectInputs>& records) {
+std::expected<std::string, Error> render_remote_records(const std::vector<DirectInputs>& records) {
     json list = json::array();
     for (const auto& r : records) {
         json files = json::array(), absent = json::array();
@@ -154,7 +154,7 @@ std::expected<std::string, std::string> render_remote_records(
     try {
         return doc.dump() + "\n";
     } catch (const json::exception&) {
-        return std::unexpected("a dependency path is not valid UTF-8");
+        return fail(ErrorKind::Cache, "a dependency path is not valid UTF-8");
     }
 }
 
@@ -166,9 +166,8 @@ std::vector<DirectInputs> merge_remote_records(std::vector<DirectInputs> existin
     return existing;
 }
 
-std::expected<LocalMatch, std::string> match_local_files(const std::vector<DirectInputs>& records,
-                                                         const LocalCheck& check,
-                                                         const BaseDir& base) {
+std::expected<LocalMatch, Error> match_local_files(const std::vector<DirectInputs>& records,
+                                                   const LocalCheck& check, const BaseDir& base) {
     LocalMatch result;
     // Records of one direct key mostly list the same headers: hash each once.
     std::map<fs::path, std::string> hashes;
@@ -185,7 +184,7 @@ std::expected<LocalMatch, std::string> match_local_files(const std::vector<Direc
             auto it = hashes.find(path);
             if (it == hashes.end()) {
                 auto local = local_sha256(path, check);
-                if (!local) return std::unexpected("hashing " + path.string());
+                if (!local) return fail(ErrorKind::Cache, "hashing " + path.string());
                 if (!local->refused.empty()) result.refused.push_back(local->refused);
                 it = hashes.emplace(path, std::move(local->sha256)).first;
             }

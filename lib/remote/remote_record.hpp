@@ -29,17 +29,17 @@
 
 #include "store/base_dir.hpp"
 #include "store/direct.hpp"
+#include "util/error.hpp"
 #include "util/fs.hpp"
 
 namespace bekc {
 
 // Rejects the whole document when anything in it is malformed: a key that is
 // not a cache key, a relative path, a SHA-256 that is not 64 hex digits.
-std::expected<std::vector<DirectInputs>, std::string> parse_remote_records(std::string_view text);
+std::expected<std::vector<DirectInputs>, Error> parse_remote_records(std::string_view text);
 
 // The error says which path cannot be written (JSON strings are UTF-8).
-std::expected<std::string, std::string> render_remote_records(
-    const std::vector<DirectInputs>& records);
+std::expected<std::string, Error> render_remote_records(const std::vector<DirectInputs>& records);
 
 // `latest` first, then the others without any for the same key, at most
 // kMaxDirectRecords in all.
@@ -70,8 +70,8 @@ struct LocalMatch {
 // /inc/a.h").
 // Paths recorded under a base directory ("$BEKC_BASE_DIR/...") are this
 // checkout's files under `base`; without one, such a record does not hold.
-std::expected<LocalMatch, std::string> match_local_files(const std::vector<DirectInputs>& records,
-                                                         const LocalCheck& check = {},
-                                                         const BaseDir& base = {});
+std::expected<LocalMatch, Error> match_local_files(const std::vector<DirectInputs>& records,
+                                                   const LocalCheck& check = {},
+                                                   const BaseDir& base = {});
 
 }  // namespace bekc

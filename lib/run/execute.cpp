@@ -42,7 +42,7 @@ std::expected<void, StepFailure> execute_graph(const BuildGraph& graph, Runner& 
             if (s.kind == StepKind::WriteWrapper) {
                 for (const auto& out : s.command.outputs)
                     if (auto w = runner.write_file(out, s.content); !w)
-                        return std::unexpected(StepFailure{i, {}, w.error()});
+                        return std::unexpected(StepFailure{i, {}, w.error().message});
             } else if (cache_step) {
                 cache_step(s);
             }

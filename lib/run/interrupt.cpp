@@ -63,9 +63,13 @@ int interrupted_by() {
     return g_signal.load();
 }
 
-void throw_if_interrupted() {
-    if (int sig = interrupted_by())
-        throw FatalError(std::string("bekc: interrupted by ") + sigabbrev_np(sig), 128 + sig);
+std::expected<void, Error> check_interrupted() {
+    int sig = interrupted_by();
+    if (sig == 0) return {};
+    Error e =
+        Error::make(ErrorKind::Interrupted, std::string("interrupted by ") + sigabbrev_np(sig));
+    e.signal = sig;
+    return std::unexpected(std::move(e));
 }
 
 void die_if_interrupted() {

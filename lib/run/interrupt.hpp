@@ -8,6 +8,9 @@
 #pragma once
 
 #include <sys/types.h>
+#include <expected>
+
+#include "util/error.hpp"
 
 namespace bekc {
 
@@ -17,9 +20,9 @@ void install_interrupt_handlers();
 // The signal that interrupted this run, or 0.
 int interrupted_by();
 
-// Throws FatalError ("bekc: interrupted") when a signal has arrived: called
-// before work that would start or wait for something new.
-void throw_if_interrupted();
+// An Interrupted error ("bekc: interrupted by SIGINT") when a signal has
+// arrived: checked before work that would start or wait for something new.
+std::expected<void, Error> check_interrupted();
 
 // After everything has unwound: dies of the signal that interrupted the run,
 // with its default action. Returns when there was none.

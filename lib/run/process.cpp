@@ -199,7 +199,7 @@ ProcessResult run_process(const Command& command, const RunOptions& options) {
     if (!child) {
         if (file_fd >= 0) ::close(file_fd);
         result.status = ProcessStatus::SpawnFailed;
-        result.error = child.error();
+        result.error = child.error().message;
         return result;
     }
     // The child leads its own group: a kill reaches it and everything it

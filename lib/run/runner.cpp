@@ -7,8 +7,8 @@ ProcessResult Runner::run_one(const Command& command) {
     return results.empty() ? ProcessResult{} : results.front();
 }
 
-std::expected<void, std::string> ProcessRunner::write_file(const fs::path& path,
-                                                           std::string_view content) {
+std::expected<void, Error> ProcessRunner::write_file(const fs::path& path,
+                                                     std::string_view content) {
     return write_atomic(path, content);
 }
 

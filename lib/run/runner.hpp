@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "run/parallel.hpp"
+#include "util/error.hpp"
 #include "util/fs.hpp"
 
 namespace bekc {
@@ -19,8 +20,8 @@ class Runner {
     virtual ~Runner() = default;
 
     // Writes a generated file (a wrapper) atomically.
-    virtual std::expected<void, std::string> write_file(const fs::path& path,
-                                                        std::string_view content) = 0;
+    virtual std::expected<void, Error> write_file(const fs::path& path,
+                                                  std::string_view content) = 0;
 
     // Runs independent commands, at most `jobs` at once, with run_parallel's
     // contract: results in input order, no new start after a failure.
@@ -37,8 +38,7 @@ class Runner {
 // vfork/exec (run/process.hpp) and util/fs's atomic writes.
 class ProcessRunner final : public Runner {
   public:
-    std::expected<void, std::string> write_file(const fs::path& path,
-                                                std::string_view content) override;
+    std::expected<void, Error> write_file(const fs::path& path, std::string_view content) override;
     std::vector<ProcessResult> run(const std::vector<Command>& commands, int jobs,
                                    const ProgressCallback& on_event) override;
 };
@@ -48,9 +48,7 @@ class ProcessRunner final : public Runner {
 // same graph a real build runs.
 class DryRunRunner final : public Runner {
   public:
-    std::expected<void, std::string> write_file(const fs::path&, std::string_view) override {
-        return {};
-    }
+    std::expected<void, Error> write_file(const fs::path&, std::string_view) override { return {}; }
     std::vector<ProcessResult> run(const std::vector<Command>& commands, int jobs,
                                    const ProgressCallback& on_event) override;
     bool executes() const override { return false; }

@@ -85,13 +85,14 @@ struct ChildPlan {
 
 }  // namespace
 
-std::expected<SpawnedChild, std::string> spawn_child(const Command& command) {
-    if (command.argv.empty()) return std::unexpected(std::string("empty command"));
+std::expected<SpawnedChild, Error> spawn_child(const Command& command) {
+    if (command.argv.empty()) return fail(ErrorKind::Toolchain, "empty command");
     // O_CLOEXEC from the start: another thread spawning at the same moment
     // must not inherit our write end, or we would wait for its child's EOF.
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) {
-        return std::unexpected(fmt::format("cannot create a pipe: {}", std::strerror(errno)));
+        return fail(ErrorKind::Toolchain,
+                    fmt::format("cannot create a pipe: {}", std::strerror(errno)));
     }
     std::vector<std::string> args = command.argv;
     std::vector<char*> argv = pointers_to(args);
@@ -123,8 +124,8 @@ std::expected<SpawnedChild, std::string> spawn_child(const Command& command) {
     if (pid < 0) {
         close(fds[0]);
         std::string where = command.cwd.empty() ? "" : fmt::format(" in '{}'", command.cwd);
-        return std::unexpected(fmt::format("cannot run '{}'{}: {}", command.argv[0], where,
-                                           std::strerror(spawn_errno)));
+        return fail(ErrorKind::Toolchain, fmt::format("cannot run '{}'{}: {}", command.argv[0],
+                                                      where, std::strerror(spawn_errno)));
     }
     return SpawnedChild{pid, fds[0]};
 }

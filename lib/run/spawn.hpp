@@ -9,6 +9,7 @@
 #include <string>
 
 #include "run/command.hpp"
+#include "util/error.hpp"
 
 namespace bekc::detail {
 
@@ -20,6 +21,6 @@ struct SpawnedChild {
 // Starts the command with stdin from /dev/null and stdout and stderr on one
 // pipe. The child leads a new process group (pgid == pid) and is killed when
 // the thread that started it exits.
-std::expected<SpawnedChild, std::string> spawn_child(const Command& command);
+std::expected<SpawnedChild, Error> spawn_child(const Command& command);
 
 }  // namespace bekc::detail

@@ -39,45 +39,44 @@ nlohmann::json read_marker(const CacheDir& dir) {
 
 }  // namespace
 
-std::expected<void, std::string> Staging::write(const fs::path& name,
-                                                std::string_view content) const {
+std::expected<void, Error> Staging::write(const fs::path& name, std::string_view content) const {
     return dir_.write(rel_ / name, content);
 }
 
-std::expected<void, std::string> Staging::move_in(const std::string& name,
-                                                  const fs::path& source) const {
+std::expected<void, Error> Staging::move_in(const std::string& name, const fs::path& source) const {
     auto target = dir_.open_dir(rel_);
     if (!target) return std::unexpected(target.error());
     if (::renameat(AT_FDCWD, source.c_str(), target->get(), name.c_str()) == 0) return {};
-    if (errno != EXDEV) return std::unexpected(errno_message("move", source, errno));
+    if (errno != EXDEV) return fail(ErrorKind::Cache, errno_message("move", source, errno));
     // Another filesystem: copy into a fresh file (O_EXCL, so never through a link).
     auto in = open_regular_at(AT_FDCWD, source, source, ReadOptions{UINT64_MAX, true});
     if (!in) return std::unexpected(in.error());
     fs::path shown = path() / name;
     UniqueFd out(::openat(target->get(), name.c_str(),
                           O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666));
-    if (!out.valid()) return std::unexpected(errno_message("write", shown, errno));
+    if (!out.valid()) return fail(ErrorKind::Cache, errno_message("write", shown, errno));
     char buf[1 << 16];
     for (;;) {
         ssize_t n = ::read(in->get(), buf, sizeof buf);
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return std::unexpected(errno_message("read", source, errno));
+        if (n < 0) return fail(ErrorKind::Cache, errno_message("read", source, errno));
         if (n == 0) break;
         for (ssize_t done = 0; done < n;) {
             ssize_t w = ::write(out.get(), buf + done, static_cast<size_t>(n - done));
             if (w < 0 && errno == EINTR) continue;
-            if (w < 0) return std::unexpected(errno_message("write", shown, errno));
+            if (w < 0) return fail(ErrorKind::Cache, errno_message("write", shown, errno));
             done += w;
         }
     }
-    if (::close(out.release()) != 0) return std::unexpected(errno_message("write", shown, errno));
+    if (::close(out.release()) != 0)
+        return fail(ErrorKind::Cache, errno_message("write", shown, errno));
     ::unlink(source.c_str());
     return {};
 }
 
 Cache::Cache(fs::path root, CacheOptions options) : layout_(std::move(root)), options_(options) {}
 
-std::expected<void, std::string> Cache::ensure_created() const {
+std::expected<void, Error> Cache::ensure_created() const {
     if (dir().stat(kMarkerFile)) return {};
     if (auto root = dir().open_dir("", true); !root) return std::unexpected(root.error());
     if (auto known = is_cache(); known && *known) return {};  // an older bekc's cache
@@ -89,11 +88,13 @@ std::expected<void, std::string> Cache::ensure_created() const {
     // the listing saw one of those, the marker is there by now.
     if (!foreign.empty() && dir().stat(kMarkerFile)) return {};
     if (!foreign.empty())
-        return std::unexpected(fmt::format(
-            "{} is not a bekc cache and is not empty (it holds '{}'): bekc creates its cache "
-            "only in a missing or empty directory. Choose another directory with --cache-dir, "
-            "$BEKC_CACHE_DIR or bekc.set_cache_dir(), or empty this one",
-            path().string(), foreign));
+        return fail(
+            ErrorKind::Cache,
+            fmt::format(
+                "{} is not a bekc cache and is not empty (it holds '{}'): bekc creates its cache "
+                "only in a missing or empty directory. Choose another directory with --cache-dir, "
+                "$BEKC_CACHE_DIR or bekc.set_cache_dir(), or empty this one",
+                path().string(), foreign));
     if (auto w = dir().write(kMarkerFile, "{\"bekc_cache\": 1}\n"); !w) return w;
     if (!dir().stat(kCacheDirTagFile)) (void)dir().write(kCacheDirTagFile, kCacheDirTag);
     return {};
@@ -121,7 +122,7 @@ std::string Cache::foreign_name() const {
     return {};
 }
 
-std::expected<bool, std::string> Cache::is_cache() const {
+std::expected<bool, Error> Cache::is_cache() const {
     auto root = dir().stat("");
     if (!root) return false;  // nothing there yet
     if (!read_marker(dir()).is_null()) return true;
@@ -131,9 +132,11 @@ std::expected<bool, std::string> Cache::is_cache() const {
         (void)dir().write(kMarkerFile, "{\"bekc_cache\": 1}\n");
         return true;
     }
-    return std::unexpected(fmt::format(
-        "{} is not a bekc cache (it has no {}); bekc maintains only directories it created",
-        path().string(), kMarkerFile));
+    return fail(
+        ErrorKind::Cache,
+        fmt::format(
+            "{} is not a bekc cache (it has no {}); bekc maintains only directories it created",
+            path().string(), kMarkerFile));
 }
 
 std::expected<Entry, Miss> Cache::probe(std::string_view key) const {
@@ -141,9 +144,9 @@ std::expected<Entry, Miss> Cache::probe(std::string_view key) const {
     if (!dir().stat(rel)) return std::unexpected(Miss{Miss::Kind::Absent, "not in the cache"});
     auto entry = check_entry(dir(), rel, key, CheckLevel::Cheap);
     if (!entry) {
-        return std::unexpected(
-            Miss{Miss::Kind::Corrupt, fmt::format("cache entry {} is corrupt: {}",
-                                                  layout_.path(rel).string(), entry.error())});
+        return std::unexpected(Miss{
+            Miss::Kind::Corrupt, fmt::format("cache entry {} is corrupt: {}",
+                                             layout_.path(rel).string(), entry.error().message)});
     }
     return *entry;
 }
@@ -165,7 +168,7 @@ std::expected<Entry, Miss> Cache::lookup(std::string_view key) {
 }
 
 std::expected<FileLock, CacheError> Cache::lock(const fs::path& rel) const {
-    if (auto made = ensure_created(); !made) return std::unexpected(io_error(made.error()));
+    if (auto made = ensure_created(); !made) return std::unexpected(io_error(made.error().message));
     auto lock = FileLock::acquire(dir(), rel, options_.lock_timeout);
     if (!lock)
         return std::unexpected(CacheError{
@@ -199,7 +202,7 @@ std::expected<BuildOutcome, CacheError> Cache::get_or_build(std::string_view key
     }
     auto staging = make_staging(key);
     if (!staging) return std::unexpected(staging.error());
-    std::expected<void, std::string> built;
+    std::expected<void, Error> built;
     try {
         built = build(Staging(dir(), *staging));
     } catch (...) {
@@ -208,14 +211,14 @@ std::expected<BuildOutcome, CacheError> Cache::get_or_build(std::string_view key
     }
     if (!built) {
         (void)discard(*staging);
-        return std::unexpected(CacheError{CacheError::Kind::Builder, built.error()});
+        return std::unexpected(CacheError{CacheError::Kind::Builder, built.error().message});
     }
     // Replacing (a corrupt entry, or --force): out of the way first, while
     // holding the key's lock.
     if (replace || !repaired.empty()) {
         if (auto d = discard(CacheLayout::entry(key)); !d) {
             (void)discard(*staging);
-            return std::unexpected(io_error(d.error()));
+            return std::unexpected(io_error(d.error().message));
         }
     }
     auto entry = publish(*staging, key);
@@ -224,9 +227,10 @@ std::expected<BuildOutcome, CacheError> Cache::get_or_build(std::string_view key
 }
 
 std::expected<fs::path, CacheError> Cache::make_staging(std::string_view what) const {
-    if (auto made = ensure_created(); !made) return std::unexpected(io_error(made.error()));
+    if (auto made = ensure_created(); !made) return std::unexpected(io_error(made.error().message));
     fs::path rel = CacheLayout::staging(what);
-    if (auto made = dir().make_dir(rel); !made) return std::unexpected(io_error(made.error()));
+    if (auto made = dir().make_dir(rel); !made)
+        return std::unexpected(io_error(made.error().message));
     return rel;
 }
 
@@ -234,8 +238,9 @@ std::expected<Entry, CacheError> Cache::publish(const fs::path& staging, std::st
     auto sealed = seal_entry(dir(), staging, key);
     if (!sealed) {
         (void)discard(staging);
-        return std::unexpected(CacheError{
-            CacheError::Kind::Builder, "the build left an invalid cache entry: " + sealed.error()});
+        return std::unexpected(
+            CacheError{CacheError::Kind::Builder,
+                       "the build left an invalid cache entry: " + sealed.error().message});
     }
     fs::path target = CacheLayout::entry(key);
     std::string err;
@@ -247,7 +252,7 @@ std::expected<Entry, CacheError> Cache::publish(const fs::path& staging, std::st
             entry.library = entry.dir / sealed->library.filename();
             return entry;
         }
-        err = moved.error();
+        err = moved.error().message;
         auto st = dir().stat(target);
         if (!st) break;
         // Someone published first; without working locks that can happen.
@@ -262,7 +267,7 @@ std::expected<Entry, CacheError> Cache::publish(const fs::path& staging, std::st
     return std::unexpected(io_error(err));
 }
 
-std::expected<void, std::string> Cache::discard(const fs::path& rel) const {
+std::expected<void, Error> Cache::discard(const fs::path& rel) const {
     fs::path doomed = rel;
     if (rel.parent_path() != CacheLayout::tmp()) {
         if (!dir().stat(rel)) return {};  // already gone
@@ -287,7 +292,7 @@ std::expected<fs::path, CacheError> Cache::ensure_tree(const fs::path& rel,
     if (check_seal(dir(), rel, CheckLevel::Cheap)) return layout_.path(rel);  // built meanwhile
     auto staging = make_staging("runtime");
     if (!staging) return std::unexpected(staging.error());
-    std::expected<void, std::string> built;
+    std::expected<void, Error> built;
     try {
         built = build(Staging(dir(), *staging));
     } catch (...) {
@@ -300,22 +305,22 @@ std::expected<fs::path, CacheError> Cache::ensure_tree(const fs::path& rel,
     }
     if (!built) {
         (void)discard(*staging);
-        return std::unexpected(CacheError{CacheError::Kind::Builder, built.error()});
+        return std::unexpected(CacheError{CacheError::Kind::Builder, built.error().message});
     }
     if (auto d = discard(rel); !d) {  // a damaged one, repaired
         (void)discard(*staging);
-        return std::unexpected(io_error(d.error()));
+        return std::unexpected(io_error(d.error().message));
     }
     if (auto moved = dir().rename(*staging, rel); !moved) {
         (void)discard(*staging);
-        return std::unexpected(io_error(moved.error()));
+        return std::unexpected(io_error(moved.error().message));
     }
     return layout_.path(rel);
 }
 
-std::expected<fs::path, std::string> Cache::make_scratch() const {
+std::expected<fs::path, Error> Cache::make_scratch() const {
     auto staging = make_staging("scratch");
-    if (!staging) return std::unexpected(staging.error().message);
+    if (!staging) return fail(ErrorKind::Cache, staging.error().message);
     return layout_.path(*staging);
 }
 
@@ -340,31 +345,30 @@ DirectLookup Cache::lookup_direct(std::string_view direct_key, const BaseDir& ba
                              base);
 }
 
-std::expected<void, std::string> Cache::record_direct(std::string_view direct_key,
-                                                      const DirectInputs& inputs,
-                                                      const BaseDir& base) {
-    if (!is_valid_key(inputs.key)) return std::unexpected("not a cache key: " + inputs.key);
+std::expected<void, Error> Cache::record_direct(std::string_view direct_key,
+                                                const DirectInputs& inputs, const BaseDir& base) {
+    if (!is_valid_key(inputs.key)) return fail(ErrorKind::Cache, "not a cache key: " + inputs.key);
     if (auto made = ensure_created(); !made) return made;
     return add_direct_record(dir(), CacheLayout::direct_record(direct_key), inputs, base);
 }
 
-std::expected<SizeLimit, std::string> Cache::size_limit(const EnvLookup& env) const {
+std::expected<SizeLimit, Error> Cache::size_limit(const EnvLookup& env) const {
     if (auto value = env("BEKC_CACHE_MAX_SIZE"); value && !value->empty()) {
         auto bytes = parse_size(*value);
-        if (!bytes) return std::unexpected("$BEKC_CACHE_MAX_SIZE: " + bytes.error());
+        if (!bytes) return fail(ErrorKind::Cache, "$BEKC_CACHE_MAX_SIZE: " + bytes.error().message);
         return SizeLimit{*bytes, "BEKC_CACHE_MAX_SIZE"};
     }
     auto marker = read_marker(dir());
     if (marker.is_object() && marker.contains("max_size")) {
         auto& v = marker["max_size"];
         if (v.is_number_unsigned()) return SizeLimit{v.get<uint64_t>(), std::string(kMarkerFile)};
-        return std::unexpected(
-            fmt::format("{}: max_size is not a byte count", layout_.path(kMarkerFile).string()));
+        return fail(ErrorKind::Cache, fmt::format("{}: max_size is not a byte count",
+                                                  layout_.path(kMarkerFile).string()));
     }
     return SizeLimit{kDefaultMaxCacheSize, "default"};
 }
 
-std::expected<void, std::string> Cache::store_size_limit(uint64_t bytes) const {
+std::expected<void, Error> Cache::store_size_limit(uint64_t bytes) const {
     if (auto made = ensure_created(); !made) return made;
     auto marker = read_marker(dir());
     if (!marker.is_object()) marker = {{"bekc_cache", 1}};

@@ -37,6 +37,7 @@
 #include "store/layout.hpp"
 #include "store/lock.hpp"
 #include "util/env.hpp"
+#include "util/error.hpp"
 
 namespace bekc {
 
@@ -84,10 +85,10 @@ class Staging {
     const fs::path& rel() const { return rel_; }
     fs::path path() const { return dir_.path(rel_); }
     // A file written atomically into the staging directory.
-    std::expected<void, std::string> write(const fs::path& name, std::string_view content) const;
+    std::expected<void, Error> write(const fs::path& name, std::string_view content) const;
     // Moves `source` (a regular file outside the cache) in as `name`; copied
     // when it is on another filesystem.
-    std::expected<void, std::string> move_in(const std::string& name, const fs::path& source) const;
+    std::expected<void, Error> move_in(const std::string& name, const fs::path& source) const;
 
   private:
     const CacheDir& dir_;
@@ -96,7 +97,7 @@ class Staging {
 
 // Writes the library, dependencies.json and both manifests (manifests last).
 // Its error is passed through as CacheError::Kind::Builder.
-using Builder = std::function<std::expected<void, std::string>(const Staging& staging)>;
+using Builder = std::function<std::expected<void, Error>(const Staging& staging)>;
 
 struct EntryInfo {
     std::string key, name;
@@ -142,10 +143,10 @@ class Cache {
     // An existing directory becomes a cache only when it is empty but for
     // what may precede the first build (bekc.conf, the inline sources); any
     // other is refused, and the error names it and how to choose another.
-    std::expected<void, std::string> ensure_created() const;
+    std::expected<void, Error> ensure_created() const;
     // For maintenance: the root exists and holds the marker (or is a cache of
     // an older bekc, which gets one). The error names the root.
-    std::expected<bool, std::string> is_cache() const;
+    std::expected<bool, Error> is_cache() const;
 
     // A hit costs a stat or two and a few small reads (see entry.hpp), and
     // marks the entry used. A corrupt entry is removed, unless someone is
@@ -172,7 +173,7 @@ class Cache {
 
     // A fresh directory under tmp/ for downloads; removed by the caller with
     // remove(), or by maintenance once stale.
-    std::expected<fs::path, std::string> make_scratch() const;
+    std::expected<fs::path, Error> make_scratch() const;
     void remove(const fs::path& abs_inside) const;
 
     // Small memo files (CacheLayout::tool_memo(), gpu_memo()): nullopt when
@@ -183,38 +184,37 @@ class Cache {
     // Direct mode: the full key recorded for `direct_key`, if its files match.
     // `base`: paths under it are recorded relative to it (store/base_dir.hpp).
     DirectLookup lookup_direct(std::string_view direct_key, const BaseDir& base = {});
-    std::expected<void, std::string> record_direct(std::string_view direct_key,
-                                                   const DirectInputs& inputs,
-                                                   const BaseDir& base = {});
+    std::expected<void, Error> record_direct(std::string_view direct_key,
+                                             const DirectInputs& inputs, const BaseDir& base = {});
 
     // The limit in force: $BEKC_CACHE_MAX_SIZE, else the stored one, else the
     // default. The error is a bad value, naming where it came from.
-    std::expected<SizeLimit, std::string> size_limit(const EnvLookup& env) const;
-    std::expected<void, std::string> store_size_limit(uint64_t bytes) const;
+    std::expected<SizeLimit, Error> size_limit(const EnvLookup& env) const;
+    std::expected<void, Error> store_size_limit(uint64_t bytes) const;
     // After publishing `entry`: keeps the cache under `limit`, amortised (a
     // full count at most every few publishes, or when the estimate passes the
     // limit), never removing an entry being published or used in the last
     // recent_use. Problems are returned for a warning, never fatal.
     // `direct_key`: the direct record written for it, whose bytes count too.
-    std::optional<std::string> enforce_limit(const Entry& published, std::string_view direct_key,
+    std::expected<void, Error> enforce_limit(const Entry& published, std::string_view direct_key,
                                              uint64_t limit);
 
     // For `bekc cache …`; each first checks is_cache(). Entries sorted by
     // last use, newest first.
-    std::expected<std::vector<EntryInfo>, std::string> list() const;
-    std::expected<CacheStats, std::string> stats() const;
+    std::expected<std::vector<EntryInfo>, Error> list() const;
+    std::expected<CacheStats, Error> stats() const;
     // Removes every entry, or those whose manifest name is `name`; returns
     // how many. Clearing everything also drops direct records, runtime trees,
     // memos and bekc's temporaries. The error is the first that stopped a
     // removal.
-    std::expected<size_t, std::string> clear(const std::optional<std::string>& name = std::nullopt);
+    std::expected<size_t, Error> clear(const std::optional<std::string>& name = std::nullopt);
     // Removes least recently used entries and records until everything under
     // the root is at most max_bytes, and stale temporaries; an entry whose
     // key is locked stays.
-    std::expected<PruneReport, std::string> prune(uint64_t max_bytes);
+    std::expected<PruneReport, Error> prune(uint64_t max_bytes);
     // SHA-256 of every sealed file (entries, runtime trees), every record and
     // memo parsed; what fails is removed, with stale temporaries.
-    std::expected<VerifyReport, std::string> verify();
+    std::expected<VerifyReport, Error> verify();
 
   private:
     // The first name in the root that is not bekc's, or "" when none is.
@@ -224,11 +224,11 @@ class Cache {
     std::expected<Entry, CacheError> publish(const fs::path& staging, std::string_view key);
     std::expected<fs::path, CacheError> make_staging(std::string_view what) const;
     // Renamed into tmp/ first (nobody sees it half deleted), then removed.
-    std::expected<void, std::string> discard(const fs::path& rel) const;
-    std::expected<PruneReport, std::string> prune_to(uint64_t max_bytes,
-                                                     std::chrono::seconds spare_recent,
-                                                     const std::string& keep_key);
-    std::expected<size_t, std::string> remove_stale_temps() const;
+    std::expected<void, Error> discard(const fs::path& rel) const;
+    std::expected<PruneReport, Error> prune_to(uint64_t max_bytes,
+                                               std::chrono::seconds spare_recent,
+                                               const std::string& keep_key);
+    std::expected<size_t, Error> remove_stale_temps() const;
     void remove_idle_locks() const;
 
     CacheLayout layout_;

@@ -51,14 +51,11 @@ CacheDir::Stat to_stat(const struct stat& st) {
 // Relative paths only, and no component that climbs out.
 std::vector<std::string> components(const fs::path& rel) {
     std::vector<std::string> out;
-    if (rel.is_absolute())
-        throw FatalError("internal error: absolute cache path " + rel.string(), kExitInternal);
+    if (rel.is_absolute()) throw InternalError("absolute cache path " + rel.string());
     for (const auto& c : rel) {
         std::string s = c.string();
         if (s.empty() || s == ".") continue;
-        if (s == "..")
-            throw FatalError("internal error: cache path climbs out: " + rel.string(),
-                             kExitInternal);
+        if (s == "..") throw InternalError("cache path climbs out: " + rel.string());
         out.push_back(std::move(s));
     }
     return out;
@@ -66,18 +63,17 @@ std::vector<std::string> components(const fs::path& rel) {
 
 // Removes what `name` in `dirfd` is; a directory's content first, each
 // subdirectory opened without following links.
-std::expected<void, std::string> remove_at(int dirfd, const std::string& name,
-                                           const fs::path& shown) {
+std::expected<void, Error> remove_at(int dirfd, const std::string& name, const fs::path& shown) {
     if (::unlinkat(dirfd, name.c_str(), 0) == 0 || errno == ENOENT) return {};
     if (errno != EISDIR && errno != EPERM)
-        return std::unexpected(errno_message("remove", shown, errno));
+        return fail(ErrorKind::Cache, errno_message("remove", shown, errno));
     UniqueFd sub(::openat(dirfd, name.c_str(), kDirFlags));
     if (!sub.valid()) {
         if (errno == ENOENT) return {};
-        return std::unexpected(errno_message("remove", shown, errno));
+        return fail(ErrorKind::Cache, errno_message("remove", shown, errno));
     }
     DIR* d = ::fdopendir(::dup(sub.get()));
-    if (!d) return std::unexpected(errno_message("remove", shown, errno));
+    if (!d) return fail(ErrorKind::Cache, errno_message("remove", shown, errno));
     std::vector<std::string> names;
     while (dirent* e = ::readdir(d)) {
         std::string n = e->d_name;
@@ -87,7 +83,7 @@ std::expected<void, std::string> remove_at(int dirfd, const std::string& name,
     for (const auto& n : names)
         if (auto r = remove_at(sub.get(), n, shown / n); !r) return r;
     if (::unlinkat(dirfd, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT)
-        return std::unexpected(errno_message("remove", shown, errno));
+        return fail(ErrorKind::Cache, errno_message("remove", shown, errno));
     return {};
 }
 
@@ -113,21 +109,21 @@ uint64_t bytes_at(int dirfd) {
 
 }  // namespace
 
-std::expected<int, std::string> CacheDir::root_fd(bool create) const {
+std::expected<int, Error> CacheDir::root_fd(bool create) const {
     if (root_fd_ && root_fd_->valid()) return root_fd_->get();
     UniqueFd fd(::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!fd.valid() && errno == ENOENT && create) {
         std::error_code ec;
         fs::create_directories(root_, ec);
-        if (ec) return std::unexpected(errno_message("create", root_, ec.value()));
+        if (ec) return fail(ErrorKind::Cache, errno_message("create", root_, ec.value()));
         fd.reset(::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     }
-    if (!fd.valid()) return std::unexpected(errno_message("open", root_, errno));
+    if (!fd.valid()) return fail(ErrorKind::Cache, errno_message("open", root_, errno));
     root_fd_ = std::make_shared<UniqueFd>(std::move(fd));
     return root_fd_->get();
 }
 
-std::expected<UniqueFd, std::string> CacheDir::open_dir(const fs::path& rel, bool create) const {
+std::expected<UniqueFd, Error> CacheDir::open_dir(const fs::path& rel, bool create) const {
     auto root = root_fd(create);
     if (!root) return std::unexpected(root.error());
     auto parts = components(rel);
@@ -139,14 +135,14 @@ std::expected<UniqueFd, std::string> CacheDir::open_dir(const fs::path& rel, boo
         if (fast.valid()) return fast;
     }
     UniqueFd fd(::openat(*root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!fd.valid()) return std::unexpected(errno_message("open", root_, errno));
+    if (!fd.valid()) return fail(ErrorKind::Cache, errno_message("open", root_, errno));
     fs::path walked = root_;
     for (const auto& c : parts) {
         walked /= c;
         UniqueFd next(::openat(fd.get(), c.c_str(), kDirFlags));
         if (!next.valid() && errno == ENOENT && create) {
             if (::mkdirat(fd.get(), c.c_str(), 0777) != 0 && errno != EEXIST)
-                return std::unexpected(errno_message("create", walked, errno));
+                return fail(ErrorKind::Cache, errno_message("create", walked, errno));
             next.reset(::openat(fd.get(), c.c_str(), kDirFlags));
         }
         if (!next.valid()) {
@@ -157,19 +153,17 @@ std::expected<UniqueFd, std::string> CacheDir::open_dir(const fs::path& rel, boo
             if (err == ENOTDIR && ::fstatat(fd.get(), c.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
                 S_ISLNK(st.st_mode))
                 err = ELOOP;
-            return std::unexpected(errno_message("open", walked, err));
+            return fail(ErrorKind::Cache, errno_message("open", walked, err));
         }
         fd = std::move(next);
     }
     return fd;
 }
 
-std::expected<std::pair<UniqueFd, std::string>, std::string> CacheDir::parent_of(
-    const fs::path& rel, bool create) const {
+std::expected<std::pair<UniqueFd, std::string>, Error> CacheDir::parent_of(const fs::path& rel,
+                                                                           bool create) const {
     auto parts = components(rel);
-    if (parts.empty())
-        throw FatalError("internal error: no file name in cache path " + rel.string(),
-                         kExitInternal);
+    if (parts.empty()) throw InternalError("no file name in cache path " + rel.string());
     std::string name = parts.back();
     fs::path parent;
     for (size_t i = 0; i + 1 < parts.size(); ++i) parent /= parts[i];
@@ -192,8 +186,7 @@ std::optional<CacheDir::Stat> CacheDir::stat(const fs::path& rel) const {
     return to_stat(st);
 }
 
-std::expected<std::string, std::string> CacheDir::read(const fs::path& rel,
-                                                       uint64_t max_bytes) const {
+std::expected<std::string, Error> CacheDir::read(const fs::path& rel, uint64_t max_bytes) const {
     if (auto root = root_fd(false); root && !components(rel).empty()) {
         UniqueFd fd(open_beneath(*root, rel.lexically_normal().string(),
                                  O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
@@ -205,50 +198,49 @@ std::expected<std::string, std::string> CacheDir::read(const fs::path& rel,
                         ReadOptions{max_bytes, false});
 }
 
-std::expected<UniqueFd, std::string> CacheDir::open_read(const fs::path& rel) const {
+std::expected<UniqueFd, Error> CacheDir::open_read(const fs::path& rel) const {
     auto parent = parent_of(rel, false);
     if (!parent) return std::unexpected(parent.error());
     return open_regular_at(parent->first.get(), parent->second, path(rel),
                            ReadOptions{kDefaultReadLimit * 8, false});
 }
 
-std::expected<void, std::string> CacheDir::write(const fs::path& rel,
-                                                 std::string_view content) const {
+std::expected<void, Error> CacheDir::write(const fs::path& rel, std::string_view content) const {
     auto parent = parent_of(rel, true);
     if (!parent) return std::unexpected(parent.error());
     return write_atomic_at(parent->first.get(), parent->second, content, path(rel));
 }
 
-std::expected<UniqueFd, std::string> CacheDir::open_rw(const fs::path& rel) const {
+std::expected<UniqueFd, Error> CacheDir::open_rw(const fs::path& rel) const {
     auto parent = parent_of(rel, true);
     if (!parent) return std::unexpected(parent.error());
     UniqueFd fd(::openat(parent->first.get(), parent->second.c_str(),
                          O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0666));
-    if (!fd.valid()) return std::unexpected(errno_message("open", path(rel), errno));
+    if (!fd.valid()) return fail(ErrorKind::Cache, errno_message("open", path(rel), errno));
     struct stat st;
     if (::fstat(fd.get(), &st) != 0)
-        return std::unexpected(errno_message("open", path(rel), errno));
+        return fail(ErrorKind::Cache, errno_message("open", path(rel), errno));
     if (!S_ISREG(st.st_mode))
-        return std::unexpected(
-            fmt::format("cannot open {}: it is not a regular file", path(rel).string()));
+        return fail(ErrorKind::Cache,
+                    fmt::format("cannot open {}: it is not a regular file", path(rel).string()));
     return fd;
 }
 
-std::expected<uint64_t, std::string> CacheDir::append(const fs::path& rel,
-                                                      std::string_view content) const {
+std::expected<uint64_t, Error> CacheDir::append(const fs::path& rel,
+                                                std::string_view content) const {
     auto parent = parent_of(rel, true);
     if (!parent) return std::unexpected(parent.error());
     UniqueFd fd(::openat(parent->first.get(), parent->second.c_str(),
                          O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
                          0666));
-    if (!fd.valid()) return std::unexpected(errno_message("open", path(rel), errno));
+    if (!fd.valid()) return fail(ErrorKind::Cache, errno_message("open", path(rel), errno));
     struct stat st;
     if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
-        return std::unexpected(
-            fmt::format("cannot append to {}: it is not a regular file", path(rel).string()));
+        return fail(ErrorKind::Cache, fmt::format("cannot append to {}: it is not a regular file",
+                                                  path(rel).string()));
     ssize_t n = ::write(fd.get(), content.data(), content.size());
     if (n != static_cast<ssize_t>(content.size()))
-        return std::unexpected(errno_message("write", path(rel), n < 0 ? errno : EIO));
+        return fail(ErrorKind::Cache, errno_message("write", path(rel), n < 0 ? errno : EIO));
     off_t end = ::lseek(fd.get(), 0, SEEK_CUR);  // O_APPEND: just past this write
     return end < 0 ? uint64_t{0} : static_cast<uint64_t>(end);
 }
@@ -263,36 +255,37 @@ void CacheDir::touch(const fs::path& rel) const {
     if (::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode)) ::futimens(fd.get(), nullptr);
 }
 
-std::expected<void, std::string> CacheDir::rename(const fs::path& from, const fs::path& to) const {
+std::expected<void, Error> CacheDir::rename(const fs::path& from, const fs::path& to) const {
     auto src = parent_of(from, false);
     if (!src) return std::unexpected(src.error());
     auto dst = parent_of(to, true);
     if (!dst) return std::unexpected(dst.error());
     if (::renameat(src->first.get(), src->second.c_str(), dst->first.get(), dst->second.c_str()) !=
         0)
-        return std::unexpected(
+        return fail(
+            ErrorKind::Cache,
             errno_message(fmt::format("rename {} to", path(from).string()), path(to), errno));
     return {};
 }
 
-std::expected<void, std::string> CacheDir::make_dir(const fs::path& rel) const {
+std::expected<void, Error> CacheDir::make_dir(const fs::path& rel) const {
     auto parent = parent_of(rel, true);
     if (!parent) return std::unexpected(parent.error());
     // mkdir honours the umask, so a shared cache's group can read entries.
     if (::mkdirat(parent->first.get(), parent->second.c_str(), 0777) != 0)
-        return std::unexpected(errno_message("create", path(rel), errno));
+        return fail(ErrorKind::Cache, errno_message("create", path(rel), errno));
     return {};
 }
 
-std::expected<void, std::string> CacheDir::remove_file(const fs::path& rel) const {
+std::expected<void, Error> CacheDir::remove_file(const fs::path& rel) const {
     auto parent = parent_of(rel, false);
     if (!parent) return std::unexpected(parent.error());
     if (::unlinkat(parent->first.get(), parent->second.c_str(), 0) != 0 && errno != ENOENT)
-        return std::unexpected(errno_message("remove", path(rel), errno));
+        return fail(ErrorKind::Cache, errno_message("remove", path(rel), errno));
     return {};
 }
 
-std::expected<void, std::string> CacheDir::remove_tree(const fs::path& rel) const {
+std::expected<void, Error> CacheDir::remove_tree(const fs::path& rel) const {
     auto parent = parent_of(rel, false);
     if (!parent) {
         // A missing parent means nothing to remove.
@@ -302,7 +295,7 @@ std::expected<void, std::string> CacheDir::remove_tree(const fs::path& rel) cons
     return remove_at(parent->first.get(), parent->second, path(rel));
 }
 
-std::expected<std::vector<CacheDir::Item>, std::string> CacheDir::list(const fs::path& rel) const {
+std::expected<std::vector<CacheDir::Item>, Error> CacheDir::list(const fs::path& rel) const {
     std::vector<Item> items;
     auto fd = open_dir(rel, false);
     if (!fd) {
@@ -310,7 +303,7 @@ std::expected<std::vector<CacheDir::Item>, std::string> CacheDir::list(const fs:
         return std::unexpected(fd.error());
     }
     DIR* d = ::fdopendir(::dup(fd->get()));
-    if (!d) return std::unexpected(errno_message("list", path(rel), errno));
+    if (!d) return fail(ErrorKind::Cache, errno_message("list", path(rel), errno));
     while (dirent* e = ::readdir(d)) {
         std::string n = e->d_name;
         if (n == "." || n == "..") continue;

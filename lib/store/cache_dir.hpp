@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "store/file_ops.hpp"
+#include "util/error.hpp"
 #include "util/fs.hpp"
 
 namespace bekc {
@@ -38,7 +39,7 @@ class CacheDir {
 
     // The directory `rel` (empty: the root), opened without following links;
     // with `create`, missing components are made (mode 0777 less the umask).
-    std::expected<UniqueFd, std::string> open_dir(const fs::path& rel, bool create = false) const;
+    std::expected<UniqueFd, Error> open_dir(const fs::path& rel, bool create = false) const;
 
     // lstat-like: a link is reported as what it is (is_regular false,
     // is_symlink true). nullopt when missing or unreachable.
@@ -49,33 +50,32 @@ class CacheDir {
     };
     std::optional<Stat> stat(const fs::path& rel) const;
 
-    std::expected<std::string, std::string> read(const fs::path& rel,
-                                                 uint64_t max_bytes = kDefaultReadLimit) const;
+    std::expected<std::string, Error> read(const fs::path& rel,
+                                           uint64_t max_bytes = kDefaultReadLimit) const;
     // Opens a regular file for reading (for hashing).
-    std::expected<UniqueFd, std::string> open_read(const fs::path& rel) const;
+    std::expected<UniqueFd, Error> open_read(const fs::path& rel) const;
     // Atomic replace (util/fs.hpp), parent directories created.
-    std::expected<void, std::string> write(const fs::path& rel, std::string_view content) const;
+    std::expected<void, Error> write(const fs::path& rel, std::string_view content) const;
     // Opens (creating when missing) a regular file for reading and writing,
     // for lock files.
-    std::expected<UniqueFd, std::string> open_rw(const fs::path& rel) const;
+    std::expected<UniqueFd, Error> open_rw(const fs::path& rel) const;
     // Appends `content` in one write (O_APPEND: concurrent appends never
     // interleave within a write), creating the file when missing; returns
     // the file's size after it.
-    std::expected<uint64_t, std::string> append(const fs::path& rel,
-                                                std::string_view content) const;
+    std::expected<uint64_t, Error> append(const fs::path& rel, std::string_view content) const;
     // Sets mtime to now, creating an empty file when missing. Best effort: a
     // read-only cache still serves hits. A link is left alone.
     void touch(const fs::path& rel) const;
 
     // rename(2) within the cache; parents of `to` are created.
-    std::expected<void, std::string> rename(const fs::path& from, const fs::path& to) const;
+    std::expected<void, Error> rename(const fs::path& from, const fs::path& to) const;
     // A directory made fresh (EEXIST is an error), parents created.
-    std::expected<void, std::string> make_dir(const fs::path& rel) const;
+    std::expected<void, Error> make_dir(const fs::path& rel) const;
     // Unlinks a file or link (never its target).
-    std::expected<void, std::string> remove_file(const fs::path& rel) const;
+    std::expected<void, Error> remove_file(const fs::path& rel) const;
     // Removes a file, link or whole directory tree; links inside are removed,
     // never followed. Missing is success.
-    std::expected<void, std::string> remove_tree(const fs::path& rel) const;
+    std::expected<void, Error> remove_tree(const fs::path& rel) const;
 
     struct Item {
         std::string name;
@@ -83,18 +83,18 @@ class CacheDir {
     };
     // The names in directory `rel` (nothing when missing); the error is set
     // only when it exists and cannot be read.
-    std::expected<std::vector<Item>, std::string> list(const fs::path& rel) const;
+    std::expected<std::vector<Item>, Error> list(const fs::path& rel) const;
 
     // Bytes of every regular file under `rel`, links not followed.
     uint64_t tree_bytes(const fs::path& rel) const;
 
   private:
     // The parent directory's descriptor and the last component's name.
-    std::expected<std::pair<UniqueFd, std::string>, std::string> parent_of(const fs::path& rel,
-                                                                           bool create) const;
+    std::expected<std::pair<UniqueFd, std::string>, Error> parent_of(const fs::path& rel,
+                                                                     bool create) const;
 
     // The root's descriptor, opened once and shared by copies.
-    std::expected<int, std::string> root_fd(bool create) const;
+    std::expected<int, Error> root_fd(bool create) const;
 
     fs::path root_;
     mutable std::shared_ptr<UniqueFd> root_fd_;

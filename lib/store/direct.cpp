@@ -40,44 +40,47 @@ class HashMemo {
 
 // Checks one record; on success updates stale stats in place and says
 // whether rewriting the record would spare the next lookup some hashing.
-std::expected<bool, std::string> check_record(DirectRecord& record, HashMemo& memo,
-                                              int64_t check_ns, std::chrono::nanoseconds window,
-                                              size_t& rehashed, const BaseDir& base) {
+std::expected<bool, Error> check_record(DirectRecord& record, HashMemo& memo, int64_t check_ns,
+                                        std::chrono::nanoseconds window, size_t& rehashed,
+                                        const BaseDir& base) {
     // Paths recorded under the base directory are checked under this one.
-    auto here = [&](const std::string& recorded) -> std::expected<std::string, std::string> {
+    auto here = [&](const std::string& recorded) -> std::expected<std::string, Error> {
         auto path = base.show(recorded);
-        if (!path) return std::unexpected(recorded + " is under a base directory, and none is set");
+        if (!path)
+            return fail(ErrorKind::Cache, recorded + " is under a base directory, and none is set");
         return *path;
     };
     for (const auto& recorded : record.absent) {
         auto path = here(recorded);
         if (!path) return std::unexpected(path.error());
-        if (path_exists(*path)) return std::unexpected(*path + " now exists and shadows a header");
+        if (path_exists(*path))
+            return fail(ErrorKind::Cache, *path + " now exists and shadows a header");
     }
     bool worth_refreshing = false;
     for (auto& file : record.files) {
         auto path = here(file.path);
         if (!path) return std::unexpected(path.error());
         auto now = stat_file(*path);
-        if (!now) return std::unexpected(*path + " no longer exists");
+        if (!now) return fail(ErrorKind::Cache, *path + " no longer exists");
         if (!must_rehash(file.stat, *now, record.written_ns, window)) continue;
         auto hash = memo.xxh128(*path, *now, rehashed);
-        if (!hash || *hash != file.xxh128) return std::unexpected(*path + " changed");
+        if (!hash || *hash != file.xxh128) return fail(ErrorKind::Cache, *path + " changed");
         file.stat = *now;
         worth_refreshing |= !must_rehash(*now, *now, check_ns, window);
     }
     return worth_refreshing;
 }
 
-std::expected<RecordedFile, std::string> fingerprint(const DirectDependency& dep) {
+std::expected<RecordedFile, Error> fingerprint(const DirectDependency& dep) {
     auto stat = stat_file(dep.path);  // before reading: a later write moves it
     if (!stat || !stat->is_regular) {
-        return std::unexpected(fmt::format("{} is not a readable file", dep.path.string()));
+        return fail(ErrorKind::Cache, fmt::format("{} is not a readable file", dep.path.string()));
     }
     auto bytes = read_file(dep.path);
     if (!bytes) return std::unexpected(bytes.error());
     if (!dep.sha256.empty() && sha256_hex(*bytes) != dep.sha256) {
-        return std::unexpected(fmt::format("{} changed during the build", dep.path.string()));
+        return fail(ErrorKind::Cache,
+                    fmt::format("{} changed during the build", dep.path.string()));
     }
     return RecordedFile{dep.path.string(), *stat, xxh128_hex(*bytes)};
 }
@@ -124,7 +127,7 @@ DirectLookup check_direct_file(const CacheDir& cache, const fs::path& file,
     for (auto& record : records) {
         auto checked = check_record(record, memo, check_ns, racy_window, result.rehashed, base);
         if (!checked) {
-            if (result.why_not.empty()) result.why_not = checked.error();
+            if (result.why_not.empty()) result.why_not = checked.error().message;
             continue;
         }
         if (*checked) {
@@ -140,18 +143,18 @@ DirectLookup check_direct_file(const CacheDir& cache, const fs::path& file,
     return result;
 }
 
-std::expected<void, std::string> add_direct_record(const CacheDir& cache, const fs::path& file,
-                                                   const DirectInputs& inputs,
-                                                   const BaseDir& base) {
+std::expected<void, Error> add_direct_record(const CacheDir& cache, const fs::path& file,
+                                             const DirectInputs& inputs, const BaseDir& base) {
     int64_t written_ns = now_ns();
     if (inputs.examined_ns != 0) written_ns = std::min(written_ns, inputs.examined_ns);
     DirectRecord record{inputs.key, written_ns, {}, {}};
     // Paths under the base directory are recorded relative to it; a record
     // from another checkout (a remote one) names them so already.
-    auto here = [&](const fs::path& p) -> std::expected<fs::path, std::string> {
+    auto here = [&](const fs::path& p) -> std::expected<fs::path, Error> {
         auto path = base.show(p.string());
         if (!path)
-            return std::unexpected(p.string() + " is under a base directory, and none is set");
+            return fail(ErrorKind::Cache,
+                        p.string() + " is under a base directory, and none is set");
         return fs::path(*path);
     };
     for (const auto& dep : inputs.dependencies) {
@@ -170,7 +173,8 @@ std::expected<void, std::string> add_direct_record(const CacheDir& cache, const 
         auto path = here(p);
         if (!path) return std::unexpected(path.error());
         if (path_exists(path->string())) {
-            return std::unexpected(path->string() + " exists, so it cannot be recorded as absent");
+            return fail(ErrorKind::Cache,
+                        path->string() + " exists, so it cannot be recorded as absent");
         }
         record.absent.push_back(base.hide(path->string()));
     }

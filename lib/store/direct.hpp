@@ -33,6 +33,7 @@
 #include "store/base_dir.hpp"
 #include "store/cache_dir.hpp"
 #include "store/file_ops.hpp"
+#include "util/error.hpp"
 
 namespace bekc {
 
@@ -91,9 +92,8 @@ std::vector<fs::path> shadowing_paths(const std::vector<fs::path>& search_dirs,
 // checked under the base in force.
 DirectLookup check_direct_file(const CacheDir& cache, const fs::path& file,
                                std::chrono::nanoseconds racy_window, const BaseDir& base = {});
-std::expected<void, std::string> add_direct_record(const CacheDir& cache, const fs::path& file,
-                                                   const DirectInputs& inputs,
-                                                   const BaseDir& base = {});
+std::expected<void, Error> add_direct_record(const CacheDir& cache, const fs::path& file,
+                                             const DirectInputs& inputs, const BaseDir& base = {});
 // For `cache verify`: the file parses as a record file.
 bool direct_file_is_valid(const CacheDir& cache, const fs::path& file);
 

@@ -57,8 +57,8 @@ std::vector<DirectRecord> read_direct_records(const CacheDir& cache, const fs::p
     return records;
 }
 
-std::expected<void, std::string> write_direct_records(const CacheDir& cache, const fs::path& file,
-                                                      const std::vector<DirectRecord>& records) {
+std::expected<void, Error> write_direct_records(const CacheDir& cache, const fs::path& file,
+                                                const std::vector<DirectRecord>& records) {
     json j = {{"format", kRecordFormat}, {"records", json::array()}};
     for (const auto& r : records) j["records"].push_back(to_json(r));
     std::string text;
@@ -66,8 +66,8 @@ std::expected<void, std::string> write_direct_records(const CacheDir& cache, con
         text = j.dump() + "\n";
     } catch (const json::exception&) {
         // JSON strings are UTF-8; a file name that is not cannot be recorded.
-        return std::unexpected("a dependency path is not valid UTF-8: " +
-                               cache.path(file).string());
+        return fail(ErrorKind::Cache,
+                    "a dependency path is not valid UTF-8: " + cache.path(file).string());
     }
     return cache.write(file, text);
 }

@@ -18,6 +18,7 @@
 
 #include "store/cache_dir.hpp"
 #include "store/file_ops.hpp"
+#include "util/error.hpp"
 
 namespace bekc {
 
@@ -37,7 +38,7 @@ struct DirectRecord {
 // Empty when the file is missing or unreadable: a broken record file is only
 // a miss, and the next record_direct replaces it.
 std::vector<DirectRecord> read_direct_records(const CacheDir& cache, const fs::path& file);
-std::expected<void, std::string> write_direct_records(const CacheDir& cache, const fs::path& file,
-                                                      const std::vector<DirectRecord>& records);
+std::expected<void, Error> write_direct_records(const CacheDir& cache, const fs::path& file,
+                                                const std::vector<DirectRecord>& records);
 
 }  // namespace bekc

@@ -22,6 +22,7 @@
 
 #include "store/cache_dir.hpp"
 #include "store/seal.hpp"
+#include "util/error.hpp"
 
 namespace bekc {
 
@@ -44,12 +45,12 @@ struct Entry {
 // seal holds at `level`, both manifests parse, are schema 1, carry this key,
 // name the same library inside the directory and its SHA-256. The error says
 // what is wrong, in a phrase that fits "cache entry <key> is corrupt: …".
-std::expected<Entry, std::string> check_entry(const CacheDir& cache, const fs::path& dir,
-                                              std::string_view key, CheckLevel level);
+std::expected<Entry, Error> check_entry(const CacheDir& cache, const fs::path& dir,
+                                        std::string_view key, CheckLevel level);
 
 // For publishing: checks a staged entry in full and seals it. The error says
 // what the builder left out or got wrong.
-std::expected<Entry, std::string> seal_entry(const CacheDir& cache, const fs::path& staging,
-                                             std::string_view key);
+std::expected<Entry, Error> seal_entry(const CacheDir& cache, const fs::path& staging,
+                                       std::string_view key);
 
 }  // namespace bekc

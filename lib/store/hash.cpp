@@ -56,15 +56,15 @@ char* chunk_buffer() {
 // Feeds the descriptor's content to `sink` in kChunk pieces. With `size`,
 // stops once that many bytes have come (the caller's fstat tells whether the
 // file grew meanwhile); otherwise at the end of the file.
-std::expected<void, std::string> stream_fd(int fd, const std::filesystem::path& shown,
-                                           const std::function<void(std::string_view)>& sink,
-                                           std::optional<uint64_t> size = std::nullopt) {
+std::expected<void, Error> stream_fd(int fd, const std::filesystem::path& shown,
+                                     const std::function<void(std::string_view)>& sink,
+                                     std::optional<uint64_t> size = std::nullopt) {
     char* buf = chunk_buffer();
     uint64_t total = 0;
     while (!size || total < *size) {
         ssize_t n = read(fd, buf, kChunk);
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return std::unexpected(errno_message("read", shown, errno));
+        if (n < 0) return fail(ErrorKind::Cache, errno_message("read", shown, errno));
         if (n == 0) break;
         total += static_cast<uint64_t>(n);
         sink(std::string_view(buf, static_cast<size_t>(n)));
@@ -80,9 +80,8 @@ XxhState new_xxh_state() {
     return state;
 }
 
-std::expected<FileDigest, std::string> digest_open(int fd, const struct stat& st,
-                                                   const std::filesystem::path& shown,
-                                                   bool keep_text) {
+std::expected<FileDigest, Error> digest_open(int fd, const struct stat& st,
+                                             const std::filesystem::path& shown, bool keep_text) {
     FileDigest d;
     d.stat = file_stat_of(st);
     Sha256 sha;
@@ -123,7 +122,7 @@ struct Sha256::State {
 Sha256::Sha256() : state_(new State) {
     if (SHA256_Init(&state_->ctx) != 1) {
         delete state_;
-        throw FatalError("OpenSSL could not initialise SHA-256", kExitInternal);
+        throw InternalError("OpenSSL could not initialise SHA-256");
     }
 }
 
@@ -147,14 +146,14 @@ std::string sha256_hex(std::string_view bytes) {
     return h.final_hex();
 }
 
-std::expected<std::string, std::string> sha256_fd(int fd, const std::filesystem::path& shown) {
+std::expected<std::string, Error> sha256_fd(int fd, const std::filesystem::path& shown) {
     Sha256 h;
     auto done = stream_fd(fd, shown, [&](std::string_view piece) { h.update(piece); });
     if (!done) return std::unexpected(done.error());
     return h.final_hex();
 }
 
-std::expected<std::string, std::string> sha256_file(const std::filesystem::path& path) {
+std::expected<std::string, Error> sha256_file(const std::filesystem::path& path) {
     return with_file(path, [&](int fd) { return sha256_fd(fd, path); });
 }
 
@@ -162,11 +161,11 @@ std::string xxh128_hex(std::string_view bytes) {
     return xxh_to_hex(XXH3_128bits(bytes.data(), bytes.size()));
 }
 
-std::expected<std::string, std::string> xxh128_file(const std::filesystem::path& path) {
+std::expected<std::string, Error> xxh128_file(const std::filesystem::path& path) {
     return with_file(path, [&](int fd) { return xxh128_fd(fd, path); });
 }
 
-std::expected<std::string, std::string> xxh128_fd(int fd, const std::filesystem::path& shown) {
+std::expected<std::string, Error> xxh128_fd(int fd, const std::filesystem::path& shown) {
     XxhState state = new_xxh_state();
     auto done = stream_fd(fd, shown, [&](std::string_view piece) {
         XXH3_128bits_update(state.get(), piece.data(), piece.size());
@@ -175,16 +174,15 @@ std::expected<std::string, std::string> xxh128_fd(int fd, const std::filesystem:
     return xxh_to_hex(XXH3_128bits_digest(state.get()));
 }
 
-std::expected<FileDigest, std::string> digest_file(const std::filesystem::path& path,
-                                                   bool keep_text) {
+std::expected<FileDigest, Error> digest_file(const std::filesystem::path& path, bool keep_text) {
     auto file = open_regular_file_at(AT_FDCWD, path, path, ReadOptions{UINT64_MAX, true});
     if (!file) return std::unexpected(file.error());
     return digest_open(file->fd.get(), file->st, path, keep_text);
 }
 
-std::expected<FileDigest, std::string> digest_fd(int fd, const std::filesystem::path& shown) {
+std::expected<FileDigest, Error> digest_fd(int fd, const std::filesystem::path& shown) {
     struct stat st;
-    if (::fstat(fd, &st) != 0) return std::unexpected(errno_message("read", shown, errno));
+    if (::fstat(fd, &st) != 0) return fail(ErrorKind::Cache, errno_message("read", shown, errno));
     return digest_open(fd, st, shown, false);
 }
 

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "store/file_ops.hpp"
+#include "util/error.hpp"
 
 namespace bekc {
 
@@ -17,14 +18,14 @@ namespace bekc {
 std::string sha256_hex(std::string_view bytes);
 // The file is streamed, never loaded whole, and must be a regular file (a
 // FIFO or device is an error, never a hang). The error names the file and why.
-std::expected<std::string, std::string> sha256_file(const std::filesystem::path& path);
+std::expected<std::string, Error> sha256_file(const std::filesystem::path& path);
 // The same for an open descriptor; `shown` names it in errors.
-std::expected<std::string, std::string> sha256_fd(int fd, const std::filesystem::path& shown);
+std::expected<std::string, Error> sha256_fd(int fd, const std::filesystem::path& shown);
 
 // XXH3-128, lowercase hex, 32 digits.
 std::string xxh128_hex(std::string_view bytes);
-std::expected<std::string, std::string> xxh128_file(const std::filesystem::path& path);
-std::expected<std::string, std::string> xxh128_fd(int fd, const std::filesystem::path& shown);
+std::expected<std::string, Error> xxh128_file(const std::filesystem::path& path);
+std::expected<std::string, Error> xxh128_fd(int fd, const std::filesystem::path& shown);
 
 // One read of a file for both keys: the full key's SHA-256 and direct mode's
 // XXH3-128 of the same bytes, and what fstat said before the first read.
@@ -40,10 +41,10 @@ struct FileDigest {
 // Opens the regular file at `path` (following links, as the compilers do)
 // and digests it; `keep_text` also keeps its bytes. The error names the file
 // and why.
-std::expected<FileDigest, std::string> digest_file(const std::filesystem::path& path,
-                                                   bool keep_text = false);
+std::expected<FileDigest, Error> digest_file(const std::filesystem::path& path,
+                                             bool keep_text = false);
 // The same for an open regular file, read from its current offset.
-std::expected<FileDigest, std::string> digest_fd(int fd, const std::filesystem::path& shown);
+std::expected<FileDigest, Error> digest_fd(int fd, const std::filesystem::path& shown);
 
 // Incremental SHA-256 for data that arrives in pieces.
 class Sha256 {

@@ -12,8 +12,7 @@ namespace {
 
 fs::path fan_out(const fs::path& dir, std::string_view key, std::string_view extension) {
     if (!is_valid_key(key)) {
-        throw FatalError(fmt::format("internal error: '{}' is not a cache key", key),
-                         kExitInternal);
+        throw InternalError(fmt::format("'{}' is not a cache key", key));
     }
     return dir / key.substr(0, 2) / (std::string(key.substr(2)) + std::string(extension));
 }
@@ -63,14 +62,13 @@ fs::path CacheLayout::named_lock(std::string_view name) {
 }
 
 fs::path CacheLayout::runtime_include(std::string_view headers_hash) {
-    if (!is_hex(headers_hash, 16))
-        throw FatalError("internal error: bad runtime hash", kExitInternal);
+    if (!is_hex(headers_hash, 16)) throw InternalError("bad runtime hash");
     return runtime() / std::string(headers_hash) / "include";
 }
 
 fs::path CacheLayout::runtime_object_dir(std::string_view headers_hash, std::string_view compiler) {
     if (!is_hex(headers_hash, 16) || !is_hex(compiler, 16))
-        throw FatalError("internal error: bad runtime object hash", kExitInternal);
+        throw InternalError("bad runtime object hash");
     return runtime() / std::string(headers_hash) / "obj" / std::string(compiler);
 }
 
@@ -113,7 +111,7 @@ bool CacheLayout::is_write_temp(std::string_view name) {
     return at != std::string_view::npos && at > 0 && is_suffix(name.substr(at + 5));
 }
 
-std::expected<fs::path, std::string> default_cache_dir(const EnvLookup& getenv) {
+std::expected<fs::path, Error> default_cache_dir(const EnvLookup& getenv) {
     auto non_empty = [&](std::string_view name) -> std::optional<std::string> {
         auto value = getenv(name);
         if (value && !value->empty()) return value;
@@ -124,15 +122,18 @@ std::expected<fs::path, std::string> default_cache_dir(const EnvLookup& getenv) 
         return fs::path(*xdg) / "bekc";
     }
     if (auto home = non_empty("HOME")) return fs::path(*home) / ".cache" / "bekc";
-    return std::unexpected(std::string(
-        "cannot choose a cache directory: neither BEKC_CACHE_DIR, XDG_CACHE_HOME nor HOME is "
-        "set; pass --cache-dir DIR or set BEKC_CACHE_DIR"));
+    return fail(
+        ErrorKind::Usage,
+        std::string(
+            "cannot choose a cache directory: neither BEKC_CACHE_DIR, XDG_CACHE_HOME nor HOME is "
+            "set; pass --cache-dir DIR or set BEKC_CACHE_DIR"));
 }
 
-fs::path resolve_cache_root(const std::optional<std::string>& flag, const EnvLookup& getenv) {
+std::expected<fs::path, Error> resolve_cache_root(const std::optional<std::string>& flag,
+                                                  const EnvLookup& getenv) {
     if (flag) return fs::absolute(*flag);
     auto dir = default_cache_dir(getenv);
-    if (!dir) throw FatalError("bekc: error: " + dir.error(), kExitUsage);
+    if (!dir) return dir;
     return fs::absolute(*dir);
 }
 

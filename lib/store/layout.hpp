@@ -57,6 +57,7 @@
 
 #include "store/cache_dir.hpp"
 #include "util/env.hpp"
+#include "util/error.hpp"
 
 namespace bekc {
 
@@ -91,7 +92,7 @@ class CacheLayout {
     static fs::path tmp() { return "tmp"; }
     static fs::path runtime() { return "runtime"; }
 
-    // These throw FatalError (internal) for an invalid key.
+    // These throw InternalError for an invalid key.
     static fs::path entry(std::string_view key);
     static fs::path lock(std::string_view key);
     static fs::path direct_record(std::string_view direct_key);
@@ -161,11 +162,11 @@ class CacheLayout {
 // $BEKC_CACHE_DIR, else $XDG_CACHE_HOME/bekc (when absolute, as the XDG spec
 // requires), else $HOME/.cache/bekc. `--cache-dir` overrides all of these
 // and is the caller's business. Fails only when HOME is unset too.
-std::expected<fs::path, std::string> default_cache_dir(const EnvLookup& getenv);
+std::expected<fs::path, Error> default_cache_dir(const EnvLookup& getenv);
 
 // The cache root every command uses, absolute: `flag` (--cache-dir) when
-// given, else default_cache_dir(getenv). Throws FatalError (usage error) when
-// there is none.
-fs::path resolve_cache_root(const std::optional<std::string>& flag, const EnvLookup& getenv);
+// given, else default_cache_dir(getenv): a Usage error when there is none.
+std::expected<fs::path, Error> resolve_cache_root(const std::optional<std::string>& flag,
+                                                  const EnvLookup& getenv);
 
 }  // namespace bekc

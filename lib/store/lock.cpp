@@ -48,7 +48,7 @@ bool same_file(int fd, const CacheDir& dir, const fs::path& rel) {
 Attempt try_once(const CacheDir& dir, const fs::path& rel) {
     for (;;) {
         auto fd = dir.open_rw(rel);
-        if (!fd) return {-1, false, fd.error()};
+        if (!fd) return {-1, false, fd.error().message};
         if (flock(fd->get(), LOCK_EX | LOCK_NB) != 0) {
             int err = errno;
             if (err == EINTR) continue;

@@ -72,13 +72,13 @@ struct Item {
 };
 
 // Shown by maintenance when is_cache() fails; a missing root is an empty cache.
-std::expected<bool, std::string> require_cache(const Cache& cache) {
+std::expected<bool, Error> require_cache(const Cache& cache) {
     return cache.is_cache();
 }
 
 }  // namespace
 
-std::expected<std::vector<EntryInfo>, std::string> Cache::list() const {
+std::expected<std::vector<EntryInfo>, Error> Cache::list() const {
     auto ok = require_cache(*this);
     if (!ok) return std::unexpected(ok.error());
     std::vector<EntryInfo> infos;
@@ -95,7 +95,7 @@ std::expected<std::vector<EntryInfo>, std::string> Cache::list() const {
                        if (entry) {
                            info.targets = entry->targets;
                        } else {
-                           info.problem = entry.error();
+                           info.problem = entry.error().message;
                        }
                        infos.push_back(std::move(info));
                    });
@@ -104,7 +104,7 @@ std::expected<std::vector<EntryInfo>, std::string> Cache::list() const {
     return infos;
 }
 
-std::expected<CacheStats, std::string> Cache::stats() const {
+std::expected<CacheStats, Error> Cache::stats() const {
     auto ok = require_cache(*this);
     if (!ok) return std::unexpected(ok.error());
     CacheStats stats;
@@ -119,7 +119,7 @@ std::expected<CacheStats, std::string> Cache::stats() const {
     return stats;
 }
 
-std::expected<size_t, std::string> Cache::clear(const std::optional<std::string>& name) {
+std::expected<size_t, Error> Cache::clear(const std::optional<std::string>& name) {
     auto ok = require_cache(*this);
     if (!ok) return std::unexpected(ok.error());
     if (!*ok) return 0;
@@ -129,7 +129,7 @@ std::expected<size_t, std::string> Cache::clear(const std::optional<std::string>
                    [&](const std::string&, const fs::path& rel) {
                        if (!error.empty() || (name && manifest_name(dir(), rel) != *name)) return;
                        if (auto d = discard(rel); !d) {
-                           error = d.error();
+                           error = d.error().message;
                        } else {
                            ++removed;
                        }
@@ -139,37 +139,39 @@ std::expected<size_t, std::string> Cache::clear(const std::optional<std::string>
             for_each_keyed(dir(), records, ".json", false,
                            [&](const std::string&, const fs::path& rel) {
                                if (auto d = dir().remove_file(rel); !d && error.empty())
-                                   error = d.error();
+                                   error = d.error().message;
                            });
         for (const fs::path& memo : CacheLayout::root_memos()) {
             auto st = dir().stat(memo);
             if (st && st->file.is_regular)
-                if (auto d = dir().remove_file(memo); !d && error.empty()) error = d.error();
+                if (auto d = dir().remove_file(memo); !d && error.empty())
+                    error = d.error().message;
         }
         if (auto runtimes = dir().list(CacheLayout::runtime()))
             for (const auto& r : *runtimes)
                 if (r.is_dir && is_hex(r.name, 16))
                     if (auto d = discard(CacheLayout::runtime() / r.name); !d && error.empty())
-                        error = d.error();
+                        error = d.error().message;
         auto stale = remove_stale_temps();
-        if (!stale && error.empty()) error = stale.error();
+        if (!stale && error.empty()) error = stale.error().message;
     }
     remove_idle_locks();
     if (!error.empty())
-        return std::unexpected(fmt::format("{} (removed {} entries before that)", error, removed));
+        return fail(ErrorKind::Cache,
+                    fmt::format("{} (removed {} entries before that)", error, removed));
     return removed;
 }
 
-std::expected<PruneReport, std::string> Cache::prune(uint64_t max_bytes) {
+std::expected<PruneReport, Error> Cache::prune(uint64_t max_bytes) {
     auto ok = require_cache(*this);
     if (!ok) return std::unexpected(ok.error());
     if (!*ok) return PruneReport{};
     return prune_to(max_bytes, std::chrono::seconds(0), "");
 }
 
-std::expected<PruneReport, std::string> Cache::prune_to(uint64_t max_bytes,
-                                                        std::chrono::seconds spare_recent,
-                                                        const std::string& keep_key) {
+std::expected<PruneReport, Error> Cache::prune_to(uint64_t max_bytes,
+                                                  std::chrono::seconds spare_recent,
+                                                  const std::string& keep_key) {
     PruneReport report;
     auto stale = remove_stale_temps();
     if (!stale) return std::unexpected(stale.error());
@@ -199,13 +201,13 @@ std::expected<PruneReport, std::string> Cache::prune_to(uint64_t max_bytes,
             auto held = FileLock::try_acquire(dir(), CacheLayout::lock(item.key));
             if (!held) continue;
             if (auto d = discard(item.rel); !d) {
-                error = d.error();
+                error = d.error().message;
                 break;
             }
             ++report.entries_removed;
         } else {
             if (auto d = dir().remove_file(item.rel); !d) {
-                error = d.error();
+                error = d.error().message;
                 break;
             }
             ++report.records_removed;
@@ -214,18 +216,19 @@ std::expected<PruneReport, std::string> Cache::prune_to(uint64_t max_bytes,
     }
     remove_idle_locks();
     if (!error.empty())
-        return std::unexpected(fmt::format("{} (removed {} entries and {} records before that)",
-                                           error, report.entries_removed, report.records_removed));
+        return fail(ErrorKind::Cache,
+                    fmt::format("{} (removed {} entries and {} records before that)", error,
+                                report.entries_removed, report.records_removed));
     report.bytes_after = dir().tree_bytes("");
     return report;
 }
 
-std::optional<std::string> Cache::enforce_limit(const Entry& published, std::string_view direct_key,
+std::expected<void, Error> Cache::enforce_limit(const Entry& published, std::string_view direct_key,
                                                 uint64_t limit) {
-    if (limit == 0) return std::nullopt;
+    if (limit == 0) return {};
     // One process at a time keeps the count; the others skip (amortised).
     auto lock = FileLock::try_acquire(dir(), CacheLayout::named_lock("size"));
-    if (!lock) return std::nullopt;
+    if (!lock) return {};
     constexpr int kPublishesPerCount = 16;
     auto text = dir().read(CacheLayout::size_state(), 1 << 16);
     nlohmann::json state = text ? nlohmann::json::parse(*text, nullptr, false) : nullptr;
@@ -240,7 +243,7 @@ std::optional<std::string> Cache::enforce_limit(const Entry& published, std::str
     if (is_valid_key(direct_key))
         estimate += dir().tree_bytes(CacheLayout::direct_record(direct_key));
     ++publishes;
-    std::optional<std::string> problem;
+    std::expected<void, Error> outcome;
     if (estimate > limit || publishes >= kPublishesPerCount) {
         estimate = dir().tree_bytes("");
         publishes = 0;
@@ -250,17 +253,17 @@ std::optional<std::string> Cache::enforce_limit(const Entry& published, std::str
             if (pruned) {
                 estimate = pruned->bytes_after;
             } else {
-                problem =
-                    "the cache is over its size limit and could not be pruned: " + pruned.error();
+                outcome = std::unexpected(std::move(pruned.error().within(
+                    "the cache is over its size limit and could not be pruned")));
             }
         }
     }
     (void)dir().write(CacheLayout::size_state(),
                       nlohmann::json{{"bytes", estimate}, {"publishes", publishes}}.dump() + "\n");
-    return problem;
+    return outcome;
 }
 
-std::expected<VerifyReport, std::string> Cache::verify() {
+std::expected<VerifyReport, Error> Cache::verify() {
     auto ok = require_cache(*this);
     if (!ok) return std::unexpected(ok.error());
     VerifyReport report;
@@ -273,7 +276,7 @@ std::expected<VerifyReport, std::string> Cache::verify() {
                               : "";
         report.removed.emplace_back(key.empty() ? layout_.path(rel).string() : "entry " + key, why);
         auto d = tree ? discard(rel) : dir().remove_file(rel);
-        if (!d && error.empty()) error = d.error();
+        if (!d && error.empty()) error = d.error().message;
     };
     for_each_keyed(dir(), CacheLayout::entries(), "", true,
                    [&](const std::string& key, const fs::path& rel) {
@@ -283,11 +286,11 @@ std::expected<VerifyReport, std::string> Cache::verify() {
                        // A builder holding the key may be replacing it right now.
                        auto held = FileLock::try_acquire(dir(), CacheLayout::lock(key));
                        if (!held) {
-                           report.removed.emplace_back("entry " + key,
-                                                       entry.error() + " (left: being rebuilt)");
+                           report.removed.emplace_back(
+                               "entry " + key, entry.error().message + " (left: being rebuilt)");
                            return;
                        }
-                       remove_bad(rel, entry.error(), true);
+                       remove_bad(rel, entry.error().message, true);
                    });
     // The runtime trees: runtime/<h>/include and runtime/<h>/obj/<c>.
     if (auto runtimes = dir().list(CacheLayout::runtime())) {
@@ -302,7 +305,7 @@ std::expected<VerifyReport, std::string> Cache::verify() {
                 if (!dir().stat(tree)) continue;
                 ++report.checked_other;
                 auto sealed = check_seal(dir(), tree, CheckLevel::Full);
-                if (!sealed) remove_bad(tree, sealed.error(), true);
+                if (!sealed) remove_bad(tree, sealed.error().message, true);
             }
         }
     }
@@ -322,21 +325,22 @@ std::expected<VerifyReport, std::string> Cache::verify() {
         auto st = dir().stat(memo);
         if (!st) continue;
         ++report.checked_other;
-        auto text = st->file.is_regular ? dir().read(memo, 1 << 20)
-                                        : std::expected<std::string, std::string>(
-                                              std::unexpected(std::string("not a regular file")));
+        auto text =
+            st->file.is_regular
+                ? dir().read(memo, 1 << 20)
+                : std::expected<std::string, Error>(fail(ErrorKind::Cache, "not a regular file"));
         if (!text || !nlohmann::json::parse(*text, nullptr, false).is_object())
             remove_bad(memo, "not a JSON object", false);
     }
     auto stale = remove_stale_temps();
     if (stale) report.stale_temps_removed = *stale;
-    if (!stale && error.empty()) error = stale.error();
+    if (!stale && error.empty()) error = stale.error().message;
     remove_idle_locks();
-    if (!error.empty()) return std::unexpected(error);
+    if (!error.empty()) return fail(ErrorKind::Cache, error);
     return report;
 }
 
-std::expected<size_t, std::string> Cache::remove_stale_temps() const {
+std::expected<size_t, Error> Cache::remove_stale_temps() const {
     size_t removed = 0;
     auto items = dir().list(CacheLayout::tmp());
     if (!items) return std::unexpected(items.error());

@@ -27,10 +27,6 @@ fs::path object_dir(const BuildInputs& in) {
     return CacheLayout::runtime_object_dir(headers_hash16(), compiler_hash16(in));
 }
 
-[[noreturn]] void cache_failure(const CacheError& e) {
-    throw FatalError("bekc: error: " + e.message, kExitCache);
-}
-
 }  // namespace
 
 const std::string& runtime_headers_hash() {
@@ -52,12 +48,12 @@ fs::path runtime_include_dir(const fs::path& cache_root) {
     return cache_root / CacheLayout::runtime_include(headers_hash16());
 }
 
-fs::path materialize_runtime_headers(const fs::path& cache_root) {
+std::expected<fs::path, Error> materialize_runtime_headers(const fs::path& cache_root) {
     Cache cache(cache_root);
     auto tree = cache.ensure_tree(
         CacheLayout::runtime_include(headers_hash16()),
         CacheLayout::named_lock("runtime." + headers_hash16()),
-        [](const Staging& staging) -> std::expected<void, std::string> {
+        [](const Staging& staging) -> std::expected<void, Error> {
             for (const auto& f : embedded_files()) {
                 if (f.path.substr(0, kRuntimePrefix.size()) != kRuntimePrefix) continue;
                 auto w = staging.write(std::string(f.path.substr(kRuntimePrefix.size())), f.data);
@@ -65,7 +61,7 @@ fs::path materialize_runtime_headers(const fs::path& cache_root) {
             }
             return {};
         });
-    if (!tree) cache_failure(tree.error());
+    if (!tree) return fail(ErrorKind::Cache, tree.error().message);
     return *tree;
 }
 
@@ -90,13 +86,14 @@ bool runtime_object_ready(const BuildInputs& in) {
     return Cache(in.cache_root).tree_ready(object_dir(in));
 }
 
-void publish_runtime_object(const BuildInputs& in, const fs::path& built) {
+std::expected<void, Error> publish_runtime_object(const BuildInputs& in, const fs::path& built) {
     Cache cache(in.cache_root);
     auto tree = cache.ensure_tree(
         object_dir(in),
         CacheLayout::named_lock("runtime." + headers_hash16() + "." + compiler_hash16(in)),
         [&](const Staging& staging) { return staging.move_in("bekc_rt.o", built); });
-    if (!tree) cache_failure(tree.error());
+    if (!tree) return fail(ErrorKind::Cache, tree.error().message);
+    return {};
 }
 
 }  // namespace bekc

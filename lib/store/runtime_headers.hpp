@@ -6,9 +6,11 @@
 // functions name them and publish them.
 #pragma once
 
+#include <expected>
 #include <string>
 
 #include "driver/build_inputs.hpp"
+#include "util/error.hpp"
 #include "util/fs.hpp"
 
 namespace bekc {
@@ -16,8 +18,9 @@ namespace bekc {
 // SHA-256 over every embedded runtime header's path and bytes; part of every key.
 const std::string& runtime_headers_hash();
 
-// <cache_root>/runtime/<hash>/include, created if missing or damaged.
-fs::path materialize_runtime_headers(const fs::path& cache_root);
+// <cache_root>/runtime/<hash>/include, created if missing or damaged; a
+// Cache error when the cache cannot take it.
+std::expected<fs::path, Error> materialize_runtime_headers(const fs::path& cache_root);
 
 // Where they are, or would be, without creating anything.
 fs::path runtime_include_dir(const fs::path& cache_root);
@@ -39,7 +42,7 @@ bool runtime_object_ready(const BuildInputs& in);
 
 // Keeps `built` (compiled by the graph's runtime-object step) as the
 // cache's object, unless another build kept one first; moves it in.
-// FatalError (exit 4) when the cache cannot take it.
-void publish_runtime_object(const BuildInputs& in, const fs::path& built);
+// A Cache error when the cache cannot take it.
+std::expected<void, Error> publish_runtime_object(const BuildInputs& in, const fs::path& built);
 
 }  // namespace bekc

@@ -17,8 +17,8 @@ constexpr uint64_t kSmallFile = 64 * 1024;
 constexpr uint64_t kMaxSealBytes = 16 << 20;
 
 // Every regular file under `dir`, as paths relative to it.
-std::expected<void, std::string> walk(const CacheDir& cache, const fs::path& dir,
-                                      const fs::path& rel, std::vector<std::string>& out) {
+std::expected<void, Error> walk(const CacheDir& cache, const fs::path& dir, const fs::path& rel,
+                                std::vector<std::string>& out) {
     auto items = cache.list(dir / rel);
     if (!items) return std::unexpected(items.error());
     for (const auto& item : *items) {
@@ -29,7 +29,8 @@ std::expected<void, std::string> walk(const CacheDir& cache, const fs::path& dir
             if (rel.empty() && (item.name == kStampFile || item.name == kLastUseFile)) continue;
             out.push_back(child.string());
         } else {
-            return std::unexpected(cache.path(dir / child).string() + " is not a regular file");
+            return fail(ErrorKind::Cache,
+                        cache.path(dir / child).string() + " is not a regular file");
         }
     }
     return {};
@@ -38,18 +39,18 @@ std::expected<void, std::string> walk(const CacheDir& cache, const fs::path& dir
 // On success, the stamp to write when the library's stat moved (copied,
 // touched or hard-linked) but its bytes are the sealed ones: the stat taken
 // before the read that proved it, and that read's XXH3-128.
-std::expected<std::optional<LibraryStamp>, std::string> check_library(const CacheDir& cache,
-                                                                      const fs::path& dir,
-                                                                      const LibraryStamp& stamp,
-                                                                      const SealedFile& sealed,
-                                                                      CheckLevel level) {
+std::expected<std::optional<LibraryStamp>, Error> check_library(const CacheDir& cache,
+                                                                const fs::path& dir,
+                                                                const LibraryStamp& stamp,
+                                                                const SealedFile& sealed,
+                                                                CheckLevel level) {
     fs::path rel = dir / stamp.name;
     auto now = cache.stat(rel);
     if (!now || !now->file.is_regular)
-        return std::unexpected(fmt::format("library {} is missing", stamp.name));
+        return fail(ErrorKind::Cache, fmt::format("library {} is missing", stamp.name));
     if (now->file.size != sealed.size)
-        return std::unexpected(fmt::format("library {} has {} bytes, not {}", stamp.name,
-                                           now->file.size, sealed.size));
+        return fail(ErrorKind::Cache, fmt::format("library {} has {} bytes, not {}", stamp.name,
+                                                  now->file.size, sealed.size));
     if (level == CheckLevel::Cheap && stamp.stat == now->file) return std::nullopt;
     auto fd = cache.open_read(rel);
     if (!fd) return std::unexpected(fd.error());
@@ -64,18 +65,20 @@ std::expected<std::optional<LibraryStamp>, std::string> check_library(const Cach
     auto digest = digest_fd(fd->get(), cache.path(rel));
     if (!digest) return std::unexpected(digest.error());
     if (digest->sha256 != sealed.sha256)
-        return std::unexpected(fmt::format(
-            "library {} does not match its SHA-256 (truncated or modified after publishing)",
-            stamp.name));
+        return fail(
+            ErrorKind::Cache,
+            fmt::format(
+                "library {} does not match its SHA-256 (truncated or modified after publishing)",
+                stamp.name));
     if (stamp.stat == now->file) return std::nullopt;
     return LibraryStamp{stamp.name, now->file, digest->xxh128};
 }
 
 }  // namespace
 
-std::expected<Seal, std::string> Seal::read(const CacheDir& cache, const fs::path& dir) {
+std::expected<Seal, Error> Seal::read(const CacheDir& cache, const fs::path& dir) {
     auto text = cache.read(dir / kStampFile, kMaxSealBytes);
-    if (!text) return std::unexpected(std::string(kStampFile) + " is missing or unreadable");
+    if (!text) return fail(ErrorKind::Cache, std::string(kStampFile) + " is missing or unreadable");
     auto j = json::parse(*text, nullptr, false);
     try {
         if (!j.is_object() || j.at("seal") != 1) throw std::runtime_error("format");
@@ -98,11 +101,11 @@ std::expected<Seal, std::string> Seal::read(const CacheDir& cache, const fs::pat
         }
         return seal;
     } catch (const std::exception&) {
-        return std::unexpected(std::string(kStampFile) + " is not a seal");
+        return fail(ErrorKind::Cache, std::string(kStampFile) + " is not a seal");
     }
 }
 
-std::expected<void, std::string> Seal::write(const CacheDir& cache, const fs::path& dir) const {
+std::expected<void, Error> Seal::write(const CacheDir& cache, const fs::path& dir) const {
     json files = json::object();
     for (const auto& [name, f] : this->files)
         files[name] = {{"size", f.size}, {"sha256", f.sha256}};
@@ -117,8 +120,8 @@ std::expected<void, std::string> Seal::write(const CacheDir& cache, const fs::pa
     try {
         text = j.dump() + "\n";
     } catch (const json::exception&) {
-        return std::unexpected("a file name in " + cache.path(dir).string() +
-                               " is not valid UTF-8");
+        return fail(ErrorKind::Cache,
+                    "a file name in " + cache.path(dir).string() + " is not valid UTF-8");
     }
     // Into the directory as it is, never re-created: a hit refreshing the
     // stamp of an entry that prune or verify has just removed must not bring
@@ -128,8 +131,8 @@ std::expected<void, std::string> Seal::write(const CacheDir& cache, const fs::pa
     return write_atomic_at(fd->get(), std::string(kStampFile), text, cache.path(dir / kStampFile));
 }
 
-std::expected<Seal, std::string> seal_dir(const CacheDir& cache, const fs::path& dir,
-                                          const std::optional<std::string>& library) {
+std::expected<Seal, Error> seal_dir(const CacheDir& cache, const fs::path& dir,
+                                    const std::optional<std::string>& library) {
     std::vector<std::string> names;
     if (auto w = walk(cache, dir, "", names); !w) return std::unexpected(w.error());
     Seal seal;
@@ -145,13 +148,13 @@ std::expected<Seal, std::string> seal_dir(const CacheDir& cache, const fs::path&
             seal.library = LibraryStamp{*library, digest->stat, digest->xxh128};
     }
     if (library && !seal.library)
-        return std::unexpected(fmt::format("the library {} is missing", *library));
+        return fail(ErrorKind::Cache, fmt::format("the library {} is missing", *library));
     if (auto w = seal.write(cache, dir); !w) return std::unexpected(w.error());
     return seal;
 }
 
-std::expected<SealedContents, std::string> check_seal(const CacheDir& cache, const fs::path& dir,
-                                                      CheckLevel level) {
+std::expected<SealedContents, Error> check_seal(const CacheDir& cache, const fs::path& dir,
+                                                CheckLevel level) {
     auto seal = Seal::read(cache, dir);
     if (!seal) return std::unexpected(seal.error());
     SealedContents contents;
@@ -167,16 +170,16 @@ std::expected<SealedContents, std::string> check_seal(const CacheDir& cache, con
         if (level == CheckLevel::Cheap && sealed.size > kSmallFile) {
             auto st = cache.stat(rel);
             if (!st || !st->file.is_regular)
-                return std::unexpected(fmt::format("{} is missing", name));
+                return fail(ErrorKind::Cache, fmt::format("{} is missing", name));
             if (st->file.size != sealed.size)
-                return std::unexpected(
-                    fmt::format("{} has {} bytes, not {}", name, st->file.size, sealed.size));
+                return fail(ErrorKind::Cache, fmt::format("{} has {} bytes, not {}", name,
+                                                          st->file.size, sealed.size));
             continue;
         }
         auto text = cache.read(rel, sealed.size + 1);
-        if (!text) return std::unexpected(fmt::format("{} is missing or unreadable", name));
+        if (!text) return fail(ErrorKind::Cache, fmt::format("{} is missing or unreadable", name));
         if (text->size() != sealed.size || sha256_hex(*text) != sealed.sha256)
-            return std::unexpected(fmt::format("{} was modified after publishing", name));
+            return fail(ErrorKind::Cache, fmt::format("{} was modified after publishing", name));
         contents[name] = std::move(*text);
     }
     if (restamp) {

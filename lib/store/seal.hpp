@@ -21,6 +21,7 @@
 
 #include "store/cache_dir.hpp"
 #include "store/file_ops.hpp"
+#include "util/error.hpp"
 
 namespace bekc {
 
@@ -45,14 +46,14 @@ struct Seal {
     std::optional<LibraryStamp> library;
 
     // The error when stamp.json is missing or is not a seal.
-    static std::expected<Seal, std::string> read(const CacheDir& cache, const fs::path& dir);
-    std::expected<void, std::string> write(const CacheDir& cache, const fs::path& dir) const;
+    static std::expected<Seal, Error> read(const CacheDir& cache, const fs::path& dir);
+    std::expected<void, Error> write(const CacheDir& cache, const fs::path& dir) const;
 };
 
 // Reads every regular file under `dir` (a link anywhere is an error) and
 // writes the seal; `library`, when given, also gets the ladder.
-std::expected<Seal, std::string> seal_dir(const CacheDir& cache, const fs::path& dir,
-                                          const std::optional<std::string>& library);
+std::expected<Seal, Error> seal_dir(const CacheDir& cache, const fs::path& dir,
+                                    const std::optional<std::string>& library);
 
 // What check_seal read: the bytes of the small files (the manifests), so the
 // caller parses them without reading twice.
@@ -60,7 +61,7 @@ using SealedContents = std::map<std::string, std::string>;
 
 // Checks `dir` against its seal at `level`. The error says what is wrong, in a
 // phrase that fits "<dir> is corrupt: …".
-std::expected<SealedContents, std::string> check_seal(const CacheDir& cache, const fs::path& dir,
-                                                      CheckLevel level);
+std::expected<SealedContents, Error> check_seal(const CacheDir& cache, const fs::path& dir,
+                                                CheckLevel level);
 
 }  // namespace bekc

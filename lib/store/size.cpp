@@ -45,12 +45,14 @@ std::optional<double> unit_multiplier(std::string suffix) {
 
 }  // namespace
 
-std::expected<uint64_t, std::string> parse_size(std::string_view text) {
+std::expected<uint64_t, Error> parse_size(std::string_view text) {
     auto invalid = [&] {
-        return std::unexpected(fmt::format(
-            "invalid size '{}': write a number with an optional unit, such as 500M, 2G, "
-            "1.5GiB or 100KB",
-            text));
+        return fail(
+            ErrorKind::Usage,
+            fmt::format(
+                "invalid size '{}': write a number with an optional unit, such as 500M, 2G, "
+                "1.5GiB or 100KB",
+                text));
     };
     std::string_view trimmed = text;
     while (!trimmed.empty() && trimmed.front() == ' ') trimmed.remove_prefix(1);

@@ -24,7 +24,7 @@ uint64_t count_of(const nlohmann::json& j, const char* name) {
     return it != j.end() && it->is_number_unsigned() ? it->get<uint64_t>() : 0;
 }
 
-std::expected<void, std::string> write_counters(const CacheDir& cache, const BuildCounters& c) {
+std::expected<void, Error> write_counters(const CacheDir& cache, const BuildCounters& c) {
     nlohmann::json j = {{"local_hits", c.local_hits},
                         {"remote_hits", c.remote_hits},
                         {"misses", c.misses},
@@ -65,9 +65,9 @@ BuildCounters read_folded(const CacheDir& cache) {
 // Moves the tallies into stats.json, under the counters' lock; `zero` starts
 // them all again. An append between a tally's read and its truncation is the
 // one count that can be lost.
-std::expected<void, std::string> fold(const CacheDir& cache, bool zero) {
+std::expected<void, Error> fold(const CacheDir& cache, bool zero) {
     auto lock = FileLock::acquire(cache, CacheLayout::named_lock("stats"), kLockWait);
-    if (!lock) return std::unexpected(lock.error().message);
+    if (!lock) return fail(ErrorKind::Cache, lock.error().message);
     BuildCounters c = zero ? BuildCounters{} : read_folded(cache);
     for (size_t i = 0; i < std::size(kCounters); ++i) {
         uint64_t n = tally(cache, i, true);
@@ -91,7 +91,7 @@ BuildCounters read_counters(const CacheDir& cache) {
     return c;
 }
 
-std::expected<void, std::string> count_build(const CacheDir& cache, BuildCount what) {
+std::expected<void, Error> count_build(const CacheDir& cache, BuildCount what) {
     // One byte appended, no lock: a hit stays as cheap as it was.
     const size_t i = static_cast<size_t>(what);
     auto size = cache.append(CacheLayout::stats_tally(kCounters[i]), "+");
@@ -100,7 +100,7 @@ std::expected<void, std::string> count_build(const CacheDir& cache, BuildCount w
     return {};
 }
 
-std::expected<void, std::string> zero_counters(const CacheDir& cache) {
+std::expected<void, Error> zero_counters(const CacheDir& cache) {
     return fold(cache, true);
 }
 

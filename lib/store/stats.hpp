@@ -11,6 +11,7 @@
 #include <string>
 
 #include "store/cache_dir.hpp"
+#include "util/error.hpp"
 
 namespace bekc {
 
@@ -25,8 +26,8 @@ enum class BuildCount { LocalHit, RemoteHit, Miss, Error };
 // Zero counters when the file is missing or damaged.
 BuildCounters read_counters(const CacheDir& cache);
 // Adds one build. The cache must exist already (the caller checked it).
-std::expected<void, std::string> count_build(const CacheDir& cache, BuildCount what);
+std::expected<void, Error> count_build(const CacheDir& cache, BuildCount what);
 // Resets every counter and records when.
-std::expected<void, std::string> zero_counters(const CacheDir& cache);
+std::expected<void, Error> zero_counters(const CacheDir& cache);
 
 }  // namespace bekc

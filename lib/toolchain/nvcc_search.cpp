@@ -83,9 +83,9 @@ std::string join_items(const std::vector<std::string>& items, const char* sep) {
 
 // A CUDA 13 pip toolkit must hold what nvcc runs and includes on every
 // compile; say which wheel is missing rather than let nvcc fail midway.
-void check_pip_toolkit(const fs::path& nvcc) {
+std::expected<void, Error> check_pip_toolkit(const fs::path& nvcc) {
     fs::path root = nvcc.parent_path().parent_path();
-    if (!is_cu_dir(root.filename().string())) return;
+    if (!is_cu_dir(root.filename().string())) return {};
     std::vector<std::string> files, wheels;
     for (const auto& c : kPipComponents) {
         std::error_code ec;
@@ -94,17 +94,17 @@ void check_pip_toolkit(const fs::path& nvcc) {
         if (std::find(wheels.begin(), wheels.end(), c.wheel) == wheels.end())
             wheels.push_back(c.wheel);
     }
-    if (files.empty()) return;
-    throw FatalError("bekc: error: the CUDA toolkit from pip at " + root.string() +
-                         " is incomplete: it has no " + join_items(files, ", ") +
-                         ". Install what it lacks into the same Python environment: pip install " +
-                         join_items(wheels, " "),
-                     kExitToolchain);
+    if (files.empty()) return {};
+    return fail(ErrorKind::Toolchain,
+                "the CUDA toolkit from pip at " + root.string() + " is incomplete: it has no " +
+                    join_items(files, ", ") +
+                    ". Install what it lacks into the same Python environment: pip install " +
+                    join_items(wheels, " "));
 }
 
 enum class Prefer { Pip, System };
 
-Prefer read_prefer(const NvccRequest& request, const ToolLookup& lookup) {
+std::expected<Prefer, Error> read_prefer(const NvccRequest& request, const ToolLookup& lookup) {
     std::optional<std::string> value = request.prefer;
     std::string origin = "--nvcc-prefer";
     if (!value) {
@@ -113,10 +113,9 @@ Prefer read_prefer(const NvccRequest& request, const ToolLookup& lookup) {
     }
     if (!value || *value == "pip") return Prefer::Pip;
     if (*value == "system") return Prefer::System;
-    throw FatalError("bekc: error: " + origin + " '" + *value +
-                         "': use pip (a toolkit installed from pip first, the default) or "
-                         "system (nvcc on PATH first)",
-                     kExitUsage);
+    return fail(ErrorKind::Usage, origin + " '" + *value +
+                                      "': use pip (a toolkit installed from pip first, the "
+                                      "default) or system (nvcc on PATH first)");
 }
 
 // The environments to look for a pip toolkit in, each a list of
@@ -135,13 +134,15 @@ std::vector<std::vector<fs::path>> pip_environments(const NvccRequest& request,
     return envs;
 }
 
-NvccChoice chosen(const fs::path& path, std::string how) {
-    return NvccChoice{identify_tool(path), std::move(how)};
+std::expected<NvccChoice, Error> chosen(const fs::path& path, std::string how) {
+    auto tool = identify_tool(path);
+    if (!tool) return std::unexpected(tool.error());
+    return NvccChoice{*tool, std::move(how)};
 }
 
 std::string not_found_message(const std::vector<std::string>& searched, bool from_python) {
-    std::string head = "bekc: error: nvcc not found, and a .cu input needs it. Searched: " +
-                       join_items(searched, "; ");
+    std::string head =
+        "nvcc not found, and a .cu input needs it. Searched: " + join_items(searched, "; ");
     if (from_python)
         return head +
                ". Install the CUDA toolkit into this Python environment (pip install "
@@ -155,18 +156,18 @@ std::string not_found_message(const std::vector<std::string>& searched, bool fro
 
 }  // namespace
 
-NvccChoice find_nvcc(const NvccRequest& request, const ToolLookup& lookup) {
-    const Prefer prefer = read_prefer(request, lookup);
+std::expected<NvccChoice, Error> find_nvcc(const NvccRequest& request, const ToolLookup& lookup) {
+    const auto prefer = read_prefer(request, lookup);
+    if (!prefer) return std::unexpected(prefer.error());
     if (request.flag) {
         if (auto p = resolve_named(*request.flag, lookup)) return chosen(*p, "--nvcc");
-        throw FatalError("bekc: error: --nvcc " + *request.flag + ": no such executable",
-                         kExitToolchain);
+        return fail(ErrorKind::Toolchain, "--nvcc " + *request.flag + ": no such executable");
     }
     if (auto named = lookup.env("BEKC_NVCC")) {
         if (auto p = resolve_named(*named, lookup)) return chosen(*p, "$BEKC_NVCC");
-        throw FatalError("bekc: error: $BEKC_NVCC names '" + *named +
-                             "', which is not an executable. Give nvcc's path or unset it.",
-                         kExitToolchain);
+        return fail(ErrorKind::Toolchain,
+                    "$BEKC_NVCC names '" + *named +
+                        "', which is not an executable. Give nvcc's path or unset it.");
     }
     std::vector<std::string> searched;
     if (request.brainevent_nvcc) {
@@ -182,11 +183,14 @@ NvccChoice find_nvcc(const NvccRequest& request, const ToolLookup& lookup) {
             searched.push_back("$" + std::string(var) + "/bin/nvcc (" + p.string() + ")");
         }
     }
-    auto from_pip = [&]() -> std::optional<NvccChoice> {
+    // nullopt: none there, and `searched` says where it looked.
+    using Found = std::optional<std::expected<NvccChoice, Error>>;
+    auto from_pip = [&]() -> Found {
         std::vector<std::string> dirs;
         for (const auto& sites : pip_environments(request, lookup)) {
             if (auto found = pip_nvcc_in(sites, lookup)) {
-                check_pip_toolkit(found->first);
+                if (auto complete = check_pip_toolkit(found->first); !complete)
+                    return std::unexpected(complete.error());
                 return chosen(found->first, found->second);
             }
             for (const auto& s : sites) dirs.push_back(s.string());
@@ -196,22 +200,22 @@ NvccChoice find_nvcc(const NvccRequest& request, const ToolLookup& lookup) {
             (dirs.empty() ? std::string("no Python environment") : join_items(dirs, ", ")));
         return std::nullopt;
     };
-    auto from_path = [&]() -> std::optional<NvccChoice> {
+    auto from_path = [&]() -> Found {
         if (auto p = lookup.find("nvcc")) return chosen(*p, "PATH");
         searched.push_back("nvcc on PATH");
         return std::nullopt;
     };
     for (int i = 0; i < 2; ++i) {
-        bool pip = (i == 0) == (prefer == Prefer::Pip);
+        bool pip = (i == 0) == (*prefer == Prefer::Pip);
         if (auto c = pip ? from_pip() : from_path()) {
-            if (prefer == Prefer::System) c->how += ", with system nvcc preferred";
+            if (*c && *prefer == Prefer::System) (*c)->how += ", with system nvcc preferred";
             return *c;
         }
     }
     fs::path fallback = "/usr/local/cuda/bin/nvcc";
     if (lookup.executable(fallback)) return chosen(fallback, "/usr/local/cuda");
     searched.push_back(fallback.string());
-    throw FatalError(not_found_message(searched, !request.python_sites.empty()), kExitToolchain);
+    return fail(ErrorKind::Toolchain, not_found_message(searched, !request.python_sites.empty()));
 }
 
 std::optional<fs::path> pip_toolkit_root(const Tool& nvcc) {

@@ -16,11 +16,13 @@
 //   5. /usr/local/cuda/bin/nvcc.
 #pragma once
 
+#include <expected>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "toolchain/tools.hpp"
+#include "util/error.hpp"
 
 namespace bekc {
 
@@ -41,11 +43,11 @@ struct NvccChoice {
     std::string how;
 };
 
-// Throws FatalError: exit 3 when no nvcc is found (the message lists every
-// place searched and how to install or name one) or a named one does not
-// exist or a pip toolkit lacks a wheel nvcc needs; exit 2 for a bad
+// A Toolchain error when no nvcc is found (the message lists every place
+// searched and how to install or name one), a named one does not exist or a
+// pip toolkit lacks a wheel nvcc needs; a Usage error for a bad
 // --nvcc-prefer or $BEKC_NVCC_PREFER.
-NvccChoice find_nvcc(const NvccRequest& request, const ToolLookup& lookup);
+std::expected<NvccChoice, Error> find_nvcc(const NvccRequest& request, const ToolLookup& lookup);
 
 // The root of the pip toolkit an nvcc belongs to (<site>/nvidia/cu13 or
 // <site>/nvidia/cuda_nvcc), or nullopt for any other nvcc.

@@ -16,20 +16,22 @@ bool fits_nvcc_compiler_option(const std::string& path) {
     return !needs_safe_path(path) && path.find(',') == std::string::npos;
 }
 
-fs::path safe_ccbin(const fs::path& compiler) {
+std::expected<fs::path, Error> safe_ccbin(const fs::path& compiler) {
     if (needs_safe_path(compiler.filename()))
-        throw FatalError("bekc: error: the host compiler " + compiler.string() +
-                             " has shell syntax in its file name, and nvcc runs it through a "
-                             "shell; give a link to it with a plain name (--cxx)",
-                         kExitToolchain);
+        return fail(ErrorKind::Toolchain,
+                    "the host compiler " + compiler.string() +
+                        " has shell syntax in its file name, and nvcc runs it through a shell; "
+                        "give a link to it with a plain name (--cxx)");
     if (!needs_safe_path(compiler.parent_path())) return compiler;
-    return safe_path_for_nvcc(compiler.parent_path()) / compiler.filename();
+    auto dir = safe_path_for_nvcc(compiler.parent_path());
+    if (!dir) return dir;
+    return *dir / compiler.filename();
 }
 
-fs::path safe_path_for_nvcc(const fs::path& dir) {
+std::expected<fs::path, Error> safe_path_for_nvcc(const fs::path& dir) {
     if (!needs_safe_path(dir)) return dir;
     auto mine = private_user_dir();
-    if (!mine) throw FatalError("bekc: error: " + mine.error(), kExitCache);
+    if (!mine) return std::unexpected(mine.error());
     fs::path base = *mine / "paths";
     fs::path link = base / sha256_hex(dir.string()).substr(0, 20);
     std::error_code ec;
@@ -39,9 +41,8 @@ fs::path safe_path_for_nvcc(const fs::path& dir) {
     fs::create_directory_symlink(dir, tmp, ec);
     if (ec || ::rename(tmp.c_str(), link.c_str()) != 0) {
         fs::remove(tmp, ec);
-        throw FatalError("bekc: error: cannot create " + link.string() +
-                             ", the plain-named link nvcc needs for " + dir.string(),
-                         kExitCache);
+        return fail(ErrorKind::Cache, "cannot create " + link.string() +
+                                          ", the plain-named link nvcc needs for " + dir.string());
     }
     return link;
 }

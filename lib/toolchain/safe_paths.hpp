@@ -3,6 +3,7 @@
 // a directory reaches the compilers through a symlink with a plain name.
 #pragma once
 
+#include "util/error.hpp"
 #include "util/fs.hpp"
 
 namespace bekc {
@@ -15,11 +16,11 @@ bool fits_nvcc_compiler_option(const std::string& path);
 
 // The host compiler as nvcc's -ccbin: nvcc runs it through a shell, quoting
 // only its directory. A directory with shell syntax is reached through a
-// plain-named link; a file name with it is refused (exit 3).
-fs::path safe_ccbin(const fs::path& compiler);
+// plain-named link; a file name with it is refused (a Toolchain error).
+std::expected<fs::path, Error> safe_ccbin(const fs::path& compiler);
 
 // `dir` itself when it is plain; else /tmp/bekc-<uid>/paths/<hash> -> dir,
 // created (atomically) when missing or pointing elsewhere.
-fs::path safe_path_for_nvcc(const fs::path& dir);
+std::expected<fs::path, Error> safe_path_for_nvcc(const fs::path& dir);
 
 }  // namespace bekc

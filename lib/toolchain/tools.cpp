@@ -41,14 +41,14 @@ std::string Tool::identity() const {
            std::to_string(mtime_ns);
 }
 
-Tool identify_tool(const fs::path& path) {
+std::expected<Tool, Error> identify_tool(const fs::path& path) {
     std::error_code ec;
     fs::path abs = fs::absolute(path).lexically_normal();
     fs::path real = fs::canonical(abs, ec);
     if (ec) real = abs;
     struct stat st;
     if (::stat(real.c_str(), &st) != 0)
-        throw FatalError("bekc: error: cannot stat " + real.string(), kExitToolchain);
+        return fail(ErrorKind::Toolchain, "cannot stat " + real.string());
     Tool t;
     t.path = abs;
     t.canonical = real;
@@ -64,7 +64,8 @@ std::optional<fs::path> resolve_named(const std::string& value, const ToolLookup
     return lookup.find(value);
 }
 
-Tool find_cxx(const std::optional<std::string>& flag, const ToolLookup& lookup) {
+std::expected<Tool, Error> find_cxx(const std::optional<std::string>& flag,
+                                    const ToolLookup& lookup) {
     std::optional<std::string> chosen = flag;
     std::string origin = "--cxx";
     if (!chosen) {
@@ -73,22 +74,19 @@ Tool find_cxx(const std::optional<std::string>& flag, const ToolLookup& lookup) 
     }
     if (chosen) {
         if (auto p = resolve_named(*chosen, lookup)) return identify_tool(*p);
-        throw FatalError("bekc: error: " + origin + " names '" + *chosen +
-                             "', which is not an executable. Give a compiler path or a name on "
-                             "PATH.",
-                         kExitToolchain);
+        return fail(ErrorKind::Toolchain, origin + " names '" + *chosen +
+                                              "', which is not an executable. Give a compiler "
+                                              "path or a name on PATH.");
     }
     for (const char* name : {"c++", "g++", "clang++"})
         if (auto p = lookup.find(name)) return identify_tool(*p);
-    throw FatalError(
-        "bekc: error: no host C++ compiler found. Searched: $CXX, then c++, g++ and "
-        "clang++ on PATH. Install g++ (apt-get install g++) or name one with --cxx "
-        "PATH or CXX=PATH.",
-        kExitToolchain);
+    return fail(ErrorKind::Toolchain,
+                "no host C++ compiler found. Searched: $CXX, then c++, g++ and clang++ on PATH. "
+                "Install g++ (apt-get install g++) or name one with --cxx PATH or CXX=PATH.");
 }
 
-std::optional<fs::path> find_launcher(const std::optional<std::string>& flag,
-                                      const ToolLookup& lookup) {
+std::expected<std::optional<fs::path>, Error> find_launcher(const std::optional<std::string>& flag,
+                                                            const ToolLookup& lookup) {
     std::optional<std::string> chosen = flag;
     std::string origin = "--launcher";
     if (!chosen) {
@@ -97,10 +95,9 @@ std::optional<fs::path> find_launcher(const std::optional<std::string>& flag,
     }
     if (!chosen) return std::nullopt;
     if (auto p = resolve_named(*chosen, lookup)) return *p;
-    throw FatalError("bekc: error: " + origin + " names '" + *chosen +
-                         "', which is not an executable. Install it (e.g. apt-get install ccache) "
-                         "or give its path.",
-                     kExitToolchain);
+    return fail(ErrorKind::Toolchain, origin + " names '" + *chosen +
+                                          "', which is not an executable. Install it (e.g. "
+                                          "apt-get install ccache) or give its path.");
 }
 
 std::string tool_version(const Tool& tool, Runner& runner) {

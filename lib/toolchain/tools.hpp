@@ -4,11 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <expected>
 #include <functional>
 #include <optional>
 #include <string>
 
 #include "util/env.hpp"
+#include "util/error.hpp"
 #include "util/fs.hpp"
 
 namespace bekc {
@@ -44,16 +46,17 @@ struct Tool {
 std::optional<fs::path> resolve_named(const std::string& value, const ToolLookup& lookup);
 
 // The host compiler from --cxx, $CXX, then c++, g++, clang++ on PATH.
-Tool find_cxx(const std::optional<std::string>& flag, const ToolLookup& lookup);
+std::expected<Tool, Error> find_cxx(const std::optional<std::string>& flag,
+                                    const ToolLookup& lookup);
 
 // The compiler launcher from --launcher, else $BEKC_LAUNCHER: a name on PATH
-// (ccache, sccache) or a path. nullopt when neither is set; FatalError (exit 3)
+// (ccache, sccache) or a path. nullopt when neither is set; a Toolchain error
 // when the named launcher does not exist.
-std::optional<fs::path> find_launcher(const std::optional<std::string>& flag,
-                                      const ToolLookup& lookup);
+std::expected<std::optional<fs::path>, Error> find_launcher(const std::optional<std::string>& flag,
+                                                            const ToolLookup& lookup);
 
-// Fills size and mtime; throws FatalError when the file vanished.
-Tool identify_tool(const fs::path& path);
+// Fills size and mtime; a Toolchain error when the file vanished.
+std::expected<Tool, Error> identify_tool(const fs::path& path);
 
 class Runner;
 

@@ -15,12 +15,11 @@ bool has_ffi_header(const fs::path& dir) {
     return fs::is_regular_file(dir / kFfiHeader, ec);
 }
 
-XlaHeaders named(const std::string& dir, const std::string& how) {
+std::expected<XlaHeaders, Error> named(const std::string& dir, const std::string& how) {
     if (dir.empty() || !has_ffi_header(dir))
-        throw FatalError("bekc: error: " + how + " '" + dir + "' has no " + kFfiHeader +
-                             "; name the directory that jax.ffi.include_dir() prints",
-                         kExitUsage);
-    return {resolved_path(dir), how, true};
+        return fail(ErrorKind::Usage, how + " '" + dir + "' has no " + kFfiHeader +
+                                          "; name the directory that jax.ffi.include_dir() prints");
+    return XlaHeaders{resolved_path(dir), how, true};
 }
 
 // <site>/jaxlib/include of the first site-packages directory that has it.
@@ -34,9 +33,9 @@ std::optional<fs::path> jaxlib_in(const std::vector<fs::path>& sites) {
 
 }  // namespace
 
-std::optional<XlaHeaders> find_xla_headers(const std::optional<std::string>& flag,
-                                           const EnvLookup& env,
-                                           const std::vector<fs::path>& site_dirs) {
+std::expected<std::optional<XlaHeaders>, Error> find_xla_headers(
+    const std::optional<std::string>& flag, const EnvLookup& env,
+    const std::vector<fs::path>& site_dirs) {
     if (flag) return named(*flag, "--xla-include");
     if (auto dir = env("BEKC_XLA_INCLUDE")) return named(*dir, "$BEKC_XLA_INCLUDE");
     std::optional<fs::path> inc = jaxlib_in(site_dirs);

@@ -3,12 +3,14 @@
 // brainevent/ffi_compat.h. bekc's own handlers never include them.
 #pragma once
 
+#include <expected>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "scan/includes.hpp"
 #include "util/env.hpp"
+#include "util/error.hpp"
 #include "util/fs.hpp"
 
 namespace bekc {
@@ -25,10 +27,10 @@ struct XlaHeaders {
 // build finds the jaxlib installed beside it with no virtualenv active), then
 // the environments of toolchain/python_env.hpp (the active virtualenv, conda
 // environment, each `python3` on $PATH, ...). A named directory without
-// xla/ffi/api/ffi.h is a usage error (FatalError).
-std::optional<XlaHeaders> find_xla_headers(const std::optional<std::string>& flag,
-                                           const EnvLookup& env,
-                                           const std::vector<fs::path>& site_dirs = {});
+// xla/ffi/api/ffi.h is a Usage error.
+std::expected<std::optional<XlaHeaders>, Error> find_xla_headers(
+    const std::optional<std::string>& flag, const EnvLookup& env,
+    const std::vector<fs::path>& site_dirs = {});
 
 // The headers that need XLA's FFI headers on the include path.
 bool needs_xla_headers(const IncludeDirective& include);

@@ -9,7 +9,7 @@ namespace bekc {
 std::string_view embedded(std::string_view path) {
     for (const auto& f : embedded_files())
         if (f.path == path) return f.data;
-    throw FatalError("internal error: no embedded file " + std::string(path), kExitInternal);
+    throw InternalError("no embedded file " + std::string(path));
 }
 
 }  // namespace bekc

@@ -17,7 +17,7 @@ const std::vector<EmbeddedFile>& embedded_files();
 // bekc is built. Part of every cache key.
 std::string_view embedded_files_hash();
 
-// The contents of an embedded file; throws FatalError when there is none.
+// The contents of an embedded file; throws InternalError when there is none.
 std::string_view embedded(std::string_view path);
 
 }  // namespace bekc

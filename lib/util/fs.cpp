@@ -42,22 +42,22 @@ std::string too_large(const fs::path& shown, uint64_t max_bytes) {
 }
 
 // What fstat says of `fd`, when it is a regular file within the limit.
-std::expected<struct stat, std::string> check_regular(int fd, const fs::path& shown,
-                                                      ReadOptions options) {
+std::expected<struct stat, Error> check_regular(int fd, const fs::path& shown,
+                                                ReadOptions options) {
     struct stat st;
-    if (::fstat(fd, &st) != 0) return std::unexpected(errno_message("read", shown, errno));
+    if (::fstat(fd, &st) != 0) return fail(ErrorKind::Cache, errno_message("read", shown, errno));
     if (!S_ISREG(st.st_mode))
-        return std::unexpected(
-            fmt::format("cannot read {}: it is {}", shown.string(), kind_of(st.st_mode)));
+        return fail(ErrorKind::Cache,
+                    fmt::format("cannot read {}: it is {}", shown.string(), kind_of(st.st_mode)));
     if (static_cast<uint64_t>(st.st_size) > options.max_bytes)
-        return std::unexpected(too_large(shown, options.max_bytes));
+        return fail(ErrorKind::Cache, too_large(shown, options.max_bytes));
     return st;
 }
 
 // Reads a checked regular file to its end straight into the string, sized by
 // the stat: no intermediate buffer, no copy.
-std::expected<std::string, std::string> read_checked(int fd, const struct stat& st,
-                                                     const fs::path& shown, ReadOptions options) {
+std::expected<std::string, Error> read_checked(int fd, const struct stat& st, const fs::path& shown,
+                                               ReadOptions options) {
     // The size was checked, but a file may grow while read (and /proc files
     // report size 0): one byte over the limit says it is too large.
     const size_t cap = options.max_bytes >= SIZE_MAX - 1
@@ -68,12 +68,12 @@ std::expected<std::string, std::string> read_checked(int fd, const struct stat& 
     size_t used = 0;
     for (;;) {
         if (used == out.size()) {
-            if (used >= cap) return std::unexpected(too_large(shown, options.max_bytes));
+            if (used >= cap) return fail(ErrorKind::Cache, too_large(shown, options.max_bytes));
             out.resize(std::min(cap, std::max(want, used * 2)));
         }
         ssize_t n = ::read(fd, out.data() + used, out.size() - used);
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return std::unexpected(errno_message("read", shown, errno));
+        if (n < 0) return fail(ErrorKind::Cache, errno_message("read", shown, errno));
         if (n == 0) break;
         used += static_cast<size_t>(n);
     }
@@ -81,13 +81,13 @@ std::expected<std::string, std::string> read_checked(int fd, const struct stat& 
     return out;
 }
 
-std::expected<UniqueFd, std::string> open_at(int dirfd, const fs::path& name, const fs::path& shown,
-                                             ReadOptions options) {
+std::expected<UniqueFd, Error> open_at(int dirfd, const fs::path& name, const fs::path& shown,
+                                       ReadOptions options) {
     // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
     int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
     if (!options.follow_symlinks) flags |= O_NOFOLLOW;
     UniqueFd fd(::openat(dirfd, name.c_str(), flags));
-    if (!fd.valid()) return std::unexpected(errno_message("read", shown, errno));
+    if (!fd.valid()) return fail(ErrorKind::Cache, errno_message("read", shown, errno));
     return fd;
 }
 
@@ -125,16 +125,19 @@ std::string kind_of(fs::file_type type) {
     }
 }
 
-std::expected<void, std::string> check_writable_regular(const fs::path& path) {
+std::expected<void, Error> check_writable_regular(const fs::path& path) {
     std::error_code ec;
     fs::file_status st = fs::status(path, ec);
     if (st.type() == fs::file_type::not_found || st.type() == fs::file_type::regular) return {};
     if (st.type() == fs::file_type::none || st.type() == fs::file_type::unknown)
-        return std::unexpected(fmt::format("cannot write {}: {}", path.string(), ec.message()));
-    return std::unexpected(fmt::format(
-        "{} is not a regular file (it is {}), and bekc writes only regular files there; name "
-        "a regular file",
-        path.string(), kind_of(st.type())));
+        return fail(ErrorKind::Cache,
+                    fmt::format("cannot write {}: {}", path.string(), ec.message()));
+    return fail(
+        ErrorKind::Cache,
+        fmt::format(
+            "{} is not a regular file (it is {}), and bekc writes only regular files there; name "
+            "a regular file",
+            path.string(), kind_of(st.type())));
 }
 
 std::string errno_message(std::string_view what, const fs::path& path, int err) {
@@ -144,9 +147,8 @@ std::string errno_message(std::string_view what, const fs::path& path, int err) 
     return fmt::format("cannot {} {}: {}", what, path.string(), std::strerror(err));
 }
 
-std::expected<RegularFile, std::string> open_regular_file_at(int dirfd, const fs::path& name,
-                                                             const fs::path& shown,
-                                                             ReadOptions options) {
+std::expected<RegularFile, Error> open_regular_file_at(int dirfd, const fs::path& name,
+                                                       const fs::path& shown, ReadOptions options) {
     auto fd = open_at(dirfd, name, shown, options);
     if (!fd) return std::unexpected(fd.error());
     auto st = check_regular(fd->get(), shown, options);
@@ -154,61 +156,60 @@ std::expected<RegularFile, std::string> open_regular_file_at(int dirfd, const fs
     return RegularFile{std::move(*fd), *st};
 }
 
-std::expected<UniqueFd, std::string> open_regular_at(int dirfd, const fs::path& name,
-                                                     const fs::path& shown, ReadOptions options) {
+std::expected<UniqueFd, Error> open_regular_at(int dirfd, const fs::path& name,
+                                               const fs::path& shown, ReadOptions options) {
     auto file = open_regular_file_at(dirfd, name, shown, options);
     if (!file) return std::unexpected(file.error());
     return std::move(file->fd);
 }
 
-std::expected<std::string, std::string> read_fd(UniqueFd fd, const fs::path& shown,
-                                                ReadOptions options) {
+std::expected<std::string, Error> read_fd(UniqueFd fd, const fs::path& shown, ReadOptions options) {
     auto st = check_regular(fd.get(), shown, options);
     if (!st) return std::unexpected(st.error());
     return read_checked(fd.get(), *st, shown, options);
 }
 
-std::expected<std::string, std::string> read_file_at(int dirfd, const fs::path& name,
-                                                     const fs::path& shown, ReadOptions options) {
+std::expected<std::string, Error> read_file_at(int dirfd, const fs::path& name,
+                                               const fs::path& shown, ReadOptions options) {
     auto fd = open_at(dirfd, name, shown, options);
     if (!fd) return std::unexpected(fd.error());
     return read_fd(std::move(*fd), shown, options);
 }
 
-std::expected<std::string, std::string> read_file(const fs::path& path, ReadOptions options) {
+std::expected<std::string, Error> read_file(const fs::path& path, ReadOptions options) {
     return read_file_at(AT_FDCWD, path, path, options);
 }
 
-std::expected<void, std::string> write_atomic_at(int dirfd, const std::string& name,
-                                                 std::string_view content, const fs::path& shown) {
+std::expected<void, Error> write_atomic_at(int dirfd, const std::string& name,
+                                           std::string_view content, const fs::path& shown) {
     std::string tmp = name + ".tmp." + unique_suffix();
     int fd =
         ::openat(dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-    if (fd < 0) return std::unexpected(errno_message("write", shown, errno));
-    auto fail = [&](int err) {
+    if (fd < 0) return fail(ErrorKind::Cache, errno_message("write", shown, errno));
+    auto failed = [&](int err) {
         if (fd >= 0) ::close(fd);
         ::unlinkat(dirfd, tmp.c_str(), 0);
-        return std::unexpected(errno_message("write", shown, err));
+        return fail(ErrorKind::Cache, errno_message("write", shown, err));
     };
     for (size_t done = 0; done < content.size();) {
         ssize_t n = ::write(fd, content.data() + done, content.size() - done);
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return fail(errno);
+        if (n < 0) return failed(errno);
         done += static_cast<size_t>(n);
     }
     // close() reports deferred write errors (NFS, ENOSPC on some filesystems).
     int closed = ::close(fd);
     fd = -1;
-    if (closed != 0) return fail(errno);
-    if (::renameat(dirfd, tmp.c_str(), dirfd, name.c_str()) != 0) return fail(errno);
+    if (closed != 0) return failed(errno);
+    if (::renameat(dirfd, tmp.c_str(), dirfd, name.c_str()) != 0) return failed(errno);
     return {};
 }
 
-std::expected<void, std::string> write_atomic(const fs::path& path, std::string_view content) {
+std::expected<void, Error> write_atomic(const fs::path& path, std::string_view content) {
     fs::path parent = path.parent_path();
     if (parent.empty()) parent = ".";
     UniqueFd dir(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!dir.valid()) return std::unexpected(errno_message("write", path, errno));
+    if (!dir.valid()) return fail(ErrorKind::Cache, errno_message("write", path, errno));
     return write_atomic_at(dir.get(), path.filename().string(), content, path);
 }
 
@@ -265,17 +266,19 @@ void set_private_dir_fallback(const fs::path& dir) {
     g_private_fallback = dir;
 }
 
-std::expected<fs::path, std::string> private_user_dir() {
+std::expected<fs::path, Error> private_user_dir() {
     std::string tried;
     for (const auto& dir : private_candidates()) {
         std::string why = make_private(dir);
         if (why.empty()) return dir;
         tried += fmt::format("{}{} ({})", tried.empty() ? "" : ", ", dir.string(), why);
     }
-    return std::unexpected(fmt::format(
-        "found no directory of your own for build outputs: tried {}; set TMPDIR to a directory "
-        "only you can write to",
-        tried));
+    return fail(
+        ErrorKind::Cache,
+        fmt::format(
+            "found no directory of your own for build outputs: tried {}; set TMPDIR to a directory "
+            "only you can write to",
+            tried));
 }
 
 void remove_stale_private_dirs(const fs::path& dir, const std::string& prefix,
@@ -296,14 +299,14 @@ void remove_stale_private_dirs(const fs::path& dir, const std::string& prefix,
     }
 }
 
-std::expected<fs::path, std::string> private_temp_dir(const std::string& prefix) {
+std::expected<fs::path, Error> private_temp_dir(const std::string& prefix) {
     auto mine = private_user_dir();
     if (!mine) return mine;
     // A bekc killed outright (SIGKILL, out of memory) cannot remove its own.
     remove_stale_private_dirs(*mine, prefix, kStalePrivateDirAge);
     std::string pattern = (*mine / (prefix + ".XXXXXX")).string();
     if (::mkdtemp(pattern.data()) == nullptr)
-        return std::unexpected(errno_message("create", fs::path(pattern), errno));
+        return fail(ErrorKind::Cache, errno_message("create", fs::path(pattern), errno));
     return fs::path(pattern);
 }
 

@@ -24,6 +24,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "util/error.hpp"
+
 namespace bekc {
 
 namespace fs = std::filesystem;
@@ -60,8 +62,8 @@ struct ReadOptions {
 
 // Opens `name` (relative to `dirfd`, or absolute with AT_FDCWD) for reading
 // when it is a regular file. `shown` is the path the error message names.
-std::expected<UniqueFd, std::string> open_regular_at(int dirfd, const fs::path& name,
-                                                     const fs::path& shown, ReadOptions options);
+std::expected<UniqueFd, Error> open_regular_at(int dirfd, const fs::path& name,
+                                               const fs::path& shown, ReadOptions options);
 
 // An open regular file and what fstat(2) said of it once it was open.
 struct RegularFile {
@@ -71,27 +73,24 @@ struct RegularFile {
 
 // open_regular_at, with the stat it checked: callers that need the size or
 // the timestamps need not ask again.
-std::expected<RegularFile, std::string> open_regular_file_at(int dirfd, const fs::path& name,
-                                                             const fs::path& shown,
-                                                             ReadOptions options);
+std::expected<RegularFile, Error> open_regular_file_at(int dirfd, const fs::path& name,
+                                                       const fs::path& shown, ReadOptions options);
 
 // Reads an open descriptor whole when it is a regular file within the limit.
-std::expected<std::string, std::string> read_fd(UniqueFd fd, const fs::path& shown,
-                                                ReadOptions options);
+std::expected<std::string, Error> read_fd(UniqueFd fd, const fs::path& shown, ReadOptions options);
 
-std::expected<std::string, std::string> read_file_at(int dirfd, const fs::path& name,
-                                                     const fs::path& shown,
-                                                     ReadOptions options = {});
+std::expected<std::string, Error> read_file_at(int dirfd, const fs::path& name,
+                                               const fs::path& shown, ReadOptions options = {});
 
 // Reads a whole regular file; the error names the file and the cause.
-std::expected<std::string, std::string> read_file(const fs::path& path, ReadOptions options = {});
+std::expected<std::string, Error> read_file(const fs::path& path, ReadOptions options = {});
 
 // Writes `content` to `name` in `dirfd` (mode 0666 less the umask) through a
 // temporary beside it and rename(2). The error names `shown` and the errno.
-std::expected<void, std::string> write_atomic_at(int dirfd, const std::string& name,
-                                                 std::string_view content, const fs::path& shown);
+std::expected<void, Error> write_atomic_at(int dirfd, const std::string& name,
+                                           std::string_view content, const fs::path& shown);
 
-std::expected<void, std::string> write_atomic(const fs::path& path, std::string_view content);
+std::expected<void, Error> write_atomic(const fs::path& path, std::string_view content);
 
 // Whether nvcc, which runs its host-compiler steps through a shell, can take
 // `path` as it is: no quote, white space or other shell syntax.
@@ -104,7 +103,7 @@ bool shell_safe_path(const fs::path& path);
 // one, in a parent nobody else can rename it out of. Another user who created
 // /tmp/bekc-<uid> first only moves this user to the next. Paths that nvcc
 // cannot take (shell_safe_path) are passed over.
-std::expected<fs::path, std::string> private_user_dir();
+std::expected<fs::path, Error> private_user_dir();
 // The last candidate: a directory of the cache's (<cache>/tmp/builds.<uid>,
 // store/layout.hpp). Set once the cache is known.
 void set_private_dir_fallback(const fs::path& dir);
@@ -117,7 +116,7 @@ fs::path private_user_path();
 // First it removes the directories of that kind ("build.*" for "build.<hash>")
 // that a bekc killed outright left there, once a day old: no build lasts that
 // long, and nothing else writes there.
-std::expected<fs::path, std::string> private_temp_dir(const std::string& prefix);
+std::expected<fs::path, Error> private_temp_dir(const std::string& prefix);
 inline constexpr std::chrono::seconds kStalePrivateDirAge{24 * 3600};
 // The sweep itself, for the tests.
 void remove_stale_private_dirs(const fs::path& dir, const std::string& prefix,
@@ -178,6 +177,6 @@ std::string kind_of(fs::file_type type);
 // when it exists (through links, as the user named it) and is not a regular
 // file. Replacing /dev/null or a FIFO by rename, as root, would replace the
 // machine's device.
-std::expected<void, std::string> check_writable_regular(const fs::path& path);
+std::expected<void, Error> check_writable_regular(const fs::path& path);
 
 }  // namespace bekc

@@ -64,7 +64,7 @@ inline void write_fake_entry(const std::filesystem::path& dir, const std::string
 inline void write_fake_entry(const Staging& staging, const std::string& key,
                              const std::string& name, const std::string& library_bytes) {
     for (const auto& [file, content] : fake_entry_files(key, name, library_bytes)) {
-        if (auto w = staging.write(file, content); !w) throw std::runtime_error(w.error());
+        if (auto w = staging.write(file, content); !w) throw std::runtime_error(w.error().message);
     }
 }
 

@@ -32,8 +32,7 @@ class FakeRunner final : public Runner {
     // whose text its description contains.
     std::vector<std::pair<std::string, double>> seconds;
 
-    std::expected<void, std::string> write_file(const fs::path& path,
-                                                std::string_view content) override {
+    std::expected<void, Error> write_file(const fs::path& path, std::string_view content) override {
         written.push_back(path);
         return write_atomic(path, content);
     }

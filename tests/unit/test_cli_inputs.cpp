@@ -52,11 +52,11 @@ TEST_CASE("inputs: paths that are not regular files are refused", "[inputs]") {
     TempDir dir;
     const fs::path fifo = dir / "k.cpp";
     REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-    CHECK(usage_error([&] { expand_inputs({fifo.string()}); }) ==
+    CHECK(usage_error([&] { return expand_inputs({fifo.string()}); }) ==
           fifo.string() +
               ": error: not a regular file (it is a FIFO); give a kernel source file or a "
               "directory");
-    CHECK(usage_error([&] { expand_inputs({"/dev/zero"}); }) ==
+    CHECK(usage_error([&] { return expand_inputs({"/dev/zero"}); }) ==
           "/dev/zero: error: not a regular file (it is a device); give a kernel source file or a "
           "directory");
     // In a directory, only regular files are sources.
@@ -91,13 +91,13 @@ TEST_CASE("compile_commands: what cannot be merged into is refused", "[compile_c
         "; --compile-commands leaves it unchanged: fix it, remove it or name another file";
     auto with = [&](const std::string& text) {
         write_file(cc, text);
-        return usage_error([&] { read_compile_commands(cc); });
+        return usage_error([&] { return read_compile_commands(cc); });
     };
-    CHECK(read_compile_commands(dir / "missing.json").empty());
+    CHECK(read_compile_commands(dir / "missing.json")->empty());
     write_file(cc, " \n");
-    CHECK(read_compile_commands(cc).empty());
+    CHECK(read_compile_commands(cc)->empty());
     write_file(cc, R"([{"file": "/a.cpp"}, {"directory": "/"}])");
-    CHECK(read_compile_commands(cc).size() == 2);
+    CHECK(read_compile_commands(cc)->size() == 2);
     CHECK(with("{}") == cc.string() +
                             ": error: not a compilation database: a JSON array of entries was "
                             "expected, the file holds an object" +
@@ -109,7 +109,7 @@ TEST_CASE("compile_commands: what cannot be merged into is refused", "[compile_c
           0);
     CHECK(with("[\n" + std::string(1000, '[')) ==
           cc.string() + ":2: error: JSON nesting deeper than 64 levels" + keep);
-    CHECK(usage_error([&] { read_compile_commands(dir.path()); }) ==
+    CHECK(usage_error([&] { return read_compile_commands(dir.path()); }) ==
           "bekc: error: --compile-commands: cannot read " + dir.path().string() +
               ": it is a directory");
 }

@@ -106,7 +106,7 @@ void check_line_resets(const std::string& text, const std::string& wrapper, size
 }  // namespace
 
 TEST_CASE("codegen: prelude includes the source first, then the handler support", "[codegen]") {
-    std::string w = render_wrapper(wrapper_request({function("f", {arg(), ret()}, 3)}));
+    std::string w = render_wrapper(wrapper_request({function("f", {arg(), ret()}, 3)})).value();
     auto lines = lines_of(w);
     size_t src = line_index(lines, "#include \"/abs/kernels/k.cu\"");
     size_t rt = line_index(lines, "#include \"bekc/handler.h\"");
@@ -125,7 +125,7 @@ TEST_CASE("codegen: parameter types, slots and attribute indices in name order",
                   attr("alpha", AttrType::Int64), ret(), attr("mid", AttrType::Bool), stream()},
                  12);
     WrapperRequest r = wrapper_request({fn});
-    std::string w = render_wrapper(r);
+    std::string w = render_wrapper(r).value();
     auto lines = lines_of(w);
     CAPTURE(w);
 
@@ -177,7 +177,7 @@ TEST_CASE("codegen: parameter types, slots and attribute indices in name order",
 }
 
 TEST_CASE("codegen: what bekc adds to the user's file is for host passes only", "[codegen]") {
-    std::string w = render_wrapper(wrapper_request({function("f", {arg(), ret()}, 3)}));
+    std::string w = render_wrapper(wrapper_request({function("f", {arg(), ret()}, 3)})).value();
     auto lines = lines_of(w);
     size_t src = line_index(lines, "#include \"/abs/kernels/k.cu\"");
     size_t guard = line_index(lines, "#if !defined(__CUDA_ARCH__)");
@@ -189,7 +189,7 @@ TEST_CASE("codegen: what bekc adds to the user's file is for host passes only", 
 
 TEST_CASE("codegen: a function without attributes or stream", "[codegen]") {
     WrapperRequest r = wrapper_request({function("add", {arg(), arg(), ret()}, 4)});
-    std::string w = render_wrapper(r);
+    std::string w = render_wrapper(r).value();
     CHECK(contains(w, "(*bekc_fn_add)(const BE::Tensor, const BE::Tensor, BE::Tensor) = &add;"));
     CHECK(contains(w,
                    "bekc_slots_add[] = {{bekc_rt::kSlotArg, 0}, {bekc_rt::kSlotArg, 1}, "
@@ -225,7 +225,7 @@ TEST_CASE("codegen: every attribute type's C++ type and XLA dtype code", "[codeg
     for (const Row& r : rows) {
         INFO(attr_type_info(r.type).name);
         WrapperRequest req = wrapper_request({function("g", {arg(), ret(), attr("v", r.type)}, 2)});
-        std::string w = render_wrapper(req);
+        std::string w = render_wrapper(req).value();
         CHECK(contains(
             w, "(*bekc_fn_g)(const BE::Tensor, BE::Tensor, " + std::string(r.cxx) + ") = &g;"));
         CHECK(contains(w, "{bekc_rt::kSlotAttr, 0}}"));
@@ -245,7 +245,7 @@ TEST_CASE("codegen: attribute names sort bytewise, as XLA sorts them", "[codegen
     CHECK(contains(handlers(r),
                    "{{\"B\", 4, \"int32\"}, {\"_x\", 4, \"int32\"}, {\"a\", 4, \"int32\"}, "
                    "{nullptr, 0, nullptr}}"));
-    CHECK(contains(render_wrapper(r),
+    CHECK(contains(render_wrapper(r).value(),
                    "{{bekc_rt::kSlotRet, 0}, {bekc_rt::kSlotAttr, 2}, {bekc_rt::kSlotAttr, 1}, "
                    "{bekc_rt::kSlotAttr, 0}}"));
 }
@@ -255,7 +255,7 @@ TEST_CASE("codegen: several functions, each #line pair right", "[codegen]") {
                                      function("two", {ret(), attr("k", AttrType::UInt32)}, 40),
                                      function("three", {arg(), ret(), stream()}, 41)};
     WrapperRequest r = wrapper_request(fns);
-    std::string w = render_wrapper(r);
+    std::string w = render_wrapper(r).value();
     auto lines = lines_of(w);
     for (const auto& [name, line] : {std::pair{"one", 5}, {"two", 40}, {"three", 41}}) {
         INFO(name);
@@ -281,7 +281,7 @@ TEST_CASE("codegen: several sources, one handlers file naming each one's table",
         wrapper_request({function("fb", {arg(), ret()}, 3), function("gb", {ret()}, 9)});
     b.unit = 1;
     b.source_path = "/abs/kernels/b.cu";
-    CHECK(contains(render_wrapper(b), "const bekc_rt::Export bekc_exports_1[] = {"));
+    CHECK(contains(render_wrapper(b).value(), "const bekc_rt::Export bekc_exports_1[] = {"));
     std::string h = render_handlers("libmymod.so", {a, b});
     CHECK(contains(h, "Export bekc_exports_0[];"));
     CHECK(contains(h, "Export bekc_exports_1[];"));
@@ -296,7 +296,7 @@ TEST_CASE("codegen: paths and prefixes are escaped in string literals", "[codege
     r.display_path = "odd \"dir\"\\k.cu";
     r.wrapper_name = "/tmp/w\\x.cu";
     r.target_prefix = "pre\"fix";
-    std::string w = render_wrapper(r);
+    std::string w = render_wrapper(r).value();
     CHECK(contains(w, "#line 7 \"odd \\\"dir\\\"\\\\k.cu\""));
     CHECK(contains(handlers(r), "\"pre\\\"fix.f\", 1, 1, 0"));
     check_line_resets(w, "/tmp/w\\\\x.cu", 1);
@@ -306,13 +306,10 @@ TEST_CASE("codegen: a source path that cannot be #included is a usage error", "[
     for (const char* bad : {"/a/\"q\".cu", "/a/back\\slash.cu", "/a/new\nline.cu", "/a/cr\r.cu"}) {
         WrapperRequest r = wrapper_request({function("f", {arg(), ret()}, 1)});
         r.source_path = bad;
-        try {
-            render_wrapper(r);
-            FAIL("accepted " << bad);
-        } catch (const FatalError& e) {
-            CHECK(e.exit_code() == kExitUsage);
-            CHECK(contains(e.what(), "cannot #include a path"));
-        }
+        auto w = render_wrapper(r);
+        REQUIRE_FALSE(w);
+        CHECK(w.error().exit_code() == kExitUsage);
+        CHECK(contains(w.error().render(), "cannot #include a path"));
     }
 }
 
@@ -322,35 +319,27 @@ TEST_CASE("codegen: invalid function or attribute names never reach generated co
     for (const char* bad : bad_names) {
         INFO("name: " << bad);
         CHECK_THROWS_AS(render_wrapper(wrapper_request({function(bad, {arg(), ret()}, 1)})),
-                        FatalError);
+                        InternalError);
         CHECK_THROWS_AS(render_wrapper(wrapper_request(
                             {function("ok", {ret(), attr(bad, AttrType::Int32)}, 1)})),
-                        FatalError);
-        try {
-            render_wrapper(wrapper_request({function(bad, {arg(), ret()}, 1)}));
-        } catch (const FatalError& e) {
-            CHECK(e.exit_code() == kExitInternal);
-        }
+                        InternalError);
     }
-    CHECK_NOTHROW(render_wrapper(
-        wrapper_request({function("_ok9", {ret(), attr("_Z1", AttrType::Int32)}, 1)})));
+    CHECK(render_wrapper(
+              wrapper_request({function("_ok9", {ret(), attr("_Z1", AttrType::Int32)}, 1)}))
+              .has_value());
 }
 
 TEST_CASE("codegen: exports f and f_nograph would define one symbol twice: a clear error",
           "[codegen]") {
     std::vector<FunctionSpec> fns = {function("foo", {arg(), ret()}, 3, "src/a.cpp"),
                                      function("foo_nograph", {arg(), ret()}, 9, "src/a.cpp")};
-    try {
-        render_wrapper(wrapper_request(fns));
-        FAIL("no error");
-    } catch (const FatalError& e) {
-        CHECK(e.exit_code() == kExitSourceError);
-        CHECK(
-            std::string(e.what()) ==
-            "src/a.cpp:9: error: exported functions 'foo' and 'foo_nograph' would both define the "
-            "handler symbol 'bekc_ffi_foo_nograph' (bekc names the variant of 'foo' without the "
-            "command-buffer trait 'bekc_ffi_foo_nograph'); rename 'foo_nograph'");
-    }
+    auto w = render_wrapper(wrapper_request(fns));
+    REQUIRE_FALSE(w);
+    CHECK(w.error().exit_code() == kExitSourceError);
+    CHECK(w.error().render() ==
+          "src/a.cpp:9: error: exported functions 'foo' and 'foo_nograph' would both define the "
+          "handler symbol 'bekc_ffi_foo_nograph' (bekc names the variant of 'foo' without the "
+          "command-buffer trait 'bekc_ffi_foo_nograph'); rename 'foo_nograph'");
     CHECK(handler_symbol("foo") == "bekc_ffi_foo");
     CHECK(handler_symbol_nograph("foo") == "bekc_ffi_foo_nograph");
 }
@@ -358,7 +347,7 @@ TEST_CASE("codegen: exports f and f_nograph would define one symbol twice: a cle
 TEST_CASE("codegen: render_template fills every placeholder or throws", "[codegen]") {
     CHECK(render_template("a @@X@@ b @@Y@@@@X@@", {{"X", "1"}, {"Y", "2"}}) == "a 1 b 21");
     CHECK(render_template("no placeholders", {}) == "no placeholders");
-    CHECK_THROWS_AS(render_template("@@MISSING@@", {{"X", "1"}}), FatalError);
+    CHECK_THROWS_AS(render_template("@@MISSING@@", {{"X", "1"}}), InternalError);
     CHECK(c_string_escape("a\"b\\c\nd\x7f") == "a\\\"b\\\\c\\012d\\177");
 }
 
@@ -380,7 +369,7 @@ Compiled compile_wrapper(const bekc::test::TempDir& dir, const std::string& kern
     r.wrapper_name = (dir / "0_k.bekc.cpp").string();
     r.target_prefix = "k";
     r.functions = {fn};
-    bekc::test::write_file(dir / "0_k.bekc.cpp", render_wrapper(r));
+    bekc::test::write_file(dir / "0_k.bekc.cpp", render_wrapper(r).value());
     bekc::test::write_file(dir / "bekc_handlers.cpp", render_handlers("libk.so", {r}));
     // The handlers file is compiled with bekc's runtime headers only.
     const char* cxx = std::getenv("CXX");

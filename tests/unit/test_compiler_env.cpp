@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "toolchain/compiler_env.hpp"
 #include "driver/keys.hpp"
+#include "toolchain/compiler_env.hpp"
 
 using namespace bekc;
 

@@ -30,7 +30,7 @@ FatalError build_error(DriverFixture& f) {
         return e;
     }
     FAIL("the build succeeded");
-    return FatalError("", 0);
+    return FatalError(Error{});
 }
 
 }  // namespace

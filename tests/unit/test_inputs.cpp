@@ -35,7 +35,7 @@ TEST_CASE("inputs: directories expand to their sources, sorted", "[inputs]") {
     for (const char* n : {"b.cu", "a.cpp", "c.cc", "d.cxx", "notes.txt", "e.cuh", "sub/z.cu"})
         write_file(dir / n, "\n");
     fs::create_directories(dir / "dir.cu");  // a directory, whatever its name
-    auto found = expand_inputs({(dir / "").string(), (dir / "sub/z.cu").string()});
+    auto found = expand_inputs({(dir / "").string(), (dir / "sub/z.cu").string()}).value();
     CHECK(file_names(found) == std::vector<std::string>{"a.cpp", "b.cu", "c.cc", "d.cxx", "z.cu"});
 }
 
@@ -45,11 +45,11 @@ TEST_CASE("inputs: bad inputs are usage errors", "[inputs]") {
     fs::create_directories(dir / "empty");
     const std::string k = (dir / "k.h").string(), empty = (dir / "empty").string(),
                       missing = (dir / "missing.cu").string();
-    CHECK(fatal([&] { expand_inputs({k}); }) ==
+    CHECK(fatal([&] { return expand_inputs({k}); }) ==
           k + ": error: not a kernel source (expected .cu, .cpp, .cc or .cxx)");
-    CHECK(fatal([&] { expand_inputs({empty}); }) ==
+    CHECK(fatal([&] { return expand_inputs({empty}); }) ==
           empty + ": error: directory has no .cu, .cpp, .cc or .cxx file");
-    CHECK(fatal([&] { expand_inputs({missing}); }) ==
+    CHECK(fatal([&] { return expand_inputs({missing}); }) ==
           missing + ": error: no such file or directory");
 }
 

@@ -8,8 +8,8 @@
 #include <functional>
 
 #include "../helpers/driver_fixture.hpp"
-#include "toolchain/compiler_env.hpp"
 #include "driver/plan_build.hpp"
+#include "toolchain/compiler_env.hpp"
 
 using namespace bekc;
 using test::DriverFixture;

@@ -8,8 +8,8 @@
 
 #include "../helpers/plan_unit.hpp"
 #include "../helpers/temp_dir.hpp"
-#include "toolchain/link_search.hpp"
 #include "plan/compile_plan.hpp"
+#include "toolchain/link_search.hpp"
 
 using namespace bekc;
 using Argv = std::vector<std::string>;

@@ -15,11 +15,12 @@
 #include <string>
 #include <vector>
 
+#include "../helpers/fatal.hpp"
 #include "../helpers/temp_dir.hpp"
 #include "../helpers/text.hpp"
-#include "toolchain/tools.hpp"
 #include "toolchain/nvcc_search.hpp"
 #include "toolchain/python_env.hpp"
+#include "toolchain/tools.hpp"
 #include "util/error.hpp"
 
 using namespace bekc;
@@ -77,18 +78,13 @@ fs::path canon(const fs::path& p) {
     return fs::canonical(p);
 }
 
-// Runs `f`, which must throw FatalError; returns its message and checks the
-// exit code is the toolchain one (3).
+// Runs `f`, which must fail; returns its message and checks the exit code is
+// the toolchain one (3).
 template <typename F>
 std::string toolchain_error(F&& f) {
-    try {
-        f();
-    } catch (const FatalError& e) {
-        CHECK(e.exit_code() == kExitToolchain);
-        return e.what();
-    }
-    FAIL("expected a FatalError");
-    return "";
+    std::string message = test::fatal_message(std::forward<F>(f), kExitToolchain);
+    CHECK(message != "<no error>");
+    return message;
 }
 
 }  // namespace
@@ -104,7 +100,7 @@ TEST_CASE("nvcc: --nvcc wins over CUDA_HOME, CUDA_PATH and PATH", "[toolchain]")
     sys.env["CUDA_HOME"] = sys.dir("home").string();
     sys.env["CUDA_PATH"] = sys.dir("cpath").string();
     sys.path_dirs = {sys.dir("pathdir")};
-    Tool t = find_nvcc(named_nvcc(flag.string()), sys.lookup()).tool;
+    Tool t = find_nvcc(named_nvcc(flag.string()), sys.lookup()).value().tool;
     CHECK(t.path == canon(flag));
 }
 
@@ -112,7 +108,7 @@ TEST_CASE("nvcc: --nvcc with a bare name is looked up on PATH", "[toolchain]") {
     FakeSystem sys;
     fs::path on_path = sys.add_exe("pathdir/nvcc-13");
     sys.path_dirs = {sys.dir("pathdir")};
-    Tool t = find_nvcc(named_nvcc(std::string("nvcc-13")), sys.lookup()).tool;
+    Tool t = find_nvcc(named_nvcc(std::string("nvcc-13")), sys.lookup()).value().tool;
     CHECK(t.path == canon(on_path));
 }
 
@@ -121,7 +117,7 @@ TEST_CASE("nvcc: a --nvcc that does not exist is an error, with no fallback", "[
     sys.add_exe("home/bin/nvcc");
     sys.env["CUDA_HOME"] = sys.dir("home").string();
     std::string missing = (sys.root / "nope" / "nvcc").string();
-    std::string msg = toolchain_error([&] { find_nvcc(named_nvcc(missing), sys.lookup()).tool; });
+    std::string msg = toolchain_error([&] { return find_nvcc(named_nvcc(missing), sys.lookup()); });
     CHECK(contains(msg, "--nvcc"));
     CHECK(contains(msg, missing));
 }
@@ -134,7 +130,7 @@ TEST_CASE("nvcc: $CUDA_HOME wins over $CUDA_PATH, PATH and /usr/local/cuda", "[t
     sys.env["CUDA_HOME"] = sys.dir("home").string();
     sys.env["CUDA_PATH"] = sys.dir("cpath").string();
     sys.path_dirs = {sys.dir("pathdir")};
-    CHECK(find_nvcc(named_nvcc(std::nullopt), sys.lookup()).tool.path == canon(home));
+    CHECK(find_nvcc(named_nvcc(std::nullopt), sys.lookup()).value().tool.path == canon(home));
 }
 
 TEST_CASE("nvcc: $CUDA_PATH is used when $CUDA_HOME is unset or has no nvcc", "[toolchain]") {
@@ -143,10 +139,10 @@ TEST_CASE("nvcc: $CUDA_PATH is used when $CUDA_HOME is unset or has no nvcc", "[
     sys.add_exe("pathdir/nvcc");
     sys.env["CUDA_PATH"] = sys.dir("cpath").string();
     sys.path_dirs = {sys.dir("pathdir")};
-    CHECK(find_nvcc(named_nvcc(std::nullopt), sys.lookup()).tool.path == canon(cpath));
+    CHECK(find_nvcc(named_nvcc(std::nullopt), sys.lookup()).value().tool.path == canon(cpath));
     fs::create_directories(sys.dir("empty_home/bin"));
     sys.env["CUDA_HOME"] = sys.dir("empty_home").string();
-    CHECK(find_nvcc(named_nvcc(std::nullopt), sys.lookup()).tool.path == canon(cpath));
+    CHECK(find_nvcc(named_nvcc(std::nullopt), sys.lookup()).value().tool.path == canon(cpath));
 }
 
 TEST_CASE("nvcc: PATH is used before /usr/local/cuda", "[toolchain]") {
@@ -154,7 +150,7 @@ TEST_CASE("nvcc: PATH is used before /usr/local/cuda", "[toolchain]") {
     fs::path on_path = sys.add_exe("pathdir/nvcc");
     sys.path_dirs = {sys.dir("other"), sys.dir("pathdir")};
     sys.executables.insert("/usr/local/cuda/bin/nvcc");
-    CHECK(find_nvcc(named_nvcc(std::nullopt), sys.lookup()).tool.path == canon(on_path));
+    CHECK(find_nvcc(named_nvcc(std::nullopt), sys.lookup()).value().tool.path == canon(on_path));
     CHECK(std::count(sys.looked_up.begin(), sys.looked_up.end(), "nvcc") == 1);
 }
 
@@ -164,11 +160,11 @@ TEST_CASE("nvcc: /usr/local/cuda/bin/nvcc is the last resort", "[toolchain]") {
     // The stub says it is executable; identifying it stats the real file, so
     // on a machine without CUDA the error still names the path it chose.
     try {
-        Tool t = find_nvcc(named_nvcc(std::nullopt), sys.lookup()).tool;
+        Tool t = find_nvcc(named_nvcc(std::nullopt), sys.lookup()).value().tool;
         CHECK(t.path == "/usr/local/cuda/bin/nvcc");  // run as found, symlink kept
         CHECK(t.canonical == canon("/usr/local/cuda/bin/nvcc"));
-    } catch (const FatalError& e) {
-        CHECK(contains(e.what(), "/usr/local/cuda/bin/nvcc"));
+    } catch (const std::bad_expected_access<Error>& e) {
+        CHECK(contains(e.error().message, "/usr/local/cuda/bin/nvcc"));
     }
 }
 
@@ -178,7 +174,7 @@ TEST_CASE("nvcc: not found says what was searched and how to fix it", "[toolchai
     sys.env["CUDA_PATH"] = sys.dir("cpath").string();
     sys.path_dirs = {sys.dir("pathdir")};
     std::string msg =
-        toolchain_error([&] { find_nvcc(named_nvcc(std::nullopt), sys.lookup()).tool; });
+        toolchain_error([&] { return find_nvcc(named_nvcc(std::nullopt), sys.lookup()); });
     INFO(msg);
     // What was searched, each place named.
     CHECK(contains(msg, "$CUDA_HOME"));
@@ -197,7 +193,7 @@ TEST_CASE("nvcc: not found says what was searched and how to fix it", "[toolchai
 TEST_CASE("nvcc: not found without CUDA variables still explains the fix", "[toolchain]") {
     FakeSystem sys;
     std::string msg =
-        toolchain_error([&] { find_nvcc(named_nvcc(std::nullopt), sys.lookup()).tool; });
+        toolchain_error([&] { return find_nvcc(named_nvcc(std::nullopt), sys.lookup()); });
     INFO(msg);
     CHECK(contains(msg, "nvcc"));
     CHECK(contains(msg, "PATH"));
@@ -223,8 +219,11 @@ fs::path add_pip_toolkit(FakeSystem& sys, const std::string& site, const std::st
 
 const std::string kVenvSite = "venv/lib/python3.12/site-packages";
 
+// The choice, or the error thrown as the driver would (FatalError).
 NvccChoice nvcc_for(FakeSystem& sys, NvccRequest request = {}) {
-    return find_nvcc(request, sys.lookup());
+    auto found = find_nvcc(request, sys.lookup());
+    if (!found) throw FatalError(found.error());
+    return *found;
 }
 
 }  // namespace
@@ -402,7 +401,7 @@ TEST_CASE("nvcc: not found lists every place and names the pip wheels", "[toolch
 TEST_CASE("nvcc: a pip toolkit's include directories, wheels and missing CCCL", "[toolchain]") {
     FakeSystem sys;
     fs::path nvcc = add_pip_toolkit(sys, kVenvSite, "cu13");
-    Tool t = identify_tool(nvcc);
+    Tool t = identify_tool(nvcc).value();
     fs::path root = sys.dir(kVenvSite + "/nvidia/cu13");
     CHECK(pip_toolkit_root(t) == root);
     CHECK(toolkit_include_dirs(t) == std::vector<fs::path>{root / "include"});
@@ -426,11 +425,11 @@ TEST_CASE("nvcc: a pip toolkit's include directories, wheels and missing CCCL", 
     // Through a link elsewhere (a bin/nvcc on PATH), the toolkit it leads to.
     fs::create_directories(sys.dir("linkbin"));
     fs::create_symlink(nvcc, sys.dir("linkbin/nvcc"));
-    Tool linked = identify_tool(sys.dir("linkbin/nvcc"));
+    Tool linked = identify_tool(sys.dir("linkbin/nvcc")).value();
     CHECK(pip_toolkit_root(linked) == root);
     CHECK(toolkit_include_dirs(linked).front() == root / "include");
     // Another nvcc has none of this.
-    Tool system = identify_tool(sys.add_exe("cuda/bin/nvcc"));
+    Tool system = identify_tool(sys.add_exe("cuda/bin/nvcc")).value();
     CHECK_FALSE(pip_toolkit_root(system));
     CHECK(pip_toolkit_wheels(system).empty());
     CHECK(missing_cccl_note(system, failed).empty());
@@ -442,7 +441,7 @@ TEST_CASE("nvcc: a pip toolkit's own directories, named for nvcc whatever its nv
     // and lib, which the wheels do not have: linking failed on
     // -lcudart_static. bekc names include/, include/cccl and lib/ itself.
     FakeSystem sys;
-    Tool t = identify_tool(add_pip_toolkit(sys, kVenvSite, "cu13"));
+    Tool t = identify_tool(add_pip_toolkit(sys, kVenvSite, "cu13")).value();
     fs::path root = sys.dir(kVenvSite + "/nvidia/cu13");
     fs::create_directories(root / "include/cccl");
     fs::create_directories(root / "lib/stubs");
@@ -451,7 +450,7 @@ TEST_CASE("nvcc: a pip toolkit's own directories, named for nvcc whatever its nv
     CHECK(d.system_include == std::vector<fs::path>{root / "include/cccl"});
     CHECK(d.lib == std::vector<fs::path>{root / "lib/stubs", root / "lib"});
     // CUDA 12's split wheels: the runtime's and CCCL's directories too.
-    Tool split = identify_tool(sys.add_exe("site12/nvidia/cuda_nvcc/bin/nvcc"));
+    Tool split = identify_tool(sys.add_exe("site12/nvidia/cuda_nvcc/bin/nvcc")).value();
     for (const char* dir : {"site12/nvidia/cuda_nvcc/include", "site12/nvidia/cuda_runtime/include",
                             "site12/nvidia/cuda_runtime/lib", "site12/nvidia/cuda_cccl/include"})
         fs::create_directories(sys.dir(dir));
@@ -461,7 +460,7 @@ TEST_CASE("nvcc: a pip toolkit's own directories, named for nvcc whatever its nv
                                                sys.dir("site12/nvidia/cuda_cccl/include")});
     CHECK(d12.lib == std::vector<fs::path>{sys.dir("site12/nvidia/cuda_runtime/lib")});
     // A system toolkit: nvcc.profile is right there, nothing is added.
-    ToolkitDirs none = pip_toolkit_dirs(identify_tool(sys.add_exe("cuda/bin/nvcc")));
+    ToolkitDirs none = pip_toolkit_dirs(identify_tool(sys.add_exe("cuda/bin/nvcc")).value());
     CHECK(none.include.empty());
     CHECK(none.system_include.empty());
     CHECK(none.lib.empty());
@@ -476,7 +475,7 @@ TEST_CASE("cxx: --cxx wins over $CXX and PATH", "[toolchain]") {
     sys.add_exe("pathdir/c++");
     sys.env["CXX"] = (sys.dir("envcxx") / "g++").string();
     sys.path_dirs = {sys.dir("pathdir")};
-    CHECK(find_cxx(flag.string(), sys.lookup()).path == canon(flag));
+    CHECK(find_cxx(flag.string(), sys.lookup()).value().path == canon(flag));
 }
 
 TEST_CASE("cxx: $CXX wins over PATH, as a path or as a name on PATH", "[toolchain]") {
@@ -486,20 +485,20 @@ TEST_CASE("cxx: $CXX wins over PATH, as a path or as a name on PATH", "[toolchai
     fs::path named = sys.add_exe("pathdir/g++-42");
     sys.path_dirs = {sys.dir("pathdir")};
     sys.env["CXX"] = env_path.string();
-    CHECK(find_cxx(std::nullopt, sys.lookup()).path == canon(env_path));
+    CHECK(find_cxx(std::nullopt, sys.lookup()).value().path == canon(env_path));
     sys.env["CXX"] = "g++-42";
-    CHECK(find_cxx(std::nullopt, sys.lookup()).path == canon(named));
+    CHECK(find_cxx(std::nullopt, sys.lookup()).value().path == canon(named));
 }
 
 TEST_CASE("cxx: c++, then g++, then clang++ on PATH", "[toolchain]") {
     FakeSystem sys;
     sys.path_dirs = {sys.dir("a"), sys.dir("b")};
     fs::path clang = sys.add_exe("a/clang++");
-    CHECK(find_cxx(std::nullopt, sys.lookup()).path == canon(clang));
+    CHECK(find_cxx(std::nullopt, sys.lookup()).value().path == canon(clang));
     fs::path gxx = sys.add_exe("b/g++");
-    CHECK(find_cxx(std::nullopt, sys.lookup()).path == canon(gxx));
+    CHECK(find_cxx(std::nullopt, sys.lookup()).value().path == canon(gxx));
     fs::path cxx = sys.add_exe("b/c++");
-    CHECK(find_cxx(std::nullopt, sys.lookup()).path == canon(cxx));
+    CHECK(find_cxx(std::nullopt, sys.lookup()).value().path == canon(cxx));
 }
 
 TEST_CASE("cxx: a $CXX that is not executable is an error naming it, with no fallback",
@@ -508,7 +507,7 @@ TEST_CASE("cxx: a $CXX that is not executable is an error naming it, with no fal
     sys.add_exe("pathdir/c++");
     sys.path_dirs = {sys.dir("pathdir")};
     sys.env["CXX"] = "no-such-compiler";
-    std::string msg = toolchain_error([&] { find_cxx(std::nullopt, sys.lookup()); });
+    std::string msg = toolchain_error([&] { return find_cxx(std::nullopt, sys.lookup()); });
     CHECK(contains(msg, "$CXX"));
     CHECK(contains(msg, "no-such-compiler"));
 }
@@ -518,7 +517,7 @@ TEST_CASE("cxx: a --cxx that is not executable is an error naming --cxx", "[tool
     sys.add_exe("pathdir/c++");
     sys.path_dirs = {sys.dir("pathdir")};
     std::string missing = (sys.root / "missing" / "g++").string();
-    std::string msg = toolchain_error([&] { find_cxx(missing, sys.lookup()); });
+    std::string msg = toolchain_error([&] { return find_cxx(missing, sys.lookup()); });
     CHECK(contains(msg, "--cxx"));
     CHECK(contains(msg, missing));
 }
@@ -526,7 +525,7 @@ TEST_CASE("cxx: a --cxx that is not executable is an error naming --cxx", "[tool
 TEST_CASE("cxx: not found says what was searched and how to fix it", "[toolchain]") {
     FakeSystem sys;
     sys.path_dirs = {sys.dir("pathdir")};
-    std::string msg = toolchain_error([&] { find_cxx(std::nullopt, sys.lookup()); });
+    std::string msg = toolchain_error([&] { return find_cxx(std::nullopt, sys.lookup()); });
     INFO(msg);
     for (const char* searched : {"$CXX", "c++", "g++", "clang++", "PATH"})
         CHECK(contains(msg, searched));
@@ -544,7 +543,7 @@ TEST_CASE("a tool is run by the path found and identified by it, its resolved pa
     fs::path link = sys.dir("cuda/bin/nvcc");
     fs::create_symlink(real, link);
     sys.executables.insert(link);
-    Tool t = find_nvcc(named_nvcc(link.string()), sys.lookup()).tool;
+    Tool t = find_nvcc(named_nvcc(link.string()), sys.lookup()).value().tool;
     // Run through the link (a compiler may act by the name it is called by,
     // like Debian's /usr/lib/ccache/c++), identified by where it resolves.
     CHECK(t.path == link);
@@ -559,7 +558,7 @@ TEST_CASE("a tool is run by the path found and identified by it, its resolved pa
 
     // Replacing the compiler (an upgrade) changes the identity the key hashes.
     test::write_file(real, "version 2 (longer)\n");
-    Tool t2 = identify_tool(link);
+    Tool t2 = identify_tool(link).value();
     CHECK(t2.identity() != t.identity());
 }
 
@@ -571,7 +570,7 @@ TEST_CASE("a relative --nvcc becomes an absolute path", "[toolchain]") {
     sys.executables.insert("rel/bin/nvcc");
     Tool t;
     try {
-        t = find_nvcc(named_nvcc(std::string("rel/bin/nvcc")), sys.lookup()).tool;
+        t = find_nvcc(named_nvcc(std::string("rel/bin/nvcc")), sys.lookup()).value().tool;
     } catch (...) {
         fs::current_path(old);
         throw;
@@ -583,6 +582,6 @@ TEST_CASE("a relative --nvcc becomes an absolute path", "[toolchain]") {
 
 TEST_CASE("identifying a vanished tool is a toolchain error", "[toolchain]") {
     test::TempDir dir;
-    std::string msg = toolchain_error([&] { identify_tool(dir / "gone"); });
+    std::string msg = toolchain_error([&] { return identify_tool(dir / "gone"); });
     CHECK(contains(msg, "gone"));
 }

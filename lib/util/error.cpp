@@ -1,0 +1,63 @@
+#include "util/error.hpp"
+
+namespace bekc {
+
+int exit_code_of(ErrorKind kind) {
+    switch (kind) {
+        case ErrorKind::Source:
+            return kExitSourceError;
+        case ErrorKind::Usage:
+            return kExitUsage;
+        case ErrorKind::Toolchain:
+            return kExitToolchain;
+        case ErrorKind::Cache:
+            return kExitCache;
+        case ErrorKind::Internal:
+            return kExitInternal;
+        case ErrorKind::Interrupted:
+            return 128;
+    }
+    return kExitInternal;
+}
+
+int Error::exit_code() const {
+    return exit_code_of(kind) + (kind == ErrorKind::Interrupted ? signal : 0);
+}
+
+Error& Error::within(std::string_view context) {
+    message = std::string(context) + ": " + message;
+    return *this;
+}
+
+Error& Error::note(std::string text) {
+    notes.push_back(std::move(text));
+    return *this;
+}
+
+std::string Error::render() const {
+    std::string out;
+    if (!message.empty()) {
+        out = file.empty() ? "bekc" : file;
+        if (!file.empty() && line > 0) out += ':' + std::to_string(line);
+        out += kind == ErrorKind::Interrupted ? ": " : ": error: ";
+        out += message;
+    }
+    for (const auto& n : notes) out += (out.empty() ? "note: " : "\nnote: ") + n;
+    return out;
+}
+
+Error Error::make(ErrorKind kind, std::string message) {
+    Error e;
+    e.kind = kind;
+    e.message = std::move(message);
+    return e;
+}
+
+Error Error::at(ErrorKind kind, std::string file, int line, std::string message) {
+    Error e = make(kind, std::move(message));
+    e.file = std::move(file);
+    e.line = line;
+    return e;
+}
+
+}  // namespace bekc

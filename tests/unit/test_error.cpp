@@ -1,0 +1,49 @@
+// Error, the one type of expected failures: the exit code each kind maps to,
+// and the text main() prints for it.
+#include <catch2/catch.hpp>
+
+#include "driver/fatal.hpp"
+#include "util/error.hpp"
+
+using namespace bekc;
+
+TEST_CASE("error: each kind exits with the code docs/cli.md gives it", "[error]") {
+    CHECK(exit_code_of(ErrorKind::Source) == 1);
+    CHECK(exit_code_of(ErrorKind::Usage) == 2);
+    CHECK(exit_code_of(ErrorKind::Toolchain) == 3);
+    CHECK(exit_code_of(ErrorKind::Cache) == 4);
+    CHECK(exit_code_of(ErrorKind::Internal) == 70);
+    Error interrupted = Error::make(ErrorKind::Interrupted, "interrupted by SIGINT");
+    interrupted.signal = 2;
+    CHECK(interrupted.exit_code() == 130);
+}
+
+TEST_CASE("error: rendered as bekc prints it, with its file, line and notes", "[error]") {
+    CHECK(Error::make(ErrorKind::Cache, "cannot write /c/x: No space left on device").render() ==
+          "bekc: error: cannot write /c/x: No space left on device");
+    CHECK(Error::at(ErrorKind::Usage, "k.json", 0, "not valid JSON").render() ==
+          "k.json: error: not valid JSON");
+    CHECK(Error::at(ErrorKind::Source, "src/a.cpp", 9, "rename 'f'").render() ==
+          "src/a.cpp:9: error: rename 'f'");
+    Error e = Error::make(ErrorKind::Cache, "cannot write /c/x");
+    e.within("--depfile").note("the cache is /c").note("or another");
+    CHECK(e.render() ==
+          "bekc: error: --depfile: cannot write /c/x\nnote: the cache is /c\nnote: or another");
+    // Already printed (the scanner's diagnostics): nothing more to say.
+    CHECK(Error::make(ErrorKind::Source, "").render().empty());
+    CHECK(Error::make(ErrorKind::Interrupted, "interrupted by SIGTERM").render() ==
+          "bekc: interrupted by SIGTERM");
+}
+
+TEST_CASE("error: the driver's FatalError prints the Error and exits with its code", "[error]") {
+    std::expected<int, Error> failed = fail(ErrorKind::Toolchain, "no host C++ compiler found");
+    try {
+        (void)or_fatal(failed, "--cxx");
+        FAIL("no FatalError");
+    } catch (const FatalError& e) {
+        CHECK(std::string(e.what()) == "bekc: error: --cxx: no host C++ compiler found");
+        CHECK(e.exit_code() == kExitToolchain);
+        CHECK(e.error().kind == ErrorKind::Toolchain);
+    }
+    CHECK(or_fatal(std::expected<int, Error>(7)) == 7);
+}
