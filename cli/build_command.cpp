@@ -5,9 +5,9 @@
 #include <optional>
 #include <string>
 
-#include "build_report.hpp"
 #include "commands.hpp"
 #include "driver/build.hpp"
+#include "driver/build_report.hpp"
 #include "driver/inputs.hpp"
 #include "driver/package_build.hpp"
 #include "store/layout.hpp"
@@ -38,6 +38,12 @@ std::optional<std::string> cache_way_out(const FatalError& e, const BuildOptions
            "bekc.set_cache_dir(DIR) from Python";
 }
 
+// A build log that could not be written: a warning; the build's result stands.
+void warn_log_problem(const BuildOptions& o, const std::optional<std::string>& problem) {
+    if (problem && !o.quiet)
+        std::fprintf(stderr, "bekc: warning: build log: %s\n", problem->c_str());
+}
+
 int build(const BuildOptions& o) {
     Settings settings = load_settings_or_exit(o.cache_dir, o.quiet);
     EnvLookup env = settings.lookup();
@@ -46,7 +52,9 @@ int build(const BuildOptions& o) {
         // it gets the cache directory the settings chose.
         BuildOptions package = o;
         package.cache_dir = resolve_cache_root(o.cache_dir, env).string();
-        return run_package_build(package);
+        ProcessRunner runner;
+        BuildContext context{runner};
+        return run_package_build(package, context);
     }
     ProcessRunner runner;
     BuildContext context{runner};
@@ -59,15 +67,16 @@ int build(const BuildOptions& o) {
     } catch (const FatalError& e) {
         if (!o.dry_run) {
             account_failure(o, env);
-            log_build(o, nullptr, nullptr, e.exit_code(),
-                      std::chrono::duration<double>(Clock::now() - start).count(), env);
+            warn_log_problem(
+                o, log_build(o, nullptr, nullptr, e.exit_code(),
+                             std::chrono::duration<double>(Clock::now() - start).count(), env));
         }
         if (auto note = cache_way_out(e, o, env)) throw FatalError(*note, e.exit_code());
         throw;
     }
     if (o.dry_run) return r.exit_code;
     nlohmann::ordered_json why = account_build(o, r, env);
-    log_build(o, &r, why, r.exit_code, r.seconds_total, env);
+    warn_log_problem(o, log_build(o, &r, why, r.exit_code, r.seconds_total, env));
     if (o.json) {
         nlohmann::ordered_json j = {
             {"manifest", r.manifest.string()},

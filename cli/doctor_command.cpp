@@ -2,14 +2,14 @@
 #include <memory>
 
 #include "commands.hpp"
-#include "toolchain/gpu_detect.hpp"
-#include "store/runtime_headers.hpp"
 #include "run/process.hpp"
 #include "run/runner.hpp"
-#include "toolchain/tools.hpp"
 #include "store/cache.hpp"
+#include "store/runtime_headers.hpp"
 #include "store/size.hpp"
+#include "toolchain/gpu_detect.hpp"
 #include "toolchain/nvcc_search.hpp"
+#include "toolchain/tools.hpp"
 #include "util/error.hpp"
 #include "util/version.hpp"
 
@@ -55,7 +55,8 @@ int doctor(const std::optional<std::string>& cache_dir) {
     show_nvcc(lookup);
     show_tool("host compiler", [&] { return find_cxx(std::nullopt, lookup); });
     fs::path root = resolve_cache_root(cache_dir, lookup.env);
-    GpuDetection gpus = detect_gpus(root);
+    ProcessRunner runner;
+    GpuDetection gpus = detect_gpus(root, runner, lookup);
     std::printf("%-14s %s (%s)\n", "GPUs",
                 gpus.archs.empty() ? "none" : arch_list_string(gpus.archs).c_str(),
                 gpus.how.c_str());
@@ -72,7 +73,9 @@ int doctor(const std::optional<std::string>& cache_dir) {
         Command c;
         c.argv = {python->string(), "-c",
                   "import jax; print(jax.__version__, jax.default_backend())"};
-        ProcessResult r = run_process(c, RunOptions{std::chrono::seconds(60)});
+        ParallelOptions limit;
+        limit.run.timeout = std::chrono::seconds(60);
+        ProcessResult r = runner.run({c}, 1, {}, limit).front();
         jax = r.ok()
                   ? "jax " + r.output.substr(0, r.output.find('\n')) + " (" + python->string() + ")"
                   : "not importable from " + python->string();

@@ -13,29 +13,29 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/render.hpp"
+#include "diag/compile_log.hpp"
 #include "driver/build_warnings.hpp"
 #include "driver/compile_commands.hpp"
-#include "diag/compile_log.hpp"
-#include "driver/compile_times.hpp"
-#include "run/execute.hpp"
-#include "toolchain/gpu_detect.hpp"
 #include "driver/keys.hpp"
 #include "driver/link_errors.hpp"
-#include "store/manifest.hpp"
 #include "driver/plan_build.hpp"
-#include "store/runtime_headers.hpp"
-#include "toolchain/tool_versions.hpp"
-#include "toolchain/xla_headers.hpp"
 #include "remote/remote_cache.hpp"
+#include "run/execute.hpp"
 #include "run/interrupt.hpp"
 #include "run/jobserver.hpp"
 #include "scan/symbols.hpp"
 #include "store/cache.hpp"
+#include "store/compile_times.hpp"
 #include "store/file_ops.hpp"
 #include "store/hash.hpp"
 #include "store/layout.hpp"
 #include "store/lock.hpp"
+#include "store/manifest.hpp"
+#include "store/runtime_headers.hpp"
+#include "toolchain/gpu_detect.hpp"
 #include "toolchain/nvcc_search.hpp"
+#include "toolchain/tool_versions.hpp"
+#include "toolchain/xla_headers.hpp"
 #include "util/env.hpp"
 #include "util/error.hpp"
 
@@ -70,14 +70,14 @@ class Reporter {
 };
 
 std::vector<Arch> resolve_archs(const BuildOptions& o, const fs::path& cache_root,
-                                const Reporter& report) {
+                                const Reporter& report, BuildContext& ctx) {
     if (o.arch != "auto" && o.arch != "native") {
         std::string err;
         auto archs = parse_arch_list(o.arch, err);
         if (!archs) throw FatalError("bekc: error: " + err, kExitUsage);
         return *archs;
     }
-    GpuDetection d = detect_gpus(cache_root);
+    GpuDetection d = detect_gpus(cache_root, ctx.runner, ctx.tools);
     if (!d.archs.empty()) {
         report.info("--arch " + o.arch + ": " + arch_list_string(d.archs) + " (" + d.how + ")");
         return d.archs;
@@ -212,7 +212,7 @@ BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& re
         in.nvcc = nvcc.tool;
         in.nvcc_how = nvcc.how;
         in.nvcc_wheels = pip_toolkit_wheels(nvcc.tool);
-        in.archs = resolve_archs(o, in.cache_root, report);
+        in.archs = resolve_archs(o, in.cache_root, report, ctx);
     }
     static_cast<CompileFlags&>(in.flags) = o.flags;
     for (auto& d : in.flags.include_dirs) d = (ctx.cwd / d).string();
@@ -343,7 +343,7 @@ Compiled compile(const BuildInputs& in, const BuildOptions& o, const fs::path& d
     auto cache_step = [&](const Step& s) {
         if (s.kind == StepKind::RuntimeHeaders) materialize_runtime_headers(in.cache_root);
         if (s.kind == StepKind::RuntimeObject)
-            publish_runtime_object(in, s.command.outputs.front());
+            publish_runtime_object(runtime_object_id(in), s.command.outputs.front());
     };
     auto done = execute_graph(graph, runner, eo, cache_step);
     // A linker without --dependency-file (GNU ld before binutils 2.35) fails
@@ -668,13 +668,15 @@ BuildResult build_attempt(const BuildOptions& options, BuildContext& ctx,
             if (!sha) return std::unexpected(sha.error());
             if (auto moved = staging.move_in(in.library_file(), built); !moved) return moved;
             ManifestOutput m{key, *sha};
-            if (auto w = staging.write(kManifestNoGraphFile, render_manifest(in, m, false)); !w)
+            if (auto w = staging.write(kManifestNoGraphFile,
+                                       render_manifest(manifest_inputs(in), m, false));
+                !w)
                 return w;
             // Relative to the base directory, for --depfile in any checkout.
             nlohmann::json headers = nlohmann::json::array();
             for (const auto& h : deps.user_headers) headers.push_back(in.base.hide(h));
             if (auto w = staging.write(kDependenciesFile, headers.dump()); !w) return w;
-            return staging.write(kManifestFile, render_manifest(in, m, true));
+            return staging.write(kManifestFile, render_manifest(manifest_inputs(in), m, true));
         },
         o.force);
     if (!outcome) throw FatalError("bekc: error: " + outcome.error().message, kExitCache);

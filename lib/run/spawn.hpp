@@ -8,7 +8,7 @@
 #include <expected>
 #include <string>
 
-#include "run/command.hpp"
+#include "plan/command.hpp"
 
 namespace bekc::detail {
 

@@ -3,11 +3,11 @@
 // running them: path, size and mtime identify a binary.
 #pragma once
 
-#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
 
+#include "plan/tool.hpp"
 #include "util/env.hpp"
 #include "util/fs.hpp"
 
@@ -25,18 +25,6 @@ struct ToolLookup {
 
     // The real environment, PATH and filesystem.
     static ToolLookup system();
-};
-
-struct Tool {
-    // Absolute, as found: symlinks are kept, because a compiler may behave by
-    // the name it is called (Debian's /usr/lib/ccache/c++ -> ccache).
-    fs::path path;
-    fs::path canonical;  // symlinks resolved: where its files really are
-    uint64_t size = 0;
-    int64_t mtime_ns = 0;
-
-    // "path|size|mtime": what the cache key hashes for this tool.
-    std::string identity() const;
 };
 
 // A tool named by the user (--cxx, $BEKC_NVCC, ...): a path, or a name on

@@ -6,9 +6,10 @@
 
 #include "../helpers/driver_fixture.hpp"
 #include "diag/compile_log.hpp"
-#include "driver/compile_times.hpp"
 #include "driver/package_build.hpp"
+#include "run/parallel.hpp"
 #include "store/cache.hpp"
+#include "store/compile_times.hpp"
 #include "util/error.hpp"
 
 using namespace bekc;

@@ -2,8 +2,8 @@
 
 #include "../helpers/fatal.hpp"
 #include "../helpers/temp_dir.hpp"
-#include "driver/flag_files.hpp"
 #include "store/hash.hpp"
+#include "toolchain/flag_files.hpp"
 
 #include <limits>
 

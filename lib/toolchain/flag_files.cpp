@@ -1,4 +1,4 @@
-#include "driver/flag_files.hpp"
+#include "toolchain/flag_files.hpp"
 
 #include <algorithm>
 #include <array>

@@ -1,10 +1,9 @@
-#include "build_report.hpp"
+#include "driver/build_report.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <ctime>
 #include <optional>
 
@@ -14,7 +13,7 @@
 #include "store/stats.hpp"
 #include "util/error.hpp"
 
-namespace bekc::cli {
+namespace bekc {
 
 namespace {
 
@@ -147,10 +146,11 @@ void account_failure(const BuildOptions& o, const EnvLookup& settings) {
     if (auto cache = cache_of(o, settings)) (void)count_build(cache->dir(), BuildCount::Error);
 }
 
-void log_build(const BuildOptions& o, const BuildResult* r, const nlohmann::ordered_json& why,
-               int exit_code, double seconds, const EnvLookup& settings) {
+std::optional<std::string> log_build(const BuildOptions& o, const BuildResult* r,
+                                     const nlohmann::ordered_json& why, int exit_code,
+                                     double seconds, const EnvLookup& settings) {
     auto path = settings("BEKC_LOG");
-    if (!path) return;
+    if (!path) return std::nullopt;
     Identity id = identity_of(o);
     nlohmann::ordered_json line = {
         {"time", utc_now()},
@@ -170,8 +170,7 @@ void log_build(const BuildOptions& o, const BuildResult* r, const nlohmann::orde
         cache_root = resolve_cache_root(o.cache_dir, settings);
     } catch (const FatalError&) {
     }
-    if (auto problem = append_line(*path, text, cache_root); problem && !o.quiet)
-        std::fprintf(stderr, "bekc: warning: build log: %s\n", problem->c_str());
+    return append_line(*path, text, cache_root);
 }
 
-}  // namespace bekc::cli
+}  // namespace bekc
