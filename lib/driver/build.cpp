@@ -602,7 +602,8 @@ BuildResult build_attempt(const BuildOptions& options, BuildContext& ctx,
 
     std::optional<RemoteCache> remote;
     if (auto config = remote_config(o.remote_cache, o.remote_read_only, ctx.env))
-        remote.emplace(*config, [&](const std::string& m) { report.warn(m); });
+        remote.emplace(
+            *config, [&](const std::string& m) { report.warn(m); }, ctx.runner, ctx.tools);
     if (remote && !o.force) {
         if (auto e = remote->fetch(cache, direct_key, in.base)) {
             result.miss_reason = "local miss, remote hit";

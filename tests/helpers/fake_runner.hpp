@@ -26,6 +26,7 @@ class FakeRunner final : public Runner {
     std::vector<Batch> batches;     // compiles and links (probes left out)
     std::vector<fs::path> written;  // write_file calls, in order
     int probes = 0;                 // --version and -print-multiarch
+    int curl_runs = 0;              // the remote cache's requests, none answered
     // A command whose description contains this fails with exit 1.
     std::string fail_when;
     // How long a command "takes" (its result's wall_time): the first entry
@@ -94,6 +95,9 @@ class FakeRunner final : public Runner {
             r.output = "x86_64-linux-gnu\n";
         } else if (!c.argv.empty() && fs::path(c.argv[0]).filename() == "nvidia-smi") {
             r.output = "";  // no GPU, whatever machine the tests run on
+        } else if (!c.argv.empty() && fs::path(c.argv[0]).filename() == "curl") {
+            r.exit_code = 7;  // curl's "failed to connect": no server answers
+            ++curl_runs;
         } else {
             return false;
         }
