@@ -5,10 +5,10 @@
 #include <optional>
 #include <string>
 
-#include "build_report.hpp"
 #include "commands.hpp"
 #include "driver/build.hpp"
 #include "driver/build_args.hpp"
+#include "driver/build_report.hpp"
 #include "driver/fatal.hpp"
 #include "driver/inputs.hpp"
 #include "driver/package_build.hpp"
@@ -35,6 +35,12 @@ std::optional<std::string> cache_way_out(const Error& e, const BuildOptions& o,
            "bekc.set_cache_dir(DIR) from Python";
 }
 
+// A build log that could not be written: a warning; the build's result stands.
+void warn_log_problem(const BuildOptions& o, const std::optional<std::string>& problem) {
+    if (problem && !o.quiet)
+        std::fprintf(stderr, "bekc: warning: build log: %s\n", problem->c_str());
+}
+
 int build(const BuildOptions& o) {
     Settings settings = load_settings_or_exit(o.cache_dir, o.quiet);
     EnvLookup env = settings.lookup();
@@ -43,7 +49,9 @@ int build(const BuildOptions& o) {
         // it gets the cache directory the settings chose.
         BuildOptions package = o;
         package.cache_dir = or_fatal(resolve_cache_root(o.cache_dir, env)).string();
-        return run_package_build(package);
+        ProcessRunner runner;
+        BuildContext context{runner};
+        return run_package_build(package, context);
     }
     ProcessRunner runner;
     BuildContext context{runner};
@@ -58,8 +66,9 @@ int build(const BuildOptions& o) {
         // logged, then the error goes on to main().
         if (!o.dry_run) {
             account_failure(o, env);
-            log_build(o, nullptr, nullptr, e.exit_code(),
-                      std::chrono::duration<double>(Clock::now() - start).count(), env);
+            warn_log_problem(
+                o, log_build(o, nullptr, nullptr, e.exit_code(),
+                             std::chrono::duration<double>(Clock::now() - start).count(), env));
         }
         Error error = e.error();
         if (auto note = cache_way_out(error, o, env)) fatal(std::move(error.note(*note)));
@@ -67,7 +76,7 @@ int build(const BuildOptions& o) {
     }
     if (o.dry_run) return kExitOk;
     nlohmann::ordered_json why = account_build(o, r, env);
-    log_build(o, &r, why, kExitOk, r.seconds_total, env);
+    warn_log_problem(o, log_build(o, &r, why, kExitOk, r.seconds_total, env));
     if (o.json) {
         nlohmann::ordered_json j = {
             {"manifest", r.manifest.string()},

@@ -52,7 +52,8 @@ int doctor(const std::optional<std::string>& cache_dir) {
     show_nvcc(lookup);
     show_tool("host compiler", find_cxx(std::nullopt, lookup));
     fs::path root = or_fatal(resolve_cache_root(cache_dir, lookup.env));
-    GpuDetection gpus = detect_gpus(root);
+    ProcessRunner runner;
+    GpuDetection gpus = detect_gpus(root, runner, lookup);
     std::printf("%-14s %s (%s)\n", "GPUs",
                 gpus.archs.empty() ? "none" : arch_list_string(gpus.archs).c_str(),
                 gpus.how.c_str());
@@ -69,7 +70,9 @@ int doctor(const std::optional<std::string>& cache_dir) {
         Command c;
         c.argv = {python->string(), "-c",
                   "import jax; print(jax.__version__, jax.default_backend())"};
-        ProcessResult r = run_process(c, RunOptions{std::chrono::seconds(60)});
+        ParallelOptions limit;
+        limit.run.timeout = std::chrono::seconds(60);
+        ProcessResult r = runner.run({c}, 1, {}, limit).front();
         jax = r.ok()
                   ? "jax " + r.output.substr(0, r.output.find('\n')) + " (" + python->string() + ")"
                   : "not importable from " + python->string();

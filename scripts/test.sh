@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up (scripts/setup.sh), then runs every test: unit tests (ctest), the
 # Python and integration suites (pytest, JAX on the CPU), the unit tests again
-# under ASan+UBSan, the scanner fuzzer for a bounded time, and clang-format.
+# under ASan+UBSan, the scanner fuzzer for a bounded time, the layering check
+# and clang-format.
 # Ends with one line "N passed, N failed". Exit status 0 only when all pass.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -79,6 +80,17 @@ if [[ -f tests/fuzz/run_fuzz.sh ]]; then
     echo '<testsuite><testcase name="fuzz_scanner"><failure message="fuzzer found a problem"/></testcase></testsuite>' > "$RESULTS/fuzz.xml"
     status=1
   fi
+fi
+
+step "layering (scripts/check_layers.py)"
+# No folder includes a header of a folder above it in docs/ARCHITECTURE.md's
+# folder table.
+if .venv/bin/python scripts/check_layers.py > "$RESULTS/layers.log" 2>&1; then
+  echo '<testsuite><testcase name="layering"/></testsuite>' > "$RESULTS/layers.xml"
+else
+  head -40 "$RESULTS/layers.log"
+  echo '<testsuite><testcase name="layering"><failure message="an include points up"/></testcase></testsuite>' > "$RESULTS/layers.xml"
+  status=1
 fi
 
 step "clang-format"

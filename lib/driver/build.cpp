@@ -16,7 +16,6 @@
 #include "diag/compile_log.hpp"
 #include "driver/build_warnings.hpp"
 #include "driver/compile_commands.hpp"
-#include "driver/compile_times.hpp"
 #include "driver/fatal.hpp"
 #include "driver/keys.hpp"
 #include "driver/link_errors.hpp"
@@ -27,6 +26,7 @@
 #include "run/jobserver.hpp"
 #include "scan/symbols.hpp"
 #include "store/cache.hpp"
+#include "store/compile_times.hpp"
 #include "store/file_ops.hpp"
 #include "store/hash.hpp"
 #include "store/layout.hpp"
@@ -71,14 +71,14 @@ class Reporter {
 };
 
 std::vector<Arch> resolve_archs(const BuildOptions& o, const fs::path& cache_root,
-                                const Reporter& report) {
+                                const Reporter& report, BuildContext& ctx) {
     if (o.arch != "auto" && o.arch != "native") {
         std::string err;
         auto archs = parse_arch_list(o.arch, err);
         if (!archs) fatal(Error::make(ErrorKind::Usage, err));
         return *archs;
     }
-    GpuDetection d = detect_gpus(cache_root);
+    GpuDetection d = detect_gpus(cache_root, ctx.runner, ctx.tools);
     if (!d.archs.empty()) {
         report.info("--arch " + o.arch + ": " + arch_list_string(d.archs) + " (" + d.how + ")");
         return d.archs;
@@ -212,7 +212,7 @@ BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& re
         in.nvcc = nvcc.tool;
         in.nvcc_how = nvcc.how;
         in.nvcc_wheels = pip_toolkit_wheels(nvcc.tool);
-        in.archs = resolve_archs(o, in.cache_root, report);
+        in.archs = resolve_archs(o, in.cache_root, report, ctx);
     }
     static_cast<CompileFlags&>(in.flags) = o.flags;
     for (auto& d : in.flags.include_dirs) d = (ctx.cwd / d).string();
@@ -222,7 +222,7 @@ BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& re
         std::fputs(render_all(default_stream_warnings(scanned.files)).c_str(), stderr);
     check_linker_args(in.flags.linker_args, any_cuda);
     if (any_cuda) check_nvcc_shell_args(in.flags);
-    in.flag_files = read_flag_files(in.flags, ctx.cwd);
+    in.flag_files = or_fatal(read_flag_files(in.flags, ctx.cwd));
     in.flags.xla_include = resolve_xla_include(o, scanned, ctx.env);
     in.launcher = or_fatal(find_launcher(o.launcher, ctx.tools));
     ToolFacts facts(in.cache_root, ctx.runner);
@@ -342,7 +342,7 @@ Compiled compile(const BuildInputs& in, const BuildOptions& o, const fs::path& d
         if (s.kind == StepKind::RuntimeHeaders)
             or_fatal(materialize_runtime_headers(in.cache_root));
         if (s.kind == StepKind::RuntimeObject)
-            or_fatal(publish_runtime_object(in, s.command.outputs.front()));
+            or_fatal(publish_runtime_object(runtime_object_id(in), s.command.outputs.front()));
     };
     auto done = execute_graph(graph, runner, eo, cache_step);
     // A linker without --dependency-file (GNU ld before binutils 2.35) fails
@@ -599,7 +599,8 @@ BuildResult build_attempt(const BuildOptions& options, BuildContext& ctx,
 
     std::optional<RemoteCache> remote;
     if (auto config = remote_config(o.remote_cache, o.remote_read_only, ctx.env))
-        remote.emplace(*config, [&](const std::string& m) { report.warn(m); });
+        remote.emplace(
+            *config, [&](const std::string& m) { report.warn(m); }, ctx.runner, ctx.tools);
     if (remote && !o.force) {
         if (auto e = remote->fetch(cache, direct_key, in.base)) {
             result.miss_reason = "local miss, remote hit";
@@ -665,13 +666,15 @@ BuildResult build_attempt(const BuildOptions& options, BuildContext& ctx,
             if (!sha) return std::unexpected(sha.error());
             if (auto moved = staging.move_in(in.library_file(), built); !moved) return moved;
             ManifestOutput m{key, *sha};
-            if (auto w = staging.write(kManifestNoGraphFile, render_manifest(in, m, false)); !w)
+            if (auto w = staging.write(kManifestNoGraphFile,
+                                       render_manifest(manifest_inputs(in), m, false));
+                !w)
                 return w;
             // Relative to the base directory, for --depfile in any checkout.
             nlohmann::json headers = nlohmann::json::array();
             for (const auto& h : deps.user_headers) headers.push_back(in.base.hide(h));
             if (auto w = staging.write(kDependenciesFile, headers.dump()); !w) return w;
-            return staging.write(kManifestFile, render_manifest(in, m, true));
+            return staging.write(kManifestFile, render_manifest(manifest_inputs(in), m, true));
         },
         o.force);
     if (!outcome) fatal(Error::make(ErrorKind::Cache, outcome.error().message));

@@ -9,14 +9,16 @@
 #include <string>
 #include <vector>
 
-#include "toolchain/compiler_env.hpp"
-#include "driver/flag_files.hpp"
 #include "driver/inputs.hpp"
 #include "plan/arch.hpp"
 #include "plan/flags.hpp"
-#include "toolchain/tools.hpp"
 #include "scan/symbols.hpp"
 #include "store/base_dir.hpp"
+#include "store/manifest.hpp"
+#include "store/runtime_headers.hpp"
+#include "toolchain/compiler_env.hpp"
+#include "toolchain/flag_files.hpp"
+#include "toolchain/tools.hpp"
 
 namespace bekc {
 
@@ -37,7 +39,7 @@ struct BuildInputs {
     std::vector<Arch> archs;
     PlanFlags flags;
     // Files the flags make the tools read (response files, -specs=, ...),
-    // with the bytes keyed (driver/flag_files.hpp).
+    // with the bytes keyed (toolchain/flag_files.hpp).
     std::vector<FlagFile> flag_files;
     std::optional<fs::path> launcher;  // never changes the output: not keyed
     CompilerEnv env;                   // what the compilers and the linker read
@@ -49,5 +51,11 @@ struct BuildInputs {
     std::string library_file() const { return library_file_name(name); }
     bool any_cuda() const { return nvcc.has_value(); }
 };
+
+// What the lower layers take of a build, as their plain values: the
+// manifest's facts (store/manifest.hpp) and which bekc_rt.o it links
+// (store/runtime_headers.hpp).
+ManifestInputs manifest_inputs(const BuildInputs& in);
+RuntimeObjectId runtime_object_id(const BuildInputs& in);
 
 }  // namespace bekc

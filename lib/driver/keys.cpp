@@ -71,7 +71,7 @@ KeyBuilder direct_key_builder(const BuildInputs& in) {
         k.add("input.path", b.hide(fs::absolute(f.path).lexically_normal().string()));
         k.add("input.sha256", sha256_hex(f.text));
     }
-    // Files the flags make the tools read (driver/flag_files.hpp).
+    // Files the flags make the tools read (toolchain/flag_files.hpp).
     for (const auto& f : in.flag_files)
         k.add("flag_file.path", b.hide(f.path.string())).add("flag_file.sha256", f.sha256);
     // The commands name the tools by path; this says which binaries they are.
@@ -173,12 +173,12 @@ bool is_system_library(const fs::path& p) {
 }
 
 // Objects a compiler driver links and deletes right after (g++'s /tmp/cc*.o,
-// nvcc's /tmp/tmpxft_*): directly in the system's temporary directory.
-bool is_driver_temporary(const fs::path& p) {
+// nvcc's /tmp/tmpxft_*): directly in the system's temporary directory, or
+// the tools' $TMPDIR.
+bool is_driver_temporary(const fs::path& p, const std::optional<fs::path>& tmpdir) {
     fs::path dir = (p.parent_path() / "").lexically_normal();
     if (dir == fs::path("/tmp/")) return true;
-    auto tmpdir = system_env()("TMPDIR");
-    return tmpdir && dir == (fs::path(*tmpdir) / "").lexically_normal();
+    return tmpdir && dir == (*tmpdir / "").lexically_normal();
 }
 
 // Paths where a new library would be found before `lib`, which the linker
@@ -301,7 +301,7 @@ DependencySet classify_dependencies(const ReportedDependencies& reported, const 
     // What the linker read: its own list, else what the flags name. The
     // toolchain's startup files and libraries are covered by its identity;
     // the rest (the user's libraries, the C library) is keyed.
-    LinkerSearch search = linker_search(in);
+    LinkerSearch search = linker_search(in.flags, in.env, in.multiarch);
     std::vector<fs::path> link_files;
     if (reported.link_reported) {
         for (const auto& l : reported.link) {
@@ -322,7 +322,7 @@ DependencySet classify_dependencies(const ReportedDependencies& reported, const 
             continue;
         libraries.push_back(p);
         if (is_toolchain_header(p, in)) continue;
-        if (presence(p) == Presence::Absent && is_driver_temporary(p)) continue;
+        if (presence(p) == Presence::Absent && is_driver_temporary(p, in.env.tmpdir)) continue;
         key_file(p, false);
         if (!is_system_library(p)) out.user_headers.push_back(p.string());
     }

@@ -14,13 +14,13 @@
 #include <nlohmann/json.hpp>
 
 #include "driver/build_args.hpp"
-#include "driver/compile_times.hpp"
 #include "driver/fatal.hpp"
 #include "run/interrupt.hpp"
 #include "run/jobserver.hpp"
 #include "run/parallel.hpp"
 #include "scan/includes.hpp"
 #include "scan/scanner.hpp"
+#include "store/compile_times.hpp"
 #include "store/layout.hpp"
 #include "toolchain/xla_headers.hpp"
 #include "util/env.hpp"
@@ -77,15 +77,15 @@ std::vector<int> module_slots(size_t modules, int jobs,
 
 std::vector<Command> package_commands(const BuildOptions& o,
                                       const std::vector<PackageModule>& modules,
-                                      const fs::path& self, const std::vector<int>& slots) {
+                                      const fs::path& self, const std::vector<int>& slots,
+                                      const EnvLookup& env) {
     const fs::path package = fs::absolute(o.inputs.front()).lexically_normal();
     fs::path include = resolved_path(package / "include");
     // Named explicitly, so each child keys on it whether or not its source
     // includes XLA's headers: bekc's Python loaders always pass it too. The
     // jaxlib beside the package first: the one its importer finds.
-    auto xla =
-        or_fatal(find_xla_headers(o.xla_include, system_env(),
-                                  {package.parent_path(), resolved_path(package).parent_path()}));
+    auto xla = or_fatal(find_xla_headers(
+        o.xla_include, env, {package.parent_path(), resolved_path(package).parent_path()}));
     // The options every module's build shares; what a child does not take
     // (outputs, exports, --dry-run, ...) stays at its default.
     BuildOptions common;
@@ -94,7 +94,7 @@ std::vector<Command> package_commands(const BuildOptions& o,
     common.flags.include_dirs.push_back(include.string());
     if (xla) common.xla_include = xla->dir.string();
     common.arch = o.arch;
-    common.cache_dir = or_fatal(resolve_cache_root(o.cache_dir, system_env())).string();
+    common.cache_dir = or_fatal(resolve_cache_root(o.cache_dir, env)).string();
     common.nvcc = o.nvcc;
     common.nvcc_prefer = o.nvcc_prefer;
     common.brainevent_nvcc = o.brainevent_nvcc;
@@ -108,7 +108,7 @@ std::vector<Command> package_commands(const BuildOptions& o,
     common.json = true;
     common.verbose = o.verbose;
     common.quiet = !o.verbose;
-    auto makeflags = system_env()("MAKEFLAGS");
+    auto makeflags = env("MAKEFLAGS");
     const bool under_jobserver = makeflags && parse_makeflags(*makeflags);
     std::vector<Command> out;
     for (size_t i = 0; i < modules.size(); ++i) {
@@ -153,7 +153,7 @@ std::string package_defect(const fs::path& package, const fs::path& source,
     return "";
 }
 
-int run_package_build(const BuildOptions& o) {
+int run_package_build(const BuildOptions& o, BuildContext& ctx) {
     const PackagePlan plan = plan_package(o.inputs.front());
     const fs::path& root = plan.root;
     const std::vector<PackageModule>& modules = plan.modules;
@@ -165,8 +165,8 @@ int run_package_build(const BuildOptions& o) {
         for (const auto& note : plan.notes()) std::fprintf(stderr, "%s\n", note.c_str());
     }
     // The modules that took longest last time start first, so the build does
-    // not end waiting on one straggler (driver/compile_times.hpp).
-    CompileTimes times(or_fatal(resolve_cache_root(o.cache_dir, system_env())));
+    // not end waiting on one straggler (store/compile_times.hpp).
+    CompileTimes times(or_fatal(resolve_cache_root(o.cache_dir, ctx.env)));
     auto timing_name = [](const PackageModule& m) {
         return "package:" + m.source.string() + ":" + m.name;
     };
@@ -179,11 +179,11 @@ int run_package_build(const BuildOptions& o) {
     // Under `make -jN` the slots come from make's jobserver (run/jobserver.hpp).
     JobSlots job_slots = JobSlots::take(
         o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
-        system_env());
+        ctx.env);
     const int jobs = job_slots.count();
     std::vector<int> slots = module_slots(
         modules.size(), jobs, [&](size_t i) { return times.seconds(timing_name(modules[i])); });
-    std::vector<Command> planned = package_commands(o, modules, self, slots);
+    std::vector<Command> planned = package_commands(o, modules, self, slots, ctx.env);
     std::vector<Command> commands;  // in the order they start
     for (size_t i : order) commands.push_back(planned[i]);
     if (o.dry_run) {
@@ -193,7 +193,7 @@ int run_package_build(const BuildOptions& o) {
     size_t done = 0;
     ParallelOptions po;
     po.keep_going = true;
-    auto started = run_parallel(
+    auto started = ctx.runner.run(
         commands, jobs,
         [&](const ProgressEvent& e) {
             // A module stopped by Ctrl-C did not fail to build.

@@ -18,9 +18,10 @@
 #include <string>
 #include <vector>
 
+#include "driver/build.hpp"
 #include "driver/build_options.hpp"
 #include "driver/package_plan.hpp"
-#include "run/command.hpp"
+#include "plan/command.hpp"
 #include "util/fs.hpp"
 
 namespace bekc {
@@ -39,7 +40,8 @@ std::vector<int> module_slots(size_t modules, int jobs,
 // the i-th (and the slots its command takes).
 std::vector<Command> package_commands(const BuildOptions& options,
                                       const std::vector<PackageModule>& modules,
-                                      const fs::path& self, const std::vector<int>& slots);
+                                      const fs::path& self, const std::vector<int>& slots,
+                                      const EnvLookup& env);
 
 // Why a module's build failed when the package itself is at fault: its
 // source includes a quoted header that the compiler's output names and that
@@ -51,6 +53,6 @@ std::string package_defect(const fs::path& package, const fs::path& source,
                            const std::string& compiler_output);
 
 // Runs the whole package build; returns the exit code.
-int run_package_build(const BuildOptions& options);
+int run_package_build(const BuildOptions& options, BuildContext& context);
 
 }  // namespace bekc

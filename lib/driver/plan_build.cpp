@@ -16,9 +16,9 @@ GraphPaths graph_paths(const BuildInputs& in, const fs::path& build_dir) {
     GraphPaths p;
     p.build_dir = build_dir;
     p.runtime_include = runtime_include_dir(in.cache_root);
-    p.runtime_object = runtime_object_path(in);
+    p.runtime_object = runtime_object_path(runtime_object_id(in));
     p.runtime_headers_ready = runtime_headers_ready(in.cache_root);
-    p.runtime_object_ready = runtime_object_ready(in);
+    p.runtime_object_ready = runtime_object_ready(runtime_object_id(in));
     return p;
 }
 
@@ -55,7 +55,8 @@ BuildGraph plan_graph(const BuildInputs& in, const GraphPaths& paths) {
     req.device_threads = paths.device_threads;
     req.nvcc_objtemp = in.nvcc && nvcc_takes_objtemp(in.nvcc_version);
     req.nvcc_nodlink = in.nvcc && nvcc_takes_nodlink(in.nvcc_version);
-    req.link_reads_opaque_code = in.nvcc && link_reads_opaque_code(in);
+    req.link_reads_opaque_code =
+        in.nvcc && link_reads_opaque_code(in.flags, in.env, in.nvcc, in.multiarch);
     req.base_dir = in.base.dir();
     req.nvcc_maps_base_dir = fits_nvcc_compiler_option(in.base.dir());
     // The linker lists the files it read. nvcc splits -Xlinker values at

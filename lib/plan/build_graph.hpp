@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "plan/command.hpp"
 #include "plan/compile_plan.hpp"
-#include "run/command.hpp"
 #include "util/fs.hpp"
 
 namespace bekc {
@@ -75,7 +75,7 @@ Command runtime_object_command(const Tool& cxx, const std::string& cxx_std,
                                const fs::path& runtime_include, const fs::path& object,
                                const std::optional<fs::path>& launcher);
 
-// One line for a step: the shell line of a process (run/command.hpp,
+// One line for a step: the shell line of a process (plan/command.hpp,
 // display_command), a `#` comment for what bekc writes itself. --dry-run
 // prints every step's, -v each one's as it starts.
 std::string describe_step(const Step& step);

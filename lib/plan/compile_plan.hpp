@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "plan/arch.hpp"
+#include "plan/command.hpp"
 #include "plan/flags.hpp"
-#include "run/command.hpp"
-#include "toolchain/tools.hpp"
+#include "plan/tool.hpp"
 #include "util/fs.hpp"
 
 namespace bekc {

@@ -206,12 +206,14 @@ HttpResult HttpClient::send(CurlRequest request) const {
     command.argv = curl_argv(request);
     command.description = (request.put ? "PUT " : "GET ") + request.url;
     // A backstop behind curl's own --max-time, for a curl that hangs anyway.
-    RunOptions options;
+    ParallelOptions with;
+    RunOptions& options = with.run;
     options.timeout = request.limits.total + std::chrono::seconds(2);
     // The body, then the status line.
     if (!request.put)
         options.output_file = {request.file, body_limit(request.limits) + kStatusLineSize};
-    ProcessResult run = run_process(command, options);
+    auto runs = runner_->run({command}, 1, {}, with);
+    ProcessResult run = runs.empty() ? ProcessResult{} : std::move(runs.front());
 
     std::optional<int> status;
     if (run.status == ProcessStatus::Exited)

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "run/process.hpp"
+#include "run/runner.hpp"
 
 namespace bekc {
 
@@ -86,8 +87,9 @@ HttpResult interpret_curl(const ProcessResult& run, std::optional<int> status,
 
 class HttpClient {
   public:
-    HttpClient(fs::path curl, std::optional<std::string> token)
-        : curl_(std::move(curl)), token_(std::move(token)) {}
+    // curl runs through `runner` (run/runner.hpp), which must outlive the client.
+    HttpClient(fs::path curl, std::optional<std::string> token, Runner& runner)
+        : curl_(std::move(curl)), token_(std::move(token)), runner_(&runner) {}
 
     // `dest` must not exist; it is created with O_EXCL, never holds more than
     // limits.max_bytes, and holds the body alone when this returns.
@@ -99,6 +101,7 @@ class HttpClient {
 
     fs::path curl_;
     std::optional<std::string> token_;
+    Runner* runner_;
 };
 
 }  // namespace bekc

@@ -31,20 +31,20 @@ bool travels(const std::string& name, const Entry& entry) {
 
 }  // namespace
 
-RemoteCache::RemoteCache(RemoteConfig config, Warn warn)
+RemoteCache::RemoteCache(RemoteConfig config, Warn warn, Runner& runner, const ToolLookup& tools)
     : config_(std::move(config)), warn_(std::move(warn)), base_(config_.url) {
     while (!base_.empty() && base_.back() == '/') base_.pop_back();
     std::string problem = config_.problem;
     std::optional<fs::path> curl;
     if (problem.empty()) {
-        curl = ToolLookup::system().find("curl");
+        curl = tools.find("curl");
         if (!curl) problem = "curl was not found on PATH (Debian: apt-get install curl)";
     }
     if (!problem.empty()) {
         warn_("remote cache disabled: " + problem);
         return;
     }
-    http_.emplace(*curl, config_.token);
+    http_.emplace(*curl, config_.token, runner);
 }
 
 std::chrono::seconds lookup_budget(const RemoteConfig& config) {

@@ -32,6 +32,7 @@
 #include "remote/http.hpp"
 #include "store/cache.hpp"
 #include "store/direct.hpp"
+#include "toolchain/tools.hpp"
 #include "util/env.hpp"
 #include "util/error.hpp"
 
@@ -98,7 +99,9 @@ using Warn = std::function<void(const std::string&)>;
 
 class RemoteCache {
   public:
-    RemoteCache(RemoteConfig config, Warn warn);
+    // curl is found through `tools` and runs through `runner`
+    // (driver/build.hpp, BuildContext), which must outlive the cache.
+    RemoteCache(RemoteConfig config, Warn warn, Runner& runner, const ToolLookup& tools);
 
     // After a local miss: the remote's direct record for `direct_key`, checked
     // against the local files it names; then the entry, verified and published

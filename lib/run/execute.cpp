@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "driver/compile_times.hpp"
+#include "run/parallel.hpp"
 
 namespace bekc {
 

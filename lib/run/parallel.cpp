@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
+#include <numeric>
 #include <thread>
 
 #include "run/interrupt.hpp"
@@ -99,6 +100,19 @@ std::vector<ProcessResult> run_parallel(const std::vector<Command>& commands, in
     for (size_t i = 0; i < workers; ++i) threads.emplace_back([&scheduler] { scheduler.work(); });
     threads.clear();  // joins
     return scheduler.take_results();
+}
+
+std::vector<size_t> longest_first(size_t count,
+                                  const std::function<std::optional<double>(size_t)>& seconds) {
+    std::vector<size_t> order(count);
+    std::iota(order.begin(), order.end(), 0);
+    std::vector<std::optional<double>> s(count);
+    for (size_t i = 0; i < count; ++i) s[i] = seconds(i);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        if (!s[a] || !s[b]) return !s[a] && s[b];
+        return *s[a] > *s[b];
+    });
+    return order;
 }
 
 }  // namespace bekc

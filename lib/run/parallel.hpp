@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "run/process.hpp"
@@ -37,5 +38,10 @@ struct ParallelOptions {
 std::vector<ProcessResult> run_parallel(const std::vector<Command>& commands, int jobs,
                                         const ProgressCallback& on_event = {},
                                         const ParallelOptions& options = {});
+
+// The order to start `count` items in: those never timed first (they may be
+// the longest), then by decreasing time; ties keep their order.
+std::vector<size_t> longest_first(size_t count,
+                                  const std::function<std::optional<double>(size_t)>& seconds);
 
 }  // namespace bekc

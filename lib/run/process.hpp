@@ -13,7 +13,7 @@
 #include <optional>
 #include <string>
 
-#include "run/command.hpp"
+#include "plan/command.hpp"
 
 namespace bekc {
 

@@ -13,12 +13,14 @@ std::expected<void, Error> ProcessRunner::write_file(const fs::path& path,
 }
 
 std::vector<ProcessResult> ProcessRunner::run(const std::vector<Command>& commands, int jobs,
-                                              const ProgressCallback& on_event) {
-    return run_parallel(commands, jobs, on_event);
+                                              const ProgressCallback& on_event,
+                                              const ParallelOptions& options) {
+    return run_parallel(commands, jobs, on_event, options);
 }
 
 std::vector<ProcessResult> DryRunRunner::run(const std::vector<Command>& commands, int,
-                                             const ProgressCallback& on_event) {
+                                             const ProgressCallback& on_event,
+                                             const ParallelOptions&) {
     std::vector<ProcessResult> results(commands.size());
     for (size_t i = 0; i < commands.size(); ++i) {
         results[i].status = ProcessStatus::Exited;

@@ -24,9 +24,11 @@ class Runner {
                                                   std::string_view content) = 0;
 
     // Runs independent commands, at most `jobs` at once, with run_parallel's
-    // contract: results in input order, no new start after a failure.
+    // contract: results in input order, no new start after a failure unless
+    // options.keep_going; options.run.timeout limits each command.
     virtual std::vector<ProcessResult> run(const std::vector<Command>& commands, int jobs,
-                                           const ProgressCallback& on_event = {}) = 0;
+                                           const ProgressCallback& on_event = {},
+                                           const ParallelOptions& options = {}) = 0;
 
     // Runs one command and waits for it (a probe such as `nvcc --version`).
     ProcessResult run_one(const Command& command);
@@ -40,7 +42,8 @@ class ProcessRunner final : public Runner {
   public:
     std::expected<void, Error> write_file(const fs::path& path, std::string_view content) override;
     std::vector<ProcessResult> run(const std::vector<Command>& commands, int jobs,
-                                   const ProgressCallback& on_event) override;
+                                   const ProgressCallback& on_event,
+                                   const ParallelOptions& options) override;
 };
 
 // --dry-run: every command "succeeds" without running, nothing is written.
@@ -50,7 +53,8 @@ class DryRunRunner final : public Runner {
   public:
     std::expected<void, Error> write_file(const fs::path&, std::string_view) override { return {}; }
     std::vector<ProcessResult> run(const std::vector<Command>& commands, int jobs,
-                                   const ProgressCallback& on_event) override;
+                                   const ProgressCallback& on_event,
+                                   const ParallelOptions& options) override;
     bool executes() const override { return false; }
 };
 

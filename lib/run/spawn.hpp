@@ -8,7 +8,7 @@
 #include <expected>
 #include <string>
 
-#include "run/command.hpp"
+#include "plan/command.hpp"
 #include "util/error.hpp"
 
 namespace bekc::detail {

@@ -176,8 +176,9 @@ class Cache {
     std::expected<fs::path, Error> make_scratch() const;
     void remove(const fs::path& abs_inside) const;
 
-    // Small memo files (CacheLayout::tool_memo(), gpu_memo()): nullopt when
-    // missing or unreadable; writes are best effort.
+    // Small memo files (CacheLayout::tool_memo(), gpu_memo(), timing_memo()),
+    // read and written as JSON through store/json_memo.hpp: nullopt when
+    // missing or unreadable; writes are atomic and best effort.
     std::optional<std::string> read_memo(const fs::path& rel) const;
     void write_memo(const fs::path& rel, std::string_view text) const;
 

@@ -7,10 +7,10 @@
 
 namespace bekc {
 
-std::string render_manifest(const BuildInputs& in, const ManifestOutput& out, bool cuda_graph) {
+std::string render_manifest(const ManifestInputs& in, const ManifestOutput& out, bool cuda_graph) {
     using nlohmann::ordered_json;
     ordered_json targets = ordered_json::array();
-    for (const auto& file : in.files) {
+    for (const auto& file : in.sources) {
         for (const auto& fn : file.functions) {
             ordered_json attrs = ordered_json::array();
             for (const auto& t : fn.tokens)
@@ -34,17 +34,17 @@ std::string render_manifest(const BuildInputs& in, const ManifestOutput& out, bo
     ordered_json archs = ordered_json::array();
     for (const auto& a : in.archs) archs.push_back(a.sm());
     ordered_json nvcc = nullptr;
-    if (in.nvcc) nvcc = {{"path", in.nvcc->path.string()}, {"version", in.nvcc_version}};
+    if (in.nvcc) nvcc = {{"path", in.nvcc->path}, {"version", in.nvcc->version}};
     ordered_json m = {
         {"schema", 1},
         {"bekc_version", kVersion},
         {"name", in.name},
         {"key", out.key},
-        {"library", in.library_file()},
+        {"library", in.library},
         {"library_sha256", out.library_sha256},
         {"toolchain",
          {{"nvcc", nvcc},
-          {"cxx", {{"path", in.cxx.path.string()}, {"version", in.cxx_version}}},
+          {"cxx", {{"path", in.cxx.path}, {"version", in.cxx.version}}},
           {"archs", archs}}},
         {"flags",
          {{"opt_level", in.flags.opt_level},

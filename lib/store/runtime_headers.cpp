@@ -15,16 +15,15 @@ std::string headers_hash16() {
     return runtime_headers_hash().substr(0, 16);
 }
 
-std::string compiler_hash16(const BuildInputs& in) {
+std::string compiler_hash16(const RuntimeObjectId& id) {
     Sha256 h;
-    h.update("bekc runtime object 1\n" + in.cxx.identity() + "\n" + in.flags.cxx_std + "\n");
-    std::string env = host_compiler_env(in);
-    if (!env.empty()) h.update(env);  // empty: the same object as before
+    h.update("bekc runtime object 1\n" + id.compiler + "\n" + id.cxx_std + "\n");
+    if (!id.compiler_env.empty()) h.update(id.compiler_env);  // empty: the same object as before
     return h.final_hex().substr(0, 16);
 }
 
-fs::path object_dir(const BuildInputs& in) {
-    return CacheLayout::runtime_object_dir(headers_hash16(), compiler_hash16(in));
+fs::path object_dir(const RuntimeObjectId& id) {
+    return CacheLayout::runtime_object_dir(headers_hash16(), compiler_hash16(id));
 }
 
 }  // namespace
@@ -69,28 +68,20 @@ bool runtime_headers_ready(const fs::path& cache_root) {
     return Cache(cache_root).tree_ready(CacheLayout::runtime_include(headers_hash16()));
 }
 
-std::string host_compiler_env(const BuildInputs& in) {
-    std::string out;
-    for (const auto& [name, value] : in.env.values)
-        for (const auto& var : kCompilerEnv)
-            if (var.name == name && var.reader == EnvReader::HostCompiler)
-                out += name + "=" + value + "\n";
-    return out;
+fs::path runtime_object_path(const RuntimeObjectId& id) {
+    return id.cache_root / object_dir(id) / "bekc_rt.o";
 }
 
-fs::path runtime_object_path(const BuildInputs& in) {
-    return in.cache_root / object_dir(in) / "bekc_rt.o";
+bool runtime_object_ready(const RuntimeObjectId& id) {
+    return Cache(id.cache_root).tree_ready(object_dir(id));
 }
 
-bool runtime_object_ready(const BuildInputs& in) {
-    return Cache(in.cache_root).tree_ready(object_dir(in));
-}
-
-std::expected<void, Error> publish_runtime_object(const BuildInputs& in, const fs::path& built) {
-    Cache cache(in.cache_root);
+std::expected<void, Error> publish_runtime_object(const RuntimeObjectId& id,
+                                                  const fs::path& built) {
+    Cache cache(id.cache_root);
     auto tree = cache.ensure_tree(
-        object_dir(in),
-        CacheLayout::named_lock("runtime." + headers_hash16() + "." + compiler_hash16(in)),
+        object_dir(id),
+        CacheLayout::named_lock("runtime." + headers_hash16() + "." + compiler_hash16(id)),
         [&](const Staging& staging) { return staging.move_in("bekc_rt.o", built); });
     if (!tree) return fail(ErrorKind::Cache, tree.error().message);
     return {};

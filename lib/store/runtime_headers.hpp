@@ -9,7 +9,6 @@
 #include <expected>
 #include <string>
 
-#include "driver/build_inputs.hpp"
 #include "util/error.hpp"
 #include "util/fs.hpp"
 
@@ -28,21 +27,28 @@ fs::path runtime_include_dir(const fs::path& cache_root);
 // Whether the headers are in the cache, whole (their seal holds).
 bool runtime_headers_ready(const fs::path& cache_root);
 
-// The host compiler's environment that can change bekc_rt.o
-// ("CPATH=...\n"...: toolchain/compiler_env.hpp): it gets its own object.
-std::string host_compiler_env(const BuildInputs& in);
+// Which bekc_rt.o a build links, as plain values (driver/build_inputs.hpp,
+// runtime_object_id, fills them from a build).
+struct RuntimeObjectId {
+    fs::path cache_root;
+    std::string compiler;  // the host compiler's Tool::identity()
+    std::string cxx_std;
+    // "NAME=value\n" for each variable the host compiler reads that can
+    // change the object (toolchain/compiler_env.hpp, host_compiler_env).
+    std::string compiler_env;
+};
 
 // <cache_root>/runtime/<hash>/obj/<compiler key>/bekc_rt.o: one per host
 // compiler identity, standard and host-compiler environment. Every library
 // links it, so wrappers only declare those functions.
-fs::path runtime_object_path(const BuildInputs& in);
+fs::path runtime_object_path(const RuntimeObjectId& id);
 
 // Whether that object is in the cache, whole.
-bool runtime_object_ready(const BuildInputs& in);
+bool runtime_object_ready(const RuntimeObjectId& id);
 
 // Keeps `built` (compiled by the graph's runtime-object step) as the
 // cache's object, unless another build kept one first; moves it in.
 // A Cache error when the cache cannot take it.
-std::expected<void, Error> publish_runtime_object(const BuildInputs& in, const fs::path& built);
+std::expected<void, Error> publish_runtime_object(const RuntimeObjectId& id, const fs::path& built);
 
 }  // namespace bekc

@@ -50,6 +50,16 @@ CompilerEnv read_compiler_env(const RawEnvLookup& env, bool uses_nvcc, const fs:
         }
         out.values.emplace_back(std::string(var.name), std::move(*value));
     }
+    if (auto tmpdir = env("TMPDIR"); tmpdir && !tmpdir->empty()) out.tmpdir = *tmpdir;
+    return out;
+}
+
+std::string host_compiler_env(const CompilerEnv& env) {
+    std::string out;
+    for (const auto& [name, value] : env.values)
+        for (const auto& var : kCompilerEnv)
+            if (var.name == name && var.reader == EnvReader::HostCompiler)
+                out += name + "=" + value + "\n";
     return out;
 }
 

@@ -147,11 +147,18 @@ struct CompilerEnv {
     std::vector<fs::path> include_dirs;         // CPATH
     std::vector<fs::path> system_include_dirs;  // CPLUS_INCLUDE_PATH
     std::vector<fs::path> library_dirs;         // LIBRARY_PATH
+    // $TMPDIR when set and not empty: where the compiler drivers put the
+    // objects they link and delete (not keyed: kNotKeyedEnv).
+    std::optional<fs::path> tmpdir;
 };
 
 // Pure: reads the variables through `env`. `uses_nvcc`: the build runs nvcc.
 // `cwd` resolves relative and empty elements of the path variables.
 CompilerEnv read_compiler_env(const RawEnvLookup& env, bool uses_nvcc, const fs::path& cwd);
+
+// The variables of `env` the host compiler reads, "NAME=value\n" each: what
+// can change the handler support object bekc_rt.o (store/runtime_headers.hpp).
+std::string host_compiler_env(const CompilerEnv& env);
 
 // Pure: a colon-separated directory list as GCC reads it. Every empty element
 // (leading, trailing, or between two colons) is `cwd`; an empty value is no

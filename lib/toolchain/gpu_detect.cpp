@@ -5,27 +5,24 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "run/process.hpp"
-#include "toolchain/tools.hpp"
-#include "store/cache.hpp"
 #include "store/hash.hpp"
+#include "store/json_memo.hpp"
+#include "store/layout.hpp"
 
 namespace bekc {
 
 namespace {
 
-constexpr const char* kProcDriver = "/proc/driver/nvidia";
-
 // Changes when the driver or the set of GPUs changes.
-std::optional<std::string> driver_fingerprint() {
+std::optional<std::string> driver_fingerprint(const fs::path& proc_driver) {
     std::error_code ec;
-    auto version = read_file(fs::path(kProcDriver) / "version");
+    auto version = read_file(proc_driver / "version");
     if (!version) return std::nullopt;
     // Each GPU's information file names its model, so two machines sharing a
     // cache with the same driver and slots but different GPUs differ; the
     // host name guards against the rest.
     std::vector<std::string> gpus;
-    for (const auto& e : fs::directory_iterator(fs::path(kProcDriver) / "gpus", ec))
+    for (const auto& e : fs::directory_iterator(proc_driver / "gpus", ec))
         gpus.push_back(e.path().filename().string() + "\n" +
                        read_file(e.path() / "information").value_or(""));
     std::sort(gpus.begin(), gpus.end());
@@ -38,28 +35,30 @@ std::optional<std::string> driver_fingerprint() {
 
 }  // namespace
 
-GpuDetection detect_gpus(const fs::path& cache_root) {
-    auto fingerprint = driver_fingerprint();
-    if (!fingerprint) return {{}, "no NVIDIA driver (" + std::string(kProcDriver) + " is missing)"};
-    Cache cache(cache_root);
-    if (auto text = cache.read_memo(CacheLayout::gpu_memo())) {
-        auto j = nlohmann::json::parse(*text, nullptr, false);
-        if (j.is_object() && j.value("fingerprint", "") == *fingerprint && j["archs"].is_array()) {
-            std::string list;
-            bool all_strings = true;
-            for (const auto& a : j["archs"]) {
-                all_strings &= a.is_string();
-                if (a.is_string()) list += a.get<std::string>() + "\n";
-            }
-            // A damaged memo is only a reason to ask nvidia-smi again.
-            if (all_strings) return {parse_compute_caps(list), "remembered from nvidia-smi"};
-        }
+GpuDetection detect_gpus(const fs::path& cache_root, Runner& runner, const ToolLookup& tools,
+                         const fs::path& proc_driver) {
+    auto fingerprint = driver_fingerprint(proc_driver);
+    if (!fingerprint) return {{}, "no NVIDIA driver (" + proc_driver.string() + " is missing)"};
+    JsonMemo memo(cache_root, CacheLayout::gpu_memo());
+    // A damaged memo is only a reason to ask nvidia-smi again.
+    auto j = memo.read([](const std::string& key, const nlohmann::json& value) {
+        if (key == "fingerprint") return value.is_string();
+        if (key != "archs" || !value.is_array()) return false;
+        return std::all_of(value.begin(), value.end(), [](auto& a) { return a.is_string(); });
+    });
+    if (j.value("fingerprint", "") == *fingerprint && j.contains("archs")) {
+        std::string list;
+        for (const auto& a : j["archs"]) list += a.get<std::string>() + "\n";
+        return {parse_compute_caps(list), "remembered from nvidia-smi"};
     }
-    auto smi = ToolLookup::system().find("nvidia-smi");
+    auto smi = tools.find("nvidia-smi");
     if (!smi) return {{}, "nvidia-smi not found on PATH"};
     Command c;
     c.argv = {smi->string(), "--query-gpu=compute_cap", "--format=csv,noheader"};
-    ProcessResult r = run_process(c, RunOptions{std::chrono::seconds(20)});
+    ParallelOptions limit;
+    limit.run.timeout = std::chrono::seconds(20);
+    auto results = runner.run({c}, 1, {}, limit);
+    ProcessResult r = results.empty() ? ProcessResult{} : results.front();
     if (!r.ok()) return {{}, "nvidia-smi failed: " + r.describe()};
     GpuDetection d{parse_compute_caps(r.output), "nvidia-smi"};
     nlohmann::json archs = nlohmann::json::array();
@@ -67,8 +66,7 @@ GpuDetection detect_gpus(const fs::path& cache_root) {
         archs.push_back(std::to_string(a.number / 10) + "." + std::to_string(a.number % 10) +
                         a.suffix);
     // A read-only cache still builds; it only asks nvidia-smi again next time.
-    cache.write_memo(CacheLayout::gpu_memo(),
-                     nlohmann::json{{"fingerprint", *fingerprint}, {"archs", archs}}.dump());
+    memo.write(nlohmann::json{{"fingerprint", *fingerprint}, {"archs", archs}});
     return d;
 }
 

@@ -5,9 +5,12 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "plan/arch.hpp"
+#include "run/runner.hpp"
+#include "toolchain/tools.hpp"
 #include "util/fs.hpp"
 
 namespace bekc {
@@ -17,6 +20,9 @@ struct GpuDetection {
     std::string how;          // "nvidia-smi", "remembered", "no NVIDIA driver", ...
 };
 
-GpuDetection detect_gpus(const fs::path& cache_root);
+// nvidia-smi is found through `tools` and run through `runner`; `proc_driver`
+// is where the kernel lists the driver and its GPUs (tests give another).
+GpuDetection detect_gpus(const fs::path& cache_root, Runner& runner, const ToolLookup& tools,
+                         const fs::path& proc_driver = "/proc/driver/nvidia");
 
 }  // namespace bekc

@@ -28,12 +28,13 @@ std::vector<std::string> library_file_names(const std::string& name) {
     return {"lib" + name + ".so", "lib" + name + ".a"};
 }
 
-LinkerSearch linker_search(const BuildInputs& in) {
+LinkerSearch linker_search(const PlanFlags& flags, const CompilerEnv& env,
+                           const std::string& multiarch) {
     // What reaches the linker, one argument each: --ldflag values with
     // -Wl,a,b and -Xlinker a taken apart, then every --linker-arg. -L and -l
     // read the same in the compiler drivers and in ld.
     std::vector<std::string> args;
-    const auto& ld = in.flags.ldflags;
+    const auto& ld = flags.ldflags;
     for (size_t i = 0; i < ld.size(); ++i) {
         if (ld[i].rfind("-Wl,", 0) == 0) {
             std::string_view rest = std::string_view(ld[i]).substr(4);
@@ -47,7 +48,7 @@ LinkerSearch linker_search(const BuildInputs& in) {
             args.push_back(ld[i]);
         }
     }
-    args.insert(args.end(), in.flags.linker_args.begin(), in.flags.linker_args.end());
+    args.insert(args.end(), flags.linker_args.begin(), flags.linker_args.end());
     auto path = [](std::string_view a) { return fs::absolute(fs::path(a)).lexically_normal(); };
     LinkerSearch s;
     for (size_t i = 0; i < args.size(); ++i) {
@@ -74,8 +75,8 @@ LinkerSearch linker_search(const BuildInputs& in) {
             s.files.push_back(path(a));
         }
     }
-    s.dirs.insert(s.dirs.end(), in.env.library_dirs.begin(), in.env.library_dirs.end());
-    s.system_dirs = system_library_dirs(in.multiarch);
+    s.dirs.insert(s.dirs.end(), env.library_dirs.begin(), env.library_dirs.end());
+    s.system_dirs = system_library_dirs(multiarch);
     return s;
 }
 
@@ -134,8 +135,8 @@ std::vector<fs::path> nvcc_library_dirs(const Tool& nvcc) {
 
 // nvcc options from the environment that ask for the device link or name
 // link inputs: any word but an option that only tunes a compile.
-bool env_asks_device_link(const BuildInputs& in) {
-    for (const auto& [name, value] : in.env.values) {
+bool env_asks_device_link(const CompilerEnv& env) {
+    for (const auto& [name, value] : env.values) {
         if (name == "LIBRARIES" || name == "NVLINK_FLAGS") {
             if (value.find_first_not_of(" \t\n") != std::string::npos) return true;
             continue;
@@ -174,9 +175,10 @@ std::vector<fs::path> link_inputs_from_flags(const LinkerSearch& s) {
     return out;
 }
 
-bool link_reads_opaque_code(const BuildInputs& in) {
-    if (env_asks_device_link(in)) return true;
-    const LinkerSearch s = linker_search(in);
+bool link_reads_opaque_code(const PlanFlags& flags, const CompilerEnv& env,
+                            const std::optional<Tool>& nvcc, const std::string& multiarch) {
+    if (env_asks_device_link(env)) return true;
+    const LinkerSearch s = linker_search(flags, env, multiarch);
     if (s.static_link || s.response_file) return true;
     // A directory (the value of -rpath DIR, taken apart from -Wl,) is no input.
     for (const auto& f : s.files)
@@ -185,8 +187,8 @@ bool link_reads_opaque_code(const BuildInputs& in) {
     // On the direct key's path, so the toolkit is listed only when a -l
     // needs it.
     std::vector<fs::path> order = library_order(s);
-    if (in.nvcc) {
-        auto more = nvcc_library_dirs(*in.nvcc);
+    if (nvcc) {
+        auto more = nvcc_library_dirs(*nvcc);
         order.insert(order.end(), more.begin(), more.end());
     }
     for (const auto& name : s.names) {

@@ -4,10 +4,13 @@
 // skipped (link_reads_opaque_code).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "driver/build_inputs.hpp"
+#include "plan/flags.hpp"
+#include "plan/tool.hpp"
+#include "toolchain/compiler_env.hpp"
 #include "util/fs.hpp"
 
 namespace bekc {
@@ -25,8 +28,10 @@ struct LinkerSearch {
 };
 
 // --ldflag values with -Wl,a,b and -Xlinker a taken apart, then every
-// --linker-arg, read as ld reads them.
-LinkerSearch linker_search(const BuildInputs& in);
+// --linker-arg, read as ld reads them; then LIBRARY_PATH (`env`) and the
+// directories of the host compiler's `multiarch` triplet.
+LinkerSearch linker_search(const PlanFlags& flags, const CompilerEnv& env,
+                           const std::string& multiarch);
 
 // The linker's own library directories, searched after -L and LIBRARY_PATH,
 // in the order GCC and ld give them on Debian and Ubuntu.
@@ -50,6 +55,7 @@ std::vector<fs::path> link_inputs_from_flags(const LinkerSearch& s);
 // nvcc link options from the environment (NVCC_PREPEND_FLAGS,
 // NVCC_APPEND_FLAGS, nvcc.profile's LIBRARIES and NVLINK_FLAGS) that ask for
 // relocatable device code or name link inputs. Reads the file system.
-bool link_reads_opaque_code(const BuildInputs& in);
+bool link_reads_opaque_code(const PlanFlags& flags, const CompilerEnv& env,
+                            const std::optional<Tool>& nvcc, const std::string& multiarch);
 
 }  // namespace bekc

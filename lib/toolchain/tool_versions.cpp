@@ -1,6 +1,7 @@
 #include "toolchain/tool_versions.hpp"
 
-#include "store/cache.hpp"
+#include "store/json_memo.hpp"
+#include "store/layout.hpp"
 
 namespace bekc {
 
@@ -8,16 +9,13 @@ ToolFacts::ToolFacts(const fs::path& cache_root, Runner& runner)
     : cache_root_(cache_root), runner_(runner) {
     // Only string values are kept: the memo is written back, and a damaged
     // one (another value, deep nesting) must not travel along.
-    if (auto text = Cache(cache_root_).read_memo(CacheLayout::tool_memo())) {
-        auto read = nlohmann::json::parse(*text, nullptr, false);
-        if (read.is_object())
-            for (const auto& [identity, value] : read.items())
-                if (value.is_string()) memo_[identity] = value.get<std::string>();
-    }
+    memo_ = JsonMemo(cache_root_, CacheLayout::tool_memo()).read([](auto&, auto& value) {
+        return value.is_string();
+    });
 }
 
 ToolFacts::~ToolFacts() {
-    if (changed_) Cache(cache_root_).write_memo(CacheLayout::tool_memo(), memo_.dump(1));
+    if (changed_) JsonMemo(cache_root_, CacheLayout::tool_memo()).write(memo_, 1);
 }
 
 std::string ToolFacts::remembered(const std::string& name,

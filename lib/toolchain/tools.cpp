@@ -36,11 +36,6 @@ ToolLookup ToolLookup::system() {
     return l;
 }
 
-std::string Tool::identity() const {
-    return path.string() + "|" + canonical.string() + "|" + std::to_string(size) + "|" +
-           std::to_string(mtime_ns);
-}
-
 std::expected<Tool, Error> identify_tool(const fs::path& path) {
     std::error_code ec;
     fs::path abs = fs::absolute(path).lexically_normal();

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "plan/tool.hpp"
 #include "util/env.hpp"
 #include "util/error.hpp"
 #include "util/fs.hpp"
@@ -27,18 +28,6 @@ struct ToolLookup {
 
     // The real environment, PATH and filesystem.
     static ToolLookup system();
-};
-
-struct Tool {
-    // Absolute, as found: symlinks are kept, because a compiler may behave by
-    // the name it is called (Debian's /usr/lib/ccache/c++ -> ccache).
-    fs::path path;
-    fs::path canonical;  // symlinks resolved: where its files really are
-    uint64_t size = 0;
-    int64_t mtime_ns = 0;
-
-    // "path|size|mtime": what the cache key hashes for this tool.
-    std::string identity() const;
 };
 
 // A tool named by the user (--cxx, $BEKC_NVCC, ...): a path, or a name on

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "driver/build.hpp"
@@ -45,6 +46,10 @@ struct DriverFixture {
         o.quiet = true;
     }
 
+    // The programs the context's PATH holds (none by default); the fake
+    // runner answers them (fake_runner.hpp).
+    std::set<std::string> on_path;
+
     BuildContext context() {
         BuildContext c{runner};
         auto lookup = [](const std::map<std::string, std::string>& m) {
@@ -56,7 +61,11 @@ struct DriverFixture {
         };
         c.env = lookup(env);
         c.raw_env = lookup(tool_env);
-        c.tools = ToolLookup{c.env, [](const std::string&) { return std::optional<fs::path>(); },
+        c.tools = ToolLookup{c.env,
+                             [this](const std::string& name) -> std::optional<fs::path> {
+                                 if (!on_path.count(name)) return std::nullopt;
+                                 return tmp / "bin" / name;
+                             },
                              [](const fs::path&) { return true; }};
         c.cwd = tmp.path();
         return c;

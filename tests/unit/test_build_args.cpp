@@ -203,7 +203,7 @@ TEST_CASE("the package prebuild's child commands parse to the options each modul
     o.force = true;
     o.depfile = "ignored.d";  // per build, not passed to the children
     const std::vector<PackageModule> modules = {{package / "ops.cu", "my-ops", "ops.py:3", ""}};
-    const auto commands = package_commands(o, modules, "/bin/bekc", {3});
+    const auto commands = package_commands(o, modules, "/bin/bekc", {3}, system_env());
     REQUIRE(commands.size() == 1);
     const auto& argv = commands[0].argv;
     REQUIRE(argv.size() > 2);

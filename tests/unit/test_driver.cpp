@@ -6,9 +6,10 @@
 
 #include "../helpers/driver_fixture.hpp"
 #include "diag/compile_log.hpp"
-#include "driver/compile_times.hpp"
 #include "driver/package_build.hpp"
+#include "run/parallel.hpp"
 #include "store/cache.hpp"
+#include "store/compile_times.hpp"
 #include "util/error.hpp"
 
 using namespace bekc;
@@ -157,10 +158,13 @@ TEST_CASE("driver: an unreachable remote cache costs a warning, not the build", 
     // the upload afterwards fails the same way.
     f.o.remote_cache = "http://127.0.0.1:9/bekc";
     f.env["BEKC_REMOTE_TIMEOUT"] = "2";
+    f.on_path = {"curl"};
     BuildResult r = f.build();
     CHECK_FALSE(r.cache_hit);
     CHECK_FALSE(r.remote_hit);
     CHECK(fs::exists(r.manifest));
+    // curl is found and run through the build's context.
+    CHECK(f.runner.curl_runs >= 1);
     f.runner = test::FakeRunner();
     CHECK(f.build().cache_hit);  // local first: the remote is not asked again
 }

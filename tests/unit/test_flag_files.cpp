@@ -2,8 +2,8 @@
 
 #include "../helpers/fatal.hpp"
 #include "../helpers/temp_dir.hpp"
-#include "driver/flag_files.hpp"
 #include "store/hash.hpp"
+#include "toolchain/flag_files.hpp"
 
 #include <limits>
 
@@ -40,7 +40,7 @@ TEST_CASE("files named by flags are keyed, response files recursively", "[flag_f
     f.cxx_flags = {"@outer.rsp", "-O2"};
     f.cuda_flags = {"-Xcompiler=-fplugin=" + (t / "plugin.so").string(), "-optf", "opts.txt"};
     f.ldflags = {"-Wl,@ld.rsp"};
-    auto files = read_flag_files(f, t.path());
+    auto files = read_flag_files(f, t.path()).value();
     CHECK(paths_of(files, t) == std::vector<std::string>{"outer.rsp", "inner.rsp", "my specs",
                                                          "plugin.so", "opts.txt", "ld.rsp"});
     CHECK(files[1].sha256 == sha256_hex("-DY=2\n"));
@@ -51,7 +51,7 @@ TEST_CASE("a response file that names itself is refused", "[flag_files]") {
     write_file(t / "loop.rsp", "@loop.rsp");
     CompileFlags f;
     f.cxx_flags = {"@loop.rsp"};
-    std::string msg = bekc::test::fatal_message([&] { (void)read_flag_files(f, t.path()); });
+    std::string msg = bekc::test::fatal_message([&] { return read_flag_files(f, t.path()); });
     CHECK(msg.find("nest more than 16 deep") != std::string::npos);
 }
 
@@ -60,14 +60,14 @@ TEST_CASE("a flag naming no regular file is refused, naming the flag", "[flag_fi
     std::filesystem::create_directories(t / "profiles");
     CompileFlags f;
     f.cxx_flags = {"-fprofile-use=profiles"};
-    CHECK(bekc::test::fatal_message([&] { (void)read_flag_files(f, t.path()); }) ==
+    CHECK(bekc::test::fatal_message([&] { return read_flag_files(f, t.path()); }) ==
           "bekc: error: '-fprofile-use=profiles' makes the compiler read a file bekc must key: "
           "cannot read " +
               (t / "profiles").string() +
               ": it is a directory; name a regular file, or pass its flags directly");
     f.cxx_flags = {"@missing.rsp"};
     CHECK(bekc::test::fatal_message([&] {
-              (void)read_flag_files(f, t.path());
+              return read_flag_files(f, t.path());
           }).find("missing.rsp") != std::string::npos);
 }
 
@@ -76,7 +76,7 @@ TEST_CASE("a flag file changed after it was keyed is noticed", "[flag_files]") {
     write_file(t / "a.rsp", "-DA=1");
     CompileFlags f;
     f.cxx_flags = {"@a.rsp"};
-    auto files = read_flag_files(f, t.path());
+    auto files = read_flag_files(f, t.path()).value();
     CHECK_FALSE(flag_file_changed(files, std::numeric_limits<int64_t>::max()));
     write_file(t / "a.rsp", "-DA=2");
     CHECK(flag_file_changed(files, std::numeric_limits<int64_t>::max()) == (t / "a.rsp").string());

@@ -629,7 +629,9 @@ TEST_CASE("an unreachable remote warns once and is then left alone", "[remote]")
     std::vector<std::string> warnings;
     RemoteConfig config;
     config.url = fmt::format("http://127.0.0.1:{}/bekc", ntohs(addr.sin_port));
-    RemoteCache remote(config, [&](const std::string& w) { warnings.push_back(w); });
+    ProcessRunner runner;
+    RemoteCache remote(
+        config, [&](const std::string& w) { warnings.push_back(w); }, runner, ToolLookup::system());
     CHECK_FALSE(remote.fetch(cache, key_of("direct")));
     Entry entry{key_of("k"), tmp / "nowhere", "k", tmp / "nowhere" / "libk.so", 0};
     remote.publish(cache, entry, key_of("direct"), {});
@@ -643,7 +645,10 @@ TEST_CASE("an unusable configuration warns and turns the remote off", "[remote]"
     std::vector<std::string> warnings;
     auto config = remote_config(std::string("ftp://h"), false, env_of({}));
     REQUIRE(config);
-    RemoteCache remote(*config, [&](const std::string& w) { warnings.push_back(w); });
+    ProcessRunner runner;
+    RemoteCache remote(
+        *config, [&](const std::string& w) { warnings.push_back(w); }, runner,
+        ToolLookup::system());
     CHECK_FALSE(remote.fetch(cache, key_of("direct")));
     REQUIRE(warnings.size() == 1);
     CHECK_THAT(warnings[0], Catch::Contains("remote cache disabled"));

@@ -1,10 +1,9 @@
-#include "build_report.hpp"
+#include "driver/build_report.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <ctime>
 #include <optional>
 
@@ -14,7 +13,7 @@
 #include "store/stats.hpp"
 #include "util/error.hpp"
 
-namespace bekc::cli {
+namespace bekc {
 
 namespace {
 
@@ -143,10 +142,11 @@ void account_failure(const BuildOptions& o, const EnvLookup& settings) {
     if (auto cache = cache_of(o, settings)) (void)count_build(cache->dir(), BuildCount::Error);
 }
 
-void log_build(const BuildOptions& o, const BuildResult* r, const nlohmann::ordered_json& why,
-               int exit_code, double seconds, const EnvLookup& settings) {
+std::optional<std::string> log_build(const BuildOptions& o, const BuildResult* r,
+                                     const nlohmann::ordered_json& why, int exit_code,
+                                     double seconds, const EnvLookup& settings) {
     auto path = settings("BEKC_LOG");
-    if (!path) return;
+    if (!path) return std::nullopt;
     Identity id = identity_of(o);
     nlohmann::ordered_json line = {
         {"time", utc_now()},
@@ -163,8 +163,7 @@ void log_build(const BuildOptions& o, const BuildResult* r, const nlohmann::orde
     std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     std::optional<fs::path> cache_root;
     if (auto root = resolve_cache_root(o.cache_dir, settings)) cache_root = *root;
-    if (auto problem = append_line(*path, text, cache_root); problem && !o.quiet)
-        std::fprintf(stderr, "bekc: warning: build log: %s\n", problem->c_str());
+    return append_line(*path, text, cache_root);
 }
 
-}  // namespace bekc::cli
+}  // namespace bekc

@@ -5,12 +5,15 @@
 // statistics".
 #pragma once
 
+#include <optional>
+#include <string>
+
 #include <nlohmann/json.hpp>
 
 #include "driver/build.hpp"
 #include "util/env.hpp"
 
-namespace bekc::cli {
+namespace bekc {
 
 // After a build that returned: updates the history and the counters, and
 // returns the "why" object (null on a hit) for --json and the log.
@@ -20,10 +23,11 @@ nlohmann::ordered_json account_build(const BuildOptions& o, const BuildResult& r
 // After a build that failed with `exit_code`: counts the error.
 void account_failure(const BuildOptions& o, const EnvLookup& settings);
 
-// Appends one line to the build log when one is set (a warning when it
-// cannot be written; the build's result stands). `r`: nullptr when the
-// build failed.
-void log_build(const BuildOptions& o, const BuildResult* r, const nlohmann::ordered_json& why,
-               int exit_code, double seconds, const EnvLookup& settings);
+// Appends one line to the build log when one is set. Returns why it could
+// not be written, for a warning (the build's result stands). `r`: nullptr
+// when the build failed.
+std::optional<std::string> log_build(const BuildOptions& o, const BuildResult* r,
+                                     const nlohmann::ordered_json& why, int exit_code,
+                                     double seconds, const EnvLookup& settings);
 
-}  // namespace bekc::cli
+}  // namespace bekc

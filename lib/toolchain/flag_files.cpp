@@ -1,11 +1,10 @@
-#include "driver/flag_files.hpp"
+#include "toolchain/flag_files.hpp"
 
 #include <algorithm>
 #include <array>
 #include <set>
 #include <string_view>
 
-#include "driver/fatal.hpp"
 #include "store/file_ops.hpp"
 #include "store/hash.hpp"
 #include "util/error.hpp"
@@ -82,7 +81,10 @@ class Collector {
         }
     }
 
-    std::vector<FlagFile> take() { return std::move(files_); }
+    std::expected<std::vector<FlagFile>, Error> take() {
+        if (error_) return std::unexpected(std::move(*error_));
+        return std::move(files_);
+    }
 
   private:
     void response_file(std::string_view name, const std::string& shown, int depth) {
@@ -92,24 +94,30 @@ class Collector {
 
     // Reads and keys one file; its bytes when `keep`.
     std::string key(std::string_view name, const std::string& shown, bool keep, int depth) {
+        if (error_) return {};
         if (name.empty() || depth > kMaxDepth)
-            fatal(Error::make(ErrorKind::Usage,
-                              "'" + shown +
-                                  "' names no file bekc can follow (or response files nest more "
-                                  "than 16 deep)"));
+            return refuse("'" + shown +
+                          "' names no file bekc can follow (or response files nest more than 16 "
+                          "deep)");
         fs::path p = (cwd_ / fs::path(name)).lexically_normal();
         auto digest = digest_file(p, keep);
         if (!digest || !digest->stat.is_regular)
-            fatal(Error::make(ErrorKind::Usage,
-                              "'" + shown + "' makes the compiler read a file bekc must key: " +
-                                  (digest ? "cannot read " + p.string() + ": not a regular file"
-                                          : digest.error().message) +
-                                  "; name a regular file, or pass its flags directly"));
+            return refuse("'" + shown + "' makes the compiler read a file bekc must key: " +
+                          (digest ? "cannot read " + p.string() + ": not a regular file"
+                                  : digest.error().message) +
+                          "; name a regular file, or pass its flags directly");
         if (seen_.insert(p).second) files_.push_back({p, digest->sha256});
         return std::move(digest->text);
     }
 
+    // The first file refused stops the walk: every later word reads nothing.
+    std::string refuse(std::string message) {
+        if (!error_) error_ = Error::make(ErrorKind::Usage, std::move(message));
+        return {};
+    }
+
     fs::path cwd_;
+    std::optional<Error> error_;
     std::set<fs::path> seen_;
     std::vector<FlagFile> files_;
 };
@@ -147,7 +155,8 @@ std::vector<std::string> response_file_words(std::string_view text) {
     return out;
 }
 
-std::vector<FlagFile> read_flag_files(const CompileFlags& flags, const fs::path& cwd) {
+std::expected<std::vector<FlagFile>, Error> read_flag_files(const CompileFlags& flags,
+                                                            const fs::path& cwd) {
     Collector c(cwd);
     c.words(flags.cxx_flags, "", 0);
     c.words(flags.cuda_flags, "", 0);

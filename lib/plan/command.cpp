@@ -1,4 +1,4 @@
-#include "run/command.hpp"
+#include "plan/command.hpp"
 
 #include <algorithm>
 #include <string_view>

@@ -7,11 +7,13 @@
 #pragma once
 
 #include <cstdint>
+#include <expected>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "plan/flags.hpp"
+#include "util/error.hpp"
 #include "util/fs.hpp"
 
 namespace bekc {
@@ -22,9 +24,10 @@ struct FlagFile {
 };
 
 // The files the flags name, each once, in the order met. Relative paths
-// count from `cwd`, as the compilers see them. Throws FatalError (usage) for
-// a named file that is not a regular file bekc can read, saying which flag.
-std::vector<FlagFile> read_flag_files(const CompileFlags& flags, const fs::path& cwd);
+// count from `cwd`, as the compilers see them. A usage error for a named
+// file that is not a regular file bekc can read, saying which flag.
+std::expected<std::vector<FlagFile>, Error> read_flag_files(const CompileFlags& flags,
+                                                            const fs::path& cwd);
 
 // The first of `files` whose bytes are not the keyed ones any more, or which
 // was written since `start_ns` (it may have been read in between).

@@ -1,22 +1,19 @@
-#include "driver/compile_times.hpp"
+#include "store/compile_times.hpp"
 
 #include <algorithm>
-#include <numeric>
 
-#include "store/cache.hpp"
+#include "store/json_memo.hpp"
+#include "store/layout.hpp"
 
 namespace bekc {
 
 CompileTimes::CompileTimes(const fs::path& cache_root) : cache_root_(cache_root) {
-    auto text = Cache(cache_root_).read_memo(CacheLayout::timing_memo());
-    if (!text) return;
-    auto read = nlohmann::json::parse(*text, nullptr, false);
-    if (!read.is_object()) return;
     // Only well-formed entries travel along when the memo is written back.
+    auto read = JsonMemo(cache_root_, CacheLayout::timing_memo()).read([](auto&, auto& v) {
+        return v.is_object() && v.contains("s") && v["s"].is_number() && v.contains("n") &&
+               v["n"].is_number_integer();
+    });
     for (const auto& [what, v] : read.items()) {
-        if (!v.is_object() || !v.contains("s") || !v["s"].is_number() || !v.contains("n") ||
-            !v["n"].is_number_integer())
-            continue;
         memo_[what] = {{"s", v["s"].get<double>()}, {"n", v["n"].get<int64_t>()}};
         next_ = std::max(next_, v["n"].get<int64_t>() + 1);
     }
@@ -42,20 +39,7 @@ void CompileTimes::save() const {
         std::sort(order.begin(), order.end());
         for (size_t i = 0; i + kMaxEntries < order.size(); ++i) out.erase(order[i].second);
     }
-    Cache(cache_root_).write_memo(CacheLayout::timing_memo(), out.dump());
-}
-
-std::vector<size_t> longest_first(size_t count,
-                                  const std::function<std::optional<double>(size_t)>& seconds) {
-    std::vector<size_t> order(count);
-    std::iota(order.begin(), order.end(), 0);
-    std::vector<std::optional<double>> s(count);
-    for (size_t i = 0; i < count; ++i) s[i] = seconds(i);
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-        if (!s[a] || !s[b]) return !s[a] && s[b];
-        return *s[a] > *s[b];
-    });
-    return order;
+    JsonMemo(cache_root_, CacheLayout::timing_memo()).write(out);
 }
 
 }  // namespace bekc

@@ -1,9 +1,9 @@
 // How long each compile took the last time, kept in <cache>/timings.json, so
 // that a build (or `bekc build <package dir>`) starts its longest compiles
-// first and does not end waiting on one straggler.
+// first (run/parallel.hpp, longest_first) and does not end waiting on one
+// straggler.
 #pragma once
 
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,10 +34,5 @@ class CompileTimes {
     int64_t next_ = 0;
     bool changed_ = false;
 };
-
-// The order to start `count` items in: those never timed first (they may be
-// the longest), then by decreasing time; ties keep their order.
-std::vector<size_t> longest_first(size_t count,
-                                  const std::function<std::optional<double>(size_t)>& seconds);
 
 }  // namespace bekc

@@ -1,0 +1,27 @@
+#include "store/json_memo.hpp"
+
+#include <utility>
+
+#include "store/cache.hpp"
+
+namespace bekc {
+
+JsonMemo::JsonMemo(fs::path cache_root, fs::path name)
+    : cache_root_(std::move(cache_root)), name_(std::move(name)) {}
+
+nlohmann::json JsonMemo::read(const Keep& keep) const {
+    nlohmann::json out = nlohmann::json::object();
+    auto text = Cache(cache_root_).read_memo(name_);
+    if (!text) return out;
+    auto memo = nlohmann::json::parse(*text, nullptr, false);
+    if (!memo.is_object()) return out;
+    for (auto& [key, value] : memo.items())
+        if (keep(key, value)) out[key] = std::move(value);
+    return out;
+}
+
+void JsonMemo::write(const nlohmann::json& memo, int indent) const {
+    Cache(cache_root_).write_memo(name_, memo.dump(indent));
+}
+
+}  // namespace bekc
