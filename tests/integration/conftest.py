@@ -1,8 +1,7 @@
 """Shared fixtures for the build-driver and cache integration tests.
 
-* ``bekc_path``: the binary, from ``$BEKC_BINARY`` (default ``<repo>/build/bekc``).
-  Unset variable and no default binary: the tests that need it are skipped; a
-  variable naming a missing file fails them.
+* ``bekc_path`` and ``nvcc`` (tests/conftest.py, from tests/support/binaries.py):
+  the binary under test, and the nvcc it builds .cu inputs with.
 * ``bekc``: a :class:`Bekc` runner bound to a fresh ``--cache-dir`` under the
   test's ``tmp_path``, so every test starts from an empty cache.
 * ``kernels``: writers for small annotated kernel sources.
@@ -16,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import textwrap
 from dataclasses import dataclass
@@ -25,49 +23,7 @@ from typing import Optional, Sequence
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-NVCC_DEFAULT = Path("/usr/local/cuda/bin/nvcc")
 TIMEOUT_S = 300
-
-
-def _binary() -> Optional[Path]:
-    explicit = os.environ.get("BEKC_BINARY")
-    path = Path(explicit) if explicit else REPO / "build" / "bekc"
-    if not path.is_file():
-        if explicit:
-            pytest.fail(f"BEKC_BINARY={explicit} does not exist")
-        return None
-    return path.resolve()
-
-
-def find_nvcc() -> Optional[str]:
-    """nvcc as bekc would find it: $CUDA_HOME, $CUDA_PATH, PATH, /usr/local/cuda."""
-    for var in ("CUDA_HOME", "CUDA_PATH"):
-        root = os.environ.get(var)
-        if root and os.access(os.path.join(root, "bin", "nvcc"), os.X_OK):
-            return os.path.join(root, "bin", "nvcc")
-    found = shutil.which("nvcc")
-    if found:
-        return found
-    return str(NVCC_DEFAULT) if os.access(NVCC_DEFAULT, os.X_OK) else None
-
-
-@pytest.fixture(scope="session")
-def bekc_path() -> Path:
-    path = _binary()
-    if path is None:
-        pytest.skip(f"bekc binary not built at {REPO / 'build' / 'bekc'} "
-                    "(set BEKC_BINARY to point elsewhere)")
-    return path
-
-
-@pytest.fixture(scope="session")
-def nvcc() -> str:
-    """Tests that need a real CUDA compile take this fixture."""
-    found = find_nvcc()
-    if found is None:
-        pytest.skip("nvcc not found ($CUDA_HOME, $CUDA_PATH, PATH, /usr/local/cuda)")
-    return found
 
 
 def clean_env(**overrides: Optional[str]) -> dict:

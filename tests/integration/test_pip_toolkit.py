@@ -1,4 +1,4 @@
-"""A CUDA toolkit from pip, with the system CUDA hidden (issue 26).
+"""A CUDA toolkit from pip, with the system CUDA hidden: bekc finds and uses it.
 
 scripts/setup.sh installs requirements-toolkit.txt (nvidia-cuda-nvcc and the
 wheels it needs, as jax[cuda13] brings them) into .venv-toolkit. Each build
@@ -14,7 +14,6 @@ brainevent's own choice while bekc stands in for brainevent's loaders.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -23,6 +22,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
+from support.binaries import nvcc_chosen
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLKIT_VENV = REPO / ".venv-toolkit"
@@ -80,9 +81,9 @@ def _env(tmp_path, **extra) -> dict:
 
 
 def _chosen(stderr: str) -> tuple:
-    m = re.search(r"^bekc: nvcc (\S+) \(chosen by (.*)\)$", stderr, re.M)
-    assert m, stderr
-    return m.group(1), m.group(2)
+    chosen = nvcc_chosen(stderr)
+    assert chosen, stderr
+    return chosen
 
 
 def _pip_nvcc(site: Path) -> str:

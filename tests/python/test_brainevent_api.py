@@ -228,14 +228,12 @@ def _runpath(library):
     return re.findall(r"\((?:RUNPATH|RPATH)\)\s+Library r(?:un)?path: \[(.*)\]", out)
 
 
-def test_extra_ldflags_reach_the_linker(bekc_bin):
+def test_extra_ldflags_reach_the_linker(bekc_bin, request):
     """Real builds: the C++ entry goes to the driver, the CUDA one to the linker."""
     name = unique_prefix("ld_cpp")
     mod = bekc.load_cpp_inline(name, SCALE_SRC, extra_ldflags=["-Wl,-rpath,/opt/bekc_cpp_rp"])
     assert _runpath(mod.path) == ["/opt/bekc_cpp_rp"]
-    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
-    if not os.access(nvcc, os.X_OK):
-        pytest.skip("nvcc not found: the CUDA half needs it (no GPU needed)")
+    request.getfixturevalue("nvcc")  # the CUDA half needs nvcc (no GPU): skipped without
     src = '#include "brainevent/common.h"\n' + CU_SRC.replace("out)", "out, int64_t stream)")
     cmod = bekc.load_cuda_inline(unique_prefix("ld_cu"), src, compute_capability="8.0",
                                  extra_ldflags=["-rpath=/opt/bekc_cuda_rp"], auto_register=False)
