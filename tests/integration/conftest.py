@@ -23,6 +23,8 @@ from typing import Optional, Sequence
 
 import pytest
 
+from support.kernels import add_value_cpp, add_value_cu
+
 TIMEOUT_S = 300
 
 
@@ -146,38 +148,9 @@ def bekc(bekc_path, cache_dir, tmp_path) -> Bekc:
 
 
 # --------------------------------------------------------------------------- sources
-CPP_TEMPLATE = """\
-#include "brainevent/common.h"
-{includes}
-// @BE {fn}
-void {fn}(const BE::Tensor x, BE::Tensor out) {{
-    const float* in = static_cast<const float*>(x.data_ptr());
-    float* o = static_cast<float*>(out.data_ptr());
-    for (int64_t i = 0; i < x.numel(); ++i) o[i] = in[i] + {value};
-}}
-{extra}
-"""
-
-CU_TEMPLATE = """\
-#include "brainevent/common.h"
-{includes}
-__global__ void {fn}_kernel(const float* in, float* out, int64_t n) {{
-    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-    if (i < n) out[i] = in[i] + {value};
-}}
-
-// @BE {fn}
-void {fn}(const BE::Tensor x, BE::Tensor out, int64_t stream) {{
-    int64_t n = x.numel();
-    {fn}_kernel<<<(unsigned)((n + 255) / 256), 256, 0, (cudaStream_t)stream>>>(
-        static_cast<const float*>(x.data_ptr()), static_cast<float*>(out.data_ptr()), n);
-}}
-{extra}
-"""
-
-
 class Kernels:
-    """Writes small annotated sources: ``cpp(path, fn=..., includes=[...])``."""
+    """Writes small annotated sources: ``cpp(path, fn=..., includes=[...])`` and
+    ``cu(...)`` (out = x + value; tests/support/kernels.py), or ``text(path, body)``."""
 
     @staticmethod
     def _write(path: Path, text: str) -> Path:
@@ -188,15 +161,11 @@ class Kernels:
 
     def cpp(self, path, fn="add_one", includes: Sequence[str] = (), value="1.0f",
             extra="") -> Path:
-        inc = "\n".join(f'#include "{h}"' for h in includes)
-        return self._write(path, CPP_TEMPLATE.format(fn=fn, includes=inc, value=value,
-                                                     extra=extra))
+        return self._write(path, add_value_cpp(fn, includes, value, extra))
 
     def cu(self, path, fn="add_one_gpu", includes: Sequence[str] = (), value="1.0f",
            extra="") -> Path:
-        inc = "\n".join(f'#include "{h}"' for h in includes)
-        return self._write(path, CU_TEMPLATE.format(fn=fn, includes=inc, value=value,
-                                                    extra=extra))
+        return self._write(path, add_value_cu(fn, includes, value, extra))
 
     def text(self, path, body: str) -> Path:
         return self._write(path, textwrap.dedent(body))

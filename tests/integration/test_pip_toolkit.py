@@ -24,27 +24,14 @@ from pathlib import Path
 import pytest
 
 from support.binaries import nvcc_chosen
+from support.kernels import add_value_cu
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLKIT_VENV = REPO / ".venv-toolkit"
 HIDE = Path(__file__).with_name("hide_system_cuda.py")
+SOURCE = add_value_cu("add_one")
 ARCH = "sm_80"
 SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
-
-SOURCE = """\
-#include "brainevent/common.h"
-__global__ void add_one_kernel(const float* in, float* out, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) out[i] = in[i] + 1.0f;
-}
-
-// @BE add_one
-void add_one(const BE::Tensor x, BE::Tensor out, int64_t stream) {
-    int n = (int)x.numel();
-    add_one_kernel<<<(n + 255) / 256, 256, 0, (cudaStream_t)stream>>>(
-        static_cast<const float*>(x.data_ptr()), static_cast<float*>(out.data_ptr()), n);
-}
-"""
 
 
 def _toolkit_site() -> Path:
