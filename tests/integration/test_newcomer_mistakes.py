@@ -1,4 +1,4 @@
-"""A newcomer's mistakes, each caught where it is made (issue 28): messages are
+"""A newcomer's mistakes, each caught where it is made: messages are
 compared as exact text."""
 
 from __future__ import annotations

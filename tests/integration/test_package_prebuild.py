@@ -1,4 +1,4 @@
-"""`bekc build <package dir>` (issue 25): the point of the prebuild, on a small
+"""`bekc build <package dir>` prebuilds what the package's loads then hit, on a small
 fake package named brainevent whose Python code loads its CPU kernels the ways
 brainevent 0.3.0 does (``Path(__file__).with_suffix(".cu")``, ``with_name``,
 ``parent / ...``, no ``name=``), with jaxlib installed beside it and no

@@ -1,4 +1,6 @@
-"""Issue 28 in Python: what brainevent accepts works the same way through bekc."""
+"""bekc's Python loaders accept the module names brainevent accepts (a dash in
+the name included), and a cache that cannot be written is a CacheError naming
+the cache and the ways to choose another, never a compile error."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """What brainevent 0.2.1's Numba-CUDA tests expect of numba_cuda_kernel, checked
-without a GPU or Numba (issue 17): the order and types of configuration
+without a GPU or Numba: the order and types of configuration
 errors, bfloat16 and 0-d refusals, empty launches, and entries shared between
 wrappers. The same behaviour on a GPU: tests/gpu/test_numba_cuda.py and
 tests/gpu/brainevent_numba_suite.sh.
