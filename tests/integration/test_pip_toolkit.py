@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from support.binaries import nvcc_chosen
+from support.binaries import nvcc_choice, nvcc_chosen
 from support.kernels import add_value_cu
 
 REPO = Path(__file__).resolve().parents[2]
@@ -222,15 +222,11 @@ def _stub_nvcc(path: Path, version: str) -> Path:
     return path
 
 
-def _dry_run(bekc_path, tmp_path, env, *extra):
-    src = tmp_path / "k.cu"
-    src.write_text(SOURCE)
-    argv = [bekc_path, "build", src, "--arch", ARCH, "--cache-dir", tmp_path / "cache",
-            "--dry-run", "--explain-key", *extra]
-    r = subprocess.run([str(a) for a in argv], env=env, capture_output=True, text=True,
-                       timeout=120)
-    assert r.returncode == 0, r.stderr
-    return _chosen(r.stderr)
+def _dry_run(bekc_path, env, *extra):
+    """(nvcc, why) of a dry run: the tests' own nvcc fixture asks bekc the same way."""
+    chosen = nvcc_choice(bekc_path, env, *extra)
+    assert chosen is not None, "bekc found no nvcc"
+    return chosen
 
 
 def _stub_pip_toolkit(site):
@@ -252,18 +248,18 @@ def test_search_order_with_stub_nvccs(bekc_path, tmp_path):
     be = _stub_nvcc(tmp_path / "be" / "nvcc", "13.0.3")
     mine = _stub_nvcc(tmp_path / "mine" / "nvcc", "13.0.4")
     env = _env(tmp_path, PATH=f"{on_path.parent}:{SYSTEM_PATH}", VIRTUAL_ENV=tmp_path / "venv")
-    assert _dry_run(bekc_path, tmp_path, env) == (str(pip), f"pip toolkit nvidia/cu13 in {site}")
-    assert _dry_run(bekc_path, tmp_path, env, "--nvcc-prefer", "system") == \
+    assert _dry_run(bekc_path, env) == (str(pip), f"pip toolkit nvidia/cu13 in {site}")
+    assert _dry_run(bekc_path, env, "--nvcc-prefer", "system") == \
         (str(on_path), "PATH, with system nvcc preferred")
-    assert _dry_run(bekc_path, tmp_path, dict(env, BEKC_NVCC_PREFER="system")) == \
+    assert _dry_run(bekc_path, dict(env, BEKC_NVCC_PREFER="system")) == \
         (str(on_path), "PATH, with system nvcc preferred")
     env["CUDA_HOME"] = str(home.parent.parent)
-    assert _dry_run(bekc_path, tmp_path, env) == (str(home), "$CUDA_HOME")
-    assert _dry_run(bekc_path, tmp_path, env, f"--brainevent-nvcc={be}") == \
+    assert _dry_run(bekc_path, env) == (str(home), "$CUDA_HOME")
+    assert _dry_run(bekc_path, env, f"--brainevent-nvcc={be}") == \
         (str(be), "brainevent's BRAINEVENT_NVCC_PATH")
     env["BEKC_NVCC"] = str(mine)
-    assert _dry_run(bekc_path, tmp_path, env, f"--brainevent-nvcc={be}") == (str(mine), "$BEKC_NVCC")
-    assert _dry_run(bekc_path, tmp_path, env, f"--nvcc={be}") == (str(be), "--nvcc")
+    assert _dry_run(bekc_path, env, f"--brainevent-nvcc={be}") == (str(mine), "$BEKC_NVCC")
+    assert _dry_run(bekc_path, env, f"--nvcc={be}") == (str(be), "--nvcc")
 
 
 BRAINEVENT_SCRIPT = textwrap.dedent("""\

@@ -93,23 +93,31 @@ def nvcc_chosen(stderr: str) -> Optional[Tuple[str, str]]:
     return (m.group(1), m.group(2)) if m else None
 
 
-def nvcc_of(bekc: Path, env: Optional[Mapping[str, str]] = None) -> Optional[str]:
-    """The nvcc `bekc build` uses for a .cu input in environment `env` (default:
-    this process's), or None when bekc finds none (exit 3)."""
+def nvcc_choice(bekc: Path, env: Optional[Mapping[str, str]] = None,
+                *options: str) -> Optional[Tuple[str, str]]:
+    """(path, reason) of the nvcc `bekc build OPTIONS` uses for a .cu input in
+    environment `env` (default: this process's); None when bekc finds none
+    (exit 3). Any other failure fails the calling test."""
     with tempfile.TemporaryDirectory(prefix="bekc-nvcc-probe-") as tmp:
         src = Path(tmp) / "probe.cu"
         src.write_text(_NVCC_PROBE, encoding="utf-8")
-        argv = [str(bekc), "build", str(src), "--arch", "sm_90", "--dry-run", "--explain-key",
-                "--cache-dir", str(Path(tmp) / "cache")]
+        argv = [str(bekc), "build", str(src), "--arch", "sm_80", "--dry-run", "--explain-key",
+                "--cache-dir", str(Path(tmp) / "cache"), *options]
         proc = subprocess.run(argv, cwd=tmp, env=dict(env if env is not None else os.environ),
                               capture_output=True, text=True, timeout=120)
     chosen = nvcc_chosen(proc.stderr)
     if proc.returncode == 0 and chosen:
-        return chosen[0]
+        return chosen
     if proc.returncode == 3 and "nvcc not found" in proc.stderr:
         return None
     pytest.fail(f"asking bekc which nvcc it uses failed: {argv} exited with "
                 f"{proc.returncode}\n{proc.stderr}")
+
+
+def nvcc_of(bekc: Path, env: Optional[Mapping[str, str]] = None) -> Optional[str]:
+    """The nvcc `bekc build` uses for a .cu input, or None (see nvcc_choice)."""
+    choice = nvcc_choice(bekc, env)
+    return choice[0] if choice else None
 
 
 def nvcc_binary(bekc: Path, env: Optional[Mapping[str, str]] = None) -> str:
