@@ -32,20 +32,11 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "python"))
+sys.path.insert(0, os.path.join(REPO, "tests"))
 
 import bekc  # noqa: E402
+from support.kernels import VECTOR_ADD_CPP  # noqa: E402  (the tests' kernel sources)
 
-KERNEL = r"""
-#include "brainevent/common.h"
-
-// @BE vector_add
-void vector_add(const BE::Tensor a, const BE::Tensor b, BE::Tensor out) {
-    const float* x = static_cast<const float*>(a.data_ptr());
-    const float* y = static_cast<const float*>(b.data_ptr());
-    float* o = static_cast<float*>(out.data_ptr());
-    for (int64_t i = 0; i < a.numel(); ++i) o[i] = x[i] + y[i];
-}
-"""
 
 
 def many_functions_source(n: int) -> str:
@@ -139,12 +130,12 @@ def bench_inline(repeat: int, env) -> dict:
     jax.devices()
     name = "bench_inline"
     t0 = time.perf_counter()
-    mod = bekc.load_cpp_inline(name, KERNEL)
+    mod = bekc.load_cpp_inline(name, VECTOR_ADD_CPP)
     first = time.perf_counter() - t0
     seconds = []
     for _ in range(repeat):
         t0 = time.perf_counter()
-        again = bekc.load_cpp_inline(name, KERNEL)
+        again = bekc.load_cpp_inline(name, VECTOR_ADD_CPP)
         seconds.append(time.perf_counter() - t0)
         assert again is mod
     # brainevent's cache hit hashes its runtime headers and jaxlib's ffi.h; use
@@ -158,7 +149,7 @@ def bench_inline(repeat: int, env) -> dict:
     base = []
     for _ in range(repeat):
         t0 = time.perf_counter()
-        brainevent_like_cache_hit(KERNEL, flags, mod.library_path, targets, headers)
+        brainevent_like_cache_hit(VECTOR_ADD_CPP, flags, mod.library_path, targets, headers)
         base.append(time.perf_counter() - t0)
     # The first call of a new process, answered by bekc's cache (binary hit).
     child = textwrap.dedent(f"""
@@ -166,7 +157,7 @@ def bench_inline(repeat: int, env) -> dict:
         sys.path.insert(0, {os.path.join(REPO, 'python')!r})
         import jax; jax.devices()
         import bekc
-        t0 = time.perf_counter(); bekc.load_cpp_inline({name!r}, {KERNEL!r})
+        t0 = time.perf_counter(); bekc.load_cpp_inline({name!r}, {VECTOR_ADD_CPP!r})
         print(json.dumps({{"t": time.perf_counter() - t0}}))
     """)
     cold = [run_child(child, env)["t"] for _ in range(max(3, repeat // 10))]

@@ -63,7 +63,7 @@ if [[ ! -x .venv-toolkit/bin/python3 || "$(cat "$stamp" 2>/dev/null)" != "$want"
   echo "$want" > "$stamp"
 fi
 
-# The newest jax beside the pinned one (issue 26): the Python suite and the
+# The newest jax beside the pinned one: the Python suite and the
 # loading integration tests run against it too (scripts/test.sh). jax 0.11 and
 # later need Python 3.12, which pyenv provides on the CI machine; without one
 # the step is skipped with a message.

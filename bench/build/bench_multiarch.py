@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Multi-architecture builds (issue 15): bekc against bare nvcc, in one run.
+"""Multi-architecture builds: bekc against bare nvcc, in one run.
 
 (a) One brainevent kernel file for three architectures plus PTX (--arch,
     default sm_80,sm_90,sm_100): `bekc build --force` (a miss in a cache that

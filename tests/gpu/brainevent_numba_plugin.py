@@ -1,4 +1,4 @@
-"""pytest plugin for running brainevent 0.2.1's Numba-CUDA tests against bekc (issue 17).
+"""pytest plugin for running brainevent 0.2.1's Numba-CUDA tests against bekc.
 
 Loaded by tests/gpu/brainevent_numba_suite.sh with ``-p brainevent_numba_plugin``.
 With ``BEKC_SUITE_MODE=bekc`` (the default) it points brainevent's names at

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # brainevent 0.2.1's own tests of numba_cuda_kernel / numba_cuda_callable
 # (_op/numba_cuda_ffi_test.py) and of XLACustomKernel (_op/main_test.py), run
-# with brainevent's names pointed at bekc (issue 17; see docs/numba.md):
+# with brainevent's names pointed at bekc (see docs/numba.md):
 #
 #   bash tests/gpu/brainevent_numba_suite.sh [bekc|brainevent|both]
 #

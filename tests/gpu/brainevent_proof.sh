@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Issue 25's proof on a lent GPU machine, in commands that each fit its
-# 10-minute limit, for the brainevent release carried in .whl/:
+# What `bekc build <package dir>` gains brainevent, measured on a lent GPU
+# machine in commands that each fit its 10-minute limit, for the brainevent
+# release carried in .whl/:
 #
 #   bash tests/gpu/brainevent_proof.sh 1   # prebuild benchmark, brainevent's
 #                                          # one-by-one compiles (8 shards in the

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The build benchmarks on the GPU machine's cores (docs/benchmarks.md):
 #   bash tests/gpu/build_benches.sh [OLD_BEKC]
-# bench/build/bench_multiarch.py (issue 15) and bench/build/bench_build.py
+# bench/build/bench_multiarch.py (multi-architecture builds) and bench/build/bench_build.py
 # (cold and hit times; with OLD_BEKC, beside an earlier bekc). Expects bekc at
 # $BEKC (default build/bekc); brainevent 0.2.1 comes from .whl/ when it is not
 # installed.

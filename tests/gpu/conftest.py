@@ -4,7 +4,6 @@ Runs on the GPU machine through tests/gpu/run_all.sh; skipped where JAX has no
 CUDA device (a CPU-only CI never collects this folder).
 """
 import json
-import os
 import pathlib
 import subprocess
 
@@ -13,8 +12,12 @@ import pytest
 
 import bekc
 
+from support.binaries import DEFAULT_BEKC, bekc_candidate
+
 HERE = pathlib.Path(__file__).resolve().parent
-BEKC = os.environ.get("BEKC") or str(HERE.parents[1] / "build" / "bekc")
+# The bekc under test (tests/support/binaries.py: $BEKC_BINARY, $BEKC, build/bekc);
+# a module constant, since the tests hand it to scripts and subprocesses.
+BEKC = str(bekc_candidate()[0] or DEFAULT_BEKC)
 
 
 def has_cuda():

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Where a multi-architecture miss spends its time (issue 15), on this machine.
+"""Where a multi-architecture miss spends its time, on this machine.
 
 For each file: `bekc build --force` with a launcher that stamps each
 compile's start and end, so the build splits into bekc before the compiles,

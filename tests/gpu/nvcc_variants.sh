@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Which of bekc's differences from a bare `nvcc -shared` costs time on a
-# multi-architecture compile (issue 15): -c against -shared, -MD, the
+# multi-architecture compile: -c against -shared, -MD, the
 # wrapper, --threads. Medians of REPS runs, interleaved.
 #   bash tests/gpu/nvcc_variants.sh [FILE]   (brainevent's densemv by default)
 set -uo pipefail

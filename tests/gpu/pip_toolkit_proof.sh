@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# A CUDA toolkit from pip on the GPU machine (issue 26, point 6), as root:
+# A CUDA toolkit from pip on the GPU machine, as root: bekc finds it with the
+# system CUDA gone, and builds and runs kernels with it:
 #
 #   bash tests/gpu/pip_toolkit_proof.sh [PYTHON]
 #

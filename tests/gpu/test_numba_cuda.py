@@ -309,7 +309,7 @@ def test_xla_custom_kernel_picks_the_platform_implementation(leaky_modules):
         h(x, 0.2)
 
 
-# ------------------------------------------------------------------ brainevent's behaviour (issue 17)
+# ------------------------------------------------------------------ brainevent 0.2.1's behaviour
 @cuda.jit
 def reverse_kernel(x, out):
     i = cuda.grid(1)

@@ -1,4 +1,4 @@
-"""Issue 13 (parts 2 and 4) on the GPU: data_ptr<T>()'s width check on the host
+"""Run-time checks of a call on the GPU: data_ptr<T>()'s width check on the host
 and in device code, same-width and byte views, empty arrays, and the
 handler's own checks, for CUDA targets.
 

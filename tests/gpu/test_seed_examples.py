@@ -1,4 +1,4 @@
-"""Issue 5 on the GPU: the seed tutorial (brainevent's "Custom CUDA kernels")
+"""On the GPU: the seed tutorial (brainevent's "Custom CUDA kernels")
 run as written with `import bekc as brainevent`, on CUDA and on the CPU."""
 import os
 

@@ -1,4 +1,4 @@
-"""bekc's handlers on several GPUs (issue 28, point 8): under jax.shard_map
+"""bekc's handlers on several GPUs: under jax.shard_map
 (with the default check_vma, a fori_loop through a kernel included), under
 jax.pmap, and inside a CUDA graph on each device (command-buffer handlers,
 several devices capturing at once). Needs 2 or more GPUs; 4 is the case the

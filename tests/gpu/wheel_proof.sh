@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The wheel on a machine that never built bekc (issue 16): a fresh venv that
+# The wheel on a machine that never built bekc: a fresh venv that
 # sees the machine's JAX, `pip install` of the wheel alone (no index, no
 # dependencies), then the README's quickstart and a load_cuda_inline call, with
 # no other set-up: no $BEKC, no PYTHONPATH, no build tree.

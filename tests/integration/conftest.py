@@ -1,8 +1,7 @@
 """Shared fixtures for the build-driver and cache integration tests.
 
-* ``bekc_path``: the binary, from ``$BEKC_BINARY`` (default ``<repo>/build/bekc``).
-  Unset variable and no default binary: the tests that need it are skipped; a
-  variable naming a missing file fails them.
+* ``bekc_path`` and ``nvcc`` (tests/conftest.py, from tests/support/binaries.py):
+  the binary under test, and the nvcc it builds .cu inputs with.
 * ``bekc``: a :class:`Bekc` runner bound to a fresh ``--cache-dir`` under the
   test's ``tmp_path``, so every test starts from an empty cache.
 * ``kernels``: writers for small annotated kernel sources.
@@ -16,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import textwrap
 from dataclasses import dataclass
@@ -25,49 +23,9 @@ from typing import Optional, Sequence
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-NVCC_DEFAULT = Path("/usr/local/cuda/bin/nvcc")
+from support.kernels import add_value_cpp, add_value_cu
+
 TIMEOUT_S = 300
-
-
-def _binary() -> Optional[Path]:
-    explicit = os.environ.get("BEKC_BINARY")
-    path = Path(explicit) if explicit else REPO / "build" / "bekc"
-    if not path.is_file():
-        if explicit:
-            pytest.fail(f"BEKC_BINARY={explicit} does not exist")
-        return None
-    return path.resolve()
-
-
-def find_nvcc() -> Optional[str]:
-    """nvcc as bekc would find it: $CUDA_HOME, $CUDA_PATH, PATH, /usr/local/cuda."""
-    for var in ("CUDA_HOME", "CUDA_PATH"):
-        root = os.environ.get(var)
-        if root and os.access(os.path.join(root, "bin", "nvcc"), os.X_OK):
-            return os.path.join(root, "bin", "nvcc")
-    found = shutil.which("nvcc")
-    if found:
-        return found
-    return str(NVCC_DEFAULT) if os.access(NVCC_DEFAULT, os.X_OK) else None
-
-
-@pytest.fixture(scope="session")
-def bekc_path() -> Path:
-    path = _binary()
-    if path is None:
-        pytest.skip(f"bekc binary not built at {REPO / 'build' / 'bekc'} "
-                    "(set BEKC_BINARY to point elsewhere)")
-    return path
-
-
-@pytest.fixture(scope="session")
-def nvcc() -> str:
-    """Tests that need a real CUDA compile take this fixture."""
-    found = find_nvcc()
-    if found is None:
-        pytest.skip("nvcc not found ($CUDA_HOME, $CUDA_PATH, PATH, /usr/local/cuda)")
-    return found
 
 
 def clean_env(**overrides: Optional[str]) -> dict:
@@ -190,38 +148,9 @@ def bekc(bekc_path, cache_dir, tmp_path) -> Bekc:
 
 
 # --------------------------------------------------------------------------- sources
-CPP_TEMPLATE = """\
-#include "brainevent/common.h"
-{includes}
-// @BE {fn}
-void {fn}(const BE::Tensor x, BE::Tensor out) {{
-    const float* in = static_cast<const float*>(x.data_ptr());
-    float* o = static_cast<float*>(out.data_ptr());
-    for (int64_t i = 0; i < x.numel(); ++i) o[i] = in[i] + {value};
-}}
-{extra}
-"""
-
-CU_TEMPLATE = """\
-#include "brainevent/common.h"
-{includes}
-__global__ void {fn}_kernel(const float* in, float* out, int64_t n) {{
-    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-    if (i < n) out[i] = in[i] + {value};
-}}
-
-// @BE {fn}
-void {fn}(const BE::Tensor x, BE::Tensor out, int64_t stream) {{
-    int64_t n = x.numel();
-    {fn}_kernel<<<(unsigned)((n + 255) / 256), 256, 0, (cudaStream_t)stream>>>(
-        static_cast<const float*>(x.data_ptr()), static_cast<float*>(out.data_ptr()), n);
-}}
-{extra}
-"""
-
-
 class Kernels:
-    """Writes small annotated sources: ``cpp(path, fn=..., includes=[...])``."""
+    """Writes small annotated sources: ``cpp(path, fn=..., includes=[...])`` and
+    ``cu(...)`` (out = x + value; tests/support/kernels.py), or ``text(path, body)``."""
 
     @staticmethod
     def _write(path: Path, text: str) -> Path:
@@ -232,15 +161,11 @@ class Kernels:
 
     def cpp(self, path, fn="add_one", includes: Sequence[str] = (), value="1.0f",
             extra="") -> Path:
-        inc = "\n".join(f'#include "{h}"' for h in includes)
-        return self._write(path, CPP_TEMPLATE.format(fn=fn, includes=inc, value=value,
-                                                     extra=extra))
+        return self._write(path, add_value_cpp(fn, includes, value, extra))
 
     def cu(self, path, fn="add_one_gpu", includes: Sequence[str] = (), value="1.0f",
            extra="") -> Path:
-        inc = "\n".join(f'#include "{h}"' for h in includes)
-        return self._write(path, CU_TEMPLATE.format(fn=fn, includes=inc, value=value,
-                                                    extra=extra))
+        return self._write(path, add_value_cu(fn, includes, value, extra))
 
     def text(self, path, body: str) -> Path:
         return self._write(path, textwrap.dedent(body))

@@ -1,4 +1,4 @@
-"""brainevent's own kernel files, built by bekc (issues 11 and 25), for each
+"""brainevent's own kernel files, built by bekc one by one and as a package, for each
 release of tests/brainevent_releases.py: 0.2.1 (pinned in
 requirements-test.txt) and 0.3.0, the newest (installed by scripts/setup.sh
 into .deps/). The tests find each package without importing it for the paths,

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from checked import TIMEOUT_S, run  # tests/integration/checked.py
+from support.kernels import NOOP_CPP
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -123,8 +124,7 @@ def test_cmake_module_options(prefix, tmp_path):
     OUTPUT_DIR reach bekc (checked with --dry-run: no compiler runs)."""
     src = tmp_path / "src"
     src.mkdir()
-    (src / "k.cpp").write_text('#include "brainevent/common.h"\n'
-                               "// @BE f\nvoid f(const BE::Tensor x, BE::Tensor y) {}\n")
+    (src / "k.cpp").write_text(NOOP_CPP)
     (src / "CMakeLists.txt").write_text(
         "cmake_minimum_required(VERSION 3.25)\n"
         "project(opts LANGUAGES NONE)\n"

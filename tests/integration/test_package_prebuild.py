@@ -1,4 +1,4 @@
-"""`bekc build <package dir>` (issue 25): the point of the prebuild, on a small
+"""`bekc build <package dir>` prebuilds what the package's loads then hit, on a small
 fake package named brainevent whose Python code loads its CPU kernels the ways
 brainevent 0.3.0 does (``Path(__file__).with_suffix(".cu")``, ``with_name``,
 ``parent / ...``, no ``name=``), with jaxlib installed beside it and no
@@ -22,16 +22,7 @@ import pytest
 
 from prebuild import (REPO, jaxlib_package, loads_through_bekc, make_site,  # noqa: E402
                       modules_by_name, prebuild)
-
-KERNEL = """\
-#include "brainevent/common.h"
-// @BE {fn}
-void {fn}(const BE::Tensor x, BE::Tensor out) {{
-    const float* in = static_cast<const float*>(x.data_ptr());
-    float* o = static_cast<float*>(out.data_ptr());
-    for (int64_t i = 0; i < x.numel(); ++i) o[i] = in[i] + {add}.0f;
-}}
-"""
+from support.kernels import add_value_cpp  # noqa: E402
 
 OPS_PY = """\
 from pathlib import Path
@@ -66,17 +57,17 @@ def fake_package() -> dict:
         "__init__.py": "",
         "_ops/__init__.py": "",
         "_ops/ops.py": OPS_PY,
-        "_ops/ops.cpp": KERNEL.format(fn="plus_one", add=1),
-        "_ops/kern.cpp": KERNEL.format(fn="plus_two", add=2),
-        "_ops/sub/deep.cpp": KERNEL.format(fn="plus_three", add=3),
+        "_ops/ops.cpp": add_value_cpp("plus_one", value="1.0f"),
+        "_ops/kern.cpp": add_value_cpp("plus_two", value="2.0f"),
+        "_ops/sub/deep.cpp": add_value_cpp("plus_three", value="3.0f"),
         # The same stem as _ops/ops.cpp, loaded by nobody: only checked.
         "_other/__init__.py": "",
-        "_other/ops.cpp": KERNEL.format(fn="plus_four", add=4),
+        "_other/ops.cpp": add_value_cpp("plus_four", value="4.0f"),
         "_other/computed.py": COMPUTED_PY,
-        "_other/twin.cpp": KERNEL.format(fn="plus_five", add=5),
+        "_other/twin.cpp": add_value_cpp("plus_five", value="5.0f"),
         # Includes a header the package does not ship.
         "_broken/tile.cpp": '#include "brainevent/common.h"\n#include "missing_tile.h"\n' +
-                            KERNEL.format(fn="tile", add=6).split("\n", 1)[1],
+                            add_value_cpp("tile", value="6.0f").split("\n", 1)[1],
     })
     return files
 

@@ -1,4 +1,4 @@
-"""How many compilers bekc runs at once (issue 15): `-j N` counts every
+"""How many compilers bekc runs at once: `-j N` counts every
 process and every nvcc thread, `-j 1` never runs two, and under `make -jN`
 the compilers of all recipes together stay within make's N (its jobserver).
 

@@ -1,4 +1,4 @@
-"""A CUDA toolkit from pip, with the system CUDA hidden (issue 26).
+"""A CUDA toolkit from pip, with the system CUDA hidden: bekc finds and uses it.
 
 scripts/setup.sh installs requirements-toolkit.txt (nvidia-cuda-nvcc and the
 wheels it needs, as jax[cuda13] brings them) into .venv-toolkit. Each build
@@ -14,7 +14,6 @@ brainevent's own choice while bekc stands in for brainevent's loaders.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -24,26 +23,15 @@ from pathlib import Path
 
 import pytest
 
+from support.binaries import nvcc_choice, nvcc_chosen
+from support.kernels import add_value_cu
+
 REPO = Path(__file__).resolve().parents[2]
 TOOLKIT_VENV = REPO / ".venv-toolkit"
 HIDE = Path(__file__).with_name("hide_system_cuda.py")
+SOURCE = add_value_cu("add_one")
 ARCH = "sm_80"
 SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
-
-SOURCE = """\
-#include "brainevent/common.h"
-__global__ void add_one_kernel(const float* in, float* out, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) out[i] = in[i] + 1.0f;
-}
-
-// @BE add_one
-void add_one(const BE::Tensor x, BE::Tensor out, int64_t stream) {
-    int n = (int)x.numel();
-    add_one_kernel<<<(n + 255) / 256, 256, 0, (cudaStream_t)stream>>>(
-        static_cast<const float*>(x.data_ptr()), static_cast<float*>(out.data_ptr()), n);
-}
-"""
 
 
 def _toolkit_site() -> Path:
@@ -80,9 +68,9 @@ def _env(tmp_path, **extra) -> dict:
 
 
 def _chosen(stderr: str) -> tuple:
-    m = re.search(r"^bekc: nvcc (\S+) \(chosen by (.*)\)$", stderr, re.M)
-    assert m, stderr
-    return m.group(1), m.group(2)
+    chosen = nvcc_chosen(stderr)
+    assert chosen, stderr
+    return chosen
 
 
 def _pip_nvcc(site: Path) -> str:
@@ -234,15 +222,11 @@ def _stub_nvcc(path: Path, version: str) -> Path:
     return path
 
 
-def _dry_run(bekc_path, tmp_path, env, *extra):
-    src = tmp_path / "k.cu"
-    src.write_text(SOURCE)
-    argv = [bekc_path, "build", src, "--arch", ARCH, "--cache-dir", tmp_path / "cache",
-            "--dry-run", "--explain-key", *extra]
-    r = subprocess.run([str(a) for a in argv], env=env, capture_output=True, text=True,
-                       timeout=120)
-    assert r.returncode == 0, r.stderr
-    return _chosen(r.stderr)
+def _dry_run(bekc_path, env, *extra):
+    """(nvcc, why) of a dry run: the tests' own nvcc fixture asks bekc the same way."""
+    chosen = nvcc_choice(bekc_path, env, *extra)
+    assert chosen is not None, "bekc found no nvcc"
+    return chosen
 
 
 def _stub_pip_toolkit(site):
@@ -264,18 +248,18 @@ def test_search_order_with_stub_nvccs(bekc_path, tmp_path):
     be = _stub_nvcc(tmp_path / "be" / "nvcc", "13.0.3")
     mine = _stub_nvcc(tmp_path / "mine" / "nvcc", "13.0.4")
     env = _env(tmp_path, PATH=f"{on_path.parent}:{SYSTEM_PATH}", VIRTUAL_ENV=tmp_path / "venv")
-    assert _dry_run(bekc_path, tmp_path, env) == (str(pip), f"pip toolkit nvidia/cu13 in {site}")
-    assert _dry_run(bekc_path, tmp_path, env, "--nvcc-prefer", "system") == \
+    assert _dry_run(bekc_path, env) == (str(pip), f"pip toolkit nvidia/cu13 in {site}")
+    assert _dry_run(bekc_path, env, "--nvcc-prefer", "system") == \
         (str(on_path), "PATH, with system nvcc preferred")
-    assert _dry_run(bekc_path, tmp_path, dict(env, BEKC_NVCC_PREFER="system")) == \
+    assert _dry_run(bekc_path, dict(env, BEKC_NVCC_PREFER="system")) == \
         (str(on_path), "PATH, with system nvcc preferred")
     env["CUDA_HOME"] = str(home.parent.parent)
-    assert _dry_run(bekc_path, tmp_path, env) == (str(home), "$CUDA_HOME")
-    assert _dry_run(bekc_path, tmp_path, env, f"--brainevent-nvcc={be}") == \
+    assert _dry_run(bekc_path, env) == (str(home), "$CUDA_HOME")
+    assert _dry_run(bekc_path, env, f"--brainevent-nvcc={be}") == \
         (str(be), "brainevent's BRAINEVENT_NVCC_PATH")
     env["BEKC_NVCC"] = str(mine)
-    assert _dry_run(bekc_path, tmp_path, env, f"--brainevent-nvcc={be}") == (str(mine), "$BEKC_NVCC")
-    assert _dry_run(bekc_path, tmp_path, env, f"--nvcc={be}") == (str(be), "--nvcc")
+    assert _dry_run(bekc_path, env, f"--brainevent-nvcc={be}") == (str(mine), "$BEKC_NVCC")
+    assert _dry_run(bekc_path, env, f"--nvcc={be}") == (str(be), "--nvcc")
 
 
 BRAINEVENT_SCRIPT = textwrap.dedent("""\

@@ -831,7 +831,7 @@ def test_the_remotes_files_are_staged_in_the_cache(project, nginx, tmp_path):
 
 # --------------------------------------------------------------------------- base_dir
 # Two checkouts of one project at different places share hits when each sets
-# $BEKC_BASE_DIR to its own root (issue 16; docs/cache.md, "Sharing between
+# $BEKC_BASE_DIR to its own root (docs/cache.md, "Sharing between
 # checkouts"): the keys, the direct records (local and remote) and the
 # dependency lists name files under it relative to it.
 class Checkout:
@@ -911,13 +911,15 @@ def test_checkouts_share_a_remote_cache_through_base_dir(bekc, kernels, tmp_path
     assert third.hit is False and third.key != first.key
 
 
-# Three ways base_dir gave another checkout's library (issue 27, point 3).
+# With base_dir set, a checkout never gets another checkout's library: not
+# through a header outside the base, not through a checkout path the library
+# keeps, and not through a path that only contains the base's.
 @pytest.mark.parametrize("reach", ["#include \"../common/v.h\"", "-I ../common"])
 def test_a_header_beside_the_base_reached_relatively_is_each_checkouts_own(bekc, kernels,
                                                                           tmp_path, reach):
-    """A header outside the base, reached by a relative path, was recorded by
-    its absolute path: a second checkout checked the first one's header, and
-    hit with the first one's library."""
+    """A header outside the base, reached by a relative path (an #include or
+    -I), is each checkout's own: a second checkout whose header differs
+    misses and builds from its own header."""
     cache = tmp_path / "cache"
     builds = []
     for who, value in (("a", "1.0f"), ("b", "2.0f")):
@@ -951,8 +953,8 @@ def test_a_header_beside_the_base_reached_relatively_is_each_checkouts_own(bekc,
 @pytest.mark.parametrize("copied", ["-D", "rpath", "LD_RUN_PATH"])
 def test_a_checkout_path_the_library_keeps_is_not_hidden(bekc, kernels, tmp_path, copied):
     """Values the compiler or the linker copies into the library (a -D
-    string, the RUNPATH from -Wl,-rpath or $LD_RUN_PATH) were hidden in the
-    key: the second checkout got a library pointing into the first."""
+    string, the RUNPATH from -Wl,-rpath or $LD_RUN_PATH) stay in the key as
+    written: each checkout gets a library that points into itself."""
     cache = tmp_path / "cache"
     builds = []
     for who in ("alice", "bob"):
@@ -976,10 +978,9 @@ def test_a_checkout_path_the_library_keeps_is_not_hidden(bekc, kernels, tmp_path
 
 
 def test_the_base_is_hidden_only_as_a_leading_path_component(bekc, kernels, tmp_path):
-    """With base /x/src, /x/usr/src/... (an include directory outside the
-    base whose path contains it) was keyed and recorded as
-    /x/usr$BEKC_BASE_DIR/..., a name that never exists: a header that
-    appears there later was never noticed."""
+    """With base /x/src, /x/usr/x/src/... (an include directory outside the
+    base whose path contains it) is keyed by its own path, not rewritten to
+    /x/usr$BEKC_BASE_DIR/...: a header that appears there later misses."""
     base = tmp_path / "src"
     outer = tmp_path / "usr" / str(base).lstrip("/")  # <tmp>/usr<tmp>/src: holds the base
     (outer / "inc").mkdir(parents=True)

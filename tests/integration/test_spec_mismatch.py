@@ -1,5 +1,5 @@
 """A written spec that does not fit the signature fails the build at the spec
-(issue 13, SPEC §1.3): `// @BE dbl ret arg` on
+(SPEC §1.3): `// @BE dbl ret arg` on
 `void dbl(const BE::Tensor x, BE::Tensor out)` compiles as C++ (top-level
 const is not part of a function's type), so bekc's scanner compares each
 token with the parameter as written, before any compiler runs. The

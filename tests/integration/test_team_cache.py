@@ -1,7 +1,7 @@
 """A cache shared by a team, set up as docs/cache.md says ("On a shared
 filesystem"): a common group, the setgid bit, umask 002. Two members, run as
-two users with setpriv(1); one (the member) tries each harm of issue 27 on
-the other (the victim), whose next build must neither run the member's
+two users with setpriv(1); one (the member) tries each harm of the table below
+on the other (the victim), whose next build must neither run the member's
 program, nor send the victim's token to the member's server, nor write where
 the member chose.
 
@@ -14,8 +14,8 @@ the member chose.
 | the victim's log in the cache made a link     | the log is opened like every file  |
 |                                               | in the cache: no link followed     |
 
-(/tmp/bekc-<uid> made first by the member is issue 27's point 11, tested
-with its fix.)
+(A /tmp/bekc-<uid> made first by the member does not stop the victim's
+build: test_cache_safety.py::test_another_users_tmp_directory_does_not_stop_the_build.)
 
 Needs root (to become two users) and setpriv; skipped otherwise.
 """

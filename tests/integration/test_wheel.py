@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from checked import run  # tests/integration/checked.py
+from support.kernels import SCALE_CPP
 from test_tutorial import README, command_lines, group, parse_blocks
 
 REPO = Path(__file__).resolve().parents[2]
@@ -125,17 +126,6 @@ def test_auditwheel_agrees_with_the_tag(wheel):
     assert report["overall_tag"] == f"manylinux_{glibc_tag(wheel).replace('.', '_')}_x86_64"
 
 
-KERNEL = r"""
-#include "brainevent/common.h"
-
-// @BE scale arg ret attr.factor:float32
-void scale(const BE::Tensor x, BE::Tensor out, float factor) {
-    const float* in = static_cast<const float*>(x.data_ptr());
-    float* o = static_cast<float*>(out.data_ptr());
-    for (int64_t i = 0; i < x.numel(); ++i) o[i] = in[i] * factor;
-}
-"""
-
 CALL = textwrap.dedent("""
     import os, sys
     import jax, jax.numpy as jnp, numpy as np
@@ -177,5 +167,5 @@ def test_clean_venv_builds_and_calls_a_cpp_kernel(wheel, tmp_path):
     on_path = dict(env, PATH=f"{venv / 'bin'}:{env['PATH']}")
     assert version in run(["bekc", "--version"], env=on_path).stdout
 
-    done = run([python, "-c", CALL, KERNEL], env=env, cwd=tmp_path)
+    done = run([python, "-c", CALL, SCALE_CPP], env=env, cwd=tmp_path)
     assert done.stdout.strip().endswith("scale called")

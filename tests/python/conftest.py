@@ -4,8 +4,9 @@
   compiled with the host compiler, two variants with different bytes. With a
   hand-written manifest they exercise load/registration/casting without the
   bekc binary.
-* ``bekc_bin``: the real binary for end-to-end tests; those tests skip only
-  when it cannot be found.
+* ``bekc_bin``: the real binary for end-to-end tests (``bekc_path`` of
+  tests/conftest.py, found by tests/support/binaries.py), also set as the
+  package's ``$BEKC``.
 """
 
 from __future__ import annotations
@@ -135,24 +136,11 @@ def ref_manifest(ref_libs, tmp_path):
 
 
 # --------------------------------------------------------------------------- real binary
-def _locate_bekc():
-    try:
-        return bekc.find_binary()
-    except bekc.BinaryNotFoundError:
-        pass
-    for cand in (os.path.join(REPO, "build", "bekc"), os.path.join(REPO, "build", "cli", "bekc")):
-        if os.path.isfile(cand) and os.access(cand, os.X_OK):
-            return cand
-    return None
-
-
 @pytest.fixture(scope="session")
-def bekc_bin(tmp_path_factory):
-    """The real bekc binary (tests using it skip only when it is missing)."""
-    path = _locate_bekc()
-    if path is None:
-        pytest.skip("bekc binary not found: set $BEKC, put bekc on PATH, or build "
-                    f"{os.path.join(REPO, 'build', 'bekc')}")
+def bekc_bin(bekc_path, tmp_path_factory):
+    """The real bekc binary (``bekc_path``, tests/support/binaries.py), made the
+    one the bekc package runs ($BEKC) with a session cache directory."""
+    path = str(bekc_path)
     old_env = os.environ.get("BEKC")
     os.environ["BEKC"] = path
     cache = tmp_path_factory.mktemp("bekc-cache")

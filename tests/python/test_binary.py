@@ -10,6 +10,7 @@ import pytest
 
 import bekc
 from bekc import _binary
+from support.kernels import NOOP_EXPORT
 
 
 def _exe(path, body="#!/bin/sh\necho '{}'\n"):
@@ -78,7 +79,7 @@ def test_loader_reports_missing_binary(clean_env, monkeypatch):
     from bekc import _compat
     monkeypatch.setattr(_compat, "_CACHE_DIR_OVERRIDE", str(clean_env / "cache"))
     with pytest.raises(bekc.BinaryNotFoundError):
-        bekc.load_cpp_inline("nobin", "// @BE f\nvoid f(BE::Tensor o) {}\n")
+        bekc.load_cpp_inline("nobin", NOOP_EXPORT)
 
 
 def test_run_nonzero_exit_is_compile_error(tmp_path):

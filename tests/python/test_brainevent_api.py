@@ -41,25 +41,12 @@ from brainevent._op import kernix_pipeline  # noqa: E402
 import bekc  # noqa: E402
 from bekc import _brainevent, _compat  # noqa: E402
 from conftest import REPO, sha256_of, unique_prefix  # noqa: E402
+from support.kernels import NOOP_EXPORT, SCALE_CPP  # noqa: E402
 
 LOADERS = ("load_cuda_inline", "load_cuda_file", "load_cuda_dir", "load_cpp_inline",
            "load_cpp_file")
 ORIGINALS = {n: getattr(kernix_pipeline, n) for n in LOADERS}
 ARCH_ENV = "BRAINEVENT_COMPUTE_CAPABILITIES"
-
-CU_SRC = "// @BE f\nvoid f(const BE::Tensor x, BE::Tensor out) {}\n"
-
-SCALE_SRC = r"""
-#include "brainevent/common.h"
-
-// @BE scale arg ret attr.factor:float32
-void scale(const BE::Tensor x, BE::Tensor out, float factor) {
-    const float* in = static_cast<const float*>(x.data_ptr());
-    float* o = static_cast<float*>(out.data_ptr());
-    for (int64_t i = 0; i < x.numel(); ++i) o[i] = in[i] * factor;
-}
-"""
-
 
 @pytest.fixture(autouse=True)
 def _brainevent_untouched():
@@ -114,8 +101,8 @@ def rec(monkeypatch, tmp_path):
 def kernel_files(tmp_path):
     d = tmp_path / "kernels"
     d.mkdir()
-    (d / "k.cu").write_text(CU_SRC)
-    (d / "k.cpp").write_text(CU_SRC)
+    (d / "k.cu").write_text(NOOP_EXPORT)
+    (d / "k.cpp").write_text(NOOP_EXPORT)
     return d
 
 
@@ -151,7 +138,7 @@ def test_every_brainevent_parameter_exists(name, rec, kernel_files):
     elif name.endswith("_dir"):
         bekc.load_cuda_dir(kernel_files, **forwarded)
     else:
-        getattr(bekc, name)("m", CU_SRC, **forwarded)
+        getattr(bekc, name)("m", NOOP_EXPORT, **forwarded)
     assert len(rec.runs) == 1
     assert "replace" in inspect.signature(bekc.load).parameters
 
@@ -179,7 +166,7 @@ CUDA_ARGV_CASES = [
 def test_cuda_parameter_effect_through_brainevent(kwargs, want, absent, rec):
     """Each parameter, passed the brainevent way, reaches bekc as brainevent means it."""
     bekc.use_for_brainevent()
-    argv = rec.argv(brainevent.load_cuda_inline, "m", CU_SRC, **kwargs)
+    argv = rec.argv(brainevent.load_cuda_inline, "m", NOOP_EXPORT, **kwargs)
     for w in want:
         assert w in argv, (w, argv)
     for a in absent:
@@ -189,16 +176,16 @@ def test_cuda_parameter_effect_through_brainevent(kwargs, want, absent, rec):
 def test_build_directory_and_auto_register_and_replace(rec, tmp_path, monkeypatch):
     bekc.use_for_brainevent()
     monkeypatch.chdir(tmp_path)
-    argv = rec.argv(brainevent.load_cuda_inline, "m", CU_SRC, build_directory="out",
+    argv = rec.argv(brainevent.load_cuda_inline, "m", NOOP_EXPORT, build_directory="out",
                     auto_register=False)
     assert argv[argv.index("-o") + 1] == str(tmp_path / "out")
     assert rec.loads[-1] == {"register": False, "replace": False}
-    rec.argv(brainevent.load_cpp_inline, "m", CU_SRC, replace=True)
+    rec.argv(brainevent.load_cpp_inline, "m", NOOP_EXPORT, replace=True)
     assert rec.loads[-1] == {"register": True, "replace": True}
     # brainevent: force_rebuild registers as replace does
-    rec.argv(brainevent.load_cpp_inline, "m", CU_SRC, force_rebuild=True)
+    rec.argv(brainevent.load_cpp_inline, "m", NOOP_EXPORT, force_rebuild=True)
     assert rec.loads[-1]["replace"] is True
-    (tmp_path / "k.cu").write_text(CU_SRC)
+    (tmp_path / "k.cu").write_text(NOOP_EXPORT)
     rec.argv(brainevent.load_cuda_file, tmp_path / "k.cu", replace=True, auto_register=False)
     assert rec.loads[-1] == {"register": False, "replace": True}
 
@@ -209,12 +196,12 @@ def test_extra_ldflags_mapping(rec, kernel_files):
     entries = ["/opt/nvidia/cublas/lib/libcublas.so.13", "-rpath=/opt/nvidia/cublas lib",
                "-L/path with spaces"]
     want = [f"--linker-arg={e}" for e in entries]
-    for argv in (rec.argv(bekc.load_cuda_inline, "m", CU_SRC, extra_ldflags=entries),
+    for argv in (rec.argv(bekc.load_cuda_inline, "m", NOOP_EXPORT, extra_ldflags=entries),
                  rec.argv(bekc.load_cuda_file, kernel_files / "k.cu", extra_ldflags=entries),
                  rec.argv(bekc.load_cuda_dir, kernel_files, extra_ldflags=entries)):
         assert opts(argv, "--linker-arg") == want and not opts(argv, "--ldflag")
     entries = ["-Wl,-rpath,/opt/lib", "-lm"]
-    for argv in (rec.argv(bekc.load_cpp_inline, "m", CU_SRC, extra_ldflags=entries),
+    for argv in (rec.argv(bekc.load_cpp_inline, "m", NOOP_EXPORT, extra_ldflags=entries),
                  rec.argv(bekc.load_cpp_file, kernel_files / "k.cpp", extra_ldflags=entries)):
         assert opts(argv, "--ldflag") == [f"--ldflag={e}" for e in entries]
         assert not opts(argv, "--linker-arg")
@@ -228,15 +215,13 @@ def _runpath(library):
     return re.findall(r"\((?:RUNPATH|RPATH)\)\s+Library r(?:un)?path: \[(.*)\]", out)
 
 
-def test_extra_ldflags_reach_the_linker(bekc_bin):
+def test_extra_ldflags_reach_the_linker(bekc_bin, request):
     """Real builds: the C++ entry goes to the driver, the CUDA one to the linker."""
     name = unique_prefix("ld_cpp")
-    mod = bekc.load_cpp_inline(name, SCALE_SRC, extra_ldflags=["-Wl,-rpath,/opt/bekc_cpp_rp"])
+    mod = bekc.load_cpp_inline(name, SCALE_CPP, extra_ldflags=["-Wl,-rpath,/opt/bekc_cpp_rp"])
     assert _runpath(mod.path) == ["/opt/bekc_cpp_rp"]
-    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
-    if not os.access(nvcc, os.X_OK):
-        pytest.skip("nvcc not found: the CUDA half needs it (no GPU needed)")
-    src = '#include "brainevent/common.h"\n' + CU_SRC.replace("out)", "out, int64_t stream)")
+    request.getfixturevalue("nvcc")  # the CUDA half needs nvcc (no GPU): skipped without
+    src = '#include "brainevent/common.h"\n' + NOOP_EXPORT.replace("out)", "out, int64_t stream)")
     cmod = bekc.load_cuda_inline(unique_prefix("ld_cu"), src, compute_capability="8.0",
                                  extra_ldflags=["-rpath=/opt/bekc_cuda_rp"], auto_register=False)
     assert _runpath(cmod.path) == ["/opt/bekc_cuda_rp"]
@@ -251,7 +236,7 @@ def test_unmappable_ldflags_raise_before_bekc_runs(rec):
              ("load_cuda_inline", "-Wl,-rpath,/x", ValueError)]
     for loader, entry, exc in cases:
         with pytest.raises(exc, match=re.escape(repr(entry))):
-            getattr(bekc, loader)("m", CU_SRC, extra_ldflags=["-lok", entry])
+            getattr(bekc, loader)("m", NOOP_EXPORT, extra_ldflags=["-lok", entry])
     assert rec.runs == []
 
 
@@ -260,19 +245,19 @@ def test_compute_capability_spellings(rec):
                      ("compute_86", "sm_86"), ("9.0a", "sm_90a"), ("12.0", "sm_120"),
                      (["8.0", "sm_90", "8.0"], "sm_80,sm_90"), ("8.0, 9.0", "sm_80,sm_90"),
                      (["8.0,8.6", "9.0"], "sm_80,sm_86,sm_90")]:
-        argv = rec.argv(bekc.load_cuda_inline, "m", CU_SRC, compute_capability=cc)
+        argv = rec.argv(bekc.load_cuda_inline, "m", NOOP_EXPORT, compute_capability=cc)
         assert opts(argv, "--arch") == [f"--arch={want}"], cc
     for bad in ("1.0", "sm_10", "8", "ampere", "sm_86x1"):
         with pytest.raises(ValueError, match=re.escape(repr(bad))):
-            bekc.load_cuda_inline("m", CU_SRC, compute_capability=bad)
+            bekc.load_cuda_inline("m", NOOP_EXPORT, compute_capability=bad)
     # brainevent: an empty choice is no choice
     for empty in ("", [], " , "):
-        assert not opts(rec.argv(bekc.load_cuda_inline, "m", CU_SRC, compute_capability=empty),
+        assert not opts(rec.argv(bekc.load_cuda_inline, "m", NOOP_EXPORT, compute_capability=empty),
                         "--arch")
 
 
 def test_compute_capability_pins(rec, monkeypatch, kernel_files):
-    cuda_calls = [lambda **kw: rec.argv(bekc.load_cuda_inline, "m", CU_SRC, **kw),
+    cuda_calls = [lambda **kw: rec.argv(bekc.load_cuda_inline, "m", NOOP_EXPORT, **kw),
                   lambda **kw: rec.argv(bekc.load_cuda_file, kernel_files / "k.cu", **kw),
                   lambda **kw: rec.argv(bekc.load_cuda_dir, kernel_files, **kw)]
     for call in cuda_calls:
@@ -285,12 +270,12 @@ def test_compute_capability_pins(rec, monkeypatch, kernel_files):
         assert opts(call(), "--arch") == ["--arch=sm_80,sm_89"]
         assert opts(call(compute_capability="7.5"), "--arch") == ["--arch=sm_75"]
     # C++ builds have no architecture
-    assert not opts(rec.argv(bekc.load_cpp_inline, "m", CU_SRC), "--arch")
+    assert not opts(rec.argv(bekc.load_cpp_inline, "m", NOOP_EXPORT), "--arch")
     assert not opts(rec.argv(bekc.load_cpp_file, kernel_files / "k.cpp"), "--arch")
     brainevent.config.set_compute_capability(None)
     monkeypatch.setenv(ARCH_ENV, "ampere")
     with pytest.raises(ValueError, match=ARCH_ENV):
-        bekc.load_cuda_inline("m", CU_SRC)
+        bekc.load_cuda_inline("m", NOOP_EXPORT)
 
 
 def _real_dir(*parts):
@@ -302,8 +287,8 @@ def test_brainevent_and_xla_include_dirs(rec, kernel_files, tmp_path, monkeypatc
     xla_inc = _real_dir(jax.ffi.include_dir())
     user = tmp_path / "user_inc"
     user.mkdir()
-    calls = [lambda: rec.argv(bekc.load_cuda_inline, "m", CU_SRC, extra_include_paths=[user]),
-             lambda: rec.argv(bekc.load_cpp_inline, "m", CU_SRC, extra_include_paths=[user]),
+    calls = [lambda: rec.argv(bekc.load_cuda_inline, "m", NOOP_EXPORT, extra_include_paths=[user]),
+             lambda: rec.argv(bekc.load_cpp_inline, "m", NOOP_EXPORT, extra_include_paths=[user]),
              lambda: rec.argv(bekc.load_cuda_file, kernel_files / "k.cu",
                               extra_include_paths=[user]),
              lambda: rec.argv(bekc.load_cuda_dir, kernel_files, extra_include_paths=[user]),
@@ -330,9 +315,9 @@ def test_cuda_loaders_name_this_interpreters_toolkit(rec, kernel_files, tmp_path
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda n, *a: None if n == "nvidia" else real(n, *a))
     want = sorted({f"--python-site={purelib}", f"--python-site={sysconfig.get_paths()['platlib']}"})
-    assert sorted(opts(rec.argv(bekc.load_cuda_inline, "m", CU_SRC), "--python-site")) == want
+    assert sorted(opts(rec.argv(bekc.load_cuda_inline, "m", NOOP_EXPORT), "--python-site")) == want
     assert sorted(opts(rec.argv(bekc.load_cuda_file, kernel_files / "k.cu"), "--python-site")) == want
-    assert not opts(rec.argv(bekc.load_cpp_inline, "m", CU_SRC), "--python-site")
+    assert not opts(rec.argv(bekc.load_cpp_inline, "m", NOOP_EXPORT), "--python-site")
     # With the nvidia namespace package importable (the wheels' layout), its
     # directories: every one that holds it, as brainevent's find_spec sees them.
     for site in ("a", "b"):
@@ -341,12 +326,12 @@ def test_cuda_loaders_name_this_interpreters_toolkit(rec, kernel_files, tmp_path
     monkeypatch.syspath_prepend(str(tmp_path / "b"))
     monkeypatch.syspath_prepend(str(tmp_path / "a"))
     importlib.invalidate_caches()
-    argv = rec.argv(bekc.load_cuda_inline, "m", CU_SRC)
+    argv = rec.argv(bekc.load_cuda_inline, "m", NOOP_EXPORT)
     assert opts(argv, "--python-site")[:2] == [f"--python-site={tmp_path / 'a'}",
                                                 f"--python-site={tmp_path / 'b'}"]
     # Not routing brainevent: none of brainevent's nvcc settings.
     monkeypatch.setenv("BRAINEVENT_NVCC_PATH", "/opt/nvcc")
-    argv = rec.argv(bekc.load_cuda_inline, "m", CU_SRC)
+    argv = rec.argv(bekc.load_cuda_inline, "m", NOOP_EXPORT)
     assert not opts(argv, "--brainevent-nvcc") and not opts(argv, "--nvcc-prefer")
 
 
@@ -356,26 +341,26 @@ def test_routing_brainevent_passes_its_nvcc_choice(rec, tmp_path, monkeypatch):
     monkeypatch.delenv("BRAINEVENT_NVCC_PREFER", raising=False)
     monkeypatch.setattr(kernix_toolchain, "_NVCC_DISCOVERY", None)
     bekc.use_for_brainevent()
-    argv = rec.argv(brainevent.load_cuda_inline, name="m", cuda_sources=CU_SRC)
+    argv = rec.argv(brainevent.load_cuda_inline, name="m", cuda_sources=NOOP_EXPORT)
     assert opts(argv, "--nvcc-prefer") == ["--nvcc-prefer=pip"]  # brainevent's default
     assert not opts(argv, "--brainevent-nvcc")
     monkeypatch.setenv("BRAINEVENT_NVCC_PREFER", "system")
-    argv = rec.argv(brainevent.load_cuda_inline, name="m", cuda_sources=CU_SRC)
+    argv = rec.argv(brainevent.load_cuda_inline, name="m", cuda_sources=NOOP_EXPORT)
     assert opts(argv, "--nvcc-prefer") == ["--nvcc-prefer=system"]
     brainevent.config.prefer_system_nvcc(False)  # set_nvcc_discovery wins over the variable
     monkeypatch.setenv("BRAINEVENT_NVCC_PATH", str(tmp_path / "nvcc"))
-    argv = rec.argv(brainevent.load_cuda_inline, name="m", cuda_sources=CU_SRC)
+    argv = rec.argv(brainevent.load_cuda_inline, name="m", cuda_sources=NOOP_EXPORT)
     assert opts(argv, "--nvcc-prefer") == ["--nvcc-prefer=pip"]
     assert opts(argv, "--brainevent-nvcc") == [f"--brainevent-nvcc={tmp_path / 'nvcc'}"]
     # C++ builds: no nvcc at all.
-    assert not opts(rec.argv(brainevent.load_cpp_inline, name="m", cpp_sources=CU_SRC), "--nvcc")
+    assert not opts(rec.argv(brainevent.load_cpp_inline, name="m", cpp_sources=NOOP_EXPORT), "--nvcc")
 
 
 def test_file_inputs_are_real_paths(rec, tmp_path):
     src = tmp_path / "src"
     src.mkdir()
-    (src / "k.cu").write_text(CU_SRC)
-    (src / "k.cpp").write_text(CU_SRC)
+    (src / "k.cu").write_text(NOOP_EXPORT)
+    (src / "k.cpp").write_text(NOOP_EXPORT)
     (tmp_path / "alias").symlink_to(src)
     (src / "other.cu").symlink_to(src / "k.cu")
     real_cu = os.path.realpath(src / "k.cu")
@@ -393,14 +378,14 @@ def test_file_inputs_are_real_paths(rec, tmp_path):
 
 def test_load_cuda_dir_patterns_are_pathlib_globs(rec, tmp_path):
     (tmp_path / "d" / "sub").mkdir(parents=True)
-    (tmp_path / "d" / "a.cu").write_text(CU_SRC)
-    (tmp_path / "d" / "sub" / "b.cu").write_text(CU_SRC)
+    (tmp_path / "d" / "a.cu").write_text(NOOP_EXPORT)
+    (tmp_path / "d" / "sub" / "b.cu").write_text(NOOP_EXPORT)
     argv = rec.argv(bekc.load_cuda_dir, tmp_path / "d", file_patterns=["**/*.cu"])
     assert argv[1:3] == [str(tmp_path / "d" / "a.cu"), str(tmp_path / "d" / "sub" / "b.cu")]
 
 
 # --------------------------------------------------------------------------- the module
-MODULE_SRC = SCALE_SRC + r"""
+MODULE_SRC = SCALE_CPP + r"""
 // @BE path arg ret
 void path(const BE::Tensor x, BE::Tensor out) {
     const float* in = static_cast<const float*>(x.data_ptr());
@@ -460,10 +445,10 @@ def test_replace_keeps_brainevent_rules(bekc_bin):
     """replace=True: the same library again is a no-op; a changed one cannot be
     swapped in (XLA keeps the first handler), so it raises, as brainevent does."""
     name = unique_prefix("repl")
-    mod = bekc.load_cpp_inline(name, SCALE_SRC)
-    assert bekc.load_cpp_inline(name, SCALE_SRC, replace=True) is mod
-    assert bekc.load_cpp_inline(name, SCALE_SRC, force_rebuild=True, replace=True) is mod
-    changed = SCALE_SRC.replace("in[i] * factor", "in[i] * factor * 2.0f")
+    mod = bekc.load_cpp_inline(name, SCALE_CPP)
+    assert bekc.load_cpp_inline(name, SCALE_CPP, replace=True) is mod
+    assert bekc.load_cpp_inline(name, SCALE_CPP, force_rebuild=True, replace=True) is mod
+    changed = SCALE_CPP.replace("in[i] * factor", "in[i] * factor * 2.0f")
     with pytest.raises(bekc.TargetConflictError, match="cannot replace FFI target") as e:
         bekc.load_cpp_inline(name, changed, replace=True)
     assert "XLA cannot re-point" in str(e.value) and "target_prefix" in str(e.value)
@@ -584,7 +569,7 @@ print(json.dumps({{"replaced": report.replaced, "left": left,
 def test_brainevent_builds_through_bekc_on_cpu(bekc_bin, tmp_path):
     bekc.use_for_brainevent()
     name = unique_prefix("be_cpu")
-    mod = brainevent.load_cpp_inline(name=name, cpp_sources=SCALE_SRC)
+    mod = brainevent.load_cpp_inline(name=name, cpp_sources=SCALE_CPP)
     assert isinstance(mod, bekc.Module)
     assert os.path.realpath(mod.path).startswith(os.path.realpath(bekc.get_cache_dir()))
     assert mod.function_names == ["scale"]
@@ -596,7 +581,7 @@ def test_brainevent_builds_through_bekc_on_cpu(bekc_bin, tmp_path):
     np.testing.assert_allclose(jax.jit(lambda v: mod.scale(v, factor=2.0))(x), 2 * x)
     # the file loader, reached the way brainevent's own modules reach it
     src = tmp_path / f"{name}_file.cpp"
-    src.write_text(SCALE_SRC)
+    src.write_text(SCALE_CPP)
     from brainevent._op import load_cpp_file
     fmod = load_cpp_file(src)
     np.testing.assert_allclose(fmod.scale(x, factor=3.0), 3 * x)

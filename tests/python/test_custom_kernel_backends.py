@@ -1,5 +1,5 @@
 """``bekc.XLACustomKernel``: choosing a backend, and the errors and warnings
-around it, as brainevent 0.2.1's XLACustomKernel does (issue 17; its tests are
+around it, as brainevent 0.2.1's XLACustomKernel does (its tests are
 brainevent/_op/main_test.py, run on a GPU by tests/gpu/brainevent_numba_suite.sh).
 
 Plain Python kernel generators on JAX's CPU; no bekc binary needed.

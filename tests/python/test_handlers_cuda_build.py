@@ -7,7 +7,8 @@ table: every exported function has its two handlers (`bekc_ffi_<fn>` and
 with default visibility (libstdc++ template instances, namespace std) are
 not the user's and are allowed.
 
-The bekc binary: ``$BEKC_BINARY``, else ``build/bekc`` in the repository.
+The bekc binary and the nvcc it uses: ``bekc_path`` and ``nvcc``
+(tests/support/binaries.py).
 """
 
 from __future__ import annotations
@@ -28,25 +29,12 @@ USER_NAMES = ["vector_add", "scale_by", "axpy", "blocks_for", "user_device_helpe
               "kThreads"]
 
 
-def find_nvcc():
-    for d in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")):
-        if d and os.access(os.path.join(d, "bin", "nvcc"), os.X_OK):
-            return os.path.join(d, "bin", "nvcc")
-    return shutil.which("nvcc") or (
-        "/usr/local/cuda/bin/nvcc" if os.access("/usr/local/cuda/bin/nvcc", os.X_OK) else None)
-
-
 @pytest.fixture(scope="module")
-def cuda_build(tmp_path_factory):
-    bekc = os.environ.get("BEKC_BINARY") or os.path.join(REPO, "build", "bekc")
-    if not os.access(bekc, os.X_OK):
-        pytest.skip(f"no bekc binary at {bekc}")
-    if not find_nvcc():
-        pytest.skip("nvcc not found (CUDA_HOME, CUDA_PATH, PATH, /usr/local/cuda)")
+def cuda_build(bekc_path, nvcc, tmp_path_factory):
     if not shutil.which("nm"):
         pytest.skip("nm not found")
     cache = tmp_path_factory.mktemp("bekc-cuda-cache")
-    proc = subprocess.run([bekc, "build", KERNEL, "--arch", "sm_90", "--cache-dir", str(cache),
+    proc = subprocess.run([str(bekc_path), "build", KERNEL, "--arch", "sm_90", "--cache-dir", str(cache),
                            "--json", "-q"], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr + proc.stdout
     result = json.loads(proc.stdout)
@@ -97,9 +85,9 @@ def test_library_exports_handlers_and_nothing_of_the_user(cuda_build):
         assert "BE::" not in demangled and "bekc_rt" not in demangled, demangled
 
 
-def test_library_embeds_sm_90_code(cuda_build):
+def test_library_embeds_sm_90_code(cuda_build, nvcc):
     result, _ = cuda_build
-    cuobjdump = os.path.join(os.path.dirname(find_nvcc()), "cuobjdump")
+    cuobjdump = os.path.join(os.path.dirname(nvcc), "cuobjdump")
     if os.access(cuobjdump, os.X_OK):
         out = subprocess.run([cuobjdump, "--list-elf", result["library"]], capture_output=True,
                              text=True).stdout

@@ -8,7 +8,7 @@ through ctypes (not through the ``bekc`` package) and called with
 results are compared with NumPy / jax.numpy. The 64-bit cases need
 ``jax_enable_x64`` and run in a child interpreter.
 
-The bekc binary: ``$BEKC_BINARY``, else ``build/bekc`` in the repository.
+The bekc binary is found by tests/support/binaries.py.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 import ml_dtypes  # noqa: E402
 
+from support.binaries import bekc_binary  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 KERNEL = os.path.join(REPO, "tests", "harness", "kernels", "handlers_cpu.cpp")
@@ -36,17 +38,10 @@ KERNEL = os.path.join(REPO, "tests", "harness", "kernels", "handlers_cpu.cpp")
 _LOADED: list = []
 
 
-def bekc_binary() -> str:
-    path = os.environ.get("BEKC_BINARY") or os.path.join(REPO, "build", "bekc")
-    if not os.access(path, os.X_OK):
-        pytest.skip(f"no bekc binary at {path} (build it, or set BEKC_BINARY)")
-    return path
-
-
 def build(source: str, cache_dir: str, prefix: str) -> dict:
     """Runs `bekc build` and returns its --json result."""
     proc = subprocess.run(
-        [bekc_binary(), "build", source, "--cache-dir", cache_dir, "--target-prefix", prefix,
+        [str(bekc_binary()), "build", source, "--cache-dir", cache_dir, "--target-prefix", prefix,
          "--json", "-q"],
         capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr + proc.stdout

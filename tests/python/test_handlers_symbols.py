@@ -8,13 +8,9 @@ compiler or linker error about generated files.
 
 from __future__ import annotations
 
-import os
 import subprocess
 
-import pytest
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
+from support.binaries import bekc_binary
 
 FOO = """#include "brainevent/common.h"
 // @BE foo
@@ -27,10 +23,7 @@ void foo_nograph(const BE::Tensor a, BE::Tensor out) {}
 
 
 def bekc(*args, cwd):
-    binary = os.environ.get("BEKC_BINARY") or os.path.join(REPO, "build", "bekc")
-    if not os.access(binary, os.X_OK):
-        pytest.skip(f"no bekc binary at {binary}")
-    return subprocess.run([binary, "build", *args, "--cache-dir", str(cwd / "cache")], cwd=cwd,
+    return subprocess.run([str(bekc_binary()), "build", *args, "--cache-dir", str(cwd / "cache")], cwd=cwd,
                           capture_output=True, text=True, timeout=300)
 
 

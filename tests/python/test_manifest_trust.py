@@ -1,4 +1,4 @@
-"""The loader does not trust the manifest (issue 13): what it opens, which
+"""The loader does not trust the manifest: what it opens, which
 symbols it hands to XLA, the type of every field it reads, and the file itself.
 
 Every library here is built by the real ``bekc`` binary; each test copies one

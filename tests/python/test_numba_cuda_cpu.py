@@ -14,9 +14,10 @@ What runs on a CPU-only machine:
   test-only names so XLA's CPU client can call them);
 * argument checks of ``numba_cuda_callable``.
 
-The library is the one beside the bekc binary (``bekc_bin`` in conftest.py),
-``$BEKC_NUMBA_LIBRARY``, or ``build/libbekc_numba.so``; tests needing it skip
-when none exists (``cmake --build build --target bekc_numba``).
+The library is the ``numba_library`` fixture (tests/support/binaries.py:
+``$BEKC_NUMBA_LIBRARY``, the one beside the bekc binary, or
+``build/libbekc_numba.so``); tests needing it skip when none exists
+(``cmake --build build --target bekc_numba``).
 """
 
 from __future__ import annotations
@@ -393,14 +394,8 @@ def test_callable_refuses_dtypes_numba_cannot_hold(where, args, outs):
 
 # =========================================================================== libbekc_numba.so
 @pytest.fixture(scope="module")
-def numba_lib(bekc_bin):
-    candidates = [os.environ.get("BEKC_NUMBA_LIBRARY"),
-                  os.path.join(os.path.dirname(os.path.realpath(bekc_bin)), LIB_NAME),
-                  os.path.join(REPO, "build", LIB_NAME)]
-    for c in candidates:
-        if c and os.path.isfile(c):
-            return os.path.abspath(c)
-    pytest.skip(f"{LIB_NAME} not built (cmake --build build --target bekc_numba)")
+def numba_lib(numba_library):
+    return str(numba_library)
 
 
 @pytest.fixture(scope="module")

@@ -1,12 +1,12 @@
-"""Run-time checks of a call against the kernel (issue 13, parts 2 and 4), end to end
-through JAX on the ``cpu`` platform.
+"""Run-time checks of a call against the kernel, end to end through JAX on the
+``cpu`` platform: data_ptr<T>() refuses a dtype of another width, and the
+handler checks the arguments' count, dtypes and sizes before the kernel runs.
 
 Each case runs in its own Python process, because before these checks some of
 them corrupted the heap and aborted the process (``malloc(): invalid size``):
 the test asserts that the child lives to its last line and what its exception
 says. The kernels are KERNELS below and examples/quickstart/cpu_kernels.cpp,
-built once per module with the real ``bekc`` binary ($BEKC_BINARY, else
-build/bekc).
+built once per module with the real ``bekc`` binary (tests/support/binaries.py).
 
 docs/cpp_api.md, "What a call is checked for", lists every case and where it
 is checked.
@@ -24,6 +24,8 @@ import uuid
 import pytest
 
 pytest.importorskip("jax")
+
+from support.binaries import bekc_binary  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -127,16 +129,9 @@ print("ALIVE", flush=True)
 HINT = "; check the dtype first, or dispatch on it (BE_DISPATCH_*)"
 
 
-def bekc_binary() -> str:
-    path = os.environ.get("BEKC_BINARY") or os.path.join(REPO, "build", "bekc")
-    if not os.access(path, os.X_OK):
-        pytest.skip(f"no bekc binary at {path} (build it, or set BEKC_BINARY)")
-    return path
-
-
 def build(source: str, cache_dir: str, prefix: str) -> str:
     proc = subprocess.run(
-        [bekc_binary(), "build", source, "--cache-dir", cache_dir, "--target-prefix", prefix,
+        [str(bekc_binary()), "build", source, "--cache-dir", cache_dir, "--target-prefix", prefix,
          "--json", "-q"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr + proc.stdout
     return json.loads(proc.stdout)["manifest"]

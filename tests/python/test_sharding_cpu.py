@@ -16,15 +16,10 @@ import textwrap
 import pytest
 
 from conftest import REPO
+from support.kernels import SCALE_CPP
 
-KERNELS = r"""
-#include "brainevent/common.h"
-// @BE scale arg ret attr.factor:float32
-void scale(const BE::Tensor x, BE::Tensor out, float factor) {
-    const float* in = static_cast<const float*>(x.data_ptr());
-    float* o = static_cast<float*>(out.data_ptr());
-    for (int64_t i = 0; i < x.numel(); ++i) o[i] = in[i] * factor;
-}
+# (sum, diff) = (a + b, a - b): an export with two outputs beside SCALE_CPP.
+ADD_SUB_CPP = r"""
 // @BE add_sub arg arg ret ret
 void add_sub(const BE::Tensor a, const BE::Tensor b, BE::Tensor sum, BE::Tensor diff) {
     const float* x = static_cast<const float*>(a.data_ptr());
@@ -34,6 +29,7 @@ void add_sub(const BE::Tensor a, const BE::Tensor b, BE::Tensor sum, BE::Tensor 
     for (int64_t i = 0; i < a.numel(); ++i) { s[i] = x[i] + y[i]; d[i] = x[i] - y[i]; }
 }
 """
+KERNELS = SCALE_CPP + ADD_SUB_CPP
 
 PRELUDE = textwrap.dedent("""
     import sys

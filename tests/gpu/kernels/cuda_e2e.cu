@@ -1,4 +1,4 @@
-// Kernels for tests/gpu/test_cuda_e2e.py: the checks of issue 3 on a real GPU.
+// Kernels for tests/gpu/test_cuda_handlers_gpu.py: CUDA handlers called by JAX on a real GPU.
 #include <cuda_runtime.h>
 
 #include "brainevent/common.h"

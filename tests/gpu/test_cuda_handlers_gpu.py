@@ -1,4 +1,4 @@
-"""Issue 3 on the GPU: bekc-built CUDA handlers called by JAX under jax.jit."""
+"""bekc-built CUDA handlers called by JAX under jax.jit on a GPU."""
 import os
 
 import jax

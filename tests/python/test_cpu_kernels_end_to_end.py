@@ -18,6 +18,7 @@ import jax.numpy as jnp  # noqa: E402
 
 import bekc  # noqa: E402
 from conftest import unique_prefix  # noqa: E402
+from support.kernels import VECTOR_ADD_CPP  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("bekc_bin")
 
@@ -27,18 +28,6 @@ RNG = np.random.default_rng(7)
 def rand(*shape):
     return jnp.asarray(RNG.uniform(-3.0, 3.0, size=shape).astype(np.float32))
 
-
-VECTOR_ADD = r"""
-#include "brainevent/common.h"
-
-// @BE vector_add
-void vector_add(const BE::Tensor a, const BE::Tensor b, BE::Tensor out) {
-    const float* x = static_cast<const float*>(a.data_ptr());
-    const float* y = static_cast<const float*>(b.data_ptr());
-    float* o = static_cast<float*>(out.data_ptr());
-    for (int64_t i = 0; i < a.numel(); ++i) o[i] = x[i] + y[i];
-}
-"""
 
 SCALE_BY = r"""
 #include "brainevent/common.h"
@@ -55,7 +44,7 @@ void scale_by(const BE::Tensor x, BE::Tensor out, float scale_factor) {
 # --------------------------------------------------------------------------- seed 000
 def test_1_vector_add():
     name = unique_prefix("my_kernels")
-    mod = bekc.load_cpp_inline(name=name, cpp_sources=VECTOR_ADD, functions=None)
+    mod = bekc.load_cpp_inline(name=name, cpp_sources=VECTOR_ADD_CPP, functions=None)
     a, b = rand(1024), rand(1024)
     result = jax.ffi.ffi_call(f"{name}.vector_add", jax.ShapeDtypeStruct(a.shape, a.dtype))(a, b)
     np.testing.assert_allclose(result, a + b, rtol=1e-6)
@@ -94,7 +83,7 @@ def test_3_compiler_options():
 
 def test_4_file_and_jit(tmp_path):
     src = tmp_path / "my_kernel.cpp"
-    src.write_text(VECTOR_ADD)
+    src.write_text(VECTOR_ADD_CPP)
     prefix = unique_prefix("file")
     mod = bekc.load_cpp_file(src, target_prefix=prefix)
     assert mod.name == "my_kernel"
@@ -114,9 +103,9 @@ def test_4_file_and_jit(tmp_path):
 # --------------------------------------------------------------------------- loader behaviour
 def test_idempotent_reload_is_fast():
     name = unique_prefix("reload")
-    m1 = bekc.load_cpp_inline(name, VECTOR_ADD)
+    m1 = bekc.load_cpp_inline(name, VECTOR_ADD_CPP)
     t0 = time.perf_counter()
-    m2 = bekc.load_cpp_inline(name, VECTOR_ADD)
+    m2 = bekc.load_cpp_inline(name, VECTOR_ADD_CPP)
     dt = time.perf_counter() - t0
     assert m2 is m1 and dt < 0.020, f"{dt * 1e3:.2f} ms"
     assert bekc.load(m1.manifest_path) is m1
@@ -126,10 +115,10 @@ def test_idempotent_reload_is_fast():
 
 def test_reload_after_cache_clear():
     name = unique_prefix("cleared")
-    m1 = bekc.load_cpp_inline(name, VECTOR_ADD)
+    m1 = bekc.load_cpp_inline(name, VECTOR_ADD_CPP)
     bekc.clear_cache()
     assert not os.path.exists(m1.manifest_path)
-    m2 = bekc.load_cpp_inline(name, VECTOR_ADD)  # rebuilt: same key, no conflict
+    m2 = bekc.load_cpp_inline(name, VECTOR_ADD_CPP)  # rebuilt: same key, no conflict
     a = rand(10)
     np.testing.assert_allclose(m2.vector_add(a, a), 2 * a, rtol=1e-6)
 
@@ -138,9 +127,9 @@ def test_reload_after_cache_dir_removed():
     """Wiping the cache directory by hand: the in-process shortcut notices and bekc rebuilds."""
     import shutil
     name = unique_prefix("wiped")
-    m1 = bekc.load_cpp_inline(name, VECTOR_ADD)
+    m1 = bekc.load_cpp_inline(name, VECTOR_ADD_CPP)
     shutil.rmtree(bekc.get_cache_dir())
-    m2 = bekc.load_cpp_inline(name, VECTOR_ADD)
+    m2 = bekc.load_cpp_inline(name, VECTOR_ADD_CPP)
     assert m2 is m1  # same library bytes or same cache key: the registered module
     assert os.path.isdir(os.path.join(bekc.get_cache_dir(), "src"))  # bekc ran again
     assert os.path.isfile(m1.manifest_path)  # and rebuilt the entry under the same key
@@ -150,8 +139,8 @@ def test_reload_after_cache_dir_removed():
 
 def test_conflicting_registration():
     name = unique_prefix("clash")
-    m1 = bekc.load_cpp_inline(name, VECTOR_ADD)
-    other = VECTOR_ADD.replace("x[i] + y[i]", "x[i] - y[i]")
+    m1 = bekc.load_cpp_inline(name, VECTOR_ADD_CPP)
+    other = VECTOR_ADD_CPP.replace("x[i] + y[i]", "x[i] - y[i]")
     with pytest.raises(bekc.TargetConflictError) as e:
         bekc.load_cpp_inline(name, other)
     msg = str(e.value)
@@ -164,7 +153,7 @@ def test_conflicting_registration():
 
 def test_auto_register_false():
     name = unique_prefix("noreg")
-    mod = bekc.load_cpp_inline(name, VECTOR_ADD, auto_register=False)
+    mod = bekc.load_cpp_inline(name, VECTOR_ADD_CPP, auto_register=False)
     assert not mod.registered
     assert f"{name}.vector_add" not in bekc.registered_targets()
     mod.register()
@@ -173,7 +162,7 @@ def test_auto_register_false():
 
 
 def test_explicit_functions_without_annotation():
-    src = VECTOR_ADD.replace("// @BE vector_add\n", "")
+    src = VECTOR_ADD_CPP.replace("// @BE vector_add\n", "")
     name = unique_prefix("explicit")
     mod = bekc.load_cpp_inline(name, src, functions={"vector_add": ["arg", "arg", "ret"]})
     a, b = rand(64), rand(64)
@@ -259,7 +248,7 @@ def test_kernel_check_failure_is_a_python_exception():
 
 
 def test_compile_error_names_the_users_file():
-    bad = VECTOR_ADD.replace("o[i] = x[i] + y[i];", "o[i] = x[i] + y[i]  // missing semicolon\n")
+    bad = VECTOR_ADD_CPP.replace("o[i] = x[i] + y[i];", "o[i] = x[i] + y[i]  // missing semicolon\n")
     name = unique_prefix("broken")
     with pytest.raises(bekc.CompileError) as e:
         bekc.load_cpp_inline(name, bad)
@@ -268,20 +257,20 @@ def test_compile_error_names_the_users_file():
 
 
 def test_bad_annotation_is_a_compile_error():
-    bad = VECTOR_ADD.replace("// @BE vector_add", "// @BE vector_add arg ret bogus")
+    bad = VECTOR_ADD_CPP.replace("// @BE vector_add", "// @BE vector_add arg ret bogus")
     with pytest.raises(bekc.CompileError, match="bogus"):
         bekc.load_cpp_inline(unique_prefix("badspec"), bad)
 
 
 def test_build_directory(tmp_path):
     name = unique_prefix("outdir")
-    mod = bekc.load_cpp_inline(name, VECTOR_ADD, build_directory=str(tmp_path / "out"))
+    mod = bekc.load_cpp_inline(name, VECTOR_ADD_CPP, build_directory=str(tmp_path / "out"))
     assert (tmp_path / "out" / "manifest.json").is_file()
     assert bekc.load(tmp_path / "out") is mod
 
 
 def test_function_list_form_infers_spec():
-    src = VECTOR_ADD.replace("// @BE vector_add\n", "")
+    src = VECTOR_ADD_CPP.replace("// @BE vector_add\n", "")
     name = unique_prefix("listform")
     mod = bekc.load_cpp_inline(name, src, functions=["vector_add"])
     assert mod.targets[f"{name}.vector_add"]["arg_spec"] == ["arg", "arg", "ret"]

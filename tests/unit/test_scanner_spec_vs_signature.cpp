@@ -1,4 +1,4 @@
-// Written specs checked against the parameters as written (issue 13): an
+// Written specs checked against the parameters as written: an
 // input `const BE::Tensor` must be `arg` and an output `BE::Tensor` must be
 // `ret`, which the compiler's function-pointer check cannot see (top-level
 // const is not part of a function's type). And which of several functions

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Issue 15 on the GPU machine's cores: where a multi-architecture miss spends
-# its time, then the package against its bounds.
-#   bash tests/gpu/issue15_probe.sh            (bekc at $BEKC, default build/bekc)
+# On the GPU machine's cores: where a multi-architecture miss spends its
+# time, then the package against its bounds.
+#   bash tests/gpu/multiarch_probe.sh            (bekc at $BEKC, default build/bekc)
 # BREAKDOWN=0 skips tests/gpu/multiarch_breakdown.py, VARIANTS=1 adds
 # tests/gpu/nvcc_variants.sh, PACKAGE=0 skips the package; PACKAGE_ARCH
 # (default sm_80,sm_90,sm_100) is the package's --arch.

@@ -1,4 +1,6 @@
-"""Issue 28 in Python: what brainevent accepts works the same way through bekc."""
+"""bekc's Python loaders accept the module names brainevent accepts (a dash in
+the name included), and a cache that cannot be written is a CacheError naming
+the cache and the ways to choose another, never a compile error."""
 
 from __future__ import annotations
 
@@ -8,22 +10,12 @@ import numpy as np
 import pytest
 
 import bekc
-
-SCALE = """
-#include "brainevent/common.h"
-// @BE scale arg ret attr.factor:float32
-void scale(const BE::Tensor x, BE::Tensor out, float factor) {
-    const float* in = static_cast<const float*>(x.data_ptr());
-    float* o = static_cast<float*>(out.data_ptr());
-    for (int64_t i = 0; i < x.numel(); ++i) o[i] = in[i] * factor;
-}
-"""
-
+from support.kernels import SCALE_CPP
 
 def test_load_cpp_inline_takes_a_module_name_with_a_dash(bekc_bin):
     jax = pytest.importorskip("jax")
     name = f"my-kernels-{uuid.uuid4().hex[:8]}"
-    mod = bekc.load_cpp_inline(name=name, cpp_sources=SCALE)
+    mod = bekc.load_cpp_inline(name=name, cpp_sources=SCALE_CPP)
     assert list(mod.targets) == [f"{name}.scale"]
     x = np.arange(4, dtype=np.float32)
     np.testing.assert_allclose(jax.jit(lambda v: mod.scale(v, factor=2.0))(x), 2 * x)
@@ -47,7 +39,7 @@ def blocked_cache(bekc_bin, tmp_path, monkeypatch):
 
 def test_inline_source_that_cannot_be_written_is_a_cache_error(blocked_cache):
     with pytest.raises(bekc.CacheError) as e:
-        bekc.load_cpp_inline(name="blocked", cpp_sources=SCALE)
+        bekc.load_cpp_inline(name="blocked", cpp_sources=SCALE_CPP)
     assert not isinstance(e.value, bekc.CompileError)
     src = str(e.value).split(" into ")[0].split("inline source ")[1]
     assert src.startswith(str(blocked_cache / "src")) and src.endswith("/blocked.cpp")
@@ -60,7 +52,7 @@ def test_inline_source_that_cannot_be_written_is_a_cache_error(blocked_cache):
 
 def test_cache_error_through_load_cpp_file_is_not_a_compile_error(blocked_cache, tmp_path):
     src = tmp_path / "scale.cpp"
-    src.write_text(SCALE)
+    src.write_text(SCALE_CPP)
     with pytest.raises(bekc.CacheError) as e:
         bekc.load_cpp_file(str(src), name="blocked_file")
     assert not isinstance(e.value, bekc.CompileError) and isinstance(e.value, OSError)

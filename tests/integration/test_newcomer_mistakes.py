@@ -1,4 +1,4 @@
-"""A newcomer's mistakes, each caught where it is made (issue 28): messages are
+"""A newcomer's mistakes, each caught where it is made: messages are
 compared as exact text."""
 
 from __future__ import annotations
@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
+
+from support.kernels import NOOP_CPP
 
 FAST = "-O0"
 REPO = Path(__file__).resolve().parents[2]
@@ -191,11 +193,7 @@ def test_cli_md_lists_every_command(bekc):
 
 
 # --------------------------------------------------------------------------- warnings
-NO_STREAM = """\
-#include "brainevent/common.h"
-// @BE f
-void f(const BE::Tensor x, BE::Tensor out) {}
-"""
+NO_STREAM = NOOP_CPP  # its export `f` has no stream parameter
 
 
 def test_cuda_export_without_a_stream_is_warned_at_the_annotation(bekc, kernels, nvcc):

@@ -1,0 +1,95 @@
+"""Kernel sources the tests build, each named for what it computes.
+
+Tests import these instead of pasting their own copies. A test that needs a
+special variant (a missing definition, an extra probe symbol, a header that
+must come first) keeps it in its own file under a name that says how it
+differs.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+# One export `f` (x -> out) whose body does nothing, without the include: for
+# loaders whose argv is recorded and never compiled, and for sources that add
+# their own first lines.
+NOOP_EXPORT = "// @BE f\nvoid f(const BE::Tensor x, BE::Tensor out) {}\n"
+
+# NOOP_EXPORT as a file bekc can build: the annotation is on line 2.
+NOOP_CPP = '#include "brainevent/common.h"\n' + NOOP_EXPORT
+
+# out = x + y, elementwise on float32 (a C++ kernel: `vector_add(a, b) -> out`).
+VECTOR_ADD_CPP = r"""
+#include "brainevent/common.h"
+
+// @BE vector_add
+void vector_add(const BE::Tensor a, const BE::Tensor b, BE::Tensor out) {
+    const float* x = static_cast<const float*>(a.data_ptr());
+    const float* y = static_cast<const float*>(b.data_ptr());
+    float* o = static_cast<float*>(out.data_ptr());
+    for (int64_t i = 0; i < a.numel(); ++i) o[i] = x[i] + y[i];
+}
+"""
+
+# out = x * factor on float32, with `factor` a float32 attribute (a C++ kernel:
+# `scale(x, factor=...) -> out`).
+SCALE_CPP = r"""
+#include "brainevent/common.h"
+
+// @BE scale arg ret attr.factor:float32
+void scale(const BE::Tensor x, BE::Tensor out, float factor) {
+    const float* in = static_cast<const float*>(x.data_ptr());
+    float* o = static_cast<float*>(out.data_ptr());
+    for (int64_t i = 0; i < x.numel(); ++i) o[i] = in[i] * factor;
+}
+"""
+
+# out = x + VALUE on float32, as C++; fields: fn (the export), includes (lines
+# after brainevent/common.h), value (a C++ float literal), extra (code at the end).
+ADD_VALUE_CPP_TEMPLATE = """\
+#include "brainevent/common.h"
+{includes}
+// @BE {fn}
+void {fn}(const BE::Tensor x, BE::Tensor out) {{
+    const float* in = static_cast<const float*>(x.data_ptr());
+    float* o = static_cast<float*>(out.data_ptr());
+    for (int64_t i = 0; i < x.numel(); ++i) o[i] = in[i] + {value};
+}}
+{extra}
+"""
+
+# The same as a CUDA kernel launched on XLA's stream; the same fields.
+ADD_VALUE_CU_TEMPLATE = """\
+#include "brainevent/common.h"
+{includes}
+__global__ void {fn}_kernel(const float* in, float* out, int64_t n) {{
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i < n) out[i] = in[i] + {value};
+}}
+
+// @BE {fn}
+void {fn}(const BE::Tensor x, BE::Tensor out, int64_t stream) {{
+    int64_t n = x.numel();
+    {fn}_kernel<<<(unsigned)((n + 255) / 256), 256, 0, (cudaStream_t)stream>>>(
+        static_cast<const float*>(x.data_ptr()), static_cast<float*>(out.data_ptr()), n);
+}}
+{extra}
+"""
+
+
+def _include_lines(includes: Sequence[str]) -> str:
+    return "\n".join(f'#include "{h}"' for h in includes)
+
+
+def add_value_cpp(fn: str = "add_one", includes: Sequence[str] = (), value: str = "1.0f",
+                  extra: str = "") -> str:
+    """ADD_VALUE_CPP_TEMPLATE filled in: export `fn`, out = x + value."""
+    return ADD_VALUE_CPP_TEMPLATE.format(fn=fn, includes=_include_lines(includes), value=value,
+                                         extra=extra)
+
+
+def add_value_cu(fn: str = "add_one_gpu", includes: Sequence[str] = (), value: str = "1.0f",
+                 extra: str = "") -> str:
+    """ADD_VALUE_CU_TEMPLATE filled in: export `fn`, out = x + value on the GPU."""
+    return ADD_VALUE_CU_TEMPLATE.format(fn=fn, includes=_include_lines(includes), value=value,
+                                        extra=extra)
