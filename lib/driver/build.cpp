@@ -70,14 +70,19 @@ class Reporter {
     bool quiet_, verbose_;
 };
 
-std::vector<Arch> resolve_archs(const BuildOptions& o, const fs::path& cache_root,
-                                const Reporter& report, BuildContext& ctx) {
-    if (o.arch != "auto" && o.arch != "native") {
-        std::string err;
-        auto archs = parse_arch_list(o.arch, err);
-        if (!archs) fatal(Error::make(ErrorKind::Usage, err));
-        return *archs;
-    }
+// An explicit --arch list, checked before any tool is looked for; empty for
+// `auto` and `native`.
+std::vector<Arch> explicit_archs(const BuildOptions& o) {
+    if (o.arch == "auto" || o.arch == "native") return {};
+    std::string err;
+    auto archs = parse_arch_list(o.arch, err);
+    if (!archs) fatal(Error::make(ErrorKind::Usage, err));
+    return *archs;
+}
+
+// `auto` and `native`: the GPUs present.
+std::vector<Arch> detected_archs(const BuildOptions& o, const fs::path& cache_root,
+                                 const Reporter& report, BuildContext& ctx) {
     GpuDetection d = detect_gpus(cache_root, ctx.runner, ctx.tools);
     if (!d.archs.empty()) {
         report.info("--arch " + o.arch + ": " + arch_list_string(d.archs) + " (" + d.how + ")");
@@ -203,6 +208,7 @@ BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& re
     }
     bool any_cuda = false;
     for (const auto& f : scanned.files) any_cuda |= f.cuda;
+    if (any_cuda) in.archs = explicit_archs(o);
     in.cache_root = or_fatal(resolve_cache_root(o.cache_dir, ctx.env));
     set_private_dir_fallback(in.cache_root / CacheLayout::private_builds(::getuid()));
     in.cxx = or_fatal(find_cxx(o.cxx, ctx.tools));
@@ -212,7 +218,7 @@ BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& re
         in.nvcc = nvcc.tool;
         in.nvcc_how = nvcc.how;
         in.nvcc_wheels = pip_toolkit_wheels(nvcc.tool);
-        in.archs = resolve_archs(o, in.cache_root, report, ctx);
+        if (in.archs.empty()) in.archs = detected_archs(o, in.cache_root, report, ctx);
     }
     static_cast<CompileFlags&>(in.flags) = o.flags;
     for (auto& d : in.flags.include_dirs) d = (ctx.cwd / d).string();

@@ -14,12 +14,14 @@ void add_build_options(CLI::App& cmd, BuildOptions& o) {
         ->required();
     const std::string max_length = std::to_string(kMaxModuleNameLength);
     cmd.add_option("--name", o.name,
-                   "Module name, an ASCII C++ identifier of at most " + max_length +
-                       " characters; the library is lib<name>.so (default: the first input's "
-                       "stem)");
+                   "Module name, any name brainevent takes (e.g. my-kernels): at most " +
+                       max_length +
+                       " characters, no '/', no control character, not '.' or '..'; the "
+                       "library is lib<name>.so with bytes other than ASCII letters, digits and "
+                       "'_.+-' written as '_' (default: the first input's stem)");
     cmd.add_option("--target-prefix", o.target_prefix,
-                   "Prefix of the FFI target names, '<prefix>.<function>': letters, digits, '_' "
-                   "and '.', at most " +
+                   "Prefix of the FFI target names, '<prefix>.<function>': any text without a "
+                   "control character, at most " +
                        max_length + " characters (default: --name)");
     cmd.add_option("-O", o.flags.opt_level, "Optimisation level, -O0 to -O3 (default -O3)")
         ->check(CLI::Range(0, 3));

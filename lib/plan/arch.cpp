@@ -1,6 +1,7 @@
 #include "plan/arch.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <sstream>
 #include <string_view>
 
@@ -10,40 +11,51 @@ namespace bekc {
 
 namespace {
 
-// Digits only, 1 to `max` of them.
-std::optional<int> digits(std::string_view s, size_t max) {
-    if (s.empty() || s.size() > max) return std::nullopt;
-    int n = 0;
-    for (char c : s) {
-        if (c < '0' || c > '9') return std::nullopt;
-        n = n * 10 + (c - '0');
-    }
-    return n;
-}
+// One element as brainevent's normalize_arch reads it: case does not matter,
+// one "sm_" or "compute_" prefix is dropped, a trailing letter is a suffix,
+// and every '.' is dropped ("8.6", "sm_8.6", ".86" and "8.6." are all 86);
+// what is left must be two or three digits. `text` gets brainevent's result
+// ("sm_86", "sm_086"). (No regular expression: compiling one cost a third of
+// a cache hit.)
+struct Spelled {
+    Arch arch;
+    std::string text;
+};
 
-// "sm_90a", "compute_90", "90", "100f", or "9.0a" (no regular expression:
-// compiling one cost a third of a cache hit).
-std::optional<Arch> parse_one(std::string_view s) {
-    std::string suffix;
-    if (!s.empty() && (s.back() == 'a' || s.back() == 'f')) {
-        suffix = std::string(1, s.back());
-        s.remove_suffix(1);
-    }
-    if (size_t dot = s.find('.'); dot != std::string_view::npos) {
-        auto major = digits(s.substr(0, dot), 2);
-        auto minor = digits(s.substr(dot + 1), 1);
-        if (!major || !minor) return std::nullopt;
-        return Arch{*major * 10 + *minor, suffix};
-    }
+std::optional<Spelled> parse_one(std::string_view item) {
+    std::string s;
+    for (char c : item) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    std::string_view rest = s;
     for (std::string_view prefix : {"sm_", "compute_"})
-        if (s.substr(0, prefix.size()) == prefix) {
-            s.remove_prefix(prefix.size());
+        if (rest.starts_with(prefix)) {
+            rest.remove_prefix(prefix.size());
             break;
         }
-    if (s.size() < 2) return std::nullopt;
-    auto number = digits(s, 3);
-    if (!number) return std::nullopt;
-    return Arch{*number, suffix};
+    std::string suffix;
+    if (!rest.empty() && rest.back() >= 'a' && rest.back() <= 'z') {
+        suffix = std::string(1, rest.back());
+        rest.remove_suffix(1);
+    }
+    std::string digits;
+    for (char c : rest) {
+        if (c == '.') continue;
+        if (c < '0' || c > '9') return std::nullopt;
+        digits += c;
+    }
+    if (digits.size() < 2 || digits.size() > 3) return std::nullopt;
+    return Spelled{Arch{std::stoi(digits), suffix}, "sm_" + digits + suffix};
+}
+
+// Why nvcc cannot compile for an architecture spelled right, or "".
+std::string unsupported(const Spelled& s, const std::string& item) {
+    const std::string head = "--arch: '" + item + "' is " + s.text;
+    if (s.arch.number < 20) return head + ", and no CUDA GPU has a major version below 2";
+    if (s.arch.number < 50 || s.text != s.arch.sm() ||
+        (!s.arch.suffix.empty() && s.arch.suffix != "a" && s.arch.suffix != "f"))
+        return head +
+               ", which nvcc does not compile for (bekc takes sm_50 and newer, with an 'a' or "
+               "'f' suffix at most)";
+    return "";
 }
 
 void sort_unique(std::vector<Arch>& archs) {
@@ -61,12 +73,13 @@ std::optional<std::vector<Arch>> parse_arch_list(const std::string& list, std::s
         item = std::string(trim(item));
         if (item.empty()) continue;
         auto a = parse_one(item);
-        if (!a || a->number < 50) {
+        if (!a) {
             error = "--arch: '" + item +
                     "' is not a GPU architecture (write sm_90, 90, 9.0 or sm_90a; or native, auto)";
             return std::nullopt;
         }
-        out.push_back(*a);
+        if (error = unsupported(*a, item); !error.empty()) return std::nullopt;
+        out.push_back(a->arch);
     }
     if (out.empty()) {
         error = "--arch: empty architecture list";
@@ -105,7 +118,7 @@ std::vector<Arch> parse_compute_caps(const std::string& output) {
     std::stringstream ss(output);
     std::string line;
     while (std::getline(ss, line))
-        if (auto a = parse_one(trim(line))) out.push_back(*a);
+        if (auto a = parse_one(trim(line))) out.push_back(a->arch);
     sort_unique(out);
     return out;
 }

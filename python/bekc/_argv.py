@@ -1,91 +1,50 @@
 """brainevent's loader parameters as one ``bekc build`` argument vector
-(:func:`build_argv`), and the compute-capability pins brainevent reads.
+(:func:`build_argv`), the compute-capability pins brainevent reads, and
+bekc's refusal of a spelling as brainevent's exception (:func:`arch_error`).
 """
 
 from __future__ import annotations
 
 import os
-import re
 import sys
-from typing import Dict, Iterable, List, Optional, Sequence, Union
+from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Union
 
-from ._errors import UnsupportedArchError
+from ._errors import CompileError, UnsupportedArchError
 
 Functions = Union[Dict[str, Union[Sequence[str], str]], Sequence[str], None]
 
 
-# The words bekc's --arch takes besides architectures (brainevent takes none).
-_ARCH_WORDS = {"native", "auto"}
-# nvcc's architecture names: sm_ and two or three digits, maybe one letter.
-_ARCH_NAME = re.compile(r"sm_\d{2,3}[a-z]?")
 # brainevent's environment pin, read when no compute_capability is given.
 ARCH_ENV = "BRAINEVENT_COMPUTE_CAPABILITIES"
 
 
-def _arch_tokens(cc) -> list:
-    """Comma-split, stripped, non-empty tokens of a string, int or list of them."""
+class ArchChoice(NamedTuple):
+    """The CUDA loaders' ``--arch`` value, in the user's spellings, and where it
+    came from (``compute_capability '8.6'``), which names it in an error."""
+
+    value: str
+    origin: str
+
+
+def _arch_spelling(cc) -> Optional[str]:
+    """``compute_capability`` as ``--arch`` takes it: a list, or a string or int,
+    whose comma-separated parts are stripped and joined by commas, each kept as
+    the user spelled it; ``bekc build`` alone reads the spellings (the same as
+    brainevent's). ``None``, ``""``, ``" , "`` and an empty list give ``None``:
+    no explicit choice (brainevent then looks at its pins, see
+    :func:`_resolve_arch`). Only what is no spelling at all is refused here."""
+    if cc is None:
+        return None
     items = list(cc) if isinstance(cc, (list, tuple)) else [cc]
     tokens: list = []
     for item in items:
         if isinstance(item, bool):
             raise TypeError(f"compute_capability must be a string like 'sm_86', got {item!r}")
-        if isinstance(item, int):
-            tokens.append(str(item))
-            continue
         tokens += [p.strip() for p in str(item).split(",") if p.strip()]
-    return tokens
+    return ",".join(tokens) or None
 
 
-def _normalize_arch_token(token: str, whole) -> str:
-    """One token in brainevent's rule: case and a sm_/compute_ prefix do not
-    matter, a trailing letter is a suffix ("9.0a"), dots are dropped ("8.6",
-    "12.0"); what is left must be two or three digits, major version 2 or more."""
-    s = token.strip().lower()
-    if s in _ARCH_WORDS:
-        return s
-    for prefix in ("sm_", "compute_"):
-        if s.startswith(prefix):
-            s = s[len(prefix):]
-            break
-    suffix = s[-1] if s and s[-1].isalpha() else ""
-    digits = s[:len(s) - len(suffix)].replace(".", "")
-    arch = f"sm_{digits}{suffix}"
-    if not (digits.isascii() and digits.isdigit() and _ARCH_NAME.fullmatch(arch)):
-        raise ValueError(
-            f"compute_capability {whole!r}: {token!r} is not a compute capability; use e.g. "
-            f"'sm_86', '8.6', '86', 'compute_86' or '9.0a', a list or comma-separated "
-            f"string of those, or 'native'/'auto'")
-    if int(digits[:-1]) < 2:
-        raise UnsupportedArchError(
-            f"compute_capability {whole!r}: {token!r} is {arch}, and no CUDA GPU has a "
-            f"major version below 2")
-    return arch
-
-
-def _normalize_arch(cc) -> Optional[str]:
-    """brainevent's compute-capability spellings -> bekc's ``--arch`` LIST.
-
-    ``"8.6"``, ``"86"``, ``86``, ``"sm_86"``, ``"SM_86"``, ``"compute_86"`` all
-    mean ``sm_86`` (SASS, plus PTX for the highest, as in brainevent); lists and
-    comma-separated strings are split and de-duplicated. ``None``, ``""`` and an
-    empty list give ``None``: no explicit choice (brainevent then looks at its
-    pins, see :func:`_resolve_arch`).
-    """
-    if cc is None:
-        return None
-    tokens = _arch_tokens(cc)
-    out: List[str] = []
-    for t in tokens:
-        n = _normalize_arch_token(t, cc)
-        if n not in out:
-            out.append(n)
-    if len(out) > 1 and any(n in _ARCH_WORDS for n in out):
-        raise ValueError(f"compute_capability {cc!r}: 'native', 'auto', 'all' and "
-                         f"'all-major' cannot be combined with other architectures")
-    return ",".join(out) or None
-
-
-def _pinned_arch() -> Optional[str]:
+def _pinned_arch() -> Optional[ArchChoice]:
     """brainevent's pins, in its order: ``brainevent.config.set_compute_capability``,
     then ``$BRAINEVENT_COMPUTE_CAPABILITIES``.
 
@@ -96,23 +55,43 @@ def _pinned_arch() -> Optional[str]:
     config = sys.modules.get("brainevent.config")
     getter = getattr(config, "get_compute_capability", None)
     if getter is not None:
-        arch = _normalize_arch(getter())
+        pinned = getter()
+        arch = _arch_spelling(pinned)
         if arch:
-            return arch
+            return ArchChoice(arch, f"brainevent.config.set_compute_capability({pinned!r})")
     env = os.environ.get(ARCH_ENV, "").strip()
-    if env:
-        try:
-            return _normalize_arch(env)
-        except ValueError as e:
-            raise ValueError(f"${ARCH_ENV}: {e}") from None
-    return None
+    arch = _arch_spelling(env)
+    return ArchChoice(arch, f"${ARCH_ENV}={env!r}") if arch else None
 
 
-def _resolve_arch(cc) -> Optional[str]:
+def _resolve_arch(cc) -> Optional[ArchChoice]:
     """The CUDA loaders' ``--arch``: ``compute_capability``, else brainevent's pins,
     else ``None`` (bekc's default, ``auto``: the GPUs present)."""
-    return _normalize_arch(cc) or _pinned_arch()
+    arch = _arch_spelling(cc)
+    return ArchChoice(arch, f"compute_capability {cc!r}") if arch else _pinned_arch()
 
+
+# How ``bekc build`` refuses an --arch value (lib/plan/arch.cpp), and the
+# exception brainevent raises for it.
+_ARCH_ERROR = "bekc: error: --arch: "
+_ARCH_REFUSALS = (("no CUDA GPU has a major version below 2", UnsupportedArchError),
+                  ("is not a GPU architecture", ValueError))
+
+
+def arch_error(error: CompileError, origin: str) -> Optional[ValueError]:
+    """bekc's refusal of an ``--arch`` spelling as the exception brainevent raises
+    for it (``ValueError``, or ``UnsupportedArchError`` for a major version below
+    2), with bekc's reason after ``origin``; ``None`` for any other failure."""
+    if error.returncode != 2:
+        return None
+    for line in error.stderr.splitlines():
+        if not line.startswith(_ARCH_ERROR):
+            continue
+        reason = line[len(_ARCH_ERROR):]
+        for words, kind in _ARCH_REFUSALS:
+            if words in reason:
+                return kind(f"{origin}: {reason}")
+    return None
 
 
 def _check_token(text: str, what: str) -> str:
@@ -195,7 +174,7 @@ def build_argv(
         argv.append(f"--target-prefix={target_prefix}")
     if use_fast_math:
         argv.append("--fast-math")
-    arch = _normalize_arch(compute_capability)
+    arch = _arch_spelling(compute_capability)
     if arch:
         argv.append(f"--arch={arch}")
     for inc in _as_paths(extra_include_paths):

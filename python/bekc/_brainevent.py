@@ -22,7 +22,7 @@ import sys
 import threading
 import warnings
 from dataclasses import dataclass
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from . import _compat
 from ._errors import BekcError

@@ -21,13 +21,13 @@ import os
 import pathlib
 import re
 import sysconfig
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from . import _inline_sources
-from ._argv import Functions, build_argv
+from ._argv import ArchChoice, Functions, arch_error, build_argv
 from ._argv import _resolve_arch
 from ._binary import find_binary, run_bekc
-from ._errors import BekcError, CacheError
+from ._errors import BekcError, CacheError, CompileError
 from ._loader import Module, load
 
 __all__ = [
@@ -132,9 +132,17 @@ def _xla_include_dir() -> Optional[str]:
 
 
 def _build_and_load(argv_tail: List[str], *, verbose: bool, auto_register: bool,
-                    replace: bool = False) -> Module:
+                    replace: bool = False, arch: Optional[ArchChoice] = None) -> Module:
+    """Runs ``bekc build`` and loads its manifest. bekc's refusal of ``arch``
+    raises what brainevent raises for that value (see :func:`arch_error`)."""
     argv = [find_binary()] + argv_tail
-    result = run_bekc(argv, verbose=verbose)
+    try:
+        result = run_bekc(argv, verbose=verbose)
+    except CompileError as e:
+        refused = arch_error(e, arch.origin) if arch else None
+        if refused is None:
+            raise
+        raise refused from e
     manifest = result.get("manifest") if isinstance(result, dict) else None
     if not manifest:
         raise BekcError(f"bekc --json output has no 'manifest': {result!r}")
@@ -176,15 +184,17 @@ def _nvcc_args() -> List[str]:
     return args
 
 
-def _loader_argv(inputs, *, flag_kind: str, compute_capability=None, **options) -> List[str]:
+def _loader_argv(inputs, *, flag_kind: str, compute_capability=None,
+                 **options) -> Tuple[List[str], Optional[ArchChoice]]:
     """``build_argv`` plus what brainevent's pipeline adds to every build: its
     ``include`` directory and XLA's FFI headers (``jax.ffi.include_dir()``), and,
-    for CUDA, its compute-capability pins and the nvcc this interpreter has."""
+    for CUDA, its compute-capability pins and the nvcc this interpreter has.
+    Also the architecture chosen, for :func:`_build_and_load`."""
     arch = _resolve_arch(compute_capability) if flag_kind == "cuda" else None
-    argv = build_argv(inputs, flag_kind=flag_kind, compute_capability=arch,
+    argv = build_argv(inputs, flag_kind=flag_kind, compute_capability=arch and arch.value,
                       cache_dir=_CACHE_DIR_OVERRIDE, brainevent_include=_brainevent_include_dir(),
                       xla_include=_xla_include_dir(), **options)
-    return argv + (_nvcc_args() if flag_kind == "cuda" else [])
+    return argv + (_nvcc_args() if flag_kind == "cuda" else []), arch
 
 
 def _load_inline(name, sources, ext, flag_kind, functions, extra_flags, *, replace,
@@ -192,8 +202,8 @@ def _load_inline(name, sources, ext, flag_kind, functions, extra_flags, *, repla
     """``options``: the keyword arguments of :func:`build_argv` a loader takes."""
     text = _inline_sources.join_sources(sources)
     src = _inline_source_path(text, name, ext)
-    argv = _loader_argv([src], name=name, functions=functions, flag_kind=flag_kind,
-                        extra_flags=extra_flags, **options)
+    argv, arch = _loader_argv([src], name=name, functions=functions, flag_kind=flag_kind,
+                              extra_flags=extra_flags, **options)
     tail = argv[1:]
     force_rebuild = options["force_rebuild"]
     # brainevent: force_rebuild re-registers as replace would.
@@ -211,7 +221,7 @@ def _load_inline(name, sources, ext, flag_kind, functions, extra_flags, *, repla
             f"$BEKC_CACHE_DIR=DIR, or --cache-dir DIR for the bekc command",
             cache_dir=root) from e
     return _build_and_load(tail, verbose=options["verbose"], auto_register=auto_register,
-                           replace=replace)
+                           replace=replace, arch=arch)
 
 
 # --------------------------------------------------------------------------- public loaders
@@ -312,7 +322,7 @@ def _load_files(files: List[str], name: str, flag_kind: str, functions, extra_fl
                 verbose=False, compute_capability=None, force_rebuild=False, replace=False,
                 auto_register=True, target_prefix=None, ninja_workers=None,
                 optimization_level=3, use_fast_math=False, allow_cuda_graph=True) -> Module:
-    argv = _loader_argv(
+    argv, arch = _loader_argv(
         files, name=name, functions=functions, flag_kind=flag_kind, extra_flags=extra_flags,
         extra_ldflags=extra_ldflags, extra_include_paths=extra_include_paths,
         build_directory=build_directory, verbose=verbose, compute_capability=compute_capability,
@@ -321,7 +331,7 @@ def _load_files(files: List[str], name: str, flag_kind: str, functions, extra_fl
         allow_cuda_graph=allow_cuda_graph)
     # Files on disk may include headers bekc alone tracks: always ask bekc (a hit costs ms).
     return _build_and_load(argv[1:], verbose=verbose, auto_register=auto_register,
-                           replace=bool(replace or force_rebuild))
+                           replace=bool(replace or force_rebuild), arch=arch)
 
 
 def _stem(path) -> str:

@@ -12,25 +12,23 @@ graphs.
 ``numba_cuda_callable(fn, outs)`` wraps a Python function that receives Numba
 device arrays (zero-copy views of XLA's buffers) and XLA's stream. The call
 frame is decoded in compiled code; Python gets the device pointers.
+
+The launch configuration is read in ``_numba_launch``, and the library is
+found and driven through ctypes in ``_numba_native``.
 """
 
 from __future__ import annotations
 
 import ctypes
-import math
-import os
-import threading
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ._errors import BekcError, LibraryLoadError
+from ._errors import BekcError
+from ._numba_launch import _check_forms, resolve_launch
+# One lock, the library's: it also guards the entry tables below.
+from ._numba_native import _LOCK, CALL_TARGET, LAUNCH_TARGET, _native, find_numba_library
 
 __all__ = ["numba_cuda_kernel", "numba_cuda_callable", "resolve_launch", "find_numba_library",
            "NotAKernelError", "UnsupportedDtypeError", "LAUNCH_TARGET", "CALL_TARGET"]
-
-LAUNCH_TARGET = "bekc.numba_cuda_kernel"
-CALL_TARGET = "bekc.numba_cuda_callable"
-_ABI_VERSION = 2
-_LIBRARY_NAME = "libbekc_numba.so"
 
 # The XLA element types (xla_ffi_abi.h) a Numba array can hold.
 _XLA_DTYPES = {
@@ -38,11 +36,6 @@ _XLA_DTYPES = {
     "uint32": 8, "uint64": 9, "float16": 10, "float32": 11, "float64": 12,
     "complex64": 15, "complex128": 18,
 }
-
-# CUDA limits on launch dimensions.
-_MAX_GRID = (2**31 - 1, 65535, 65535)
-_MAX_BLOCK = (1024, 1024, 64)
-_MAX_THREADS_PER_BLOCK = 1024
 
 
 class NotAKernelError(BekcError, TypeError, AssertionError):
@@ -63,221 +56,6 @@ class UnsupportedDtypeError(BekcError, TypeError, ValueError):
 # vmap methods under which ffi_call hands the handler buffers with one leading
 # batch axis; "sequential" calls the unbatched function once per slice instead.
 _BATCHING_VMAP_METHODS = ("expand_dims", "broadcast_all")
-
-
-# --------------------------------------------------------------------------- launch shape
-def _dims(value, what: str, allow_zero: bool = False) -> Tuple[int, ...]:
-    if getattr(value, "ndim", 0) >= 1 and hasattr(value, "tolist"):
-        value = value.tolist()  # a NumPy array of sizes
-    dims = (value,) if hasattr(value, "__index__") else value
-    try:
-        if any(isinstance(d, bool) for d in dims):
-            raise TypeError
-        dims = tuple(int(d.__index__()) for d in dims)
-    except (AttributeError, TypeError):
-        raise ValueError(f"{what} must be an int or a tuple of 1 to 3 ints, got {value!r}") from None
-    if not 1 <= len(dims) <= 3:
-        raise ValueError(f"{what} must have 1 to 3 dimensions, got {len(dims)}: {value!r}")
-    if allow_zero and any(d < 0 for d in dims):
-        raise ValueError(f"{what} must be non-negative in every dimension, got {value!r}")
-    if not allow_zero and any(d <= 0 for d in dims):
-        raise ValueError(f"{what} must be positive in every dimension, got {value!r}")
-    return dims
-
-
-def _pad3(dims: Tuple[int, ...]) -> Tuple[int, int, int]:
-    return tuple(dims) + (1,) * (3 - len(dims))  # type: ignore[return-value]
-
-
-def _check_forms(grid, block, launch_dims) -> bool:
-    """Which form a launch configuration takes (True: grid and block), in the
-    order brainevent checks them; ValueError for a mix or for neither."""
-    explicit = grid is not None or block is not None
-    if explicit and launch_dims is not None:
-        raise ValueError("pass either grid and block, or launch_dims, not both")
-    if explicit and (grid is None or block is None):
-        missing = "block" if block is None else "grid"
-        raise ValueError(f"grid and block go together: {missing} is missing")
-    if not explicit and launch_dims is None:
-        raise ValueError("a launch configuration is needed: pass grid and block, or launch_dims "
-                         "(the number of threads to launch)")
-    return explicit
-
-
-def resolve_launch(grid=None, block=None, launch_dims=None,
-                   threads_per_block: int = 256) -> Tuple[Tuple[int, int, int], Tuple[int, int, int]]:
-    """The (grid, block) a launch configuration gives, as 3-tuples.
-
-    Either ``grid`` and ``block`` together, or ``launch_dims``: the number of
-    threads per dimension. With ``launch_dims`` the block is
-    ``threads_per_block`` threads for a 1-D launch, ``(s, s)`` with
-    ``s = isqrt(threads_per_block)`` for 2-D (16x16 by default) and
-    ``(8, 8, threads_per_block // 64)`` for 3-D (8x8x4 by default); the grid
-    is the ceiling of each dimension over the block's. A ``launch_dims`` of 0
-    in some dimension gives a grid of 0 there: an empty launch, which
-    :func:`numba_cuda_kernel` skips.
-    """
-    if _check_forms(grid, block, launch_dims):
-        g, b = _dims(grid, "grid"), _dims(block, "block")
-    else:
-        n = _dims(launch_dims, "launch_dims", allow_zero=True)
-        try:
-            if isinstance(threads_per_block, bool):
-                raise TypeError
-            tpb = threads_per_block.__index__()
-        except (AttributeError, TypeError):
-            raise ValueError(f"threads_per_block must be an int, got {threads_per_block!r}") from None
-        if not 1 <= tpb <= _MAX_THREADS_PER_BLOCK:
-            raise ValueError(f"threads_per_block must be 1 to {_MAX_THREADS_PER_BLOCK}, got "
-                             f"{threads_per_block!r}")
-        if len(n) == 1:
-            b = (tpb,)
-        elif len(n) == 2:
-            side = max(1, math.isqrt(tpb))
-            b = (side, side)
-        else:
-            b = (8, 8, max(1, tpb // 64)) if tpb >= 64 else (tpb, 1, 1)
-        g = tuple(-(-d // s) for d, s in zip(n, b))
-    g3, b3 = _pad3(g), _pad3(b)
-    for i, axis in enumerate("xyz"):
-        if g3[i] > _MAX_GRID[i]:
-            raise ValueError(f"grid {axis} is {g3[i]}, more than CUDA's {_MAX_GRID[i]}")
-        if b3[i] > _MAX_BLOCK[i]:
-            raise ValueError(f"block {axis} is {b3[i]}, more than CUDA's {_MAX_BLOCK[i]}")
-    if b3[0] * b3[1] * b3[2] > _MAX_THREADS_PER_BLOCK:
-        raise ValueError(f"block {b3} has {b3[0] * b3[1] * b3[2]} threads; CUDA allows at most "
-                         f"{_MAX_THREADS_PER_BLOCK}")
-    return g3, b3
-
-
-# --------------------------------------------------------------------------- native library
-_LOCK = threading.RLock()
-_NATIVE: Optional["_Native"] = None
-
-
-def find_numba_library() -> str:
-    """Path of ``libbekc_numba.so``: ``$BEKC_NUMBA_LIBRARY``, the package's
-    ``lib/`` (an installed tree), the directory of the ``bekc`` binary (a
-    build tree), then the install prefix that binary belongs to (a package
-    installed with pip next to an installed bekc)."""
-    env = os.environ.get("BEKC_NUMBA_LIBRARY", "")
-    if env:
-        if os.path.isfile(env):
-            return os.path.abspath(env)
-        raise LibraryLoadError(f"$BEKC_NUMBA_LIBRARY is {env!r}, which is not a file")
-    tried = []
-    here = os.path.dirname(os.path.abspath(__file__))
-    candidates = [os.path.join(here, "lib", _LIBRARY_NAME)]
-    try:
-        from ._binary import find_binary
-        bindir = os.path.dirname(os.path.realpath(find_binary()))
-        candidates.append(os.path.join(bindir, _LIBRARY_NAME))  # a build tree
-        candidates.append(os.path.join(os.path.dirname(bindir), "lib", "bekc", "python", "bekc",
-                                       "lib", _LIBRARY_NAME))  # an install prefix
-    except BekcError as e:
-        tried.append(f"next to the bekc binary ({e})")
-    for c in candidates:
-        if os.path.isfile(c):
-            return c
-        tried.append(c)
-    raise LibraryLoadError(
-        f"cannot find {_LIBRARY_NAME}, which bekc.numba_cuda_kernel needs. Looked at: "
-        + "; ".join(tried) + ". Build it with `cmake --build build --target bekc_numba` "
-        "(it lands beside build/bekc), install bekc, or set BEKC_NUMBA_LIBRARY=/path/to/it.")
-
-
-_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, ctypes.POINTER(ctypes.c_uint64),
-                             ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
-
-
-class _Native:
-    """The loaded library, with its two FFI targets registered with JAX."""
-
-    def __init__(self, path: str) -> None:
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError as e:
-            raise LibraryLoadError(f"cannot load {path}: {e}") from e
-        try:
-            version = lib.bekc_numba_abi_version()
-        except AttributeError:
-            raise LibraryLoadError(f"{path} is not libbekc_numba (it has no "
-                                   f"bekc_numba_abi_version)") from None
-        if version != _ABI_VERSION:
-            raise LibraryLoadError(
-                f"{path} speaks ABI {version}, this bekc package {_ABI_VERSION}: rebuild it "
-                f"from the same bekc checkout")
-        lib.bekc_numba_add_launch.restype = ctypes.c_int64
-        lib.bekc_numba_add_launch.argtypes = (
-            ctypes.c_char_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint32),
-            ctypes.POINTER(ctypes.c_uint32), ctypes.c_uint32, ctypes.c_int, ctypes.c_int64,
-            ctypes.c_int64, ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_int32),
-            ctypes.c_char_p, ctypes.c_size_t)
-        lib.bekc_numba_launch_stats.restype = ctypes.c_int64
-        lib.bekc_numba_launch_stats.argtypes = (ctypes.c_int64, ctypes.POINTER(ctypes.c_int64))
-        for symbol in ("bekc_numba_allow_vmap", "bekc_numba_launch_stream"):
-            if not hasattr(lib, symbol):
-                raise LibraryLoadError(f"{path} predates {symbol}: rebuild it from the same bekc "
-                                       f"checkout (cmake --build build --target bekc_numba)")
-        lib.bekc_numba_allow_vmap.restype = ctypes.c_int
-        lib.bekc_numba_allow_vmap.argtypes = (ctypes.c_int64,)
-        lib.bekc_numba_launch_stream.restype = ctypes.c_uint64
-        lib.bekc_numba_launch_stream.argtypes = (ctypes.c_int64,)
-        lib.bekc_numba_add_callable.restype = ctypes.c_int64
-        lib.bekc_numba_add_callable.argtypes = (ctypes.c_char_p, _CALLBACK, ctypes.c_int64,
-                                                ctypes.c_int64)
-        self.path = path
-        self.lib = lib
-        self.callbacks: List[Any] = []  # ctypes callbacks must outlive every call
-
-        import jax
-        for target, symbol in ((LAUNCH_TARGET, lib.bekc_numba_launch),
-                               (CALL_TARGET, lib.bekc_numba_call)):
-            try:
-                jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(symbol), platform="CUDA")
-            except Exception as e:
-                raise LibraryLoadError(
-                    f"jax.ffi.register_ffi_target({target!r}, platform='CUDA') failed: {e}") from e
-
-    def add_launch(self, name: str, handle: int, grid, block, shared_mem: int, cooperative: bool,
-                   dtypes: Sequence[int], ranks: Sequence[int], num_args: int,
-                   vmap: bool = False) -> int:
-        n = len(dtypes)
-        error = ctypes.create_string_buffer(512)
-        id_ = self.lib.bekc_numba_add_launch(
-            name.encode(), ctypes.c_void_p(handle), (ctypes.c_uint32 * 3)(*grid),
-            (ctypes.c_uint32 * 3)(*block), int(shared_mem), int(bool(cooperative)), num_args,
-            n - num_args, (ctypes.c_int32 * n)(*dtypes), (ctypes.c_int32 * n)(*ranks),
-            error, len(error))
-        if id_ < 0:
-            raise BekcError(error.value.decode(errors="replace"))
-        if vmap and self.lib.bekc_numba_allow_vmap(id_) != 0:
-            raise BekcError(f"{name}: libbekc_numba lost entry {id_}")
-        return int(id_)
-
-    def launch_stats(self, id_: int) -> Tuple[int, int]:
-        captured = ctypes.c_int64(0)
-        launches = self.lib.bekc_numba_launch_stats(id_, ctypes.byref(captured))
-        return int(launches), int(captured.value)
-
-    def launch_stream(self, id_: int) -> int:
-        return int(self.lib.bekc_numba_launch_stream(id_))
-
-    def add_callable(self, name: str, callback, num_args: int, num_rets: int) -> int:
-        c_callback = _CALLBACK(callback)
-        id_ = self.lib.bekc_numba_add_callable(name.encode(), c_callback, num_args, num_rets)
-        if id_ < 0:
-            raise BekcError(f"{name}: libbekc_numba refused the callable")
-        self.callbacks.append(c_callback)
-        return int(id_)
-
-
-def _native() -> _Native:
-    global _NATIVE
-    with _LOCK:
-        if _NATIVE is None:
-            _NATIVE = _Native(find_numba_library())
-        return _NATIVE
 
 
 # --------------------------------------------------------------------------- Numba

@@ -124,7 +124,7 @@ open(src, "w").write('#include "brainevent/common.h"\n'
     "// @BE twice\nvoid twice(const BE::Tensor x, BE::Tensor y, int64_t stream) {\n"
     "  int n = (int)x.numel(); k<<<(n + 255) / 256, 256, 0, (cudaStream_t)stream>>>(\n"
     "    static_cast<const float*>(x.data_ptr()), static_cast<float*>(y.data_ptr()), n); }\n")
-argv = _compat._loader_argv([src], name="route_" + prefer, flag_kind="cuda")
+argv, _ = _compat._loader_argv([src], name="route_" + prefer, flag_kind="cuda")
 r = subprocess.run([os.environ["BEKC"]] + argv[1:] + ["--dry-run", "--explain-key"],
                    capture_output=True, text=True)
 ours = [l for l in r.stderr.splitlines() if l.startswith("bekc: nvcc ")]

@@ -219,6 +219,23 @@ def test_help_states_the_name_limit(bekc):
     assert f"at most {MAX_NAME}" in " ".join(out.split())
 
 
+def test_help_says_what_name_and_target_prefix_take_and_it_is_taken(bekc, src):
+    """--name and --target-prefix take any name brainevent takes, as --help
+    says, and the library's file name is the name with the other bytes as '_'."""
+    out = " ".join(run(bekc, "build", "--help").stdout.split())
+    assert "identifier" not in out
+    assert ("--name TEXT Module name, any name brainevent takes (e.g. my-kernels): at most "
+            f"{MAX_NAME} characters, no '/', no control character, not '.' or '..'; the "
+            "library is lib<name>.so with bytes other than ASCII letters, digits and '_.+-' "
+            "written as '_'") in out
+    assert ("--target-prefix TEXT Prefix of the FFI target names, '<prefix>.<function>': any "
+            f"text without a control character, at most {MAX_NAME} characters") in out
+    proc = build(bekc, src, "--name", "my kernels+1", "--target-prefix", "my-kernels v2",
+                 FAST, "--dry-run")
+    assert proc.returncode == 0, proc.stderr
+    assert "libmy_kernels+1.so" in proc.stdout
+
+
 # --------------------------------------------------------------------------- not regular files
 @pytest.fixture
 def fifo(bekc) -> Path:

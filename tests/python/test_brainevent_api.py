@@ -155,7 +155,7 @@ CUDA_ARGV_CASES = [
     (dict(target_prefix="tp"), ["--target-prefix=tp"], []),
     # brainevent: `target_prefix or name`
     (dict(target_prefix=""), ["--name=m"], ["--target-prefix"]),
-    (dict(compute_capability="compute_86"), ["--arch=sm_86"], []),
+    (dict(compute_capability="compute_86"), ["--arch=compute_86"], []),
     (dict(extra_ldflags=["-lcublas"]), ["--linker-arg=-lcublas"], ["--ldflag"]),
 ]
 
@@ -241,19 +241,33 @@ def test_unmappable_ldflags_raise_before_bekc_runs(rec):
 
 
 def test_compute_capability_spellings(rec):
-    for cc, want in [("8.6", "sm_86"), ("sm_86", "sm_86"), ("SM_86", "sm_86"), (86, "sm_86"),
-                     ("compute_86", "sm_86"), ("9.0a", "sm_90a"), ("12.0", "sm_120"),
-                     (["8.0", "sm_90", "8.0"], "sm_80,sm_90"), ("8.0, 9.0", "sm_80,sm_90"),
-                     (["8.0,8.6", "9.0"], "sm_80,sm_86,sm_90")]:
+    """compute_capability reaches bekc as spelled (bekc reads brainevent's
+    spellings: tests/python/test_loaders_argv_and_flow.py); lists and comma-separated parts
+    are joined by commas."""
+    for cc, want in [("8.6", "8.6"), ("sm_86", "sm_86"), ("SM_86", "SM_86"), (86, "86"),
+                     ("compute_86", "compute_86"), ("9.0a", "9.0a"), ("12.0", "12.0"),
+                     (["8.0", "sm_90", "8.0"], "8.0,sm_90,8.0"), ("8.0, 9.0", "8.0,9.0"),
+                     (["8.0,8.6", "9.0"], "8.0,8.6,9.0")]:
         argv = rec.argv(bekc.load_cuda_inline, "m", NOOP_EXPORT, compute_capability=cc)
         assert opts(argv, "--arch") == [f"--arch={want}"], cc
-    for bad in ("1.0", "sm_10", "8", "ampere", "sm_86x1"):
-        with pytest.raises(ValueError, match=re.escape(repr(bad))):
-            bekc.load_cuda_inline("m", NOOP_EXPORT, compute_capability=bad)
     # brainevent: an empty choice is no choice
     for empty in ("", [], " , "):
         assert not opts(rec.argv(bekc.load_cuda_inline, "m", NOOP_EXPORT, compute_capability=empty),
                         "--arch")
+
+
+def test_refused_compute_capability_raises_valueerror_naming_it(bekc_bin, monkeypatch):
+    """What brainevent refuses, bekc refuses with a ValueError naming the value
+    (brainevent's exception types: tests/python/test_loaders_argv_and_flow.py), before nvcc
+    is looked for, also when it comes from $BRAINEVENT_COMPUTE_CAPABILITIES."""
+    monkeypatch.setenv("BEKC_NVCC", "/nonexistent/nvcc")
+    monkeypatch.delenv(ARCH_ENV, raising=False)
+    for bad in ("1.0", "sm_10", "8", "ampere", "sm_86x1"):
+        with pytest.raises(ValueError, match=re.escape(repr(bad))):
+            bekc.load_cuda_inline("m", NOOP_EXPORT, compute_capability=bad)
+    monkeypatch.setenv(ARCH_ENV, "ampere")
+    with pytest.raises(ValueError, match=ARCH_ENV):
+        bekc.load_cuda_inline("m", NOOP_EXPORT)
 
 
 def test_compute_capability_pins(rec, monkeypatch, kernel_files):
@@ -264,18 +278,15 @@ def test_compute_capability_pins(rec, monkeypatch, kernel_files):
         assert not opts(call(), "--arch")
     monkeypatch.setenv(ARCH_ENV, "8.6, 9.0")
     for call in cuda_calls:
-        assert opts(call(), "--arch") == ["--arch=sm_86,sm_90"]
+        assert opts(call(), "--arch") == ["--arch=8.6,9.0"]
     brainevent.config.set_compute_capability(["8.0", "8.9"])  # the config pin beats the env
     for call in cuda_calls:
         assert opts(call(), "--arch") == ["--arch=sm_80,sm_89"]
-        assert opts(call(compute_capability="7.5"), "--arch") == ["--arch=sm_75"]
+        assert opts(call(compute_capability="7.5"), "--arch") == ["--arch=7.5"]
     # C++ builds have no architecture
     assert not opts(rec.argv(bekc.load_cpp_inline, "m", NOOP_EXPORT), "--arch")
     assert not opts(rec.argv(bekc.load_cpp_file, kernel_files / "k.cpp"), "--arch")
     brainevent.config.set_compute_capability(None)
-    monkeypatch.setenv(ARCH_ENV, "ampere")
-    with pytest.raises(ValueError, match=ARCH_ENV):
-        bekc.load_cuda_inline("m", NOOP_EXPORT)
 
 
 def _real_dir(*parts):

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import stat
+import subprocess
 import sys
 
 import pytest
@@ -47,7 +50,7 @@ def test_argv_every_option(tmp_path):
     assert argv[:3] == ["/opt/bekc", "build", "/src/k.cu"]
     rest = argv[3:]
     for want in ["--name=my_kernels", "--json", "-O2", "-v", "--target-prefix=pfx",
-                 "--fast-math", "--arch=sm_86", "--cuda-flag=-lineinfo",
+                 "--fast-math", "--arch=8.6", "--cuda-flag=-lineinfo",
                  "--cuda-flag=--expt-relaxed-constexpr", "--linker-arg=-lcublas",
                  "--linker-arg=-L/opt/lib", "--no-cuda-graph", "--force", "--cache-dir=/c",
                  "--function=vector_add=arg,arg,ret,stream",
@@ -75,16 +78,18 @@ def test_argv_function_list_form():
 
 
 @pytest.mark.parametrize("cc,want", [
-    ("sm_86", "sm_86"), ("86", "sm_86"), (86, "sm_86"), ("8.6", "sm_86"), ("9.0a", "sm_90a"),
-    ("10.0", "sm_100"), (["sm_80", "9.0"], "sm_80,sm_90"), ("sm_80,sm_90", "sm_80,sm_90"),
-    ("native", "native"), ("auto", "auto"), ("compute_90", "sm_90")])
-def test_arch_normalization(cc, want):
+    ("sm_86", "sm_86"), ("86", "86"), (86, "86"), ("8.6", "8.6"), ("9.0a", "9.0a"),
+    ("SM_86", "SM_86"), (["sm_80", "9.0"], "sm_80,9.0"), ("sm_80, sm_90", "sm_80,sm_90"),
+    ("native", "native"), ("auto", "auto"), ("compute_90", "compute_90"), ("all", "all")])
+def test_arch_spellings_pass_through(cc, want):
+    """compute_capability reaches --arch as the user spelled it (bekc reads it);
+    lists and comma-separated parts are joined by commas."""
     assert f"--arch={want}" in bekc.build_argv(["/k.cu"], name="m", compute_capability=cc)
 
 
 @pytest.mark.parametrize("kwargs,exc", [
     (dict(optimization_level=4), ValueError), (dict(optimization_level=True), ValueError),
-    (dict(ninja_workers=0), ValueError), (dict(compute_capability="ampere"), ValueError),
+    (dict(ninja_workers=0), ValueError), (dict(compute_capability=True), TypeError),
     (dict(functions={}), ValueError), (dict(functions={"a,b": ["arg"]}), ValueError),
     (dict(functions={"f": ["arg", "r et"]}), ValueError), (dict(name=""), ValueError),
     (dict(extra_flags=[1]), TypeError)])
@@ -346,28 +351,57 @@ ARCH_SPELLINGS = ["8.6", "86", "sm_86", "SM_86", "compute_86", " 8.6 ", "9.0a", 
                   "8", "sm_", "..", "1.0", "0.0", "sm_10", "sm_1234", "8.6ab"]
 
 
+@pytest.fixture
+def no_nvcc(monkeypatch):
+    """bekc finds no nvcc: what fails here fails before nvcc is looked for."""
+    monkeypatch.setenv("BEKC_NVCC", "/nonexistent/nvcc")
+
+
+CU_KERNEL = "// @BE f\nvoid f(const BE::Tensor x, BE::Tensor out, int64_t stream) {}\n"
+
+
 @pytest.mark.parametrize("spelling", ARCH_SPELLINGS)
-def test_arch_spellings_as_brainevent_reads_them(spelling):
-    """What brainevent's normalize_arch accepts gives the same --arch; what it
-    refuses raises the same kind of exception, before the binary runs."""
+def test_arch_spellings_as_brainevent_reads_them(spelling, bekc_bin, tmp_path, no_nvcc):
+    """bekc reads every spelling as brainevent's normalize_arch does: what it
+    accepts is the same architecture (nvcc's -gencode in a dry run), what it
+    refuses raises the same exception type, before nvcc is looked for."""
     toolchain = pytest.importorskip("brainevent._op.kernix_toolchain")
     try:
         want = toolchain.normalize_arch(spelling)
     except Exception as e:
-        with pytest.raises(Exception) as got:
-            bekc.build_argv(["/k.cu"], name="m", compute_capability=[spelling])
+        with pytest.raises(ValueError) as got:
+            bekc.load_cuda_inline("m", CU_KERNEL, compute_capability=[spelling])
         assert type(got.value).__name__ == type(e).__name__ or (
-            isinstance(e, ValueError) and isinstance(got.value, ValueError)), (e, got.value)
+            type(e) is ValueError and type(got.value) is ValueError), (e, got.value)
         return
-    assert f"--arch={want}" in bekc.build_argv(["/k.cu"], name="m", compute_capability=spelling)
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    if not os.access(nvcc, os.X_OK):
+        pytest.skip("nvcc not found: the dry run of an accepted spelling needs it")
+    (tmp_path / "k.cu").write_text(CU_KERNEL)
+    argv = bekc.build_argv([tmp_path / "k.cu"], name="m", compute_capability=spelling,
+                           binary=bekc_bin, cache_dir=str(tmp_path / "cache"))
+    env = dict(os.environ, BEKC_NVCC=nvcc)
+    r = subprocess.run(argv + ["--dry-run"], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    gencodes = sorted(set(re.findall(r"arch=compute_\w+,code=(sm_\w+)", r.stdout)))
+    assert gencodes == [want], r.stdout
 
 
-def test_arch_all_is_refused_in_python():
+def test_refused_arch_raises_brainevents_exception_with_bekcs_reason(bekc_bin, no_nvcc):
+    """"all" is no spelling brainevent accepts: ValueError; "1.0" is spelled
+    right but names no GPU: UnsupportedArchError. Each says which value and
+    why, in bekc's words."""
     with pytest.raises(ValueError) as e:
-        bekc.build_argv(["/k.cu"], name="m", compute_capability="all")
+        bekc.load_cuda_inline("m", CU_KERNEL, compute_capability="all")
+    assert type(e.value) is ValueError
     assert str(e.value) == (
-        "compute_capability 'all': 'all' is not a compute capability; use e.g. 'sm_86', '8.6', "
-        "'86', 'compute_86' or '9.0a', a list or comma-separated string of those, or "
-        "'native'/'auto'")
-    with pytest.raises(bekc.UnsupportedArchError):
-        bekc.build_argv(["/k.cu"], name="m", compute_capability="1.0")
+        "compute_capability 'all': 'all' is not a GPU architecture (write sm_90, 90, 9.0 or "
+        "sm_90a; or native, auto)")
+    with pytest.raises(bekc.UnsupportedArchError) as e:
+        bekc.load_cuda_inline("m", CU_KERNEL, compute_capability=["8.6", "1.0"])
+    assert str(e.value) == ("compute_capability ['8.6', '1.0']: '1.0' is sm_10, and no CUDA GPU "
+                            "has a major version below 2")
+    # Spelled as brainevent accepts, but nvcc compiles for no such GPU: a failed build.
+    with pytest.raises(bekc.CompileError, match="'sm_35' is sm_35, which nvcc does not"):
+        bekc.load_cuda_inline("m", CU_KERNEL, compute_capability="sm_35")
+

@@ -36,7 +36,7 @@ jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 
 import bekc  # noqa: E402
-from bekc import _numba_cuda  # noqa: E402
+from bekc import _numba_cuda, _numba_native  # noqa: E402
 from bekc._numba_cuda import resolve_launch  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -204,7 +204,7 @@ def no_package_copy(monkeypatch, tmp_path):
     the search does not depend on how bekc was installed. Returns that ``lib/``."""
     pkg = tmp_path / "pkg" / "bekc"
     (pkg / "lib").mkdir(parents=True)
-    monkeypatch.setattr(_numba_cuda, "__file__", str(pkg / "_numba_cuda.py"))
+    monkeypatch.setattr(_numba_native, "__file__", str(pkg / "_numba_native.py"))
     monkeypatch.delenv("BEKC_NUMBA_LIBRARY", raising=False)
     return pkg / "lib"
 
@@ -218,14 +218,14 @@ def test_env_variable_pointing_at_a_file_wins(no_package_copy, monkeypatch, tmp_
     chosen.parent.mkdir()
     chosen.write_bytes(b"x")
     monkeypatch.setenv("BEKC_NUMBA_LIBRARY", str(chosen))
-    assert _numba_cuda.find_numba_library() == str(chosen)
+    assert _numba_native.find_numba_library() == str(chosen)
 
 
 def test_env_variable_relative_path_is_made_absolute(no_package_copy, monkeypatch, tmp_path):
     (tmp_path / "rel.so").write_bytes(b"x")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("BEKC_NUMBA_LIBRARY", "rel.so")
-    assert _numba_cuda.find_numba_library() == str(tmp_path / "rel.so")
+    assert _numba_native.find_numba_library() == str(tmp_path / "rel.so")
 
 
 @pytest.mark.parametrize("kind", ["missing", "directory"])
@@ -239,7 +239,7 @@ def test_env_variable_pointing_at_nothing_is_an_error(no_package_copy, monkeypat
     (tmp_path / "bin" / LIB_NAME).write_bytes(b"beside bekc")
     monkeypatch.setenv("BEKC_NUMBA_LIBRARY", str(target))
     with pytest.raises(bekc.LibraryLoadError) as info:
-        _numba_cuda.find_numba_library()
+        _numba_native.find_numba_library()
     assert "$BEKC_NUMBA_LIBRARY" in str(info.value)
     assert str(target) in str(info.value)
     assert "not a file" in str(info.value)
@@ -249,13 +249,13 @@ def test_empty_env_variable_counts_as_unset(no_package_copy, monkeypatch, tmp_pa
     monkeypatch.setenv("BEKC_NUMBA_LIBRARY", "")
     monkeypatch.setenv("BEKC", str(_exe(tmp_path / "bin" / "bekc")))
     (tmp_path / "bin" / LIB_NAME).write_bytes(b"x")
-    assert _numba_cuda.find_numba_library() == str(tmp_path / "bin" / LIB_NAME)
+    assert _numba_native.find_numba_library() == str(tmp_path / "bin" / LIB_NAME)
 
 
 def test_found_beside_the_bekc_binary(no_package_copy, monkeypatch, tmp_path):
     monkeypatch.setenv("BEKC", str(_exe(tmp_path / "build" / "bekc")))
     (tmp_path / "build" / LIB_NAME).write_bytes(b"x")
-    assert _numba_cuda.find_numba_library() == str(tmp_path / "build" / LIB_NAME)
+    assert _numba_native.find_numba_library() == str(tmp_path / "build" / LIB_NAME)
 
 
 def test_a_symlinked_bekc_leads_to_the_build_tree(no_package_copy, monkeypatch, tmp_path):
@@ -266,7 +266,7 @@ def test_a_symlinked_bekc_leads_to_the_build_tree(no_package_copy, monkeypatch, 
     (tmp_path / "bin").mkdir()
     os.symlink(real, tmp_path / "bin" / "bekc")
     monkeypatch.setenv("BEKC", str(tmp_path / "bin" / "bekc"))
-    assert _numba_cuda.find_numba_library() == str(tmp_path / "build" / LIB_NAME)
+    assert _numba_native.find_numba_library() == str(tmp_path / "build" / LIB_NAME)
 
 
 def test_the_installed_package_copy_comes_before_the_binary(no_package_copy, monkeypatch,
@@ -274,7 +274,7 @@ def test_the_installed_package_copy_comes_before_the_binary(no_package_copy, mon
     (no_package_copy / LIB_NAME).write_bytes(b"installed")
     monkeypatch.setenv("BEKC", str(_exe(tmp_path / "build" / "bekc")))
     (tmp_path / "build" / LIB_NAME).write_bytes(b"build tree")
-    assert _numba_cuda.find_numba_library() == str(no_package_copy / LIB_NAME)
+    assert _numba_native.find_numba_library() == str(no_package_copy / LIB_NAME)
 
 
 def test_found_in_the_install_prefix_of_the_bekc_binary(no_package_copy, monkeypatch, tmp_path):
@@ -284,16 +284,16 @@ def test_found_in_the_install_prefix_of_the_bekc_binary(no_package_copy, monkeyp
     installed = tmp_path / "prefix" / "lib" / "bekc" / "python" / "bekc" / "lib" / LIB_NAME
     installed.parent.mkdir(parents=True)
     installed.write_bytes(b"x")
-    assert _numba_cuda.find_numba_library() == str(installed)
+    assert _numba_native.find_numba_library() == str(installed)
     # A library right beside the binary (a build tree) comes first.
     (tmp_path / "prefix" / "bin" / LIB_NAME).write_bytes(b"x")
-    assert _numba_cuda.find_numba_library() == str(tmp_path / "prefix" / "bin" / LIB_NAME)
+    assert _numba_native.find_numba_library() == str(tmp_path / "prefix" / "bin" / LIB_NAME)
 
 
 def test_nowhere_lists_where_it_looked_and_how_to_build(no_package_copy, monkeypatch, tmp_path):
     monkeypatch.setenv("BEKC", str(_exe(tmp_path / "build" / "bekc")))  # no library beside it
     with pytest.raises(bekc.LibraryLoadError) as info:
-        _numba_cuda.find_numba_library()
+        _numba_native.find_numba_library()
     message = str(info.value)
     assert f"cannot find {LIB_NAME}" in message
     assert str(no_package_copy / LIB_NAME) in message
@@ -305,7 +305,7 @@ def test_nowhere_lists_where_it_looked_and_how_to_build(no_package_copy, monkeyp
 def test_nowhere_and_no_bekc_binary(no_package_copy, monkeypatch, tmp_path):
     monkeypatch.setenv("BEKC", str(tmp_path / "no-such-bekc"))
     with pytest.raises(bekc.LibraryLoadError) as info:
-        _numba_cuda.find_numba_library()
+        _numba_native.find_numba_library()
     message = str(info.value)
     assert "next to the bekc binary" in message
     assert "no-such-bekc" in message  # why the binary could not be found
@@ -331,7 +331,7 @@ def test_numba_cuda_kernel_without_numba_says_what_to_install(no_numba):
 
 
 def test_numba_cuda_callable_without_numba_fails_at_call(no_numba, native, monkeypatch):
-    monkeypatch.setattr(_numba_cuda, "_NATIVE", native)  # no second load of the library
+    monkeypatch.setattr(_numba_native, "_NATIVE", native)  # no second load of the library
 
     def body(x, y, stream):
         raise AssertionError("never called")
@@ -400,7 +400,7 @@ def numba_lib(numba_library):
 
 @pytest.fixture(scope="module")
 def native(numba_lib):
-    return _numba_cuda._Native(numba_lib)
+    return _numba_native._Native(numba_lib)
 
 
 def _add(native, name="k", handle=0x1234, grid=(1, 1, 1), block=(32, 1, 1), dtypes=(F32, F32),
@@ -410,17 +410,17 @@ def _add(native, name="k", handle=0x1234, grid=(1, 1, 1), block=(32, 1, 1), dtyp
 
 
 def test_library_speaks_the_package_abi(native):
-    assert native.lib.bekc_numba_abi_version() == _numba_cuda._ABI_VERSION
+    assert native.lib.bekc_numba_abi_version() == _numba_native._ABI_VERSION
 
 
 def test_abi_mismatch_is_reported(numba_lib, monkeypatch):
-    monkeypatch.setattr(_numba_cuda, "_ABI_VERSION", _numba_cuda._ABI_VERSION + 1)
+    monkeypatch.setattr(_numba_native, "_ABI_VERSION", _numba_native._ABI_VERSION + 1)
     with pytest.raises(bekc.LibraryLoadError) as info:
-        _numba_cuda._Native(numba_lib)
+        _numba_native._Native(numba_lib)
     message = str(info.value)
     assert numba_lib in message
-    assert (f"speaks ABI {_numba_cuda._ABI_VERSION - 1}, this bekc package "
-            f"{_numba_cuda._ABI_VERSION}") in message
+    assert (f"speaks ABI {_numba_native._ABI_VERSION - 1}, this bekc package "
+            f"{_numba_native._ABI_VERSION}") in message
     assert "rebuild" in message
 
 
@@ -430,14 +430,14 @@ def test_a_library_that_is_not_libbekc_numba(tmp_path):
     if libm is None:
         pytest.skip("no libm to load")
     with pytest.raises(bekc.LibraryLoadError, match="is not libbekc_numba"):
-        _numba_cuda._Native(libm)
+        _numba_native._Native(libm)
 
 
 def test_a_file_that_is_not_a_library(tmp_path):
     bogus = tmp_path / LIB_NAME
     bogus.write_text("not an ELF file")
     with pytest.raises(bekc.LibraryLoadError, match=re.escape(f"cannot load {bogus}")):
-        _numba_cuda._Native(str(bogus))
+        _numba_native._Native(str(bogus))
 
 
 def _capsule_pointer(capsule) -> int:
@@ -455,7 +455,7 @@ def test_both_targets_are_registered_for_cuda(numba_lib, monkeypatch):
         return real(name, capsule, platform=platform, **kwargs)  # the real registration too
 
     monkeypatch.setattr(jax.ffi, "register_ffi_target", spy)
-    n = _numba_cuda._Native(numba_lib)
+    n = _numba_native._Native(numba_lib)
     address = lambda fn: ctypes.cast(fn, ctypes.c_void_p).value  # noqa: E731
     assert calls == [
         (_numba_cuda.LAUNCH_TARGET, address(n.lib.bekc_numba_launch), "CUDA"),
@@ -472,15 +472,15 @@ def test_a_failed_registration_is_a_load_error(numba_lib, monkeypatch):
     monkeypatch.setattr(jax.ffi, "register_ffi_target", refuse)
     with pytest.raises(bekc.LibraryLoadError, match=r"register_ffi_target\('bekc.numba_cuda_kernel'"
                                                     r", platform='CUDA'\) failed: jaxlib said no"):
-        _numba_cuda._Native(numba_lib)
+        _numba_native._Native(numba_lib)
 
 
 def test_native_is_loaded_once_from_the_library_found(numba_lib, monkeypatch):
-    monkeypatch.setattr(_numba_cuda, "_NATIVE", None)
+    monkeypatch.setattr(_numba_native, "_NATIVE", None)
     monkeypatch.setenv("BEKC_NUMBA_LIBRARY", numba_lib)
-    first = _numba_cuda._native()
+    first = _numba_native._native()
     assert first.path == numba_lib
-    assert _numba_cuda._native() is first
+    assert _numba_native._native() is first
 
 
 def test_add_launch_returns_increasing_ids(native):

@@ -80,8 +80,8 @@ TEST_CASE("a spelling change does not change the canonical list", "[arch]") {
 }
 
 TEST_CASE("malformed architectures are errors that name the element and the syntax", "[arch]") {
-    for (const char* bad : {"sm_9x", "foo", "sm_", "sm90", "9", "9.0.1", "sm_90b", "sm_90,bogus",
-                            "native,sm_90", "-1"}) {
+    for (const char* bad :
+         {"sm_9x", "foo", "sm_", "sm90", "9", "sm_90,bogus", "native,sm_90", "-1"}) {
         std::string err = arch_error(bad);
         INFO(bad << " -> " << err);
         CHECK(err.find("--arch") != std::string::npos);
@@ -96,6 +96,86 @@ TEST_CASE("architectures too old for current CUDA are refused", "[arch]") {
     CHECK(err.find("sm_35") != std::string::npos);
     arch_error("3.0");
     CHECK(parse_ok("sm_50").front().number == 50);
+}
+
+// brainevent's normalize_arch (0.2.1 and 0.3.0), element by element: the
+// spelling, and the architecture it gives ("" where it raises ValueError).
+// bekc's Python loaders pass compute_capability through unchanged, so the
+// binary must read every spelling the same way.
+TEST_CASE("every spelling brainevent accepts gives brainevent's architecture", "[arch]") {
+    const std::vector<std::pair<const char*, const char*>> table = {
+        {"8.6", "sm_86"},
+        {"86", "sm_86"},
+        {"sm_86", "sm_86"},
+        {"SM_86", "sm_86"},
+        {"Sm_86", "sm_86"},
+        {"compute_86", "sm_86"},
+        {"COMPUTE_86", "sm_86"},
+        {" 8.6 ", "sm_86"},
+        {"9.0a", "sm_90a"},
+        {"90a", "sm_90a"},
+        {"sm_90a", "sm_90a"},
+        {"9.0A", "sm_90a"},
+        {"compute_90a", "sm_90a"},
+        {"12.0", "sm_120"},
+        {"120", "sm_120"},
+        {"sm_100f", "sm_100f"},
+        {"10.0f", "sm_100f"},
+        {"8.6.", "sm_86"},
+        {".86", "sm_86"},
+        {"sm_8.6", "sm_86"},
+        {"8..6", "sm_86"},
+        {"compute_8.6", "sm_86"},
+        {"8.6.a", "sm_86a"},
+        {"12.1", "sm_121"},
+        {"9.0.1", "sm_901"},
+        // refused by both
+        {"all", ""},
+        {"all-major", ""},
+        {"ampere", ""},
+        {"8", ""},
+        {"sm_", ""},
+        {"..", ""},
+        {"sm_1234", ""},
+        {"8.6ab", ""},
+        {"sm_86x1", ""},
+        {"sm90", ""},
+        {"compute_sm_86", ""},
+        {"sm_ 86", ""},
+        {"a", ""},
+        {"-86", ""},
+        {"native", ""},
+    };
+    for (const auto& [spelling, want] : table) {
+        INFO(spelling);
+        if (*want == '\0') {
+            CHECK(arch_error(spelling).find("is not a GPU architecture") != std::string::npos);
+            continue;
+        }
+        CHECK(sms(parse_ok(spelling)) == std::vector<std::string>{want});
+    }
+}
+
+TEST_CASE("a list in brainevent's spellings gives the canonical list", "[arch]") {
+    CHECK(arch_list_string(parse_ok("SM_86, 8.0,.90,compute_8.6")) == "sm_80,sm_86,sm_90");
+}
+
+TEST_CASE("spellings brainevent accepts but no GPU or nvcc has are refused, saying why", "[arch]") {
+    // brainevent raises UnsupportedArchError for these: major version below 2.
+    CHECK(arch_error("1.0") ==
+          "--arch: '1.0' is sm_10, and no CUDA GPU has a major version below 2");
+    CHECK(arch_error("sm_10") ==
+          "--arch: 'sm_10' is sm_10, and no CUDA GPU has a major version below 2");
+    CHECK(arch_error("0.0").find("is sm_00, and no CUDA GPU") != std::string::npos);
+    CHECK(arch_error("019").find("is sm_019, and no CUDA GPU") != std::string::npos);
+    // brainevent passes these on, and nvcc refuses them.
+    const std::string nvcc_refuses =
+        ", which nvcc does not compile for (bekc takes sm_50 and newer, with an 'a' or 'f' "
+        "suffix at most)";
+    CHECK(arch_error("sm_35") == "--arch: 'sm_35' is sm_35" + nvcc_refuses);
+    CHECK(arch_error("sm_90b") == "--arch: 'sm_90b' is sm_90b" + nvcc_refuses);
+    CHECK(arch_error("086") == "--arch: '086' is sm_086" + nvcc_refuses);
+    CHECK(arch_error("8.0,sm_90b").find("'sm_90b'") != std::string::npos);
 }
 
 TEST_CASE("an empty list is an error", "[arch]") {
