@@ -116,7 +116,7 @@ def classify(head):
     head = _ACCESS_LABEL.sub("", head).strip()
     if re.search(r"\b(namespace|extern)\b", _depth0(head)):
         return "namespace"
-    without_ops = _OPERATOR.sub("operator", head)
+    without_ops = _OPERATOR.sub("operator", _without_template_prefix(head))
     if "=" in _depth0(without_ops):
         return "other"
     if _QUALIFIERS.search(head):
@@ -128,6 +128,22 @@ def classify(head):
     if params_end is not None and re.match(r"\s*:(?!:)", head[params_end:]):
         return "function" if head.endswith((")", "}")) else "init"
     return "other"
+
+
+def _without_template_prefix(head):
+    """`head` without a leading `template <...>` (whose defaults hold '=')."""
+    m = re.match(r"\s*template\s*<", head)
+    if not m:
+        return head
+    depth = 0
+    for k in range(m.end() - 1, len(head)):
+        if head[k] == "<":
+            depth += 1
+        elif head[k] == ">":
+            depth -= 1
+            if depth == 0:
+                return head[k + 1:]
+    return head
 
 
 def _parameter_list_end(head):

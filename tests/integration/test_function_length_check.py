@@ -45,15 +45,18 @@ def test_members_constructors_and_signatures_over_several_lines_count(tmp_path):
         "    lookup(int key,\n"
         "           int other) const noexcept -> int {\n" + "        a_ += 1;\n" * 3 + "    }\n"
         "    Store& operator=(const Store& o) {\n" + "        a_ += 1;\n" * 3 + "    }\n"
+        "    template <typename T = int>\n"
+        "    void put(T value, int times = 2) {\n" + "        a_ += 1;\n" * 2 + "    }\n"
         "  private:\n"
         "    int a_ = 0, b_{0};\n"
         "};\n")
     r = check("--max", "4", src)
     assert r.returncode == 1
-    assert r.stdout.splitlines()[:3] == [
+    assert r.stdout.splitlines()[:4] == [
         f"{src}:3: Store is 5 lines (at most 4)",
         f"{src}:8: lookup is 7 lines (at most 4)",
         f"{src}:15: operator= is 5 lines (at most 4)",
+        f"{src}:20: put is 5 lines (at most 4)",
     ]
 
 
