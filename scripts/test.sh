@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sets up (scripts/setup.sh), then runs every test: unit tests (ctest), the
 # Python and integration suites (pytest, JAX on the CPU), the unit tests again
-# under ASan+UBSan, the scanner fuzzer for a bounded time, the layering check
-# and clang-format.
+# under ASan+UBSan, the scanner fuzzer for a bounded time, the layering check,
+# the length of lib/'s functions (scripts/check_function_length.py) and
+# clang-format.
 # Ends with one line "N passed, N failed". Exit status 0 only when all pass.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -91,6 +92,14 @@ else
   head -40 "$RESULTS/layers.log"
   echo '<testsuite><testcase name="layering"><failure message="an include points up"/></testcase></testsuite>' > "$RESULTS/layers.xml"
   status=1
+fi
+step "function length (lib/: at most 80 lines a function)"
+if .venv/bin/python scripts/check_function_length.py lib > "$RESULTS/function-length.log" 2>&1; then
+  echo '<testsuite><testcase name="function-length"/></testsuite>' > "$RESULTS/function-length.xml"
+else
+  cat "$RESULTS/function-length.log"
+  echo '<testsuite><testcase name="function-length"><failure message="split the functions listed"/></testcase></testsuite>' \
+    > "$RESULTS/function-length.xml"; status=1
 fi
 
 step "clang-format"

@@ -1,5 +1,13 @@
-// `bekc build`: prepare -> plan -> key -> look up -> execute -> publish.
-// See docs/ARCHITECTURE.md for the stages and the build graph's steps.
+// `bekc build` in six phases, each a function returning one value:
+//   prepare (driver/prepare.hpp)        BuildInputs: options checked, inputs
+//                                       scanned, tools found, archs chosen
+//   plan (here)                         PlannedBuild: targets, the direct key
+//   look_up (driver/look_up.hpp)        LookUp: a hit, or a miss holding the lock
+//   execute (driver/execute_build.hpp)  Executed: the graph run in a private directory
+//   publish (driver/publish.hpp)        Published: the entry under the full key
+//   deliver (driver/deliver.hpp)        Delivered: the manifest and library, -o, --depfile
+// run_build chains them; a hit goes from look_up to deliver. See
+// docs/ARCHITECTURE.md for the stages and the build graph's steps.
 #pragma once
 
 #include <string>
@@ -42,6 +50,19 @@ struct BuildContext {
 // caller prints the result to stdout.
 BuildResult run_build(const BuildOptions& options);
 BuildResult run_build(const BuildOptions& options, BuildContext& context);
+
+// The second phase: what the build makes and the direct key it is known by.
+struct PlannedBuild {
+    std::vector<std::string> targets;  // the XLA target of every exported function
+    // The direct key and the record it hashes (KeyBuilder::explain).
+    std::string direct_key, direct_key_record;
+    // The start of the private build directory's name (plan_build.hpp).
+    std::string dir_name;
+};
+
+// Prints the key's record with --explain-key and writes
+// --compile-commands (not in a dry run).
+PlannedBuild plan(const BuildInputs& in, const BuildOptions& o);
 
 // The first stage: options checked, inputs read and scanned, tools found and
 // asked their versions, archs chosen. Everything the graph and the key read.

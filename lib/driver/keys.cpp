@@ -221,166 +221,215 @@ std::vector<fs::path> has_include_chain(const HasIncludeOperand& o, const fs::pa
     return chain;
 }
 
-}  // namespace
+// One run of classify_dependencies: the files seen so far and what they
+// were sorted into. Its steps run in order: the compilers' files, the
+// linker's, then the paths whose appearance would change the build.
+class Classifier {
+  public:
+    Classifier(const BuildInputs& in, const fs::path& runtime_include, const fs::path& build_dir)
+        : in_(in), build_dir_(build_dir) {
+        // Before any file is examined: the direct record's time (store/direct.hpp).
+        out_.direct.examined_ns = now_ns();
+        for (const auto& f : in.files) inputs_.insert(fs::absolute(f.path).lexically_normal());
+        std::error_code ec;
+        runtime_root_ = fs::weakly_canonical(runtime_include.parent_path(), ec);
+        runtime_dir_ = fs::weakly_canonical(runtime_include, ec);
+        for (const auto& d : in.flags.include_dirs)
+            if (spelled_through_base(d)) relative_roots_.push_back(fs::path(d).lexically_normal());
+    }
 
-DependencySet classify_dependencies(const ReportedDependencies& reported, const BuildInputs& in,
-                                    const fs::path& runtime_include, const fs::path& build_dir) {
-    DependencySet out;
-    // Before any file is examined: the direct record's time (store/direct.hpp).
-    out.direct.examined_ns = now_ns();
-    std::set<fs::path> inputs, seen;
-    for (const auto& f : in.files) inputs.insert(fs::absolute(f.path).lexically_normal());
-    std::error_code ec;
-    fs::path runtime_root = fs::weakly_canonical(runtime_include.parent_path(), ec);
-    fs::path runtime_dir = fs::weakly_canonical(runtime_include, ec);
+    // What the compilers read: bekc's runtime headers set aside, the rest
+    // keyed but for the inputs, the build directory and the toolchain's.
+    void add_compiled(const std::vector<std::string>& reported) {
+        for (const auto& d : reported) {
+            fs::path spelled = fs::absolute(d);
+            fs::path p = spelled.lexically_normal();
+            if (!seen_.insert(p).second) continue;
+            if (spelled_through_base(spelled)) relative_roots_.push_back(p.parent_path());
+            if (is_runtime(p)) {
+                // A user's directory searched before them may come to hold
+                // one of their names.
+                fs::path real = real_paths_.resolve(p);
+                if (path_is_under(real, runtime_dir_)) runtime_used_.push_back(real);
+                continue;
+            }
+            if (inputs_.count(p) || path_is_under(p, build_dir_) || is_toolchain_header(p, in_))
+                continue;
+            bool user = !is_system_header(p, in_.multiarch);
+            key_file(p, user);
+            if (user) user_headers_.push_back(p);
+            recorded_.push_back(p);
+        }
+        for (const auto& h : user_headers_) out_.user_headers.push_back(anchored(h).string());
+    }
+
+    // What the linker read: its own list, else what the flags name. The
+    // toolchain's startup files and libraries are covered by its identity;
+    // the rest (the user's libraries, the C library) is keyed.
+    void add_linked(const ReportedDependencies& reported, const LinkerSearch& search) {
+        std::vector<fs::path> link_files = reported.link_reported
+                                               ? linker_reported_files(reported.link)
+                                               : link_inputs_from_flags(search);
+        for (const auto& p : link_files) {
+            if (!seen_.insert(p).second || inputs_.count(p) || path_is_under(p, build_dir_) ||
+                is_runtime(p))
+                continue;
+            libraries_.push_back(p);
+            if (is_toolchain_header(p, in_)) continue;
+            if (presence(p) == Presence::Absent && is_driver_temporary(p, in_.env.tmpdir)) continue;
+            key_file(p, false);
+            if (!is_system_library(p)) out_.user_headers.push_back(p.string());
+        }
+    }
+
+    // The compilers' search order: the -I order of preprocessor_flags() (the
+    // user's directories, bekc's runtime headers, XLA's headers), then
+    // $CPATH as more -I, then $CPLUS_INCLUDE_PATH as -isystem, then the
+    // system's directories.
+    std::vector<fs::path> search_order() const {
+        std::vector<fs::path> order;
+        for (const auto& d : in_.flags.include_dirs)
+            order.push_back(fs::path(d).lexically_normal());
+        order.push_back(runtime_dir_);
+        if (!in_.flags.xla_include.empty()) order.emplace_back(in_.flags.xla_include);
+        const CompilerEnv& env = in_.env;
+        order.insert(order.end(), env.include_dirs.begin(), env.include_dirs.end());
+        order.insert(order.end(), env.system_include_dirs.begin(), env.system_include_dirs.end());
+        auto system_dirs = system_include_dirs(in_.multiarch);
+        order.insert(order.end(), system_dirs.begin(), system_dirs.end());
+        return order;
+    }
+
+    // Where a new header or library would be found before one read.
+    void add_shadows(const std::vector<fs::path>& order, const LinkerSearch& search) {
+        // Quoted includes look next to the including file first: the inputs'
+        // and the user headers' directories.
+        std::set<fs::path> includer_set;
+        for (const auto& i : inputs_) includer_set.insert(i.parent_path());
+        for (const auto& h : user_headers_) includer_set.insert(h.parent_path());
+        std::vector<fs::path> includers(includer_set.begin(), includer_set.end());
+        for (const auto& p : runtime_used_)
+            for (auto& c : shadow_candidates(p, order, includers, out_.present_shadows))
+                absent_.insert(std::move(c));
+        for (const auto& p : recorded_) {
+            bool system = is_system_header(p, in_.multiarch);
+            for (auto& c : shadow_candidates(p, order, system ? std::vector<fs::path>{} : includers,
+                                             out_.present_shadows))
+                absent_.insert(std::move(c));
+        }
+        for (const auto& lib : libraries_) library_shadows(lib, search, absent_);
+    }
+
+    // `__has_include` in the inputs and the user's headers: every place the
+    // compiler looked without finding the header must stay empty, and the
+    // file it found (included or not) must stay as it is.
+    void add_has_includes(const std::vector<fs::path>& order) {
+        std::vector<std::pair<fs::path, std::string>> texts;
+        for (const auto& f : in_.files)
+            texts.emplace_back(fs::absolute(f.path).lexically_normal(), f.text);
+        for (const auto& h : user_headers_) texts.emplace_back(h, std::move(texts_read_[h]));
+        for (const auto& [file, text] : texts)
+            for (const auto& o : find_has_includes(text, file.string()))
+                for (const auto& dir : has_include_chain(o, file, order)) {
+                    fs::path c = (dir / o.header).lexically_normal();
+                    Presence there = presence(c);
+                    if (there == Presence::Absent) absent_.insert(c);
+                    if (there != Presence::File) continue;  // a directory is no header: look on
+                    if (seen_.insert(c).second && !inputs_.count(c) &&
+                        !path_is_under(c, build_dir_) && !is_runtime(c) &&
+                        !is_toolchain_header(c, in_))
+                        key_file(c, false);
+                    break;
+                }
+    }
+
+    DependencySet finish() {
+        for (const auto& a : absent_) out_.direct.must_not_exist.push_back(anchored(a));
+        return std::move(out_);
+    }
+
+  private:
     // Runtime headers may be reported through the plain-named link nvcc was
-    // given (toolchain/safe_paths.hpp): compare real paths for those. They, and
-    // the handlers' support object, are covered by bekc's version. Resolved
-    // once per directory: hundreds of headers share a few dozen.
-    RealPaths real_paths;
-    auto is_runtime = [&](const fs::path& p) {
-        return path_is_under(p, runtime_root) || path_is_under(real_paths.resolve(p), runtime_root);
-    };
+    // given (toolchain/safe_paths.hpp): compare real paths for those. They,
+    // and the handlers' support object, are covered by bekc's version.
+    // Resolved once per directory: hundreds of headers share a few dozen.
+    bool is_runtime(const fs::path& p) {
+        return path_is_under(p, runtime_root_) ||
+               path_is_under(real_paths_.resolve(p), runtime_root_);
+    }
+
     // A file outside the base that the compilers reached through it by a
     // relative path (`#include "../common/val.h"`, `-I ../common`) is
     // recorded as <base>/../common/val.h, so that another checkout checks its
-    // own ../common, not this one's. Directories so reached: relative_roots.
-    const std::string& base = in.base.dir();
-    std::vector<fs::path> relative_roots;
-    auto spelled_through_base = [&](const fs::path& spelled) {
+    // own ../common, not this one's. Directories so reached: relative_roots_.
+    bool spelled_through_base(const fs::path& spelled) const {
+        const std::string& base = in_.base.dir();
         const std::string& s = spelled.native();
         return !base.empty() && s.size() > base.size() + 1 &&
                s.compare(0, base.size(), base) == 0 && s[base.size()] == '/' &&
                !path_is_under(spelled.lexically_normal(), base);
-    };
-    for (const auto& d : in.flags.include_dirs)
-        if (spelled_through_base(d)) relative_roots.push_back(fs::path(d).lexically_normal());
-    auto anchored = [&](const fs::path& p) {
-        for (const auto& r : relative_roots)
+    }
+    fs::path anchored(const fs::path& p) const {
+        const std::string& base = in_.base.dir();
+        for (const auto& r : relative_roots_)
             if (path_is_under(p, r)) return fs::path(base) / p.lexically_relative(base);
         return p;
-    };
+    }
 
     // One read per file: both digests, and the bytes of the user's headers,
-    // whose __has_include are looked at below.
-    std::map<fs::path, std::string> texts_read;
-    auto key_file = [&](const fs::path& p, bool keep_text) {
+    // whose __has_include add_has_includes looks at.
+    void key_file(const fs::path& p, bool keep_text) {
         auto digest = digest_file(p, keep_text);
         if (!digest)
             fatal(Error::make(ErrorKind::Source, "cannot read dependency " + p.string() + ": " +
                                                      digest.error().message));
         const fs::path recorded = anchored(p);
-        out.hashed.emplace_back(recorded.string(), digest->sha256);
-        out.direct.dependencies.push_back({recorded, digest->sha256, digest->stat, digest->xxh128});
-        if (digest->changed && !out.changed_while_read) out.changed_while_read = p.string();
-        if (keep_text) texts_read[p] = std::move(digest->text);
-    };
-
-    // What the compilers read.
-    std::vector<fs::path> recorded, runtime_used, user_headers;
-    for (const auto& d : reported.compile) {
-        fs::path spelled = fs::absolute(d);
-        fs::path p = spelled.lexically_normal();
-        if (!seen.insert(p).second) continue;
-        if (spelled_through_base(spelled)) relative_roots.push_back(p.parent_path());
-        if (is_runtime(p)) {
-            // A user's directory searched before them may come to hold one
-            // of their names.
-            fs::path real = real_paths.resolve(p);
-            if (path_is_under(real, runtime_dir)) runtime_used.push_back(real);
-            continue;
-        }
-        if (inputs.count(p) || path_is_under(p, build_dir) || is_toolchain_header(p, in)) continue;
-        bool user = !is_system_header(p, in.multiarch);
-        key_file(p, user);
-        if (user) user_headers.push_back(p);
-        recorded.push_back(p);
+        out_.hashed.emplace_back(recorded.string(), digest->sha256);
+        out_.direct.dependencies.push_back(
+            {recorded, digest->sha256, digest->stat, digest->xxh128});
+        if (digest->changed && !out_.changed_while_read) out_.changed_while_read = p.string();
+        if (keep_text) texts_read_[p] = std::move(digest->text);
     }
-    for (const auto& h : user_headers) out.user_headers.push_back(anchored(h).string());
 
-    // What the linker read: its own list, else what the flags name. The
-    // toolchain's startup files and libraries are covered by its identity;
-    // the rest (the user's libraries, the C library) is keyed.
-    LinkerSearch search = linker_search(in.flags, in.env, in.multiarch);
-    std::vector<fs::path> link_files;
-    if (reported.link_reported) {
-        for (const auto& l : reported.link) {
+    // The linker's --dependency-file names paths escaped or not: the
+    // spelling that exists.
+    static std::vector<fs::path> linker_reported_files(const std::vector<LinkerDependency>& link) {
+        std::vector<fs::path> files;
+        for (const auto& l : link) {
             fs::path written = fs::absolute(l.as_written).lexically_normal();
             fs::path unescaped = fs::absolute(l.unescaped).lexically_normal();
-            link_files.push_back(presence(written) == Presence::Absent &&
-                                         presence(unescaped) != Presence::Absent
-                                     ? unescaped
-                                     : written);
+            files.push_back(presence(written) == Presence::Absent &&
+                                    presence(unescaped) != Presence::Absent
+                                ? unescaped
+                                : written);
         }
-    } else {
-        link_files = link_inputs_from_flags(search);
-    }
-    std::vector<fs::path> libraries;  // found for a -l
-    for (const auto& p : link_files) {
-        if (!seen.insert(p).second || inputs.count(p) || path_is_under(p, build_dir) ||
-            is_runtime(p))
-            continue;
-        libraries.push_back(p);
-        if (is_toolchain_header(p, in)) continue;
-        if (presence(p) == Presence::Absent && is_driver_temporary(p, in.env.tmpdir)) continue;
-        key_file(p, false);
-        if (!is_system_library(p)) out.user_headers.push_back(p.string());
+        return files;
     }
 
-    // Quoted includes look next to the including file first: the inputs' and
-    // the user headers' directories.
-    std::set<fs::path> includer_set;
-    for (const auto& i : inputs) includer_set.insert(i.parent_path());
-    for (const auto& h : user_headers) includer_set.insert(h.parent_path());
-    std::vector<fs::path> includers(includer_set.begin(), includer_set.end());
-    // The compilers' search order: the -I order of preprocessor_flags() (the
-    // user's directories, bekc's runtime headers, XLA's headers), then
-    // $CPATH as more -I, then $CPLUS_INCLUDE_PATH as -isystem, then the
-    // system's directories.
-    std::vector<fs::path> order;
-    for (const auto& d : in.flags.include_dirs) order.push_back(fs::path(d).lexically_normal());
-    order.push_back(runtime_dir);
-    if (!in.flags.xla_include.empty()) order.emplace_back(in.flags.xla_include);
-    order.insert(order.end(), in.env.include_dirs.begin(), in.env.include_dirs.end());
-    order.insert(order.end(), in.env.system_include_dirs.begin(), in.env.system_include_dirs.end());
-    auto system_dirs = system_include_dirs(in.multiarch);
-    order.insert(order.end(), system_dirs.begin(), system_dirs.end());
+    const BuildInputs& in_;
+    fs::path build_dir_, runtime_root_, runtime_dir_;
+    RealPaths real_paths_;
+    std::vector<fs::path> relative_roots_;
+    std::set<fs::path> inputs_, seen_, absent_;
+    std::map<fs::path, std::string> texts_read_;
+    // recorded_: keyed headers; runtime_used_: bekc's runtime headers read;
+    // libraries_: what the linker read that is not bekc's.
+    std::vector<fs::path> recorded_, runtime_used_, user_headers_, libraries_;
+    DependencySet out_;
+};
 
-    std::set<fs::path> absent;
-    for (const auto& p : runtime_used)
-        for (auto& c : shadow_candidates(p, order, includers, out.present_shadows))
-            absent.insert(std::move(c));
-    for (const auto& p : recorded) {
-        bool system = is_system_header(p, in.multiarch);
-        for (auto& c : shadow_candidates(p, order, system ? std::vector<fs::path>{} : includers,
-                                         out.present_shadows))
-            absent.insert(std::move(c));
-    }
-    for (const auto& lib : libraries) library_shadows(lib, search, absent);
+}  // namespace
 
-    // `__has_include` in the inputs and the user's headers: every place the
-    // compiler looked without finding the header must stay empty, and the
-    // file it found (included or not) must stay as it is.
-    std::vector<std::pair<fs::path, std::string>> texts;
-    for (const auto& f : in.files)
-        texts.emplace_back(fs::absolute(f.path).lexically_normal(), f.text);
-    for (const auto& h : user_headers) texts.emplace_back(h, std::move(texts_read[h]));
-    for (const auto& [file, text] : texts) {
-        for (const auto& o : find_has_includes(text, file.string())) {
-            for (const auto& dir : has_include_chain(o, file, order)) {
-                fs::path c = (dir / o.header).lexically_normal();
-                Presence there = presence(c);
-                if (there == Presence::Absent) absent.insert(c);
-                if (there != Presence::File) continue;  // a directory is no header: look on
-                if (seen.insert(c).second && !inputs.count(c) && !path_is_under(c, build_dir) &&
-                    !is_runtime(c) && !is_toolchain_header(c, in))
-                    key_file(c, false);
-                break;
-            }
-        }
-    }
-    for (const auto& a : absent) out.direct.must_not_exist.push_back(anchored(a));
-    return out;
+DependencySet classify_dependencies(const ReportedDependencies& reported, const BuildInputs& in,
+                                    const fs::path& runtime_include, const fs::path& build_dir) {
+    Classifier c(in, runtime_include, build_dir);
+    c.add_compiled(reported.compile);
+    LinkerSearch search = linker_search(in.flags, in.env, in.multiarch);
+    c.add_linked(reported, search);
+    std::vector<fs::path> order = c.search_order();
+    c.add_shadows(order, search);
+    c.add_has_includes(order);
+    return c.finish();
 }
 
 KeyBuilder full_key_builder(const std::string& direct_key, const DependencySet& deps,

@@ -153,9 +153,118 @@ std::string package_defect(const fs::path& package, const fs::path& source,
     return "";
 }
 
+namespace {
+
+// Runs the children side by side, `order` first to last, with a line as each
+// finishes (unless -q); their results in the package's order.
+std::vector<ProcessResult> run_modules(Runner& runner, const std::vector<Command>& commands,
+                                       const std::vector<size_t>& order, int jobs, bool quiet) {
+    size_t done = 0;
+    ParallelOptions po;
+    po.keep_going = true;
+    auto started = runner.run(
+        commands, jobs,
+        [&](const ProgressEvent& e) {
+            // A module stopped by Ctrl-C did not fail to build.
+            if (e.kind != ProgressEvent::Kind::Finished || quiet || interrupted_by()) return;
+            ++done;
+            std::fprintf(stderr, "[%zu/%zu] %s: %s\n", done, commands.size(),
+                         e.command.description.c_str(),
+                         e.result->ok() ? "done" : e.result->describe().c_str());
+        },
+        po);
+    throw_if_interrupted();
+    std::vector<ProcessResult> results(order.size());  // in the package's order
+    for (size_t k = 0; k < order.size(); ++k) results[order[k]] = std::move(started[k]);
+    return results;
+}
+
+// What the children said: the modules built and those that failed, each
+// failure on stderr with the child's output.
+struct PackageOutcome {
+    nlohmann::ordered_json built = nlohmann::ordered_json::array();
+    nlohmann::ordered_json failures = nlohmann::ordered_json::array();
+    std::string failed_files;  // "a.cu (why), b.cu (why)" for the last line
+    int hits = 0;
+};
+
+// Why module `m` failed ("" when it built); `j`: the child's --json object.
+std::string module_failure(const PackagePlan& plan, const PackageModule& m, const ProcessResult& r,
+                           const std::vector<fs::path>& include_dirs, nlohmann::json& j) {
+    if (!r.ok()) {
+        std::string why = package_defect(plan.root, m.source, include_dirs, r.output);
+        return why.empty() ? "it does not build (" + r.describe() + ")" : why;
+    }
+    // The child's last line is its --json object.
+    std::string out = r.output;
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    j = nlohmann::json::parse(out.substr(out.rfind('\n') + 1), nullptr, false);
+    if (!j.is_object() || !j.contains("manifest")) return "bekc printed no manifest";
+    return "";
+}
+
+PackageOutcome collect_modules(const BuildOptions& o, const PackagePlan& plan,
+                               const std::vector<ProcessResult>& results) {
+    std::vector<fs::path> include_dirs;
+    for (const auto& d : o.flags.include_dirs) include_dirs.push_back(fs::absolute(d));
+    include_dirs.push_back(plan.root / "include");
+    PackageOutcome out;
+    for (size_t i = 0; i < results.size(); ++i) {
+        const auto& r = results[i];
+        const PackageModule& m = plan.modules[i];
+        const std::string rel = m.source.lexically_relative(plan.root).generic_string();
+        nlohmann::json j;
+        std::string why = module_failure(plan, m, r, include_dirs, j);
+        if (!why.empty()) {
+            std::fprintf(stderr, "bekc: error: %s (as %s) failed: %s\n%s", rel.c_str(),
+                         m.name.c_str(), why.c_str(), r.output.c_str());
+            if (!r.output.empty() && r.output.back() != '\n') std::fputc('\n', stderr);
+            out.failed_files += (out.failed_files.empty() ? "" : ", ") + rel + " (" + why + ")";
+            out.failures.push_back({{"source", m.source.string()}, {"name", m.name}, {"why", why}});
+            continue;
+        }
+        out.hits += j.value("cache_hit", false) ? 1 : 0;
+        out.built.push_back(
+            {{"source", m.source.string()},
+             {"name", m.name},
+             {"loaded_at", m.load_site.empty() ? nlohmann::json() : nlohmann::json(m.load_site)},
+             {"only_checked", m.load_site.empty() ? nlohmann::json(m.why_check) : nlohmann::json()},
+             {"manifest", j["manifest"]},
+             {"cache_hit", j.value("cache_hit", false)}});
+    }
+    return out;
+}
+
+// The last line on stderr (unless -q), and on stdout the --json object or
+// the manifests' paths.
+void print_package_outcome(const BuildOptions& o, const PackagePlan& plan,
+                           const PackageOutcome& out) {
+    const size_t failed = out.failures.size(), total = plan.modules.size();
+    if (!o.quiet) {
+        std::string line = "bekc: " + std::to_string(total - failed) + " of " +
+                           std::to_string(total) + " modules built (" + std::to_string(out.hits) +
+                           " cache hits)";
+        if (failed) line += "; " + std::to_string(failed) + " failed: " + out.failed_files;
+        std::fprintf(stderr, "%s\n", line.c_str());
+    }
+    if (o.json) {
+        nlohmann::ordered_json skipped = nlohmann::ordered_json::array();
+        for (const auto& s : plan.skipped)
+            skipped.push_back({{"source", s.source.string()}, {"why", s.reason}});
+        nlohmann::ordered_json j = {{"package", plan.root.string()},
+                                    {"modules", out.built},
+                                    {"failed", out.failures},
+                                    {"not_built", skipped}};
+        std::puts(j.dump().c_str());
+    } else {
+        for (const auto& m : out.built) std::puts(m["manifest"].get<std::string>().c_str());
+    }
+}
+
+}  // namespace
+
 int run_package_build(const BuildOptions& o, BuildContext& ctx) {
     const PackagePlan plan = plan_package(o.inputs.front());
-    const fs::path& root = plan.root;
     const std::vector<PackageModule>& modules = plan.modules;
     if (plan.files == 0)
         fatal(Error::at(ErrorKind::Usage, o.inputs.front(), 0, "the package holds no kernel file"));
@@ -170,8 +279,8 @@ int run_package_build(const BuildOptions& o, BuildContext& ctx) {
     auto timing_name = [](const PackageModule& m) {
         return "package:" + m.source.string() + ":" + m.name;
     };
-    const std::vector<size_t> order = longest_first(
-        modules.size(), [&](size_t i) { return times.seconds(timing_name(modules[i])); });
+    auto seconds = [&](size_t i) { return times.seconds(timing_name(modules[i])); };
+    const std::vector<size_t> order = longest_first(modules.size(), seconds);
     std::error_code ec;
     fs::path self = fs::read_symlink("/proc/self/exe", ec);
     if (ec)
@@ -181,8 +290,7 @@ int run_package_build(const BuildOptions& o, BuildContext& ctx) {
         o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
         ctx.env);
     const int jobs = job_slots.count();
-    std::vector<int> slots = module_slots(
-        modules.size(), jobs, [&](size_t i) { return times.seconds(timing_name(modules[i])); });
+    std::vector<int> slots = module_slots(modules.size(), jobs, seconds);
     std::vector<Command> planned = package_commands(o, modules, self, slots, ctx.env);
     std::vector<Command> commands;  // in the order they start
     for (size_t i : order) commands.push_back(planned[i]);
@@ -190,90 +298,15 @@ int run_package_build(const BuildOptions& o, BuildContext& ctx) {
         for (const auto& c : commands) std::printf("%s\n", display_command(c).c_str());
         return kExitOk;
     }
-    size_t done = 0;
-    ParallelOptions po;
-    po.keep_going = true;
-    auto started = ctx.runner.run(
-        commands, jobs,
-        [&](const ProgressEvent& e) {
-            // A module stopped by Ctrl-C did not fail to build.
-            if (e.kind != ProgressEvent::Kind::Finished || o.quiet || interrupted_by()) return;
-            ++done;
-            std::fprintf(stderr, "[%zu/%zu] %s: %s\n", done, commands.size(),
-                         e.command.description.c_str(),
-                         e.result->ok() ? "done" : e.result->describe().c_str());
-        },
-        po);
-    throw_if_interrupted();
-    std::vector<ProcessResult> results(modules.size());  // in the package's order
-    for (size_t k = 0; k < order.size(); ++k) results[order[k]] = std::move(started[k]);
+    std::vector<ProcessResult> results = run_modules(ctx.runner, commands, order, jobs, o.quiet);
     for (size_t i = 0; i < results.size(); ++i)
         if (results[i].ok())
             times.record(timing_name(modules[i]),
                          std::chrono::duration<double>(results[i].wall_time).count());
     times.save();
-
-    std::vector<fs::path> include_dirs;
-    for (const auto& d : o.flags.include_dirs) include_dirs.push_back(fs::absolute(d));
-    include_dirs.push_back(root / "include");
-    nlohmann::ordered_json list = nlohmann::ordered_json::array();
-    nlohmann::ordered_json failures = nlohmann::ordered_json::array();
-    std::string failed_files;  // "a.cu (why), b.cu (why)" for the last line
-    int hits = 0;
-    for (size_t i = 0; i < results.size(); ++i) {
-        const auto& r = results[i];
-        const PackageModule& m = modules[i];
-        const std::string rel = m.source.lexically_relative(root).generic_string();
-        std::string why;
-        nlohmann::json j;
-        if (r.ok()) {
-            // The child's last line is its --json object.
-            std::string out = r.output;
-            while (!out.empty() && out.back() == '\n') out.pop_back();
-            j = nlohmann::json::parse(out.substr(out.rfind('\n') + 1), nullptr, false);
-            if (!j.is_object() || !j.contains("manifest")) why = "bekc printed no manifest";
-        } else {
-            why = package_defect(root, m.source, include_dirs, r.output);
-            if (why.empty()) why = "it does not build (" + r.describe() + ")";
-        }
-        if (!why.empty()) {
-            std::fprintf(stderr, "bekc: error: %s (as %s) failed: %s\n%s", rel.c_str(),
-                         m.name.c_str(), why.c_str(), r.output.c_str());
-            if (!r.output.empty() && r.output.back() != '\n') std::fputc('\n', stderr);
-            failed_files += (failed_files.empty() ? "" : ", ") + rel + " (" + why + ")";
-            failures.push_back({{"source", m.source.string()}, {"name", m.name}, {"why", why}});
-            continue;
-        }
-        hits += j.value("cache_hit", false) ? 1 : 0;
-        list.push_back(
-            {{"source", m.source.string()},
-             {"name", m.name},
-             {"loaded_at", m.load_site.empty() ? nlohmann::json() : nlohmann::json(m.load_site)},
-             {"only_checked", m.load_site.empty() ? nlohmann::json(m.why_check) : nlohmann::json()},
-             {"manifest", j["manifest"]},
-             {"cache_hit", j.value("cache_hit", false)}});
-    }
-    const size_t failed = failures.size();
-    if (!o.quiet) {
-        std::string line = "bekc: " + std::to_string(modules.size() - failed) + " of " +
-                           std::to_string(modules.size()) + " modules built (" +
-                           std::to_string(hits) + " cache hits)";
-        if (failed) line += "; " + std::to_string(failed) + " failed: " + failed_files;
-        std::fprintf(stderr, "%s\n", line.c_str());
-    }
-    if (o.json) {
-        nlohmann::ordered_json skipped = nlohmann::ordered_json::array();
-        for (const auto& s : plan.skipped)
-            skipped.push_back({{"source", s.source.string()}, {"why", s.reason}});
-        nlohmann::ordered_json j = {{"package", root.string()},
-                                    {"modules", list},
-                                    {"failed", failures},
-                                    {"not_built", skipped}};
-        std::puts(j.dump().c_str());
-    } else {
-        for (const auto& m : list) std::puts(m["manifest"].get<std::string>().c_str());
-    }
-    return failed ? kExitSourceError : kExitOk;
+    PackageOutcome outcome = collect_modules(o, plan, results);
+    print_package_outcome(o, plan, outcome);
+    return outcome.failures.empty() ? kExitOk : kExitSourceError;
 }
 
 }  // namespace bekc

@@ -92,17 +92,33 @@ std::string check_module_name(const fs::path& relative) {
     return out;
 }
 
-PackagePlan plan_package(const fs::path& package) {
-    PackagePlan plan;
-    plan.root = resolved_path(package);
-    const fs::path& root = plan.root;
-    std::vector<fs::path> kernels;
-    for (const auto& f : files_below(root, is_package_kernel)) kernels.push_back(resolved_path(f));
-    plan.files = kernels.size();
-    const std::set<fs::path> kernel_set(kernels.begin(), kernels.end());
+namespace {
 
+// What the package's Python files say of its kernel files.
+struct PackageLoads {
     std::map<fs::path, std::map<std::string, std::string>> loaded;  // file -> name -> site
     std::map<fs::path, std::vector<std::string>> refused;           // file -> "site: why" lines
+};
+
+// A load whose path bekc cannot evaluate: the file it names is not known; a
+// literal of the path that is a kernel file's name points at the candidates
+// below the .py.
+void refuse_computed_path(const KernelLoad& load, const std::string& site, const fs::path& py,
+                          const std::vector<fs::path>& kernels, PackageLoads& out) {
+    std::vector<std::string> parts = irreproducible(load, "");
+    parts.insert(parts.begin(), "a computed path");
+    const std::string why = spoken_list(parts);
+    for (const auto& part : load.path_parts) {
+        const std::string leaf = fs::path(part).filename().string();
+        for (const auto& k : kernels)
+            if (k.filename() == leaf && path_is_under(k, py.parent_path()))
+                out.refused[k].push_back(site + ": " + why);
+    }
+}
+
+PackageLoads find_package_loads(const fs::path& root, const std::vector<fs::path>& kernels) {
+    const std::set<fs::path> kernel_set(kernels.begin(), kernels.end());
+    PackageLoads out;
     for (const auto& py : files_below(root, is_package_python)) {
         auto text = read_file(py);
         if (!text) continue;
@@ -111,17 +127,7 @@ PackagePlan plan_package(const fs::path& package) {
             const std::string site = relative_text(py_real, root) + ":" + std::to_string(load.line);
             auto evaluated = evaluate_load_path(load.path_text, py_real.generic_string());
             if (!evaluated) {
-                // The file it names is not known; a literal of the path that is
-                // a kernel file's name points at the candidates below the .py.
-                std::vector<std::string> parts = irreproducible(load, "");
-                parts.insert(parts.begin(), "a computed path");
-                const std::string why = spoken_list(parts);
-                for (const auto& part : load.path_parts) {
-                    const std::string leaf = fs::path(part).filename().string();
-                    for (const auto& k : kernels)
-                        if (k.filename() == leaf && path_is_under(k, py_real.parent_path()))
-                            refused[k].push_back(site + ": " + why);
-                }
+                refuse_computed_path(load, site, py_real, kernels, out);
                 continue;
             }
             const fs::path file = fs::path(*evaluated).lexically_normal();
@@ -129,52 +135,67 @@ PackagePlan plan_package(const fs::path& package) {
             const std::string name = load.name.empty() ? path_stem(*evaluated) : load.name;
             const std::string why = spoken_list(irreproducible(load, name));
             if (why.empty())
-                loaded[file].emplace(name, site);
+                out.loaded[file].emplace(name, site);
             else
-                refused[file].push_back(site + ": " + why);
+                out.refused[file].push_back(site + ": " + why);
         }
     }
+    return out;
+}
 
-    // One name, two files: neither is built under it.
+// One name, two files: neither is built under it.
+void refuse_shared_names(const fs::path& root, PackageLoads& loads) {
     std::map<std::string, std::vector<fs::path>> files_of;
-    for (const auto& [file, names] : loaded)
+    for (const auto& [file, names] : loads.loaded)
         for (const auto& entry : names) files_of[entry.first].push_back(file);
     for (const auto& [name, files] : files_of) {
         if (files.size() < 2) continue;
         std::string all;
         for (const auto& f : files)
-            all +=
-                (all.empty() ? "" : ", ") + relative_text(f, root) + " (" + loaded[f][name] + ")";
+            all += (all.empty() ? "" : ", ") + relative_text(f, root) + " (" +
+                   loads.loaded[f][name] + ")";
         for (const auto& f : files) {
-            refused[f].push_back("the package loads " + all + " all as " + name);
-            loaded[f].erase(name);
+            loads.refused[f].push_back("the package loads " + all + " all as " + name);
+            loads.loaded[f].erase(name);
         }
     }
+}
+
+// Why a kernel file the package never loads as it is is only checked.
+std::string only_checked_reason(const PackageLoads& loads, const fs::path& file) {
+    const auto why = loads.refused.find(file);
+    if (why == loads.refused.end())
+        return "no load_cuda_file or load_cpp_file call of the package names it by a "
+               "path bekc can evaluate";
+    std::string reason = "the package loads it only in ways a prebuild cannot reproduce (";
+    for (size_t i = 0; i < why->second.size(); ++i) reason += (i ? "; " : "") + why->second[i];
+    return reason + ")";
+}
+
+}  // namespace
+
+PackagePlan plan_package(const fs::path& package) {
+    PackagePlan plan;
+    plan.root = resolved_path(package);
+    const fs::path& root = plan.root;
+    std::vector<fs::path> kernels;
+    for (const auto& f : files_below(root, is_package_kernel)) kernels.push_back(resolved_path(f));
+    plan.files = kernels.size();
+    PackageLoads loads = find_package_loads(root, kernels);
+    refuse_shared_names(root, loads);
 
     std::set<std::string> taken;
-    for (const auto& [file, names] : loaded)
+    for (const auto& [file, names] : loads.loaded)
         for (const auto& entry : names) taken.insert(entry.first);
     for (const auto& file : kernels) {
-        const auto it = loaded.find(file);
-        if (it != loaded.end() && !it->second.empty()) {
+        const auto it = loads.loaded.find(file);
+        if (it != loads.loaded.end() && !it->second.empty()) {
             for (const auto& [name, site] : it->second)
                 plan.modules.push_back({file, name, site, ""});
             continue;
         }
-        const std::string rel = relative_text(file, root);
-        const std::string name = check_module_name(fs::path(rel));
-        const auto why = refused.find(file);
-        std::string reason;
-        if (why == refused.end()) {
-            reason =
-                "no load_cuda_file or load_cpp_file call of the package names it by a "
-                "path bekc can evaluate";
-        } else {
-            reason = "the package loads it only in ways a prebuild cannot reproduce (";
-            for (size_t i = 0; i < why->second.size(); ++i)
-                reason += (i ? "; " : "") + why->second[i];
-            reason += ")";
-        }
+        const std::string name = check_module_name(fs::path(relative_text(file, root)));
+        std::string reason = only_checked_reason(loads, file);
         if (!valid_module_name(name) || !taken.insert(name).second) {
             plan.skipped.push_back(
                 {file,

@@ -6,99 +6,159 @@
 
 namespace bekc {
 
-std::expected<void, StepFailure> execute_graph(const BuildGraph& graph, Runner& runner,
-                                               const ExecuteOptions& options,
-                                               const CacheStep& cache_step) {
-    const auto& steps = graph.steps;
-    std::vector<bool> done(steps.size(), false);
-    size_t processes = 0, started = 0;
-    int waves = 0;
-    for (const auto& s : steps) processes += s.runs() ? 1 : 0;
-    auto echo = [&](const Step& s) {
-        if (options.echo) std::fprintf(options.echo, "%s\n", describe_step(s).c_str());
-    };
-    for (size_t left = steps.size(); left > 0;) {
-        // A wave: every step whose predecessors have all finished.
+namespace {
+
+// One execution of a graph: which steps are done, and the counts its
+// progress lines show.
+class GraphExecution {
+  public:
+    GraphExecution(const BuildGraph& graph, Runner& runner, const ExecuteOptions& options,
+                   const CacheStep& cache_step)
+        : steps_(graph.steps),
+          runner_(runner),
+          options_(options),
+          cache_step_(cache_step),
+          done_(steps_.size(), false),
+          left_(steps_.size()) {
+        for (const auto& s : steps_) processes_ += s.runs() ? 1 : 0;
+    }
+
+    std::expected<void, StepFailure> run() {
+        while (left_ > 0) {
+            std::vector<size_t> ready = ready_steps();
+            if (ready.empty()) {
+                StepFailure f;
+                f.error = "internal error: the build graph has a cycle";
+                return std::unexpected(f);
+            }
+            auto wave = finish_in_process(ready);
+            if (!wave) return std::unexpected(wave.error());
+            if (wave->empty()) continue;
+            if (auto ran = run_wave(longest_first(*wave)); !ran) return ran;
+        }
+        return {};
+    }
+
+  private:
+    void echo(const Step& s) const {
+        if (options_.echo) std::fprintf(options_.echo, "%s\n", describe_step(s).c_str());
+    }
+
+    void mark_done(size_t i) {
+        done_[i] = true;
+        --left_;
+    }
+
+    // A wave: every step whose predecessors have all finished.
+    std::vector<size_t> ready_steps() const {
         std::vector<size_t> ready;
-        for (size_t i = 0; i < steps.size(); ++i) {
-            if (done[i]) continue;
+        for (size_t i = 0; i < steps_.size(); ++i) {
+            if (done_[i]) continue;
             bool ok = true;
-            for (size_t a : steps[i].after) ok = ok && a < i && done[a];
+            for (size_t a : steps_[i].after) ok = ok && a < i && done_[a];
             if (ok) ready.push_back(i);
         }
-        if (ready.empty()) {
-            StepFailure f;
-            f.error = "internal error: the build graph has a cycle";
-            return std::unexpected(f);
-        }
-        std::vector<size_t> run;
+        return ready;
+    }
+
+    // Does the steps of `ready` that run no process (the wrappers' writes,
+    // the cache's steps); returns the others.
+    std::expected<std::vector<size_t>, StepFailure> finish_in_process(
+        const std::vector<size_t>& ready) {
+        std::vector<size_t> wave;
         for (size_t i : ready) {
-            const Step& s = steps[i];
+            const Step& s = steps_[i];
             if (s.runs()) {
-                run.push_back(i);
+                wave.push_back(i);
                 continue;
             }
             echo(s);
             if (s.kind == StepKind::WriteWrapper) {
                 for (const auto& out : s.command.outputs)
-                    if (auto w = runner.write_file(out, s.content); !w)
+                    if (auto w = runner_.write_file(out, s.content); !w)
                         return std::unexpected(StepFailure{i, {}, w.error().message});
-            } else if (cache_step) {
-                cache_step(s);
+            } else if (cache_step_) {
+                cache_step_(s);
             }
-            done[i] = true;
-            --left;
+            mark_done(i);
         }
-        if (run.empty()) continue;
-        if (options.expected_seconds) {
-            std::vector<size_t> order = longest_first(
-                run.size(), [&](size_t k) { return options.expected_seconds(steps[run[k]]); });
-            std::vector<size_t> sorted;
-            for (size_t k : order) sorted.push_back(run[k]);
-            run = std::move(sorted);
-        }
-        if (options.echo) {
-            int slots = 0;
-            for (size_t i : run) slots += steps[i].command.slots;
-            // More slots than -j: the commands start in this order, each
-            // once its slots are free (run/parallel.hpp), not all at once.
-            const bool queued = slots > options.jobs;
-            std::fprintf(options.echo, "# wave %d: %zu %s, %d %s%s -j %d\n", ++waves, run.size(),
-                         run.size() == 1 ? "command"
-                         : queued        ? "commands"
-                                         : "commands side by side",
-                         slots, slots == 1 ? "slot" : "slots",
-                         queued ? ", queued within" : " within", options.jobs);
-        }
+        return wave;
+    }
+
+    // The wave's steps, those expected to take longest first.
+    std::vector<size_t> longest_first(std::vector<size_t> wave) const {
+        if (!options_.expected_seconds) return wave;
+        std::vector<size_t> order = bekc::longest_first(
+            wave.size(), [&](size_t k) { return options_.expected_seconds(steps_[wave[k]]); });
+        std::vector<size_t> sorted;
+        for (size_t k : order) sorted.push_back(wave[k]);
+        return sorted;
+    }
+
+    // "# wave 2: 3 commands side by side, 3 slots within -j 4".
+    void announce(const std::vector<size_t>& wave) {
+        if (!options_.echo) return;
+        int slots = 0;
+        for (size_t i : wave) slots += steps_[i].command.slots;
+        // More slots than -j: the commands start in this order, each
+        // once its slots are free (run/parallel.hpp), not all at once.
+        const bool queued = slots > options_.jobs;
+        std::fprintf(options_.echo, "# wave %d: %zu %s, %d %s%s -j %d\n", ++waves_, wave.size(),
+                     wave.size() == 1 ? "command"
+                     : queued         ? "commands"
+                                      : "commands side by side",
+                     slots, slots == 1 ? "slot" : "slots", queued ? ", queued within" : " within",
+                     options_.jobs);
+    }
+
+    // Runs the wave's processes; the first that failed (one that ran before
+    // one the failure left unstarted), or none.
+    std::expected<void, StepFailure> run_wave(const std::vector<size_t>& wave) {
+        announce(wave);
         std::vector<Command> commands;
-        for (size_t i : run) commands.push_back(steps[i].command);
+        for (size_t i : wave) commands.push_back(steps_[i].command);
         auto on_event = [&](const ProgressEvent& e) {
             if (e.kind != ProgressEvent::Kind::Started) return;
-            ++started;
-            if (options.echo)
-                echo(steps[run[e.index]]);
-            else if (options.progress)
-                std::fprintf(stderr, "[%zu/%zu] %s\n", started, processes,
+            ++started_;
+            if (options_.echo)
+                echo(steps_[wave[e.index]]);
+            else if (options_.progress)
+                std::fprintf(stderr, "[%zu/%zu] %s\n", started_, processes_,
                              e.command.description.c_str());
         };
-        auto results = runner.run(commands, options.jobs, on_event);
-        for (size_t k = 0; k < run.size(); ++k) {
+        auto results = runner_.run(commands, options_.jobs, on_event);
+        for (size_t k = 0; k < wave.size(); ++k) {
             const ProcessResult& r = k < results.size() ? results[k] : ProcessResult{};
             if (!r.ok() && r.status != ProcessStatus::NotRun)
-                return std::unexpected(StepFailure{run[k], r, {}});
+                return std::unexpected(StepFailure{wave[k], r, {}});
         }
-        for (size_t k = 0; k < run.size(); ++k) {
+        for (size_t k = 0; k < wave.size(); ++k) {
             if (k >= results.size() || !results[k].ok())
                 return std::unexpected(
-                    StepFailure{run[k], k < results.size() ? results[k] : ProcessResult{}, {}});
-            const Step& s = steps[run[k]];
-            if (options.finished) options.finished(s, results[k]);
-            if (s.kind == StepKind::RuntimeObject && cache_step) cache_step(s);
-            done[run[k]] = true;
-            --left;
+                    StepFailure{wave[k], k < results.size() ? results[k] : ProcessResult{}, {}});
+            const Step& s = steps_[wave[k]];
+            if (options_.finished) options_.finished(s, results[k]);
+            if (s.kind == StepKind::RuntimeObject && cache_step_) cache_step_(s);
+            mark_done(wave[k]);
         }
+        return {};
     }
-    return {};
+
+    const std::vector<Step>& steps_;
+    Runner& runner_;
+    const ExecuteOptions& options_;
+    const CacheStep& cache_step_;
+    std::vector<bool> done_;
+    size_t left_, processes_ = 0, started_ = 0;
+    int waves_ = 0;
+};
+
+}  // namespace
+
+std::expected<void, StepFailure> execute_graph(const BuildGraph& graph, Runner& runner,
+                                               const ExecuteOptions& options,
+                                               const CacheStep& cache_step) {
+    return GraphExecution(graph, runner, options, cache_step).run();
 }
 
 }  // namespace bekc

@@ -152,6 +152,23 @@ std::optional<int> wait_until(pid_t pid, Clock::time_point deadline) {
     }
 }
 
+// How the child ended: its output given up on (`stopped`), killed at the
+// deadline, or exited or killed as its wait `status` says.
+void set_end(ProcessResult& result, bool stopped, bool timed_out, int status) {
+    if (stopped) {
+        result.status = ProcessStatus::OutputFailed;
+    } else if (timed_out) {
+        result.status = ProcessStatus::TimedOut;
+        result.signal = SIGKILL;
+    } else if (WIFSIGNALED(status)) {
+        result.status = ProcessStatus::Signaled;
+        result.signal = WTERMSIG(status);
+    } else {
+        result.status = ProcessStatus::Exited;
+        result.exit_code = WEXITSTATUS(status);
+    }
+}
+
 }  // namespace
 
 std::string ProcessResult::describe() const {
@@ -243,19 +260,8 @@ ProcessResult run_process(const Command& command, const RunOptions& options) {
     }
     result.wall_time = Clock::now() - start;
     if (options.output_file) result.output_bytes = sink->written();
-    if (stopped) {
-        result.status = ProcessStatus::OutputFailed;
-        if (result.error.empty()) result.error = sink->error();
-    } else if (timed_out) {
-        result.status = ProcessStatus::TimedOut;
-        result.signal = SIGKILL;
-    } else if (WIFSIGNALED(*status)) {
-        result.status = ProcessStatus::Signaled;
-        result.signal = WTERMSIG(*status);
-    } else {
-        result.status = ProcessStatus::Exited;
-        result.exit_code = WEXITSTATUS(*status);
-    }
+    if (stopped && result.error.empty()) result.error = sink->error();
+    set_end(result, stopped, timed_out, *status);
     return result;
 }
 

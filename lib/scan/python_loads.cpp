@@ -52,99 +52,115 @@ bool string_start(std::string_view text, size_t i, size_t& quote, bool& plain) {
     return true;
 }
 
+// One parse of an argument list: the argument being read and what is known
+// of it so far.
+class CallParser {
+  public:
+    CallParser(std::string_view text, KernelLoad& load) : text_(text), load_(load) {}
+
+    // The argument list whose '(' is at text[open].
+    void parse(size_t open) {
+        arg_start_ = open + 1;
+        for (size_t i = open; i < text_.size();) {
+            char c = text_[i];
+            size_t quote = 0;
+            bool plain = false;
+            if (c == '#') {
+                while (i < text_.size() && text_[i] != '\n') ++i;
+            } else if (depth_ >= 1 && string_start(text_, i, quote, plain)) {
+                i = take_string(quote, plain);
+            } else if (c == '(' || c == '[' || c == '{') {
+                if (++depth_ > 1) value_token();
+                ++i;
+            } else if (c == ')' || c == ']' || c == '}') {
+                if (--depth_ == 0) return end_arg(i);
+                ++i;
+            } else if (depth_ == 1 && c == ',') {
+                end_arg(i);
+                tokens_in_value_ = 0;
+                arg_start_ = ++i;
+            } else if (depth_ == 1 && is_ident(c)) {
+                i = take_identifier(i);
+            } else {
+                if (!std::isspace(static_cast<unsigned char>(c))) {
+                    any_token_in_arg_ = true;
+                    if (depth_ == 1) ++tokens_in_value_;
+                }
+                ++i;
+            }
+        }
+    }
+
+  private:
+    void value_token() {
+        any_token_in_arg_ = true;
+        ++tokens_in_value_;
+    }
+
+    // The argument that ends at text[here] (a ',' or the closing bracket).
+    void end_arg(size_t here) {
+        if (!any_token_in_arg_) return;
+        if (in_first_ && !arg_is_keyword_)
+            load_.path_text = text_.substr(arg_start_, here - arg_start_);
+        if (!arg_is_keyword_) ++load_.positional;
+        if (pending_keyword_ == "name" && value_is_single_literal_ && tokens_in_value_ == 1)
+            load_.name = value_literal_;
+        in_first_ = false;
+        any_token_in_arg_ = arg_is_keyword_ = false;
+        pending_keyword_.clear();
+        value_is_single_literal_ = false;
+        value_literal_.clear();
+    }
+
+    // A string literal whose quote is at text[quote]; the index after it.
+    size_t take_string(size_t quote, bool plain) {
+        std::string value;
+        size_t end = skip_string(text_, quote, &value);
+        value_token();
+        if (in_first_ && !arg_is_keyword_ && plain) load_.path_parts.push_back(value);
+        if (depth_ == 1 && arg_is_keyword_) {
+            value_is_single_literal_ = plain && tokens_in_value_ == 1;
+            value_literal_ = value;
+        }
+        return end;
+    }
+
+    // A name at text[i], directly in the list: a keyword argument's when
+    // `=` follows it first in the argument, else a token of the value. The
+    // index after it (and after the `=`).
+    size_t take_identifier(size_t i) {
+        size_t j = i;
+        while (j < text_.size() && is_ident(text_[j])) ++j;
+        size_t k = j;
+        while (k < text_.size() && (text_[k] == ' ' || text_[k] == '\t' || text_[k] == '\n')) ++k;
+        if (!any_token_in_arg_ && k < text_.size() && text_[k] == '=' &&
+            (k + 1 >= text_.size() || text_[k + 1] != '=')) {
+            std::string word(text_.substr(i, j - i));
+            load_.keywords.push_back(word);
+            arg_is_keyword_ = true;
+            pending_keyword_ = word;
+            any_token_in_arg_ = true;
+            tokens_in_value_ = 0;
+            return k + 1;
+        }
+        value_token();
+        return j;
+    }
+
+    std::string_view text_;
+    KernelLoad& load_;
+    int depth_ = 0;
+    bool in_first_ = true, any_token_in_arg_ = false, arg_is_keyword_ = false;
+    std::string pending_keyword_;  // set after `name =` until the value is seen
+    bool value_is_single_literal_ = false;
+    std::string value_literal_;
+    size_t tokens_in_value_ = 0;
+    size_t arg_start_ = 0;
+};
+
 // Parses the argument list whose '(' is at text[open]; fills `load`.
 void parse_call(std::string_view text, size_t open, KernelLoad& load) {
-    int depth = 0;
-    bool in_first = true, any_token_in_arg = false, arg_is_keyword = false;
-    std::string pending_keyword;  // set after `name =` until the value is seen
-    bool value_is_single_literal = false;
-    std::string value_literal;
-    size_t tokens_in_value = 0;
-    size_t arg_start = open + 1, here = arg_start;
-    auto end_arg = [&] {
-        if (!any_token_in_arg) return;
-        if (in_first && !arg_is_keyword) load.path_text = text.substr(arg_start, here - arg_start);
-        if (!arg_is_keyword) ++load.positional;
-        if (pending_keyword == "name" && value_is_single_literal && tokens_in_value == 1)
-            load.name = value_literal;
-        in_first = false;
-        any_token_in_arg = arg_is_keyword = false;
-        pending_keyword.clear();
-        value_is_single_literal = false;
-        value_literal.clear();
-    };
-    for (size_t i = open; i < text.size();) {
-        char c = text[i];
-        if (c == '#') {
-            while (i < text.size() && text[i] != '\n') ++i;
-            continue;
-        }
-        size_t quote = 0;
-        bool plain = false;
-        if (depth >= 1 && string_start(text, i, quote, plain)) {
-            std::string value;
-            i = skip_string(text, quote, &value);
-            any_token_in_arg = true;
-            ++tokens_in_value;
-            if (in_first && !arg_is_keyword && plain) load.path_parts.push_back(value);
-            if (depth == 1 && arg_is_keyword) {
-                value_is_single_literal = plain && tokens_in_value == 1;
-                value_literal = value;
-            }
-            continue;
-        }
-        if (c == '(' || c == '[' || c == '{') {
-            ++depth;
-            if (depth > 1) {
-                any_token_in_arg = true;
-                ++tokens_in_value;
-            }
-            ++i;
-            continue;
-        }
-        if (c == ')' || c == ']' || c == '}') {
-            if (--depth == 0) {
-                here = i;
-                end_arg();
-                return;
-            }
-            ++i;
-            continue;
-        }
-        if (depth == 1 && c == ',') {
-            here = i;
-            end_arg();
-            tokens_in_value = 0;
-            arg_start = ++i;
-            continue;
-        }
-        if (depth == 1 && is_ident(c)) {
-            size_t j = i;
-            while (j < text.size() && is_ident(text[j])) ++j;
-            size_t k = j;
-            while (k < text.size() && (text[k] == ' ' || text[k] == '\t' || text[k] == '\n')) ++k;
-            if (!any_token_in_arg && k < text.size() && text[k] == '=' &&
-                (k + 1 >= text.size() || text[k + 1] != '=')) {
-                std::string word(text.substr(i, j - i));
-                load.keywords.push_back(word);
-                arg_is_keyword = true;
-                pending_keyword = word;
-                any_token_in_arg = true;
-                tokens_in_value = 0;
-                i = k + 1;
-                continue;
-            }
-            any_token_in_arg = true;
-            ++tokens_in_value;
-            i = j;
-            continue;
-        }
-        if (!std::isspace(static_cast<unsigned char>(c))) {
-            any_token_in_arg = true;
-            if (depth == 1) ++tokens_in_value;
-        }
-        ++i;
-    }
+    CallParser(text, load).parse(open);
 }
 
 }  // namespace

@@ -1,0 +1,236 @@
+#include "driver/execute_build.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+#include "diag/compile_log.hpp"
+#include "driver/fatal.hpp"
+#include "driver/link_errors.hpp"
+#include "driver/plan_build.hpp"
+#include "driver/reporter.hpp"
+#include "run/execute.hpp"
+#include "run/interrupt.hpp"
+#include "run/jobserver.hpp"
+#include "store/compile_times.hpp"
+#include "store/file_ops.hpp"
+#include "store/hash.hpp"
+#include "store/runtime_headers.hpp"
+#include "toolchain/nvcc_search.hpp"
+#include "toolchain/tool_versions.hpp"
+#include "util/error.hpp"
+
+namespace bekc {
+
+BuildDir::~BuildDir() {
+    if (path_.empty()) return;
+    std::error_code e;
+    fs::remove_all(path_, e);
+}
+
+namespace {
+
+// A link that failed only on exported functions that are declared but never
+// defined: one error at each `// @BE` line, instead of the linker's words
+// (which -v shows too).
+void link_failed(const BuildInputs& in, const BuildGraph& graph, const ProcessResult& r,
+                 bool verbose) {
+    if (r.status != ProcessStatus::Exited) return;
+    UndefinedExports undefined = undefined_exports(r.output, in.files);
+    if (undefined.errors.empty() || !undefined.others.empty()) return;
+    if (verbose) std::fputs(r.output.c_str(), stderr);
+    std::fputs(render_all(undefined.errors).c_str(), stderr);
+    fatal(Error::make(ErrorKind::Source, "linking " + graph.library.filename().string() +
+                                             " failed: an exported function is never defined"));
+}
+
+// Says why a step failed, with the compiler's output, and throws.
+[[noreturn]] void step_failed(const BuildInputs& in, const BuildGraph& graph, const StepFailure& f,
+                              bool verbose) {
+    // The step failed because bekc stopped it.
+    throw_if_interrupted();
+    const Step& step = graph.steps[f.step];
+    if (!f.error.empty()) fatal(Error::make(ErrorKind::Cache, f.error));
+    const ProcessResult& r = f.result;
+    std::string log = verbose ? r.output
+                      : step.kind == StepKind::Compile
+                          ? trim_compile_log(tidy_compile_log(r.output))
+                          : trim_compile_log(r.output);
+    if (step.kind == StepKind::Link) link_failed(in, graph, r, verbose);
+    std::fputs(log.c_str(), stderr);
+    if (r.status == ProcessStatus::SpawnFailed)
+        fatal(Error::make(ErrorKind::Toolchain, "cannot run the compiler: " + r.error));
+    if (step.kind == StepKind::RuntimeObject) {
+        // A full disk is the machine's problem, not the compiler's.
+        bool full = r.output.find(std::strerror(ENOSPC)) != std::string::npos;
+        fatal(Error::make(full ? ErrorKind::Cache : ErrorKind::Toolchain,
+                          "compiling bekc's handler support code with " + in.cxx.path.string() +
+                              " failed (" + r.describe() + ")"));
+    }
+    // A header of the user's includes XLA's, which bekc adds only for
+    // sources that include it themselves.
+    if (in.flags.xla_include.empty() && r.output.find("xla/ffi/api/ffi.h") != std::string::npos)
+        std::fputs(
+            "note: XLA's FFI headers are on the include path only when a source "
+            "includes them itself or they are named: pass --xla-include DIR or set "
+            "$BEKC_XLA_INCLUDE=DIR (DIR: what jax.ffi.include_dir() prints)\n",
+            stderr);
+    if (in.nvcc) {
+        std::string cccl = missing_cccl_note(*in.nvcc, r.output);
+        if (!cccl.empty()) std::fputs(("note: " + cccl + "\n").c_str(), stderr);
+    }
+    if (step.kind == StepKind::Link) {
+        // The linkers name bekc's objects and mangled symbols: say whose.
+        std::vector<std::pair<std::string, std::string>> objects;
+        for (const auto& s : graph.steps)
+            if (s.kind == StepKind::Compile && s.unit && *s.unit < in.files.size())
+                objects.emplace_back(s.command.outputs.front(), in.files[*s.unit].path.string());
+        std::fputs(link_failure_notes(log, objects).c_str(), stderr);
+        fatal(Error::make(ErrorKind::Source, "linking " + graph.library.filename().string() +
+                                                 " failed (" + r.describe() + ")"));
+    }
+    fatal(Error::make(ErrorKind::Source, "compilation failed (" + r.describe() + ")"));
+}
+
+// The graph of a build in `dir` with `slots` job slots; `link_depfile`:
+// ask the linker for --dependency-file.
+BuildGraph plan_in(const BuildInputs& in, const fs::path& dir, int slots, bool link_depfile) {
+    GraphPaths paths = graph_paths(in, dir);
+    paths.nvcc_safe_paths = true;
+    paths.link_depfile = link_depfile;
+    paths.device_threads = device_threads_for(in, slots, !paths.runtime_object_ready);
+    return plan_graph(in, paths);
+}
+
+// A linker without --dependency-file (GNU ld before binutils 2.35) fails
+// the step that links.
+bool linker_lacks_depfile(const BuildGraph& graph, const StepFailure& f) {
+    return graph.link_depfile && graph.steps[f.step].kind == StepKind::Link &&
+           f.result.status == ProcessStatus::Exited &&
+           f.result.output.find("--dependency-file") != std::string::npos;
+}
+
+// What the compilers' depfiles and the linker's --dependency-file list.
+ReportedDependencies reported_dependencies(const BuildGraph& graph) {
+    ReportedDependencies deps;
+    for (const auto& s : graph.steps) {
+        if (s.kind != StepKind::Compile) continue;
+        auto text = read_file(s.depfile);
+        if (!text)
+            fatal(Error::make(ErrorKind::Toolchain,
+                              "the compiler wrote no dependency file " + s.depfile.string()));
+        for (auto& d : parse_depfile(*text)) deps.compile.push_back(std::move(d));
+    }
+    if (graph.link_depfile) {
+        auto text = read_file(*graph.link_depfile);
+        if (!text)
+            fatal(Error::make(ErrorKind::Toolchain, "the linker wrote no dependency file " +
+                                                        graph.link_depfile->string()));
+        deps.link = parse_linker_depfile(*text);
+        deps.link_reported = true;
+    }
+    return deps;
+}
+
+// The name a step's duration is remembered under (driver/compile_times.hpp).
+std::optional<std::string> timing_name(const BuildInputs& in, const Step& s) {
+    if (s.kind == StepKind::RuntimeObject) return "bekc_rt.o";
+    if (!s.unit || *s.unit >= in.files.size()) return std::nullopt;
+    return fs::absolute(in.files[*s.unit].path).lexically_normal().string();
+}
+
+// Executes the build graph in `dir` and returns the dependencies the
+// compilers and the linker reported.
+ReportedDependencies compile(const BuildInputs& in, const BuildOptions& o, const fs::path& dir,
+                             BuildContext& ctx) {
+    // Under `make -jN` the slots come from make's jobserver (run/jobserver.hpp).
+    JobSlots slots = JobSlots::take(jobs_wanted(o), ctx.env);
+    BuildGraph graph = plan_in(in, dir, slots.count(), true);
+    ExecuteOptions eo;
+    eo.jobs = slots.count();
+    eo.echo = o.verbose ? stderr : nullptr;
+    CompileTimes times(in.cache_root);
+    eo.expected_seconds = [&](const Step& s) -> std::optional<double> {
+        auto name = timing_name(in, s);
+        return name ? times.seconds(*name) : std::nullopt;
+    };
+    eo.finished = [&](const Step& s, const ProcessResult& r) {
+        if (auto name = timing_name(in, s))
+            times.record(*name, std::chrono::duration<double>(r.wall_time).count());
+    };
+    // Progress for several inputs ("[2/5] nvcc kernels/csr.cu") on a terminal;
+    // with -v every command in full instead.
+    eo.progress = !o.quiet && in.files.size() > 1 && ::isatty(STDERR_FILENO);
+    auto cache_step = [&](const Step& s) {
+        if (s.kind == StepKind::RuntimeHeaders)
+            or_fatal(materialize_runtime_headers(in.cache_root));
+        if (s.kind == StepKind::RuntimeObject)
+            or_fatal(publish_runtime_object(runtime_object_id(in), s.command.outputs.front()));
+    };
+    auto done = execute_graph(graph, ctx.runner, eo, cache_step);
+    // Such a linker: the build runs again without the option.
+    if (!done && linker_lacks_depfile(graph, done.error())) {
+        graph = plan_in(in, dir, slots.count(), false);
+        done = execute_graph(graph, ctx.runner, eo, cache_step);
+    }
+    if (!done) step_failed(in, graph, done.error(), o.verbose);
+    times.save();
+    return reported_dependencies(graph);
+}
+
+// The first input whose bytes the compilers may not have read as bekc read
+// and scanned them: different now, or written since the compile started
+// (and perhaps changed back). The wrappers and the manifest come from bekc's
+// read, the code from the compilers': such a library is used by nobody.
+std::optional<std::string> input_changed_since_read(const std::vector<SourceFile>& inputs,
+                                                    int64_t start_ns) {
+    for (const auto& f : inputs) {
+        auto now = digest_file(f.path, true);
+        if (!now || now->changed || now->text != f.text ||
+            std::max(now->stat.mtime_ns, now->stat.ctime_ns) >= start_ns)
+            return f.path.string();
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+int jobs_wanted(const BuildOptions& o) {
+    return o.jobs > 0 ? o.jobs
+                      : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+Executed execute(const BuildInputs& in, const BuildOptions& o, const std::string& dir_name,
+                 const Cache& cache, BuildContext& ctx) {
+    // The last place for private build directories is under the cache's tmp/.
+    (void)cache.dir().open_dir(CacheLayout::tmp(), true);
+    // Compilers write into this user's private directory (util/fs.hpp), never
+    // into the cache, which others may share: a new directory per build, so
+    // no build reads what another process (a compiler a killed bekc left
+    // running) may still write there.
+    auto private_dir = private_temp_dir(dir_name);
+    if (!private_dir) fatal(Error::make(ErrorKind::Cache, private_dir.error().message));
+    Executed x{BuildDir(*private_dir)};
+    auto start = BuildClock::now();
+    x.start_ns = now_ns();
+    // The compilers read the inputs again, possibly after a wait for the
+    // lock or the remote: the result counts only if they read what was keyed.
+    try {
+        x.dependencies = compile(in, o, x.dir.path(), ctx);
+    } catch (const FatalError&) {
+        // An edit may be why it failed (a wrapper from the old signature).
+        if (interrupted_by() || !(x.edited = input_changed_since_read(in.files, x.start_ns))) throw;
+        return x;
+    }
+    if ((x.edited = input_changed_since_read(in.files, x.start_ns))) return x;
+    // Where the host compiler's system headers and libraries are.
+    x.multiarch = ToolFacts(in.cache_root, ctx.runner).multiarch(in.cxx);
+    x.seconds = seconds_since(start);
+    return x;
+}
+
+}  // namespace bekc

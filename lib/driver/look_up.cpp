@@ -1,0 +1,76 @@
+#include "driver/look_up.hpp"
+
+#include "driver/fatal.hpp"
+#include "driver/publish.hpp"
+#include "run/interrupt.hpp"
+#include "util/error.hpp"
+
+namespace bekc {
+
+namespace {
+
+// The entry the direct record of `direct_key` names, or why there is none.
+std::expected<Entry, std::string> find_local(Cache& cache, const std::string& direct_key,
+                                             const BuildInputs& in, bool force,
+                                             const Reporter& report) {
+    if (force) return std::unexpected("--force");
+    DirectLookup d = cache.lookup_direct(direct_key, in.base);
+    if (!d.key) return std::unexpected(d.why_not);
+    auto e = cache.lookup(*d.key);
+    if (e) return *e;
+    if (e.error().kind == Miss::Kind::Corrupt)
+        report.warn("cache entry " + *d.key + " is corrupt (" + e.error().reason + "); rebuilding");
+    return std::unexpected(e.error().reason.empty() ? "entry missing" : e.error().reason);
+}
+
+// --remote-cache (or $BEKC_REMOTE_CACHE), when one is configured.
+std::optional<RemoteCache> remote_cache(const BuildOptions& o, BuildContext& ctx,
+                                        const Reporter& report) {
+    auto config = remote_config(o.remote_cache, o.remote_read_only, ctx.env);
+    if (!config) return std::nullopt;
+    return RemoteCache(
+        *config, [report](const std::string& m) { report.warn(m); }, ctx.runner, ctx.tools);
+}
+
+}  // namespace
+
+LookUp look_up(const BuildInputs& in, const BuildOptions& o, const std::string& direct_key,
+               Cache& cache, BuildContext& ctx, const Reporter& report) {
+    LookUp found;
+    auto local = find_local(cache, direct_key, in, o.force, report);
+    if (local) {
+        found.entry = std::move(*local);
+        return found;
+    }
+    found.miss_reason = local.error();
+    report.info("cache miss: " + found.miss_reason);
+
+    // One compile per direct key: others building the same inputs wait here
+    // and then find the entry.
+    auto lock = cache.lock(CacheLayout::lock(direct_key));
+    throw_if_interrupted();
+    if (!lock) fatal(Error::make(ErrorKind::Cache, lock.error().message));
+    found.lock.emplace(std::move(*lock));
+    local = find_local(cache, direct_key, in, o.force, report);
+    if (local) {
+        found.entry = std::move(*local);
+        return found;
+    }
+    found.miss_reason = local.error();
+
+    found.remote = remote_cache(o, ctx, report);
+    if (found.remote && !o.force) {
+        if (auto e = found.remote->fetch(cache, direct_key, in.base)) {
+            found.miss_reason = "local miss, remote hit";
+            found.remote_hit = true;
+            keep_under_limit(cache, *e, direct_key, ctx.env, report);
+            found.entry = std::move(*e);
+            return found;
+        }
+    }
+    // Ctrl-C during the remote lookup: compile nothing.
+    throw_if_interrupted();
+    return found;
+}
+
+}  // namespace bekc

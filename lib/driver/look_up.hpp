@@ -1,0 +1,34 @@
+// The look-up phase of `bekc build` (driver/build.hpp): the local cache
+// through the direct record, then, on a miss, the per-key lock (one process
+// compiles, the others wait) and the local cache again, then --remote-cache.
+// A miss ends holding the lock, which publish needs.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "driver/build.hpp"
+#include "driver/reporter.hpp"
+#include "remote/remote_cache.hpp"
+#include "store/cache.hpp"
+
+namespace bekc {
+
+struct LookUp {
+    std::optional<Entry> entry;  // a hit, local or remote
+    bool remote_hit = false;
+    // Why the local cache missed (for -v and --json; "--force", "no record",
+    // ...): set on a miss and on a hit after one.
+    std::string miss_reason;
+    // On a miss (and a hit after the wait): the lock on the direct key, held
+    // until the entry is published.
+    std::optional<FileLock> lock;
+    std::optional<RemoteCache> remote;  // --remote-cache, for publish to upload to
+};
+
+// With --force nothing is found, locally or remotely, but the lock is taken.
+// A corrupt entry is a miss with a warning; a lock not obtained is fatal.
+LookUp look_up(const BuildInputs& in, const BuildOptions& o, const std::string& direct_key,
+               Cache& cache, BuildContext& ctx, const Reporter& report);
+
+}  // namespace bekc

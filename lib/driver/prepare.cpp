@@ -1,0 +1,204 @@
+#include "driver/prepare.hpp"
+
+#include <unistd.h>
+
+#include <cctype>
+#include <cstdio>
+
+#include "codegen/render.hpp"
+#include "driver/build_warnings.hpp"
+#include "driver/fatal.hpp"
+#include "plan/arch.hpp"
+#include "scan/symbols.hpp"
+#include "store/layout.hpp"
+#include "toolchain/flag_files.hpp"
+#include "toolchain/gpu_detect.hpp"
+#include "toolchain/nvcc_search.hpp"
+#include "toolchain/tool_versions.hpp"
+#include "toolchain/xla_headers.hpp"
+#include "util/env.hpp"
+#include "util/error.hpp"
+
+namespace bekc {
+
+namespace {
+
+// A name in a message, quoted, with its control characters escaped.
+std::string quoted_name(const std::string& name) {
+    return "'" + c_string_escape(name) + "'";
+}
+
+// An explicit --arch list, checked before any tool is looked for; empty for
+// `auto` and `native`.
+std::vector<Arch> explicit_archs(const BuildOptions& o) {
+    if (o.arch == "auto" || o.arch == "native") return {};
+    std::string err;
+    auto archs = parse_arch_list(o.arch, err);
+    if (!archs) fatal(Error::make(ErrorKind::Usage, err));
+    return *archs;
+}
+
+// `auto` and `native`: the GPUs present.
+std::vector<Arch> detected_archs(const BuildOptions& o, const fs::path& cache_root,
+                                 const Reporter& report, BuildContext& ctx) {
+    GpuDetection d = detect_gpus(cache_root, ctx.runner, ctx.tools);
+    if (!d.archs.empty()) {
+        report.info("--arch " + o.arch + ": " + arch_list_string(d.archs) + " (" + d.how + ")");
+        return d.archs;
+    }
+    if (o.arch == "native")
+        fatal(Error::make(ErrorKind::Usage,
+                          "--arch native found no GPU (" + d.how +
+                              "); name the architectures instead, e.g. --arch sm_80,sm_90"));
+    report.warn("--arch auto found no GPU (" + d.how + "); compiling for sm_" +
+                std::to_string(kDefaultArch) +
+                " plus PTX, which newer GPUs compile at load "
+                "time. Pass --arch to choose.");
+    return {Arch{kDefaultArch, ""}};
+}
+
+// nvcc reads a -Xlinker value as a list split at commas and white space, and
+// hands the link to the host compiler through a shell: an argument holding one
+// of these characters cannot reach the linker whole from a CUDA build. Empty
+// ones are always mistakes.
+void check_linker_args(const std::vector<std::string>& args, bool nvcc_links) {
+    constexpr std::string_view kNvccSplits = ", \t\n\r\f\v'\"\\;$`&|<>()*?[]{}!";
+    for (const auto& a : args) {
+        if (a.empty()) fatal(Error::make(ErrorKind::Usage, "--linker-arg is empty"));
+        size_t bad = nvcc_links ? a.find_first_of(kNvccSplits) : std::string::npos;
+        if (bad == std::string::npos) continue;
+        std::string shown = std::isspace(static_cast<unsigned char>(a[bad])) ? "white space"
+                            : a[bad] == ','                                  ? "a comma"
+                                            : std::string("'") + a[bad] + "'";
+        fatal(Error::make(ErrorKind::Usage,
+                          "--linker-arg '" + a + "' has " + shown +
+                              ", which nvcc splits or hands to a shell, so a CUDA build cannot "
+                              "pass it to the linker whole; split it into several --linker-arg "
+                              "values or use a path without it"));
+    }
+}
+
+// nvcc hands the host compiler's and the linker's command lines to a shell:
+// -D values and paths inside double quotes, where $ and ` still expand, and
+// -Xcompiler values unquoted. What a CUDA build passes to nvcc must not make
+// that shell run or expand anything: a checkout named `$(...)` in
+// `-D DATADIR=<checkout>/data` would run it, and `$ORIGIN` would vanish.
+void check_nvcc_shell_args(const CompileFlags& f) {
+    // In double quotes: what expands, and what ends the quotes.
+    constexpr std::string_view kQuoted = "$`\"\\\n\r";
+    constexpr std::string_view kUnquoted = "$`\"\\\n\r;&|<>()";
+    auto is_compiler_option = [](std::string_view flag) {
+        return flag == "-Xcompiler" || flag == "--compiler-options";
+    };
+    auto check = [&](std::string_view option, const std::vector<std::string>& values,
+                     std::string_view prefix) {
+        for (size_t i = 0; i < values.size(); ++i) {
+            const std::string& v = values[i];
+            bool unquoted = (i > 0 && is_compiler_option(values[i - 1])) ||
+                            v.starts_with("-Xcompiler=") || v.starts_with("--compiler-options=");
+            size_t bad = v.find_first_of(unquoted ? kUnquoted : kQuoted);
+            if (bad == std::string::npos) continue;
+            std::string shown =
+                v[bad] == '\n' || v[bad] == '\r' ? "a line break" : std::string("'") + v[bad] + "'";
+            fatal(Error::make(ErrorKind::Usage,
+                              std::string(option) + " '" + std::string(prefix) + v + "' has " +
+                                  shown +
+                                  ", which nvcc hands to a shell that would run or expand it; a "
+                                  "CUDA build cannot pass it (use a path without it, or a link "
+                                  "to it)"));
+        }
+    };
+    check("-D", f.defines, "");
+    check("--cuda-flag", f.cuda_flags, "");
+    check("--ldflag", f.ldflags, "");
+}
+
+// XLA's FFI headers go on the include path when the user named them, or when a
+// source includes them (or brainevent's dtypes.h / ffi_compat.h) directly; a
+// source that needs them when none can be found is an error at its #include.
+std::string resolve_xla_include(const BuildOptions& o, const ScannedInputs& scanned,
+                                const EnvLookup& env) {
+    const SourceFile* needing = nullptr;
+    std::optional<IncludeDirective> include;
+    for (const auto& f : scanned.files) {
+        for (auto& inc : find_includes(f.text, f.path.string()))
+            if (needs_xla_headers(inc)) {
+                needing = &f;
+                include = std::move(inc);
+                break;
+            }
+        if (needing) break;
+    }
+    // Looking for a jaxlib reads directories: only when a source needs one or
+    // the user named the headers, not on every build (a cache hit included).
+    if (!needing && !o.xla_include && !env("BEKC_XLA_INCLUDE")) return {};
+    std::optional<XlaHeaders> found = or_fatal(find_xla_headers(o.xla_include, env));
+    if (needing && !found) {
+        std::fputs(missing_xla_headers_message(*include, needing->text).c_str(), stderr);
+        fatal(Error::make(ErrorKind::Source, ""));
+    }
+    return found && (needing || found->explicit_choice) ? found->dir.string() : std::string();
+}
+
+}  // namespace
+
+BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& report) {
+    BuildInputs in;
+    if (o.flags.opt_level < 0 || o.flags.opt_level > 3)
+        fatal(Error::make(ErrorKind::Usage,
+                          "-O" + std::to_string(o.flags.opt_level) + ": use -O0 to -O3"));
+    auto paths = or_fatal(expand_inputs(o.inputs));
+    in.name = o.name.empty() ? paths.front().stem().string() : o.name;
+    check_name_lengths(in.name, o.name.empty() ? "the first input's stem" : "--name",
+                       o.target_prefix);
+    if (std::string problem = module_name_problem(in.name); !problem.empty())
+        fatal(Error::make(ErrorKind::Usage,
+                          "module name " + quoted_name(in.name) +
+                              (o.name.empty() ? " (the first input's file name) " : " ") + problem +
+                              "; choose another with --name"));
+    in.target_prefix = o.target_prefix.empty() ? in.name : o.target_prefix;
+    if (std::string problem = target_prefix_problem(in.target_prefix); !problem.empty())
+        fatal(Error::make(ErrorKind::Usage,
+                          "--target-prefix " + quoted_name(in.target_prefix) + " " + problem));
+    std::vector<ExplicitSpec> specs = collect_explicit_specs(o.functions, o.functions_json);
+    ScannedInputs scanned = scan_inputs(paths, specs);
+    if (has_errors(scanned.diagnostics)) {
+        std::fputs(render_all(scanned.diagnostics).c_str(), stderr);
+        fatal(Error::make(ErrorKind::Source, ""));
+    }
+    bool any_cuda = false;
+    for (const auto& f : scanned.files) any_cuda |= f.cuda;
+    if (any_cuda) in.archs = explicit_archs(o);
+    in.cache_root = or_fatal(resolve_cache_root(o.cache_dir, ctx.env));
+    set_private_dir_fallback(in.cache_root / CacheLayout::private_builds(::getuid()));
+    in.cxx = or_fatal(find_cxx(o.cxx, ctx.tools));
+    if (any_cuda) {
+        NvccChoice nvcc = or_fatal(find_nvcc(
+            NvccRequest{o.nvcc, o.brainevent_nvcc, o.nvcc_prefer, o.python_sites}, ctx.tools));
+        in.nvcc = nvcc.tool;
+        in.nvcc_how = nvcc.how;
+        in.nvcc_wheels = pip_toolkit_wheels(nvcc.tool);
+        if (in.archs.empty()) in.archs = detected_archs(o, in.cache_root, report, ctx);
+    }
+    static_cast<CompileFlags&>(in.flags) = o.flags;
+    for (auto& d : in.flags.include_dirs) d = (ctx.cwd / d).string();
+    for (const auto& w : missing_include_dir_warnings(o.flags.include_dirs, in.flags.include_dirs))
+        report.warn(w);
+    if (!o.allow_default_stream && !o.quiet)
+        std::fputs(render_all(default_stream_warnings(scanned.files)).c_str(), stderr);
+    check_linker_args(in.flags.linker_args, any_cuda);
+    if (any_cuda) check_nvcc_shell_args(in.flags);
+    in.flag_files = or_fatal(read_flag_files(in.flags, ctx.cwd));
+    in.flags.xla_include = resolve_xla_include(o, scanned, ctx.env);
+    in.launcher = or_fatal(find_launcher(o.launcher, ctx.tools));
+    ToolFacts facts(in.cache_root, ctx.runner);
+    if (in.nvcc) in.nvcc_version = facts.version(*in.nvcc);
+    in.cxx_version = facts.version(in.cxx);
+    in.env = read_compiler_env(ctx.raw_env, any_cuda, ctx.cwd);
+    if (auto base = ctx.env("BEKC_BASE_DIR"); base && !base->empty())
+        in.base = BaseDir(ctx.cwd / *base);
+    in.files = std::move(scanned.files);
+    return in;
+}
+
+}  // namespace bekc
