@@ -41,7 +41,26 @@ void warn_log_problem(const BuildOptions& o, const std::optional<std::string>& p
         std::fprintf(stderr, "bekc: warning: build log: %s\n", problem->c_str());
 }
 
-int build(const BuildOptions& o) {
+// A build under way: main() hands a failure on the fatal path to
+// `build_failed`, which counts and logs it (a dry run is neither).
+struct BuildAttempt {
+    std::optional<EnvLookup> env;  // set while run_build runs
+    Clock::time_point start;
+};
+
+void build_failed(const BuildOptions& o, const BuildAttempt& attempt, Error& error) {
+    if (!attempt.env) return;
+    const EnvLookup& env = *attempt.env;
+    if (!o.dry_run) {
+        account_failure(o, env);
+        warn_log_problem(
+            o, log_build(o, nullptr, nullptr, error.exit_code(),
+                         std::chrono::duration<double>(Clock::now() - attempt.start).count(), env));
+    }
+    if (auto note = cache_way_out(error, o, env)) error.note(*note);
+}
+
+int build(const BuildOptions& o, BuildAttempt& attempt) {
     Settings settings = load_settings_or_exit(o.cache_dir, o.quiet);
     EnvLookup env = settings.lookup();
     if (is_kernel_package(o)) {
@@ -57,23 +76,10 @@ int build(const BuildOptions& o) {
     BuildContext context{runner};
     context.env = env;
     context.tools.env = env;
-    auto start = Clock::now();
-    BuildResult r;
-    try {
-        r = run_build(o, context);
-    } catch (const FatalError& e) {
-        // The one recovery on the fatal path: a failed build is counted and
-        // logged, then the error goes on to main().
-        if (!o.dry_run) {
-            account_failure(o, env);
-            warn_log_problem(
-                o, log_build(o, nullptr, nullptr, e.exit_code(),
-                             std::chrono::duration<double>(Clock::now() - start).count(), env));
-        }
-        Error error = e.error();
-        if (auto note = cache_way_out(error, o, env)) fatal(std::move(error.note(*note)));
-        throw;
-    }
+    attempt.env = env;
+    attempt.start = Clock::now();
+    BuildResult r = run_build(o, context);
+    attempt.env.reset();
     if (o.dry_run) return kExitOk;
     nlohmann::ordered_json why = account_build(o, r, env);
     warn_log_problem(o, log_build(o, &r, why, kExitOk, r.seconds_total, env));
@@ -104,7 +110,9 @@ Action add_build_command(CLI::App& app) {
         "Compile kernel sources into one library of XLA FFI handlers plus a manifest; "
         "print the manifest's path");
     add_build_options(*cmd, *o);
-    return [o] { return build(*o); };
+    auto attempt = std::make_shared<BuildAttempt>();
+    return Action([o, attempt] { return build(*o, *attempt); },
+                  [o, attempt](Error& error) { build_failed(*o, *attempt, error); });
 }
 
 }  // namespace bekc::cli

@@ -270,14 +270,17 @@ int run_command(int argc, char** argv) {
         }
         check_empty_values(app);
         for (auto& [sub, action] : actions)
-            if (sub->parsed()) return action();
-    } catch (const FatalError& e) {
+            if (sub->parsed()) return action.run();
+    } catch (const FatalError& caught) {
+        Error error = caught.error();
+        for (auto& [sub, action] : actions)
+            if (sub->parsed() && action.on_failure) action.on_failure(error);
         // An empty message means the diagnostics were printed already.
-        if (*e.what()) {
-            std::fputs(e.what(), stderr);
+        if (std::string shown = error.render(); !shown.empty()) {
+            std::fputs(shown.c_str(), stderr);
             std::fputc('\n', stderr);
         }
-        return e.exit_code();
+        return error.exit_code();
     } catch (const InternalError& e) {
         std::fprintf(stderr, "%s\n", e.what());
         return kExitInternal;

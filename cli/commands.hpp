@@ -5,13 +5,27 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 #include "config/settings.hpp"
+#include "util/error.hpp"
 
 namespace bekc::cli {
 
-// A subcommand's action; returns the exit code.
-using Action = std::function<int()>;
+// A subcommand's action: `run` returns the exit code. When it fails on the
+// fatal path, main() catches the FatalError (the one place that does) and
+// hands its Error to `on_failure`, if set, before printing it: the command
+// may record the failure or add a note.
+struct Action {
+    std::function<int()> run;
+    std::function<void(Error&)> on_failure;
+
+    template <class F>
+    requires std::is_invocable_r_v<int, F> Action(F run_,
+                                                  std::function<void(Error&)> on_failure_ = {})
+        : run(std::move(run_)), on_failure(std::move(on_failure_)) {}
+};
 
 // Each adds its subcommand to `app` and returns the action to run when it is chosen.
 Action add_inspect_command(CLI::App& app);

@@ -37,39 +37,40 @@ namespace {
 // A link that failed only on exported functions that are declared but never
 // defined: one error at each `// @BE` line, instead of the linker's words
 // (which -v shows too).
-void link_failed(const BuildInputs& in, const BuildGraph& graph, const ProcessResult& r,
-                 bool verbose) {
-    if (r.status != ProcessStatus::Exited) return;
+std::optional<Error> undefined_exports_error(const BuildInputs& in, const BuildGraph& graph,
+                                             const ProcessResult& r, bool verbose) {
+    if (r.status != ProcessStatus::Exited) return std::nullopt;
     UndefinedExports undefined = undefined_exports(r.output, in.files);
-    if (undefined.errors.empty() || !undefined.others.empty()) return;
+    if (undefined.errors.empty() || !undefined.others.empty()) return std::nullopt;
     if (verbose) std::fputs(r.output.c_str(), stderr);
     std::fputs(render_all(undefined.errors).c_str(), stderr);
-    fatal(Error::make(ErrorKind::Source, "linking " + graph.library.filename().string() +
-                                             " failed: an exported function is never defined"));
+    return Error::make(ErrorKind::Source, "linking " + graph.library.filename().string() +
+                                              " failed: an exported function is never defined");
 }
 
-// Says why a step failed, with the compiler's output, and throws.
-[[noreturn]] void step_failed(const BuildInputs& in, const BuildGraph& graph, const StepFailure& f,
-                              bool verbose) {
+// Prints why a step failed, with the compiler's output, and returns the error.
+Error step_error(const BuildInputs& in, const BuildGraph& graph, const StepFailure& f,
+                 bool verbose) {
     // The step failed because bekc stopped it.
-    throw_if_interrupted();
+    if (auto running = check_interrupted(); !running) return running.error();
     const Step& step = graph.steps[f.step];
-    if (!f.error.empty()) fatal(Error::make(ErrorKind::Cache, f.error));
+    if (!f.error.empty()) return Error::make(ErrorKind::Cache, f.error);
     const ProcessResult& r = f.result;
     std::string log = verbose ? r.output
                       : step.kind == StepKind::Compile
                           ? trim_compile_log(tidy_compile_log(r.output))
                           : trim_compile_log(r.output);
-    if (step.kind == StepKind::Link) link_failed(in, graph, r, verbose);
+    if (step.kind == StepKind::Link)
+        if (auto undefined = undefined_exports_error(in, graph, r, verbose)) return *undefined;
     std::fputs(log.c_str(), stderr);
     if (r.status == ProcessStatus::SpawnFailed)
-        fatal(Error::make(ErrorKind::Toolchain, "cannot run the compiler: " + r.error));
+        return Error::make(ErrorKind::Toolchain, "cannot run the compiler: " + r.error);
     if (step.kind == StepKind::RuntimeObject) {
         // A full disk is the machine's problem, not the compiler's.
         bool full = r.output.find(std::strerror(ENOSPC)) != std::string::npos;
-        fatal(Error::make(full ? ErrorKind::Cache : ErrorKind::Toolchain,
-                          "compiling bekc's handler support code with " + in.cxx.path.string() +
-                              " failed (" + r.describe() + ")"));
+        return Error::make(full ? ErrorKind::Cache : ErrorKind::Toolchain,
+                           "compiling bekc's handler support code with " + in.cxx.path.string() +
+                               " failed (" + r.describe() + ")");
     }
     // A header of the user's includes XLA's, which bekc adds only for
     // sources that include it themselves.
@@ -90,10 +91,10 @@ void link_failed(const BuildInputs& in, const BuildGraph& graph, const ProcessRe
             if (s.kind == StepKind::Compile && s.unit && *s.unit < in.files.size())
                 objects.emplace_back(s.command.outputs.front(), in.files[*s.unit].path.string());
         std::fputs(link_failure_notes(log, objects).c_str(), stderr);
-        fatal(Error::make(ErrorKind::Source, "linking " + graph.library.filename().string() +
-                                                 " failed (" + r.describe() + ")"));
+        return Error::make(ErrorKind::Source, "linking " + graph.library.filename().string() +
+                                                  " failed (" + r.describe() + ")");
     }
-    fatal(Error::make(ErrorKind::Source, "compilation failed (" + r.describe() + ")"));
+    return Error::make(ErrorKind::Source, "compilation failed (" + r.describe() + ")");
 }
 
 // The graph of a build in `dir` with `slots` job slots; `link_depfile`:
@@ -144,9 +145,9 @@ std::optional<std::string> timing_name(const BuildInputs& in, const Step& s) {
 }
 
 // Executes the build graph in `dir` and returns the dependencies the
-// compilers and the linker reported.
-ReportedDependencies compile(const BuildInputs& in, const BuildOptions& o, const fs::path& dir,
-                             BuildContext& ctx) {
+// compilers and the linker reported, or why a step failed (printed).
+std::expected<ReportedDependencies, Error> compile(const BuildInputs& in, const BuildOptions& o,
+                                                   const fs::path& dir, BuildContext& ctx) {
     // Under `make -jN` the slots come from make's jobserver (run/jobserver.hpp).
     JobSlots slots = JobSlots::take(jobs_wanted(o), ctx.env);
     BuildGraph graph = plan_in(in, dir, slots.count(), true);
@@ -177,7 +178,7 @@ ReportedDependencies compile(const BuildInputs& in, const BuildOptions& o, const
         graph = plan_in(in, dir, slots.count(), false);
         done = execute_graph(graph, ctx.runner, eo, cache_step);
     }
-    if (!done) step_failed(in, graph, done.error(), o.verbose);
+    if (!done) return std::unexpected(step_error(in, graph, done.error(), o.verbose));
     times.save();
     return reported_dependencies(graph);
 }
@@ -219,13 +220,14 @@ Executed execute(const BuildInputs& in, const BuildOptions& o, const std::string
     x.start_ns = now_ns();
     // The compilers read the inputs again, possibly after a wait for the
     // lock or the remote: the result counts only if they read what was keyed.
-    try {
-        x.dependencies = compile(in, o, x.dir.path(), ctx);
-    } catch (const FatalError&) {
+    auto compiled = compile(in, o, x.dir.path(), ctx);
+    if (!compiled) {
         // An edit may be why it failed (a wrapper from the old signature).
-        if (interrupted_by() || !(x.edited = input_changed_since_read(in.files, x.start_ns))) throw;
+        if (interrupted_by() || !(x.edited = input_changed_since_read(in.files, x.start_ns)))
+            fatal(std::move(compiled.error()));
         return x;
     }
+    x.dependencies = std::move(*compiled);
     if ((x.edited = input_changed_since_read(in.files, x.start_ns))) return x;
     // Where the host compiler's system headers and libraries are.
     x.multiarch = ToolFacts(in.cache_root, ctx.runner).multiarch(in.cxx);
