@@ -185,12 +185,12 @@ std::string usage_error(CLI::App& app, const std::vector<std::string>& args) {
         command_given = true;
     }
     if (!current->get_subcommands({}).empty())
-        return "bekc: error: " + command_path(current) + " needs a command\nThe commands of " +
+        return command_path(current) + " needs a command\nThe commands of " +
                command_path(current) + " are " + listed(subcommand_names(current)) + "; run '" +
                command_path(current) + " --help' for what each does.";
     if (command_given && current->get_name() == "build" &&
         current->get_option("inputs")->count() == 0)
-        return "bekc: error: bekc build needs at least one input\n"
+        return "bekc build needs at least one input\n"
                "usage: bekc build [OPTIONS] INPUT...\n"
                "example: bekc build kernels.cu -O3 --fast-math\n"
                "Run 'bekc build --help' for its options.";

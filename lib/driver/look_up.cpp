@@ -9,18 +9,23 @@ namespace bekc {
 
 namespace {
 
-// The entry the direct record of `direct_key` names, or why there is none.
-std::expected<Entry, std::string> find_local(Cache& cache, const std::string& direct_key,
-                                             const BuildInputs& in, bool force,
-                                             const Reporter& report) {
-    if (force) return std::unexpected("--force");
+// What the local cache holds for a direct key: the entry, or why none (a
+// miss is an answer, not an error).
+struct LocalLookup {
+    std::optional<Entry> entry;
+    std::string miss_reason;
+};
+
+LocalLookup find_local(Cache& cache, const std::string& direct_key, const BuildInputs& in,
+                       bool force, const Reporter& report) {
+    if (force) return {std::nullopt, "--force"};
     DirectLookup d = cache.lookup_direct(direct_key, in.base);
-    if (!d.key) return std::unexpected(d.why_not);
+    if (!d.key) return {std::nullopt, d.why_not};
     auto e = cache.lookup(*d.key);
-    if (e) return *e;
+    if (e) return {std::move(*e), ""};
     if (e.error().kind == Miss::Kind::Corrupt)
         report.warn("cache entry " + *d.key + " is corrupt (" + e.error().reason + "); rebuilding");
-    return std::unexpected(e.error().reason.empty() ? "entry missing" : e.error().reason);
+    return {std::nullopt, e.error().reason.empty() ? "entry missing" : e.error().reason};
 }
 
 // --remote-cache (or $BEKC_REMOTE_CACHE), when one is configured.
@@ -37,12 +42,12 @@ std::optional<RemoteCache> remote_cache(const BuildOptions& o, BuildContext& ctx
 LookUp look_up(const BuildInputs& in, const BuildOptions& o, const std::string& direct_key,
                Cache& cache, BuildContext& ctx, const Reporter& report) {
     LookUp found;
-    auto local = find_local(cache, direct_key, in, o.force, report);
-    if (local) {
-        found.entry = std::move(*local);
+    LocalLookup local = find_local(cache, direct_key, in, o.force, report);
+    if (local.entry) {
+        found.entry = std::move(local.entry);
         return found;
     }
-    found.miss_reason = local.error();
+    found.miss_reason = local.miss_reason;
     report.info("cache miss: " + found.miss_reason);
 
     // One compile per direct key: others building the same inputs wait here
@@ -52,11 +57,11 @@ LookUp look_up(const BuildInputs& in, const BuildOptions& o, const std::string& 
     if (!lock) fatal(Error::make(ErrorKind::Cache, lock.error().message));
     found.lock.emplace(std::move(*lock));
     local = find_local(cache, direct_key, in, o.force, report);
-    if (local) {
-        found.entry = std::move(*local);
+    if (local.entry) {
+        found.entry = std::move(local.entry);
         return found;
     }
-    found.miss_reason = local.error();
+    found.miss_reason = local.miss_reason;
 
     found.remote = remote_cache(o, ctx, report);
     if (found.remote && !o.force) {
