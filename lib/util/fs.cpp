@@ -220,20 +220,19 @@ bool shell_safe_path(const fs::path& path) {
 namespace {
 
 std::mutex g_private_mutex;
-fs::path g_private_fallback;
+PrivateDirPlaces g_private_places;
 
 // Each candidate for private_user_dir(), in order.
 std::vector<fs::path> private_candidates() {
     std::vector<fs::path> out{private_user_path()};
-    auto absolute_env = [](const char* name) -> std::optional<fs::path> {
-        const char* v = std::getenv(name);
-        if (!v || v[0] != '/') return std::nullopt;
-        return fs::path(v);
+    auto absolute = [](const std::optional<std::string>& v) {
+        return v && v->starts_with('/') ? std::optional<fs::path>(*v) : std::nullopt;
     };
-    if (auto xdg = absolute_env("XDG_RUNTIME_DIR")) out.push_back(*xdg / "bekc");
-    if (auto tmp = absolute_env("TMPDIR")) out.push_back(*tmp / fmt::format("bekc-{}", ::getuid()));
     std::lock_guard guard(g_private_mutex);
-    if (!g_private_fallback.empty()) out.push_back(g_private_fallback);
+    if (auto xdg = absolute(g_private_places.xdg_runtime_dir)) out.push_back(*xdg / "bekc");
+    if (auto tmp = absolute(g_private_places.tmpdir))
+        out.push_back(*tmp / fmt::format("bekc-{}", ::getuid()));
+    if (!g_private_places.fallback.empty()) out.push_back(g_private_places.fallback);
     return out;
 }
 
@@ -261,9 +260,9 @@ fs::path private_user_path() {
     return fmt::format("/tmp/bekc-{}", ::getuid());
 }
 
-void set_private_dir_fallback(const fs::path& dir) {
+void set_private_dir_places(PrivateDirPlaces places) {
     std::lock_guard guard(g_private_mutex);
-    g_private_fallback = dir;
+    g_private_places = std::move(places);
 }
 
 std::expected<fs::path, Error> private_user_dir() {

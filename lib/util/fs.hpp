@@ -98,15 +98,21 @@ bool shell_safe_path(const fs::path& path);
 
 // A directory only this user can reach (a real directory, owned by this
 // user, mode 0700, made so when it is not), so nobody else can plant links or
-// files in it: the first of /tmp/bekc-<uid>, $XDG_RUNTIME_DIR/bekc,
-// $TMPDIR/bekc-<uid> and the fallback set below that is one, or can be made
-// one, in a parent nobody else can rename it out of. Another user who created
-// /tmp/bekc-<uid> first only moves this user to the next. Paths that nvcc
-// cannot take (shell_safe_path) are passed over.
+// files in it: the first of /tmp/bekc-<uid> and the places set below that is
+// one, or can be made one, in a parent nobody else can rename it out of.
+// Another user who created /tmp/bekc-<uid> first only moves this user to the
+// next. Paths that nvcc cannot take (shell_safe_path) are passed over.
 std::expected<fs::path, Error> private_user_dir();
-// The last candidate: a directory of the cache's (<cache>/tmp/builds.<uid>,
-// store/layout.hpp). Set once the cache is known.
-void set_private_dir_fallback(const fs::path& dir);
+// The candidates after /tmp/bekc-<uid>, in order: $XDG_RUNTIME_DIR/bekc and
+// $TMPDIR/bekc-<uid> as the build's environment gives them (absolute paths
+// only), then a directory of the cache's (<cache>/tmp/builds.<uid>,
+// store/layout.hpp). A build sets them once it knows its environment and
+// cache; this layer reads no environment itself.
+struct PrivateDirPlaces {
+    std::optional<std::string> xdg_runtime_dir, tmpdir;
+    fs::path fallback;
+};
+void set_private_dir_places(PrivateDirPlaces places);
 // The path private_user_dir() would choose first, without creating or
 // checking anything (for --dry-run).
 fs::path private_user_path();
