@@ -9,11 +9,11 @@
 #include <functional>
 #include <map>
 #include <set>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "driver/build_args.hpp"
+#include "driver/execute_build.hpp"
 #include "driver/fatal.hpp"
 #include "run/interrupt.hpp"
 #include "run/jobserver.hpp"
@@ -286,9 +286,7 @@ int run_package_build(const BuildOptions& o, BuildContext& ctx) {
     if (ec)
         fatal(Error::make(ErrorKind::Internal, "cannot find its own executable: " + ec.message()));
     // Under `make -jN` the slots come from make's jobserver (run/jobserver.hpp).
-    JobSlots job_slots = JobSlots::take(
-        o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
-        ctx.env);
+    JobSlots job_slots = JobSlots::take(jobs_wanted(o), ctx.env);
     const int jobs = job_slots.count();
     std::vector<int> slots = module_slots(modules.size(), jobs, seconds);
     std::vector<Command> planned = package_commands(o, modules, self, slots, ctx.env);

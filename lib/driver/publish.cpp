@@ -26,15 +26,14 @@ std::expected<void, Error> stage_entry(const Staging& staging, const BuildInputs
     if (!sha) return std::unexpected(sha.error());
     if (auto moved = staging.move_in(in.library_file(), built); !moved) return moved;
     ManifestOutput m{key, *sha};
-    if (auto w =
-            staging.write(kManifestNoGraphFile, render_manifest(manifest_inputs(in), m, false));
-        !w)
+    const ManifestInputs manifest = manifest_inputs(in);
+    if (auto w = staging.write(kManifestNoGraphFile, render_manifest(manifest, m, false)); !w)
         return w;
     // Relative to the base directory, for --depfile in any checkout.
     nlohmann::json headers = nlohmann::json::array();
     for (const auto& h : deps.user_headers) headers.push_back(in.base.hide(h));
     if (auto w = staging.write(kDependenciesFile, headers.dump()); !w) return w;
-    return staging.write(kManifestFile, render_manifest(manifest_inputs(in), m, true));
+    return staging.write(kManifestFile, render_manifest(manifest, m, true));
 }
 
 // --force rebuilt an entry that existed under the same key: the same

@@ -59,17 +59,29 @@ std::optional<fs::path> resolve_named(const std::string& value, const ToolLookup
     return lookup.find(value);
 }
 
+namespace {
+
+// A tool the user named: the flag's value, else the variable's, with where
+// it came from ("--cxx", "$CXX") for messages.
+struct NamedTool {
+    std::string value, origin;
+};
+
+std::optional<NamedTool> named_tool(const std::optional<std::string>& flag, std::string flag_name,
+                                    std::string_view variable, const ToolLookup& lookup) {
+    if (flag) return NamedTool{*flag, std::move(flag_name)};
+    // Appended, not "$" + name: GCC 12 warns falsely about the insert.
+    if (auto v = lookup.env(variable)) return NamedTool{*v, std::string("$").append(variable)};
+    return std::nullopt;
+}
+
+}  // namespace
+
 std::expected<Tool, Error> find_cxx(const std::optional<std::string>& flag,
                                     const ToolLookup& lookup) {
-    std::optional<std::string> chosen = flag;
-    std::string origin = "--cxx";
-    if (!chosen) {
-        chosen = lookup.env("CXX");
-        origin = "$CXX";
-    }
-    if (chosen) {
-        if (auto p = resolve_named(*chosen, lookup)) return identify_tool(*p);
-        return fail(ErrorKind::Toolchain, origin + " names '" + *chosen +
+    if (auto named = named_tool(flag, "--cxx", "CXX", lookup)) {
+        if (auto p = resolve_named(named->value, lookup)) return identify_tool(*p);
+        return fail(ErrorKind::Toolchain, named->origin + " names '" + named->value +
                                               "', which is not an executable. Give a compiler "
                                               "path or a name on PATH.");
     }
@@ -82,15 +94,10 @@ std::expected<Tool, Error> find_cxx(const std::optional<std::string>& flag,
 
 std::expected<std::optional<fs::path>, Error> find_launcher(const std::optional<std::string>& flag,
                                                             const ToolLookup& lookup) {
-    std::optional<std::string> chosen = flag;
-    std::string origin = "--launcher";
-    if (!chosen) {
-        chosen = lookup.env("BEKC_LAUNCHER");
-        origin = "$BEKC_LAUNCHER";
-    }
-    if (!chosen) return std::nullopt;
-    if (auto p = resolve_named(*chosen, lookup)) return *p;
-    return fail(ErrorKind::Toolchain, origin + " names '" + *chosen +
+    auto named = named_tool(flag, "--launcher", "BEKC_LAUNCHER", lookup);
+    if (!named) return std::nullopt;
+    if (auto p = resolve_named(named->value, lookup)) return *p;
+    return fail(ErrorKind::Toolchain, named->origin + " names '" + named->value +
                                           "', which is not an executable. Install it (e.g. "
                                           "apt-get install ccache) or give its path.");
 }
