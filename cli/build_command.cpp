@@ -36,9 +36,9 @@ std::optional<std::string> cache_way_out(const Error& e, const BuildOptions& o,
 }
 
 // A build log that could not be written: a warning; the build's result stands.
-void warn_log_problem(const BuildOptions& o, const std::optional<std::string>& problem) {
-    if (problem && !o.quiet)
-        std::fprintf(stderr, "bekc: warning: build log: %s\n", problem->c_str());
+void warn_log_problem(const BuildOptions& o, const std::expected<void, Error>& logged) {
+    if (!logged && !o.quiet)
+        std::fprintf(stderr, "bekc: warning: build log: %s\n", logged.error().message.c_str());
 }
 
 // A build under way: main() hands a failure on the fatal path to

@@ -80,28 +80,28 @@ std::string result_of(const BuildResult* r) {
 // member of a shared cache cannot point other users' logs elsewhere. Outside
 // the cache the path is the user's, but a link as its last component is not
 // followed either.
-std::optional<std::string> append_line(const fs::path& path, const std::string& line,
+std::expected<void, Error> append_line(const fs::path& path, const std::string& line,
                                        const std::optional<fs::path>& cache_root) {
     fs::path log = fs::absolute(path).lexically_normal();
     if (cache_root) {
         fs::path root = fs::absolute(*cache_root).lexically_normal();
         if (path_is_under(log, root) && log != root) {
             auto appended = CacheDir(root).append(log.lexically_relative(root), line);
-            if (!appended) return appended.error().message;
-            return std::nullopt;
+            if (!appended) return std::unexpected(std::move(appended.error()));
+            return {};
         }
     }
     int fd = ::open(log.c_str(),
                     O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW,
                     0666);
-    if (fd < 0) return errno_message("open", log, errno);
+    if (fd < 0) return fail(ErrorKind::Cache, errno_message("open", log, errno));
     ssize_t n = ::write(fd, line.data(), line.size());
     int err = errno;
     bool closed = ::close(fd) == 0;
     if (n != static_cast<ssize_t>(line.size()))
-        return errno_message("write", log, n < 0 ? err : EIO);
-    if (!closed) return errno_message("write", log, errno);
-    return std::nullopt;
+        return fail(ErrorKind::Cache, errno_message("write", log, n < 0 ? err : EIO));
+    if (!closed) return fail(ErrorKind::Cache, errno_message("write", log, errno));
+    return {};
 }
 
 }  // namespace
@@ -142,11 +142,11 @@ void account_failure(const BuildOptions& o, const EnvLookup& settings) {
     if (auto cache = cache_of(o, settings)) (void)count_build(cache->dir(), BuildCount::Error);
 }
 
-std::optional<std::string> log_build(const BuildOptions& o, const BuildResult* r,
+std::expected<void, Error> log_build(const BuildOptions& o, const BuildResult* r,
                                      const nlohmann::ordered_json& why, int exit_code,
                                      double seconds, const EnvLookup& settings) {
     auto path = settings("BEKC_LOG");
-    if (!path) return std::nullopt;
+    if (!path) return {};
     Identity id = identity_of(o);
     nlohmann::ordered_json line = {
         {"time", utc_now()},

@@ -5,6 +5,7 @@
 // statistics".
 #pragma once
 
+#include <expected>
 #include <optional>
 #include <string>
 
@@ -12,6 +13,7 @@
 
 #include "driver/build.hpp"
 #include "util/env.hpp"
+#include "util/error.hpp"
 
 namespace bekc {
 
@@ -20,13 +22,13 @@ namespace bekc {
 nlohmann::ordered_json account_build(const BuildOptions& o, const BuildResult& r,
                                      const EnvLookup& settings);
 
-// After a build that failed with `exit_code`: counts the error.
+// After a build that failed: counts the error.
 void account_failure(const BuildOptions& o, const EnvLookup& settings);
 
-// Appends one line to the build log when one is set. Returns why it could
+// Appends one line to the build log when one is set. An error when it could
 // not be written, for a warning (the build's result stands). `r`: nullptr
 // when the build failed.
-std::optional<std::string> log_build(const BuildOptions& o, const BuildResult* r,
+std::expected<void, Error> log_build(const BuildOptions& o, const BuildResult* r,
                                      const nlohmann::ordered_json& why, int exit_code,
                                      double seconds, const EnvLookup& settings);
 
