@@ -246,20 +246,28 @@ def main() -> int:
             print(f"skipping {name}: {why}", flush=True)
         else:
             tools.append(tool)
+    load_before = os.getloadavg()
+    cold = {t.name: [] for t in tools}
+    # The first build of each tool fills its cache; a tool whose first build or
+    # load fails (a compiler or library it cannot find) is skipped with the reason.
+    for rep in range(max(args.cold_reps, 1)):
+        for t in list(tools):
+            t.new_cache()
+            try:
+                seconds = t.run()["load_s"]
+            except RuntimeError as e:
+                if rep:
+                    raise
+                skipped[t.name] = f"its first build failed: {str(e)[-600:]}"
+                print(f"skipping {t.name}: {e}", flush=True)
+                tools.remove(t)
+                continue
+            if args.cold_reps:
+                cold[t.name].append(seconds)
+                print(f"cold {t.name}: {fmt(seconds)}", flush=True)
     if "bekc" not in [t.name for t in tools]:
         print("bekc cannot be measured; nothing to compare", file=sys.stderr)
         return 1
-
-    load_before = os.getloadavg()
-    cold = {t.name: [] for t in tools}
-    for _ in range(args.cold_reps):
-        for t in tools:
-            t.new_cache()
-            cold[t.name].append(t.run()["load_s"])
-            print(f"cold {t.name}: {fmt(cold[t.name][-1])}", flush=True)
-    for t in list(tools):  # fill each cache (if no cold run did), untimed
-        if args.cold_reps == 0:
-            t.run()
     warm = {t.name: [] for t in tools}
     again = {t.name: [] for t in tools}
     for _ in range(args.reps):
