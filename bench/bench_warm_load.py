@@ -10,7 +10,9 @@ One vector_add CUDA kernel, built for sm_90 through each tool's Python API:
 * brainevent: ``brainevent.load_cuda_inline(...)`` with the same arguments
   (its own kernix pipeline, not routed through bekc);
 * tvm-ffi: ``tvm_ffi.cpp.load_inline(name, cuda_sources=..., functions=[...])``
-  with ``TVM_FFI_CUDA_ARCH_LIST=9.0``.
+  with ``TVM_FFI_CUDA_ARCH_LIST=9.0``, ``TVM_FFI_GPU_BACKEND=cuda`` and
+  ``TVM_FFI_DISABLE_TORCH_C_DLPACK=1`` (so that torch, where installed, is
+  neither imported nor given a DLPack addon: this is about JAX).
 
 The ``__global__`` kernel text is the same for all three; only each tool's
 entry point differs (a ``// @BE`` function taking ``BE::Tensor`` for bekc and
@@ -143,6 +145,10 @@ def fmt(seconds: float) -> str:
     return f"{seconds * 1e3:.2f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
+def ratio(x: float) -> str:
+    return "n/a" if x != x else f"{x:.2f}x"
+
+
 def bench_deps_dir() -> Path:
     return REPO / ".bench-deps" / f"py{sys.version_info[0]}{sys.version_info[1]}"
 
@@ -184,6 +190,11 @@ class Tool:
         else:
             env["TVM_FFI_CACHE_DIR"] = str(self.cache)
             env["TVM_FFI_CUDA_ARCH_LIST"] = "9.0"
+            # Where torch is installed, tvm_ffi would import it on import (and
+            # compile a DLPack addon for it) and on the first load (to pick CUDA
+            # or HIP); neither is part of loading a kernel for JAX.
+            env["TVM_FFI_DISABLE_TORCH_C_DLPACK"] = "1"
+            env["TVM_FFI_GPU_BACKEND"] = "cuda"
         return env
 
     def run(self) -> dict:
@@ -301,10 +312,10 @@ def main() -> int:
         m = {n: median(data[n]) for n in names}
         line = f"{label:38}" + "".join(f"{fmt(m[n]):>13}" for n in names)
         ratios = {n: m["bekc"] / m[n] for n in peers}
-        line += "".join(f"{ratios[n]:>16.2f}x" for n in peers)
+        line += "".join(f"{ratio(ratios[n]):>17}" for n in peers)
         fastest = min((m[n] for n in peers), default=float("nan"))
         if peers:
-            line += f"{m['bekc'] / fastest:>13.2f}x"
+            line += f"{ratio(m['bekc'] / fastest):>14}"
         print(line)
         table.append({"row": label, "median_s": m, "bekc_over_peer": ratios,
                       "bekc_over_fastest_peer": m["bekc"] / fastest if peers else None})

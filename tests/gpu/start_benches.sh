@@ -12,6 +12,7 @@
 # $OUT when set.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+export XLA_PYTHON_CLIENT_PREALLOCATE=false
 PY=${PYTHON:-python3}
 BEKC=${BEKC:-$PWD/build/bekc}
 SITE=/tmp/bekc-bench-site
