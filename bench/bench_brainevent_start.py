@@ -296,10 +296,18 @@ def main() -> int:
         cold["bekc build <package>"] = prebuild(args, sides[0])
         print(f"prebuild, bekc build <brainevent package>: {fmt(cold['bekc build <package>'])}",
               flush=True)
+    def bekc_entries(side) -> int:
+        return sum(1 for _ in (side.cache / "bekc" / "entries").glob("*/*"))
+
     failed = {}
     for side in sides:
         filled = side.cache.is_dir() and any(side.cache.iterdir())
+        entries = bekc_entries(side)
         first = side.run(ops)
+        added = bekc_entries(side) - entries
+        if side.name == "bekc" and added and (filled or args.prebuild):
+            print(f"note: bekc's first process compiled {added} modules that the filled cache "
+                  f"lacked", flush=True)
         cold[side.name + (" (cache already filled)" if filled else "")] = first["wall"]
         for name, why in first["errors"].items():
             failed.setdefault(name, f"{side.name}: {why}")
