@@ -68,9 +68,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -78,7 +76,8 @@ import textwrap
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from _child import child_env, fmt, locate_bekc, machine_line, median, ratio, run_child
+
 SIDES = ("bekc", "brainevent")
 
 # name -> (module it loads, the call's Python text over the inputs below).
@@ -184,58 +183,41 @@ CHILD = textwrap.dedent(r"""
 """)
 
 
-def median(xs):
-    return statistics.median(xs) if xs else float("nan")
-
-
-def fmt(seconds: float) -> str:
-    if seconds != seconds:
-        return "n/a"
-    return f"{seconds * 1e3:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
-
-
-def brainevent_package() -> Path | None:
+def brainevent_package(env: dict) -> Path | None:
+    """The brainevent package directory the children import, or None."""
     probe = ("import importlib.util, os; s = importlib.util.find_spec('brainevent'); "
              "print(os.path.dirname(s.origin) if s and s.origin else '')")
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         env=env).stdout
     return Path(out.strip()) if out.strip() else None
 
 
 class Side:
+    """One side's processes: bekc (brainevent's loaders patched) or brainevent."""
+
     def __init__(self, name: str, args, cache: Path):
         self.name, self.args, self.cache = name, args, cache
 
     def env(self) -> dict:
-        a = self.args
-        path = [str(REPO / "python")] + ([os.environ["PYTHONPATH"]]
-                                          if os.environ.get("PYTHONPATH") else [])
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(path), CUDA_HOME=a.nvcc_home,
-                   PATH=os.pathsep.join([str(Path(a.nvcc_home) / "bin"), os.environ["PATH"]]),
-                   BRAINEVENT_CACHE_DIR=str(self.cache / "brainevent"),
-                   BEKC_CACHE_DIR=str(self.cache / "bekc"))
-        if a.bekc:
-            env["BEKC"] = a.bekc
-        if a.arch != "auto":
-            env["BRAINEVENT_COMPUTE_CAPABILITIES"] = a.arch
+        env = child_env(self.args.nvcc_home, self.args.bekc,
+                        BRAINEVENT_CACHE_DIR=str(self.cache / "brainevent"),
+                        BEKC_CACHE_DIR=str(self.cache / "bekc"))
+        if self.args.arch != "auto":
+            env["BRAINEVENT_COMPUTE_CAPABILITIES"] = self.args.arch
         else:
             env.pop("BRAINEVENT_COMPUTE_CAPABILITIES", None)
         return env
 
     def run(self, ops: dict) -> dict:
-        t = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-c", CHILD, self.name, self.args.mode,
-                               json.dumps(ops)], env=self.env(), capture_output=True, text=True)
-        wall = time.perf_counter() - t
-        if proc.returncode != 0:
-            raise RuntimeError(f"{self.name}: child process failed ({proc.returncode}):\n"
-                               f"{proc.stderr[-4000:]}")
-        out = json.loads(proc.stdout.strip().splitlines()[-1])
-        out["wall"] = wall
-        return out
+        return run_child(CHILD, [self.name, self.args.mode, json.dumps(ops)], self.env(),
+                         self.name)
+
+    def bekc_entries(self) -> int:
+        return sum(1 for _ in (self.cache / "bekc" / "entries").glob("*/*"))
 
 
 def prebuild(args, side: Side) -> float:
-    package = brainevent_package()
+    package = brainevent_package(side.env())
     bekc = args.bekc or shutil.which("bekc")
     if package is None or bekc is None:
         sys.exit("--prebuild needs brainevent installed and a bekc binary (--bekc)")
@@ -251,7 +233,7 @@ def prebuild(args, side: Side) -> float:
     return seconds
 
 
-def main() -> int:
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bekc", default=os.environ.get("BEKC_BINARY"),
                     help="the bekc binary (default: build/bekc, else the package's lookup)")
@@ -272,76 +254,43 @@ def main() -> int:
     ap.add_argument("--nvcc-home", default=os.environ.get("CUDA_HOME", "/usr/local/cuda"))
     ap.add_argument("--json", dest="json_out", default=None, help="also write the figures here")
     args = ap.parse_args()
-    if not args.bekc and (REPO / "build" / "bekc").is_file():
-        args.bekc = str(REPO / "build" / "bekc")
-    if args.bekc:
-        args.bekc = str(Path(args.bekc).resolve())
+    args.bekc = locate_bekc(args.bekc)
     unknown = [o for o in args.ops.split(",") if o not in OPS]
     if unknown:
         ap.error(f"unknown ops {unknown}; choose from {', '.join(OPS)}")
-    ops = {o: OPS[o] for o in args.ops.split(",")}
-    if brainevent_package() is None:
-        print(f"brainevent is not installed in {sys.executable}; nothing to measure "
-              f"(pip install brainevent==0.2.1)")
-        return 0
+    return args
 
-    root = Path(args.cache_root) if args.cache_root else Path(
-        tempfile.mkdtemp(prefix="bekc-bench-be-start-"))
-    root.mkdir(parents=True, exist_ok=True)
-    sides = [Side(name, args, root / name) for name in SIDES]
 
-    # Fill the caches (untimed for the comparison; the cold start is printed).
-    cold = {}
-    if args.prebuild:
-        cold["bekc build <package>"] = prebuild(args, sides[0])
-        print(f"prebuild, bekc build <brainevent package>: {fmt(cold['bekc build <package>'])}",
-              flush=True)
-    def bekc_entries(side) -> int:
-        return sum(1 for _ in (side.cache / "bekc" / "entries").glob("*/*"))
-
+def fill_caches(args, sides: list, ops: dict, cold: dict) -> dict:
+    """One untimed process per side making the calls (each cache's first,
+    unless it is already filled): {op: why} for the ops that failed."""
     failed = {}
     for side in sides:
         filled = side.cache.is_dir() and any(side.cache.iterdir())
-        entries = bekc_entries(side)
+        entries = side.bekc_entries()
         first = side.run(ops)
-        added = bekc_entries(side) - entries
+        added = side.bekc_entries() - entries
         if side.name == "bekc" and added and (filled or args.prebuild):
             print(f"note: bekc's first process compiled {added} modules that the filled cache "
                   f"lacked", flush=True)
+        note = ", cache already filled" if filled else ""
         cold[side.name + (" (cache already filled)" if filled else "")] = first["wall"]
         for name, why in first["errors"].items():
             failed.setdefault(name, f"{side.name}: {why}")
-        print(f"first process, {side.name} ({first['mode']}{', cache already filled' if filled else ''}): "
-              f"{fmt(first['wall'])}"
+        print(f"first process, {side.name} ({first['mode']}{note}): {fmt(first['wall'])}"
               + (f"; failed: {', '.join(first['errors'])}" if first["errors"] else ""),
               flush=True)
-    ops = {k: v for k, v in ops.items() if k not in failed}
-    if not ops:
-        print("no op could be called on either side:")
-        for name, why in failed.items():
-            print(f"  {name}: {why}")
-        return 1
+    return failed
 
-    load_before = os.getloadavg()
-    runs = {s.name: [] for s in sides}
-    for _ in range(args.reps):
-        for side in sides:
-            r = side.run(ops)
-            if r["errors"]:
-                raise RuntimeError(f"{side.name}: ops failed on a warm cache: {r['errors']}")
-            runs[side.name].append(r)
-    load_after = os.getloadavg()
 
-    mode = runs["bekc"][0]["mode"]
-    version = runs["bekc"][0]["version"]
+def report(args, ops, runs, failed, cold, loads) -> list:
+    mode, version = runs["bekc"][0]["mode"], runs["bekc"][0]["version"]
     unchecked = sorted({f"{s}:{op}" for s, rs in runs.items() for r in rs
                         for op, ok in r["checked"].items() if not ok})
-    print()
-    print(f"machine: {platform.node()}, {os.cpu_count()} CPUs, load average "
-          f"{load_before[0]:.2f} before / {load_after[0]:.2f} after; Python "
-          f"{platform.python_version()}; brainevent {version}")
     what = ("ops run on the GPU" if mode == "run"
             else "CUDA lowering only: no XLA compile, no kernel run")
+    print()
+    print(f"{machine_line(*loads)}; brainevent {version}")
     print(f"bekc binary: {args.bekc or '(found by the package)'}; --arch {args.arch}; "
           f"mode {mode} ({what})")
     print(f"medians of {args.reps} new processes per side, interleaved; {len(ops)} ops: "
@@ -358,38 +307,81 @@ def main() -> int:
     print("-" * len(header))
     rows = []
 
-    def row(label, values):
-        b, k = median(values["bekc"]), median(values["brainevent"])
-        print(f"{label:34}{fmt(b):>12}{fmt(k):>12}{b / k:>16.2f}x")
+    def row(label, of_run):
+        b = median(of_run(r) for r in runs["bekc"])
+        k = median(of_run(r) for r in runs["brainevent"])
+        print(f"{label:34}{fmt(b):>12}{fmt(k):>12}{ratio(b / k):>17}")
         rows.append({"phase": label, "bekc_s": b, "brainevent_s": k, "ratio": b / k})
 
-    for phase in ("import", "backend", "first_calls"):
-        row(phase.replace("_", " ") + (f" ({len(ops)} ops)" if phase == "first_calls" else ""),
-            {s: [r["phases"][phase] for r in runs[s]] for s in runs})
-    row("  of which in the loaders",
-        {s: [r["phases"]["loaders"] for r in runs[s]] for s in runs})
-    row("import + first calls",
-        {s: [r["phases"]["import"] + r["phases"]["first_calls"] for r in runs[s]] for s in runs})
-    row("whole process (wall)", {s: [r["wall"] for r in runs[s]] for s in runs})
+    row("import", lambda r: r["phases"]["import"])
+    row("backend", lambda r: r["phases"]["backend"])
+    row(f"first calls ({len(ops)} ops)", lambda r: r["phases"]["first_calls"])
+    row("  of which in the loaders", lambda r: r["phases"]["loaders"])
+    row("import + first calls", lambda r: r["phases"]["import"] + r["phases"]["first_calls"])
+    row("whole process (wall)", lambda r: r["wall"])
     print()
     print("first call of each op (median ms), bekc / brainevent:")
     for op in ops:
-        b = median([r["calls"][op] for r in runs["bekc"]])
-        k = median([r["calls"][op] for r in runs["brainevent"]])
-        print(f"  {op:16}{b * 1e3:9.1f}{k * 1e3:9.1f}{b / k:8.2f}x")
-    print(f"first process (the cache filled by compiling, unless said): "
+        b = median(r["calls"][op] for r in runs["bekc"])
+        k = median(r["calls"][op] for r in runs["brainevent"])
+        print(f"  {op:16}{b * 1e3:9.1f}{k * 1e3:9.1f}{ratio(b / k):>9}")
+    print("first process (the cache filled by compiling, unless said): "
           + ", ".join(f"{k} {fmt(v)}" for k, v in cold.items()))
+    return rows
 
+
+def measure(args, root: Path) -> int:
+    ops = {o: OPS[o] for o in args.ops.split(",")}
+    sides = [Side(name, args, root / name) for name in SIDES]
+    cold = {}
+    if args.prebuild:
+        cold["bekc build <package>"] = prebuild(args, sides[0])
+        print(f"prebuild, bekc build <brainevent package>: {fmt(cold['bekc build <package>'])}",
+              flush=True)
+    failed = fill_caches(args, sides, ops, cold)
+    ops = {k: v for k, v in ops.items() if k not in failed}
+    if not ops:
+        print("no op could be called on either side:")
+        for name, why in failed.items():
+            print(f"  {name}: {why}")
+        return 1
+    load_before = os.getloadavg()
+    runs = {s.name: [] for s in sides}
+    for _ in range(args.reps):  # interleaved
+        for side in sides:
+            r = side.run(ops)
+            if r["errors"]:
+                raise RuntimeError(f"{side.name}: ops failed on a warm cache: {r['errors']}")
+            runs[side.name].append(r)
+    loads = (load_before, os.getloadavg())
+    rows = report(args, ops, runs, failed, cold, loads)
     if args.json_out:
         Path(args.json_out).write_text(json.dumps({
-            "mode": mode, "brainevent": version, "ops": list(ops), "failed": failed,
-            "rows": rows, "runs": runs, "cold_s": cold, "cpus": os.cpu_count(),
-            "load": [load_before, load_after], "python": platform.python_version(),
+            "mode": runs["bekc"][0]["mode"], "brainevent": runs["bekc"][0]["version"],
+            "ops": list(ops), "failed": failed, "rows": rows, "runs": runs, "cold_s": cold,
+            "cpus": os.cpu_count(), "load": loads, "python": sys.version.split()[0],
             "bekc": args.bekc, "arch": args.arch, "reps": args.reps,
         }, indent=1))
-    if not args.cache_root:
-        shutil.rmtree(root, ignore_errors=True)
     return 0
+
+
+def main() -> int:
+    args = parse_args()
+    if brainevent_package(child_env(args.nvcc_home, args.bekc)) is None:
+        print(f"brainevent is not installed in {sys.executable}; nothing to measure "
+              f"(pip install brainevent==0.2.1)")
+        return 0
+    root = Path(args.cache_root) if args.cache_root else Path(
+        tempfile.mkdtemp(prefix="bekc-bench-be-start-"))
+    root.mkdir(parents=True, exist_ok=True)
+    try:
+        return measure(args, root)
+    except RuntimeError as e:
+        print(e, file=sys.stderr)
+        return 1
+    finally:
+        if not args.cache_root:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -58,16 +58,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import textwrap
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from _child import (bench_deps_dir, child_env, fmt, locate_bekc, machine_line, median, ratio,
+                    run_child)
+
 TOOLS = ("bekc", "brainevent", "tvm-ffi")
 
 # The kernel every tool compiles, byte for byte.
@@ -135,26 +135,10 @@ CHILD = textwrap.dedent(r"""
 """)
 
 
-def median(xs):
-    return statistics.median(xs) if xs else float("nan")
-
-
-def fmt(seconds: float) -> str:
-    if seconds != seconds:
-        return "n/a"
-    return f"{seconds * 1e3:.2f} ms" if seconds < 1 else f"{seconds:.2f} s"
-
-
-def ratio(x: float) -> str:
-    return "n/a" if x != x else f"{x:.2f}x"
-
-
-def bench_deps_dir() -> Path:
-    return REPO / ".bench-deps" / f"py{sys.version_info[0]}{sys.version_info[1]}"
-
-
 class Tool:
     """How one tool's children run: environment, source file, cache directory."""
+
+    MODULE = {"bekc": "bekc", "brainevent": "brainevent", "tvm-ffi": "tvm_ffi"}
 
     def __init__(self, name: str, args, work: Path):
         self.name = name
@@ -170,65 +154,37 @@ class Tool:
         return self.cache
 
     def env(self) -> dict:
-        a = self.args
-        path = [str(REPO / "python")]
-        if bench_deps_dir().is_dir():
-            path.append(str(bench_deps_dir()))
-        path += a.extra_path
-        if os.environ.get("PYTHONPATH"):
-            path.append(os.environ["PYTHONPATH"])
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(path), CUDA_HOME=a.nvcc_home,
-                   PATH=os.pathsep.join([str(Path(a.nvcc_home) / "bin"), os.environ["PATH"]]))
-        for var in ("BEKC_CACHE_DIR", "BRAINEVENT_CACHE_DIR", "TVM_FFI_CACHE_DIR"):
-            env.pop(var, None)
         if self.name == "bekc":
-            env["BEKC_CACHE_DIR"] = str(self.cache)
-            if a.bekc:
-                env["BEKC"] = a.bekc
+            own = {"BEKC_CACHE_DIR": str(self.cache)}
         elif self.name == "brainevent":
-            env["BRAINEVENT_CACHE_DIR"] = str(self.cache)
+            own = {"BRAINEVENT_CACHE_DIR": str(self.cache)}
         else:
-            env["TVM_FFI_CACHE_DIR"] = str(self.cache)
-            env["TVM_FFI_CUDA_ARCH_LIST"] = "9.0"
             # Where torch is installed, tvm_ffi would import it on import (and
             # compile a DLPack addon for it) and on the first load (to pick CUDA
             # or HIP); neither is part of loading a kernel for JAX.
-            env["TVM_FFI_DISABLE_TORCH_C_DLPACK"] = "1"
-            env["TVM_FFI_GPU_BACKEND"] = "cuda"
-        return env
+            own = {"TVM_FFI_CACHE_DIR": str(self.cache), "TVM_FFI_CUDA_ARCH_LIST": "9.0",
+                   "TVM_FFI_DISABLE_TORCH_C_DLPACK": "1", "TVM_FFI_GPU_BACKEND": "cuda"}
+        return child_env(self.args.nvcc_home, self.args.bekc, self.args.extra_path, **own)
 
     def run(self) -> dict:
-        proc = subprocess.run([sys.executable, "-c", CHILD, self.name, str(self.source)],
-                              env=self.env(), capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise RuntimeError(f"{self.name}: child process failed ({proc.returncode}):\n"
-                               f"{proc.stderr[-3000:]}")
-        return json.loads(proc.stdout.strip().splitlines()[-1])
+        return run_child(CHILD, [self.name, self.source], self.env(), self.name)
 
     def missing(self) -> str:
         """Why this tool cannot be measured here, or ""."""
-        module = {"bekc": "bekc", "brainevent": "brainevent", "tvm-ffi": "tvm_ffi"}[self.name]
+        module = self.MODULE[self.name]
         probe = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"
-        if subprocess.run([sys.executable, "-c", probe], env=self.env()).returncode != 0:
+        env = self.env()
+        if subprocess.run([sys.executable, "-c", probe], env=env).returncode != 0:
             hint = {"tvm-ffi": f"pip install --target {bench_deps_dir()} apache-tvm-ffi",
                     "brainevent": "pip install brainevent==0.2.1"}.get(self.name, "")
             return f"{module} is not importable from {sys.executable}" + \
                 (f" (install: {hint})" if hint else "")
-        if self.name == "tvm-ffi" and shutil.which("ninja") is None:
+        if self.name == "tvm-ffi" and shutil.which("ninja", path=env["PATH"]) is None:
             return "tvm-ffi builds and looks up through `ninja`, which is not on PATH"
         return ""
 
 
-def locate_bekc(explicit: str | None) -> str | None:
-    if explicit:
-        return str(Path(explicit).resolve())
-    built = REPO / "build" / "bekc"
-    if built.is_file() and os.access(built, os.X_OK):
-        return str(built)
-    return None  # the package finds its own ($BEKC, the wheel's, PATH, bekc/bin)
-
-
-def main() -> int:
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bekc", default=os.environ.get("BEKC_BINARY"),
                     help="the bekc binary (default: build/bekc, else the package's lookup)")
@@ -242,14 +198,16 @@ def main() -> int:
     ap.add_argument("--json", dest="json_out", default=None, help="also write the figures here")
     args = ap.parse_args()
     args.bekc = locate_bekc(args.bekc)
-
-    wanted = [t.strip() for t in args.tools.split(",") if t.strip()]
-    unknown = [t for t in wanted if t not in TOOLS]
+    args.tools = [t.strip() for t in args.tools.split(",") if t.strip()]
+    unknown = [t for t in args.tools if t not in TOOLS]
     if unknown:
         ap.error(f"--tools takes {', '.join(TOOLS)}; not {', '.join(unknown)}")
-    work = Path(tempfile.mkdtemp(prefix="bekc-bench-warm-load-"))
-    tools, skipped = [], {}
-    for name in wanted:
+    return args
+
+
+def usable_tools(args, work: Path, skipped: dict) -> list:
+    tools = []
+    for name in args.tools:
         tool = Tool(name, args, work)
         why = tool.missing()
         if why:
@@ -257,10 +215,14 @@ def main() -> int:
             print(f"skipping {name}: {why}", flush=True)
         else:
             tools.append(tool)
-    load_before = os.getloadavg()
+    return tools
+
+
+def cold_builds(args, tools: list, skipped: dict) -> dict:
+    """Each tool's first builds, each into an empty cache (the last one stays
+    filled). A tool whose first build or load fails (a compiler or library it
+    cannot find) is dropped from ``tools`` with the reason."""
     cold = {t.name: [] for t in tools}
-    # The first build of each tool fills its cache; a tool whose first build or
-    # load fails (a compiler or library it cannot find) is skipped with the reason.
     for rep in range(max(args.cold_reps, 1)):
         for t in list(tools):
             t.new_cache()
@@ -272,67 +234,77 @@ def main() -> int:
                 skipped[t.name] = f"its first build failed: {str(e)[-600:]}"
                 print(f"skipping {t.name}: {e}", flush=True)
                 tools.remove(t)
+                del cold[t.name]
                 continue
             if args.cold_reps:
                 cold[t.name].append(seconds)
                 print(f"cold {t.name}: {fmt(seconds)}", flush=True)
-    if "bekc" not in [t.name for t in tools]:
-        print("bekc cannot be measured; nothing to compare", file=sys.stderr)
-        return 1
-    warm = {t.name: [] for t in tools}
-    again = {t.name: [] for t in tools}
-    for _ in range(args.reps):
-        for t in tools:
-            r = t.run()
-            warm[t.name].append(r["load_s"])
-            again[t.name].append(r["again_s"])
-    load_after = os.getloadavg()
+    return cold
 
-    rows = [("cold build, load call", cold), ("warm, new process, load call", warm),
-            ("warm, same process, load call again", again)]
-    names = [t.name for t in tools]
+
+def report(args, names, rows, warm, skipped, loads) -> list:
     print()
-    print(f"machine: {platform.node()}, {os.cpu_count()} CPUs, load average "
-          f"{load_before[0]:.2f} before / {load_after[0]:.2f} after; Python "
-          f"{platform.python_version()}")
+    print(machine_line(*loads))
     print(f"bekc binary: {args.bekc or '(found by the package)'}; nvcc home: {args.nvcc_home}")
     print(f"medians: {args.cold_reps} cold, {args.reps} warm processes per tool, interleaved")
     for name, why in skipped.items():
         print(f"skipped {name}: {why}")
     print()
-    header = f"{'':38}" + "".join(f"{n:>13}" for n in names)
     peers = [n for n in names if n != "bekc"]
-    header += "".join(f"{'bekc/' + n:>17}" for n in peers)
-    if peers:
-        header += f"{'bekc/fastest':>14}"
+    header = (f"{'':38}" + "".join(f"{n:>13}" for n in names)
+              + "".join(f"{'bekc/' + n:>17}" for n in peers)
+              + (f"{'bekc/fastest':>14}" if peers else ""))
     print(header)
     print("-" * len(header))
     table = []
     for label, data in rows:
         m = {n: median(data[n]) for n in names}
-        line = f"{label:38}" + "".join(f"{fmt(m[n]):>13}" for n in names)
         ratios = {n: m["bekc"] / m[n] for n in peers}
-        line += "".join(f"{ratio(ratios[n]):>17}" for n in peers)
         fastest = min((m[n] for n in peers), default=float("nan"))
-        if peers:
-            line += f"{ratio(m['bekc'] / fastest):>14}"
-        print(line)
+        print(f"{label:38}" + "".join(f"{fmt(m[n]):>13}" for n in names)
+              + "".join(f"{ratio(ratios[n]):>17}" for n in peers)
+              + (f"{ratio(m['bekc'] / fastest):>14}" if peers else ""))
         table.append({"row": label, "median_s": m, "bekc_over_peer": ratios,
                       "bekc_over_fastest_peer": m["bekc"] / fastest if peers else None})
     print()
     spread = ", ".join(f"{n} {fmt(min(warm[n]))}-{fmt(max(warm[n]))}" for n in names)
     print(f"warm, new process, min-max: {spread}")
     print("goal (issue 30): warm, new process, bekc at most 0.5x the fastest peer")
+    return table
 
-    if args.json_out:
-        Path(args.json_out).write_text(json.dumps({
-            "cold_s": cold, "warm_s": warm, "again_s": again, "rows": table,
-            "skipped": skipped, "cpus": os.cpu_count(), "load": [load_before, load_after],
-            "python": platform.python_version(), "bekc": args.bekc, "reps": args.reps,
-            "cold_reps": args.cold_reps,
-        }, indent=1))
-    shutil.rmtree(work, ignore_errors=True)
-    return 0
+
+def main() -> int:
+    args = parse_args()
+    work = Path(tempfile.mkdtemp(prefix="bekc-bench-warm-load-"))
+    try:
+        skipped = {}
+        tools = usable_tools(args, work, skipped)
+        load_before = os.getloadavg()
+        cold = cold_builds(args, tools, skipped)
+        if "bekc" not in [t.name for t in tools]:
+            print("bekc cannot be measured; nothing to compare", file=sys.stderr)
+            return 1
+        warm = {t.name: [] for t in tools}
+        again = {t.name: [] for t in tools}
+        for _ in range(args.reps):  # interleaved: A B C A B C ...
+            for t in tools:
+                r = t.run()
+                warm[t.name].append(r["load_s"])
+                again[t.name].append(r["again_s"])
+        loads = (load_before, os.getloadavg())
+        rows = [("cold build, load call", cold), ("warm, new process, load call", warm),
+                ("warm, same process, load call again", again)]
+        table = report(args, [t.name for t in tools], rows, warm, skipped, loads)
+        if args.json_out:
+            Path(args.json_out).write_text(json.dumps({
+                "cold_s": cold, "warm_s": warm, "again_s": again, "rows": table,
+                "skipped": skipped, "cpus": os.cpu_count(), "load": loads,
+                "python": sys.version.split()[0], "bekc": args.bekc, "reps": args.reps,
+                "cold_reps": args.cold_reps,
+            }, indent=1))
+        return 0
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
