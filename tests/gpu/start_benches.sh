@@ -8,8 +8,8 @@
 # and its dependencies (docs/gpu.md), apache-tvm-ffi, typing_extensions and
 # ninja (tvm-ffi runs `ninja` on every load), into /tmp/bekc-bench-site.
 # Settings: REPS (default 9), COLD_REPS (default 1), PREBUILD=1 (bekc's cache
-# from `bekc build <brainevent package>` instead of a first run); JSON goes to
-# $OUT when set.
+# from `bekc build <brainevent package>` instead of a first run), MODE (run,
+# the default; lower without a GPU); JSON goes to $OUT when set.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export XLA_PYTHON_CLIENT_PREALLOCATE=false
@@ -18,7 +18,7 @@ BEKC=${BEKC:-$PWD/build/bekc}
 SITE=/tmp/bekc-bench-site
 need=()
 $PY -c 'import brainevent' 2>/dev/null || need+=(brainevent brainunit saiunit brainstate braintools array_api_compat)
-$PY -c 'import tvm_ffi' 2>/dev/null || need+=(apache_tvm_ffi typing_extensions)
+$PY -c 'import importlib.util as u, sys; sys.exit(u.find_spec("tvm_ffi") is None)' || need+=(apache_tvm_ffi typing_extensions)
 command -v ninja >/dev/null || need+=(ninja)
 if ((${#need[@]})); then
   wheels=()
@@ -35,6 +35,6 @@ echo "=== bench/bench_warm_load.py"
 $PY bench/bench_warm_load.py --bekc "$BEKC" --reps "${REPS:-9}" --cold-reps "${COLD_REPS:-1}" \
     ${OUT:+--json "$OUT/warm_load.json"} || status=1
 echo "=== bench/bench_brainevent_start.py"
-$PY bench/bench_brainevent_start.py --bekc "$BEKC" --reps "${REPS:-9}" --mode run \
+$PY bench/bench_brainevent_start.py --bekc "$BEKC" --reps "${REPS:-9}" --mode "${MODE:-run}" \
     ${PREBUILD:+--prebuild} ${OUT:+--json "$OUT/brainevent_start.json"} || status=1
 exit $status
