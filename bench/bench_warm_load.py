@@ -31,6 +31,11 @@ Measured, each tool with its own empty cache directory:
 Medians are printed side by side, with bekc's time over each peer's and over
 the fastest peer's (the goal: at most 0.5x).
 
+Where bekc's in-process lookup library (``libbekc_lookup.so``) lies beside the
+binary, a fourth column, ``bekc-binary``, times bekc with it turned off
+(``BEKC_IN_PROCESS_LOOKUP=0``: the loader starts the binary, as before it),
+so one run shows both; ``--tools`` picks any subset.
+
 No GPU is needed: the load call compiles (cold) or finds the library, loads
 it with dlopen (the CUDA runtime is linked, no device is touched) and
 registers its targets with JAX for the CUDA platform (bekc, brainevent) or
@@ -50,7 +55,7 @@ path when it exists; ``--extra-path DIR`` adds another directory.
 
 Usage:
     .venv/bin/python bench/bench_warm_load.py [--bekc build/bekc] [--reps 9]
-        [--cold-reps 1] [--tools bekc,brainevent,tvm-ffi] [--json FILE]
+        [--cold-reps 1] [--tools bekc,brainevent,tvm-ffi,bekc-binary] [--json FILE]
 """
 
 from __future__ import annotations
@@ -68,7 +73,9 @@ from pathlib import Path
 from _child import (bench_deps_dir, child_env, fmt, locate_bekc, machine_line, median, ratio,
                     run_child)
 
-TOOLS = ("bekc", "brainevent", "tvm-ffi")
+TOOLS = ("bekc", "brainevent", "tvm-ffi", "bekc-binary")
+PEERS = ("brainevent", "tvm-ffi")
+LOOKUP_LIBRARY = "libbekc_lookup.so"  # bekc's in-process lookup, beside a built binary
 
 # The kernel every tool compiles, byte for byte.
 KERNEL = r"""
@@ -107,7 +114,7 @@ CHILD = textwrap.dedent(r"""
     tool, source = sys.argv[1], open(sys.argv[2]).read()
     import jax
     jax.devices()                      # the backend is up, as in any program
-    if tool == "bekc":
+    if tool.startswith("bekc"):
         import bekc
         def load():
             return bekc.load_cuda_inline("bench_vector_add", cuda_sources=source,
@@ -138,7 +145,8 @@ CHILD = textwrap.dedent(r"""
 class Tool:
     """How one tool's children run: environment, source file, cache directory."""
 
-    MODULE = {"bekc": "bekc", "brainevent": "brainevent", "tvm-ffi": "tvm_ffi"}
+    MODULE = {"bekc": "bekc", "bekc-binary": "bekc", "brainevent": "brainevent",
+              "tvm-ffi": "tvm_ffi"}
 
     def __init__(self, name: str, args, work: Path):
         self.name = name
@@ -156,6 +164,8 @@ class Tool:
     def env(self) -> dict:
         if self.name == "bekc":
             own = {"BEKC_CACHE_DIR": str(self.cache)}
+        elif self.name == "bekc-binary":  # the in-process lookup off: the binary answers
+            own = {"BEKC_CACHE_DIR": str(self.cache), "BEKC_IN_PROCESS_LOOKUP": "0"}
         elif self.name == "brainevent":
             own = {"BRAINEVENT_CACHE_DIR": str(self.cache)}
         else:
@@ -184,6 +194,14 @@ class Tool:
         return ""
 
 
+def lookup_library(bekc: str | None) -> str | None:
+    """bekc's in-process lookup library beside the binary, where there is one."""
+    if not bekc:
+        return None
+    library = Path(bekc).resolve().parent / LOOKUP_LIBRARY
+    return str(library) if library.is_file() else None
+
+
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bekc", default=os.environ.get("BEKC_BINARY"),
@@ -191,13 +209,17 @@ def parse_args():
     ap.add_argument("--reps", type=int, default=9, help="new processes per tool (warm)")
     ap.add_argument("--cold-reps", type=int, default=1,
                     help="cold builds per tool, each into an empty cache (0: none)")
-    ap.add_argument("--tools", default=",".join(TOOLS))
+    ap.add_argument("--tools", default=None,
+                    help=f"a comma-separated subset of {', '.join(TOOLS)} (default: all, "
+                         f"bekc-binary only where {LOOKUP_LIBRARY} is beside the binary)")
     ap.add_argument("--nvcc-home", default=os.environ.get("CUDA_HOME", "/usr/local/cuda"))
     ap.add_argument("--extra-path", action="append", default=[],
                     help="a directory put on the children's PYTHONPATH (repeatable)")
     ap.add_argument("--json", dest="json_out", default=None, help="also write the figures here")
     args = ap.parse_args()
     args.bekc = locate_bekc(args.bekc)
+    if args.tools is None:
+        args.tools = ",".join(TOOLS if lookup_library(args.bekc) else TOOLS[:-1])
     args.tools = [t.strip() for t in args.tools.split(",") if t.strip()]
     unknown = [t for t in args.tools if t not in TOOLS]
     if unknown:
@@ -245,24 +267,31 @@ def cold_builds(args, tools: list, skipped: dict) -> dict:
 def report(args, names, rows, warm, skipped, loads) -> list:
     print()
     print(machine_line(*loads))
+    library = lookup_library(args.bekc)
     print(f"bekc binary: {args.bekc or '(found by the package)'}; nvcc home: {args.nvcc_home}")
+    lookup = (f"{library} (beside the binary)" if library
+              else "none beside the binary: the loader starts the binary")
+    if "bekc-binary" in names:
+        lookup += "; bekc-binary: bekc with BEKC_IN_PROCESS_LOOKUP=0"
+    print(f"bekc's in-process lookup: {lookup}")
     print(f"medians: {args.cold_reps} cold, {args.reps} warm processes per tool, interleaved")
     for name, why in skipped.items():
         print(f"skipped {name}: {why}")
     print()
-    peers = [n for n in names if n != "bekc"]
+    others = [n for n in names if n != "bekc"]
+    peers = [n for n in names if n in PEERS]
     header = (f"{'':38}" + "".join(f"{n:>13}" for n in names)
-              + "".join(f"{'bekc/' + n:>17}" for n in peers)
+              + "".join(f"{'bekc/' + n:>17}" for n in others)
               + (f"{'bekc/fastest':>14}" if peers else ""))
     print(header)
     print("-" * len(header))
     table = []
     for label, data in rows:
         m = {n: median(data[n]) for n in names}
-        ratios = {n: m["bekc"] / m[n] for n in peers}
+        ratios = {n: m["bekc"] / m[n] for n in others}
         fastest = min((m[n] for n in peers), default=float("nan"))
         print(f"{label:38}" + "".join(f"{fmt(m[n]):>13}" for n in names)
-              + "".join(f"{ratio(ratios[n]):>17}" for n in peers)
+              + "".join(f"{ratio(ratios[n]):>17}" for n in others)
               + (f"{ratio(m['bekc'] / fastest):>14}" if peers else ""))
         table.append({"row": label, "median_s": m, "bekc_over_peer": ratios,
                       "bekc_over_fastest_peer": m["bekc"] / fastest if peers else None})
