@@ -12,6 +12,8 @@ std::string_view step_kind_name(StepKind kind) {
             return "runtime-object";
         case StepKind::Compile:
             return "compile";
+        case StepKind::NvccPhase:
+            return "nvcc-phase";
         case StepKind::Link:
             return "link";
     }

@@ -33,6 +33,7 @@ class GraphExecution {
             }
             auto wave = finish_in_process(ready);
             if (!wave) return std::unexpected(wave.error());
+            *wave = without_reused(std::move(*wave));
             if (wave->empty()) continue;
             if (auto ran = run_wave(longest_first(*wave)); !ran) return ran;
         }
@@ -83,6 +84,24 @@ class GraphExecution {
             mark_done(i);
         }
         return wave;
+    }
+
+    // The wave's steps less those whose results the cache had
+    // (ExecuteOptions::reuse), which are done.
+    std::vector<size_t> without_reused(std::vector<size_t> wave) {
+        if (!options_.reuse) return wave;
+        std::vector<size_t> left;
+        for (size_t i : wave) {
+            if (!options_.reuse(steps_[i])) {
+                left.push_back(i);
+                continue;
+            }
+            if (options_.echo)
+                std::fprintf(options_.echo, "# reused: %s\n", steps_[i].command.description.c_str());
+            --processes_;
+            mark_done(i);
+        }
+        return left;
     }
 
     // The wave's steps, those expected to take longest first.

@@ -69,6 +69,7 @@ struct Item {
     uint64_t bytes;
     WallClock::time_point last_use;
     bool is_entry;
+    bool is_step = false;  // a step result (store/step_cache.hpp): a tree, no lock
 };
 
 // Shown by maintenance when is_cache() fails; a missing root is an empty cache.
@@ -152,6 +153,10 @@ std::expected<size_t, Error> Cache::clear(const std::optional<std::string>& name
                 if (r.is_dir && is_hex(r.name, 16))
                     if (auto d = discard(CacheLayout::runtime() / r.name); !d && error.empty())
                         error = d.error().message;
+        for_each_keyed(dir(), CacheLayout::steps(), "", true,
+                       [&](const std::string&, const fs::path& rel) {
+                           if (auto d = discard(rel); !d && error.empty()) error = d.error().message;
+                       });
         auto stale = remove_stale_temps();
         if (!stale && error.empty()) error = stale.error().message;
     }
@@ -181,6 +186,11 @@ std::expected<PruneReport, Error> Cache::prune_to(uint64_t max_bytes,
         dir(), CacheLayout::entries(), "", true, [&](const std::string& key, const fs::path& rel) {
             items.push_back({key, rel, dir().tree_bytes(rel), last_use_of(dir(), rel), true});
         });
+    for_each_keyed(
+        dir(), CacheLayout::steps(), "", true, [&](const std::string& key, const fs::path& rel) {
+            items.push_back(
+                {key, rel, dir().tree_bytes(rel), last_use_of(dir(), rel), false, true});
+        });
     for (const fs::path& records : {CacheLayout::direct(), CacheLayout::history()})
         for_each_keyed(
             dir(), records, ".json", false, [&](const std::string& key, const fs::path& rel) {
@@ -206,11 +216,13 @@ std::expected<PruneReport, Error> Cache::prune_to(uint64_t max_bytes,
             }
             ++report.entries_removed;
         } else {
-            if (auto d = dir().remove_file(item.rel); !d) {
+            if (item.is_step && item.last_use > recent) continue;
+            auto d = item.is_step ? discard(item.rel) : dir().remove_file(item.rel);
+            if (!d) {
                 error = d.error().message;
                 break;
             }
-            ++report.records_removed;
+            ++(item.is_step ? report.steps_removed : report.records_removed);
         }
         report.bytes_after -= std::min(report.bytes_after, item.bytes);
     }
@@ -309,6 +321,12 @@ std::expected<VerifyReport, Error> Cache::verify() {
             }
         }
     }
+    for_each_keyed(dir(), CacheLayout::steps(), "", true,
+                   [&](const std::string&, const fs::path& rel) {
+                       ++report.checked_other;
+                       auto sealed = check_seal(dir(), rel, CheckLevel::Full);
+                       if (!sealed) remove_bad(rel, sealed.error().message, true);
+                   });
     for_each_keyed(dir(), CacheLayout::direct(), ".json", false,
                    [&](const std::string&, const fs::path& rel) {
                        ++report.checked_other;
