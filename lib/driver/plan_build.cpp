@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "codegen/wrapper.hpp"
-#include "plan/nvcc_phases.hpp"
 #include "driver/fatal.hpp"
+#include "plan/nvcc_phases.hpp"
 #include "store/hash.hpp"
 #include "store/runtime_headers.hpp"
 #include "toolchain/link_search.hpp"

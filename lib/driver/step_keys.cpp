@@ -146,8 +146,7 @@ bool headers_unchanged(const nlohmann::json& meta) {
     if (headers == meta.end() || !headers->is_object()) return false;
     for (const auto& [path, sha] : headers->items()) {
         auto text = read_file(path);
-        if (!text || !sha.is_string() || sha256_hex(*text) != sha.get<std::string>())
-            return false;
+        if (!text || !sha.is_string() || sha256_hex(*text) != sha.get<std::string>()) return false;
     }
     return true;
 }

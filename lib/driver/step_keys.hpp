@@ -53,7 +53,8 @@ class StepReuse {
     bool host_compile_fits(const Step& step, const std::string& meta);
     // What the host compile's preprocessor makes of its directives with
     // these arch macros (-E -dD), their own definitions left out.
-    std::optional<std::string> macro_probe(const Step& step, const std::vector<std::string>& macros);
+    std::optional<std::string> macro_probe(const Step& step,
+                                           const std::vector<std::string>& macros);
 
     Cache& cache_;
     const BuildInputs& in_;

@@ -87,7 +87,8 @@ std::expected<std::vector<std::string>, std::string> split_words(std::string_vie
                 return std::unexpected("a '$' that is not a variable");
             auto var = vars.find(line.substr(start, end - start));
             if (var == vars.end())
-                return std::unexpected("the variable " + std::string(line.substr(start, end - start)) +
+                return std::unexpected("the variable " +
+                                       std::string(line.substr(start, end - start)) +
                                        ", which nvcc did not set");
             cur += var->second;
             in_word = true;
@@ -333,7 +334,8 @@ std::expected<NewSteps, std::string> phase_steps(const Step& compile, const Nvcc
                 return std::unexpected("cudafe++ or cicc without --orig_src_path_name");
             if (!r.orig_src_path.empty()) *(at + 1) = r.orig_src_path;
         }
-        if (ph.kind == NvccPhaseKind::HostPreprocess || ph.kind == NvccPhaseKind::DevicePreprocess) {
+        if (ph.kind == NvccPhaseKind::HostPreprocess ||
+            ph.kind == NvccPhaseKind::DevicePreprocess) {
             s.depfile = compile.depfile.string() + "." + std::to_string(ordinal++);
             s.command.argv.insert(s.command.argv.end(), {"-MD", "-MF", s.depfile.string()});
             s.command.outputs.push_back(s.depfile.string());
@@ -342,7 +344,8 @@ std::expected<NewSteps, std::string> phase_steps(const Step& compile, const Nvcc
             stub = value_of(ph.argv, "--stub_file_name");
             cudafe_c = ph.outputs.front();
         }
-        if (ph.kind == NvccPhaseKind::Cicc) fatbin_c_name = value_of(ph.argv, "--include_file_name");
+        if (ph.kind == NvccPhaseKind::Cicc)
+            fatbin_c_name = value_of(ph.argv, "--include_file_name");
         if (ph.kind == NvccPhaseKind::Fatbinary) {
             fatbin = ph.outputs.front();
             std::erase_if(s.command.argv,
@@ -381,7 +384,8 @@ std::expected<NewSteps, std::string> phase_steps(const Step& compile, const Nvcc
     w.content = fatbin_assembly(fatbin_symbol(*compile.unit), fatbin);
     size_t written = add(std::move(w));
     Step as = base("assemble " + fs::path(fatbin).filename().string());
-    as.command.argv = {r.cxx.string(), "-c", assembly.string(), "-o", out.fatbin_object_path.string()};
+    as.command.argv = {r.cxx.string(), "-c", assembly.string(), "-o",
+                       out.fatbin_object_path.string()};
     as.command.inputs = {assembly.string(), fatbin};
     as.command.outputs = {out.fatbin_object_path.string()};
     as.after = {written, writer.at(fatbin)};

@@ -97,7 +97,8 @@ class GraphExecution {
                 continue;
             }
             if (options_.echo)
-                std::fprintf(options_.echo, "# reused: %s\n", steps_[i].command.description.c_str());
+                std::fprintf(options_.echo, "# reused: %s\n",
+                             steps_[i].command.description.c_str());
             --processes_;
             mark_done(i);
         }

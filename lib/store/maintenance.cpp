@@ -155,7 +155,8 @@ std::expected<size_t, Error> Cache::clear(const std::optional<std::string>& name
                         error = d.error().message;
         for_each_keyed(dir(), CacheLayout::steps(), "", true,
                        [&](const std::string&, const fs::path& rel) {
-                           if (auto d = discard(rel); !d && error.empty()) error = d.error().message;
+                           if (auto d = discard(rel); !d && error.empty())
+                               error = d.error().message;
                        });
         auto stale = remove_stale_temps();
         if (!stale && error.empty()) error = stale.error().message;
@@ -186,11 +187,11 @@ std::expected<PruneReport, Error> Cache::prune_to(uint64_t max_bytes,
         dir(), CacheLayout::entries(), "", true, [&](const std::string& key, const fs::path& rel) {
             items.push_back({key, rel, dir().tree_bytes(rel), last_use_of(dir(), rel), true});
         });
-    for_each_keyed(
-        dir(), CacheLayout::steps(), "", true, [&](const std::string& key, const fs::path& rel) {
-            items.push_back(
-                {key, rel, dir().tree_bytes(rel), last_use_of(dir(), rel), false, true});
-        });
+    for_each_keyed(dir(), CacheLayout::steps(), "", true,
+                   [&](const std::string& key, const fs::path& rel) {
+                       items.push_back(
+                           {key, rel, dir().tree_bytes(rel), last_use_of(dir(), rel), false, true});
+                   });
     for (const fs::path& records : {CacheLayout::direct(), CacheLayout::history()})
         for_each_keyed(
             dir(), records, ".json", false, [&](const std::string& key, const fs::path& rel) {
