@@ -297,101 +297,139 @@ struct NewSteps {
 
 constexpr size_t kOld = size_t(1) << 40;
 
-std::expected<NewSteps, std::string> phase_steps(const Step& compile, const NvccPipeline& p,
-                                                 const SplitRequest& r) {
-    NewSteps out;
-    std::map<std::string, size_t> writer;  // file -> the new step that writes it
-    auto add = [&](Step s) {
-        for (const auto& o : s.command.outputs) writer[o] = out.steps.size();
-        out.steps.push_back(std::move(s));
-        return out.steps.size() - 1;
-    };
-    auto base = [&](std::string description) {
+// Builds the steps that replace one compile, in nvcc's order, each after
+// the steps that write the files it reads.
+class PhaseSteps {
+  public:
+    PhaseSteps(const Step& compile, const NvccPipeline& p, const SplitRequest& r)
+        : compile_(compile), p_(p), r_(r) {
+        const std::string& d = compile.command.description;
+        unit_name_ = d.substr(std::min(d.size(), d.find(' ') + 1));
+    }
+
+    std::expected<NewSteps, std::string> make() {
+        for (const auto& ph : p_.phases)
+            if (auto added = phase(ph); !added) return std::unexpected(added.error());
+        if (!plain_path(fatbin_))
+            return std::unexpected("a fat binary path the assembler cannot take");
+        fatbin_object();
+        return std::move(out_);
+    }
+
+  private:
+    size_t add(Step s) {
+        for (const auto& o : s.command.outputs) writer_[o] = out_.steps.size();
+        for (const auto& in : s.command.inputs)
+            if (auto w = writer_.find(in); w != writer_.end()) s.after.push_back(w->second);
+        out_.steps.push_back(std::move(s));
+        return out_.steps.size() - 1;
+    }
+
+    // A step after what the compile came after (its wrapper, the headers).
+    Step base(std::string description, StepKind kind = StepKind::NvccPhase) const {
         Step s;
-        s.kind = StepKind::NvccPhase;
-        s.unit = compile.unit;
-        for (size_t a : compile.after) s.after.push_back(kOld + a);
+        s.kind = kind;
+        s.unit = compile_.unit;
+        for (size_t a : compile_.after) s.after.push_back(kOld + a);
         s.command.description = std::move(description);
-        s.command.env_overrides = p.env;
-        s.command.cwd = compile.command.cwd;
+        s.command.env_overrides = p_.env;
+        s.command.cwd = compile_.command.cwd;
         return s;
-    };
-    std::string unit_name = compile.command.description.substr(
-        std::min(compile.command.description.size(), compile.command.description.find(' ') + 1));
-    std::string stub, fatbin_c_name, fatbin, cudafe_c;
-    size_t ordinal = 0;
-    for (const auto& ph : p.phases) {
+    }
+
+    std::expected<void, std::string> phase(const NvccPhase& ph) {
         Step s = base(std::string(nvcc_phase_name(ph.kind)) + (ph.arch.empty() ? "" : " ") +
-                      ph.arch + " " + unit_name);
+                      ph.arch + " " + unit_name_);
         s.command.argv = ph.argv;
         s.command.inputs = ph.inputs;
         s.command.outputs = ph.outputs;
         s.phase = std::string(nvcc_phase_name(ph.kind));
-        if (ph.kind == NvccPhaseKind::Cudafe || ph.kind == NvccPhaseKind::Cicc) {
-            auto at = std::find(s.command.argv.begin(), s.command.argv.end(),
-                                std::string("--orig_src_path_name"));
-            if (at == s.command.argv.end() || at + 1 == s.command.argv.end())
-                return std::unexpected("cudafe++ or cicc without --orig_src_path_name");
-            if (!r.orig_src_path.empty()) *(at + 1) = r.orig_src_path;
+        switch (ph.kind) {
+            case NvccPhaseKind::HostPreprocess:
+            case NvccPhaseKind::DevicePreprocess:
+                s.depfile = compile_.depfile.string() + "." + std::to_string(depfiles_++);
+                s.command.argv.insert(s.command.argv.end(), {"-MD", "-MF", s.depfile.string()});
+                s.command.outputs.push_back(s.depfile.string());
+                break;
+            case NvccPhaseKind::Cudafe:
+                stub_ = value_of(ph.argv, "--stub_file_name");
+                cudafe_c_ = ph.outputs.front();
+                [[fallthrough]];
+            case NvccPhaseKind::Cicc:
+                if (ph.kind == NvccPhaseKind::Cicc)
+                    fatbin_c_name_ = value_of(ph.argv, "--include_file_name");
+                if (auto ok = set_orig_src_path(s); !ok) return ok;
+                break;
+            case NvccPhaseKind::Fatbinary:
+                fatbin_ = ph.outputs.front();
+                std::erase_if(s.command.argv, [](const std::string& a) {
+                    return a.starts_with("--embedded-fatbin=");
+                });
+                break;
+            case NvccPhaseKind::HostCompile:
+                return host_compile(std::move(s));
+            case NvccPhaseKind::Ptxas:
+                break;
         }
-        if (ph.kind == NvccPhaseKind::HostPreprocess ||
-            ph.kind == NvccPhaseKind::DevicePreprocess) {
-            s.depfile = compile.depfile.string() + "." + std::to_string(ordinal++);
-            s.command.argv.insert(s.command.argv.end(), {"-MD", "-MF", s.depfile.string()});
-            s.command.outputs.push_back(s.depfile.string());
-        }
-        if (ph.kind == NvccPhaseKind::Cudafe) {
-            stub = value_of(ph.argv, "--stub_file_name");
-            cudafe_c = ph.outputs.front();
-        }
-        if (ph.kind == NvccPhaseKind::Cicc)
-            fatbin_c_name = value_of(ph.argv, "--include_file_name");
-        if (ph.kind == NvccPhaseKind::Fatbinary) {
-            fatbin = ph.outputs.front();
-            std::erase_if(s.command.argv,
-                          [](const std::string& a) { return a.starts_with("--embedded-fatbin="); });
-        }
-        if (ph.kind == NvccPhaseKind::HostCompile) {
-            // What cudafe++'s output includes, beside it: the stub and fatbin.c.
-            fs::path dir = fs::path(cudafe_c).parent_path();
-            if (stub.empty() || fatbin_c_name.empty() || ph.inputs.front() != cudafe_c)
-                return std::unexpected("a host compile of another file than cudafe++'s");
-            s.command.inputs.push_back((dir / stub).string());
-            s.command.inputs.push_back((dir / fatbin_c_name).string());
-            if (!writer.contains((dir / stub).string()))
-                return std::unexpected("no cicc writes the stub the host compile includes");
-            s.kind = StepKind::Compile;
-            s.command.description = compile.command.description;
-            s.command.argv.insert(s.command.argv.end(),
-                                  {"-MD", "-MF", host_compile_depfile(s).string()});
-            Step w = base("write " + fatbin_c_name);
-            w.kind = StepKind::WriteWrapper;
-            w.command.outputs = {(dir / fatbin_c_name).string()};
-            w.content = fatbin_c(fatbin_symbol(*compile.unit));
-            add(std::move(w));
-        }
-        for (const auto& in : s.command.inputs)
-            if (auto w = writer.find(in); w != writer.end()) s.after.push_back(w->second);
-        size_t i = add(std::move(s));
-        if (ph.kind == NvccPhaseKind::HostCompile) out.object = i;
+        add(std::move(s));
+        return {};
     }
-    if (!plain_path(fatbin)) return std::unexpected("a fat binary path the assembler cannot take");
-    fs::path assembly = fatbin + ".s";
-    out.fatbin_object_path = fatbin + ".o";
-    Step w = base("write " + assembly.filename().string());
-    w.kind = StepKind::WriteWrapper;
-    w.command.outputs = {assembly.string()};
-    w.content = fatbin_assembly(fatbin_symbol(*compile.unit), fatbin);
-    size_t written = add(std::move(w));
-    Step as = base("assemble " + fs::path(fatbin).filename().string());
-    as.command.argv = {r.cxx.string(), "-c", assembly.string(), "-o",
-                       out.fatbin_object_path.string()};
-    as.command.inputs = {assembly.string(), fatbin};
-    as.command.outputs = {out.fatbin_object_path.string()};
-    as.after = {written, writer.at(fatbin)};
-    out.fatbin_object = add(std::move(as));
-    return out;
-}
+
+    std::expected<void, std::string> set_orig_src_path(Step& s) const {
+        auto& a = s.command.argv;
+        auto at = std::find(a.begin(), a.end(), std::string("--orig_src_path_name"));
+        if (at == a.end() || at + 1 == a.end())
+            return std::unexpected("cudafe++ or cicc without --orig_src_path_name");
+        if (!r_.orig_src_path.empty()) *(at + 1) = r_.orig_src_path;
+        return {};
+    }
+
+    // The host compile of cudafe++'s output, which includes the stub cicc
+    // writes and the fatbin.c bekc writes, both beside it.
+    std::expected<void, std::string> host_compile(Step s) {
+        fs::path dir = fs::path(cudafe_c_).parent_path();
+        if (stub_.empty() || fatbin_c_name_.empty() || s.command.inputs.front() != cudafe_c_)
+            return std::unexpected("a host compile of another file than cudafe++'s");
+        if (!writer_.contains((dir / stub_).string()))
+            return std::unexpected("no cicc writes the stub the host compile includes");
+        Step w = base("write " + fatbin_c_name_, StepKind::WriteWrapper);
+        w.command.outputs = {(dir / fatbin_c_name_).string()};
+        w.content = fatbin_c(fatbin_symbol(*compile_.unit));
+        add(std::move(w));
+        s.command.inputs.push_back((dir / stub_).string());
+        s.command.inputs.push_back((dir / fatbin_c_name_).string());
+        s.kind = StepKind::Compile;
+        s.command.description = compile_.command.description;
+        s.command.argv.insert(s.command.argv.end(),
+                              {"-MD", "-MF", host_compile_depfile(s).string()});
+        out_.object = add(std::move(s));
+        return {};
+    }
+
+    // The fat binary embedded by the assembler in an object of its own.
+    void fatbin_object() {
+        fs::path assembly = fatbin_ + ".s";
+        out_.fatbin_object_path = fatbin_ + ".o";
+        Step w = base("write " + assembly.filename().string(), StepKind::WriteWrapper);
+        w.command.outputs = {assembly.string()};
+        w.content = fatbin_assembly(fatbin_symbol(*compile_.unit), fatbin_);
+        add(std::move(w));
+        Step as = base("assemble " + fs::path(fatbin_).filename().string());
+        as.command.argv = {r_.cxx.string(), "-c", assembly.string(), "-o",
+                           out_.fatbin_object_path.string()};
+        as.command.inputs = {assembly.string(), fatbin_};
+        as.command.outputs = {out_.fatbin_object_path.string()};
+        out_.fatbin_object = add(std::move(as));
+    }
+
+    const Step& compile_;
+    const NvccPipeline& p_;
+    const SplitRequest& r_;
+    std::string unit_name_, stub_, fatbin_c_name_, fatbin_, cudafe_c_;
+    std::map<std::string, size_t> writer_;  // file -> the new step that writes it
+    size_t depfiles_ = 0;
+    NewSteps out_;
+};
 
 }  // namespace
 
@@ -408,7 +446,7 @@ std::expected<void, std::string> split_nvcc_compile(BuildGraph& graph, const Nvc
         for (const auto& out : ph.outputs)
             if (!out.starts_with(dir + "/") || out.find("/../") != std::string::npos)
                 return std::unexpected(out + " is outside the build directory");
-    auto made = phase_steps(graph.steps[r.step], pipeline, r);
+    auto made = PhaseSteps(graph.steps[r.step], pipeline, r).make();
     if (!made) return std::unexpected(made.error());
     // The new steps take the compile's place; later indices move up.
     const size_t n = made->steps.size();

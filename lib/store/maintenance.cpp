@@ -72,6 +72,26 @@ struct Item {
     bool is_step = false;  // a step result (store/step_cache.hpp): a tree, no lock
 };
 
+// The sealed trees besides the entries: runtime/<h>/include,
+// runtime/<h>/obj/<c> and the step results steps/ab/cdef….
+std::vector<fs::path> sealed_trees(const CacheDir& dir) {
+    std::vector<fs::path> trees;
+    if (auto runtimes = dir.list(CacheLayout::runtime())) {
+        for (const auto& r : *runtimes) {
+            if (!r.is_dir || !is_hex(r.name, 16)) continue;
+            trees.push_back(CacheLayout::runtime_include(r.name));
+            if (auto objs = dir.list(CacheLayout::runtime() / r.name / "obj"))
+                for (const auto& o : *objs)
+                    if (o.is_dir && is_hex(o.name, 16))
+                        trees.push_back(CacheLayout::runtime_object_dir(r.name, o.name));
+        }
+    }
+    std::erase_if(trees, [&](const fs::path& t) { return !dir.stat(t); });
+    for_each_keyed(dir, CacheLayout::steps(), "", true,
+                   [&](const std::string&, const fs::path& rel) { trees.push_back(rel); });
+    return trees;
+}
+
 // Shown by maintenance when is_cache() fails; a missing root is an empty cache.
 std::expected<bool, Error> require_cache(const Cache& cache) {
     return cache.is_cache();
@@ -305,29 +325,11 @@ std::expected<VerifyReport, Error> Cache::verify() {
                        }
                        remove_bad(rel, entry.error().message, true);
                    });
-    // The runtime trees: runtime/<h>/include and runtime/<h>/obj/<c>.
-    if (auto runtimes = dir().list(CacheLayout::runtime())) {
-        for (const auto& r : *runtimes) {
-            if (!r.is_dir || !is_hex(r.name, 16)) continue;
-            std::vector<fs::path> trees{CacheLayout::runtime_include(r.name)};
-            if (auto objs = dir().list(CacheLayout::runtime() / r.name / "obj"))
-                for (const auto& o : *objs)
-                    if (o.is_dir && is_hex(o.name, 16))
-                        trees.push_back(CacheLayout::runtime_object_dir(r.name, o.name));
-            for (const auto& tree : trees) {
-                if (!dir().stat(tree)) continue;
-                ++report.checked_other;
-                auto sealed = check_seal(dir(), tree, CheckLevel::Full);
-                if (!sealed) remove_bad(tree, sealed.error().message, true);
-            }
-        }
+    for (const auto& tree : sealed_trees(dir())) {
+        ++report.checked_other;
+        auto sealed = check_seal(dir(), tree, CheckLevel::Full);
+        if (!sealed) remove_bad(tree, sealed.error().message, true);
     }
-    for_each_keyed(dir(), CacheLayout::steps(), "", true,
-                   [&](const std::string&, const fs::path& rel) {
-                       ++report.checked_other;
-                       auto sealed = check_seal(dir(), rel, CheckLevel::Full);
-                       if (!sealed) remove_bad(rel, sealed.error().message, true);
-                   });
     for_each_keyed(dir(), CacheLayout::direct(), ".json", false,
                    [&](const std::string&, const fs::path& rel) {
                        ++report.checked_other;
