@@ -164,10 +164,11 @@ std::expected<ReportedDependencies, Error> compile(const BuildInputs& in, const 
         return name ? times.seconds(*name) : std::nullopt;
     };
     // nvcc's per-architecture phases and the host compile come from the
-    // step cache when it has them (driver/step_keys.hpp).
+    // step cache when it has them (driver/step_keys.hpp); --force compiles
+    // every step again, and keeps what it compiled.
     Cache cache(in.cache_root);
     StepReuse steps(cache, in, dir, ctx.runner);
-    if (ctx.runner.executes()) eo.reuse = [&](const Step& s) { return steps.reuse(s); };
+    if (ctx.runner.executes() && !o.force) eo.reuse = [&](const Step& s) { return steps.reuse(s); };
     eo.finished = [&](const Step& s, const ProcessResult& r) {
         if (auto name = timing_name(in, s))
             times.record(*name, std::chrono::duration<double>(r.wall_time).count());

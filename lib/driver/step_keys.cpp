@@ -16,10 +16,17 @@ bool kept_phase(const Step& s) {
     return s.phase == "cicc" || s.phase == "ptxas" || s.phase == "host-compile";
 }
 
-void replace_all(std::string& text, std::string_view from, std::string_view to) {
-    if (from.empty()) return;
-    for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
-        text.replace(at, from.size(), to);
+// Every build directory of this user's (util/fs private_temp_dir:
+// <private>/build.<32 hex>.<6 characters>) becomes "$BUILD": this build's,
+// and an earlier one's that a reused output names (a stub's line markers).
+void hide_build_dirs(std::string& text, const fs::path& build_dir) {
+    const std::string start = build_dir.parent_path().string() + "/build.";
+    const size_t name = 32 + 1 + 6;
+    for (size_t at = text.find(start); at != std::string::npos; at = text.find(start, at + 1)) {
+        size_t end = at + start.size() + name;
+        if (end > text.size() || text[at + start.size() + 32] != '.') continue;
+        text.replace(at, end - at, "$BUILD");
+    }
 }
 
 // nvcc's names for cudafe++'s output carry the last architecture:
@@ -67,11 +74,10 @@ bool names_arch_macro(std::string_view text) {
 
 std::optional<std::string> StepReuse::key(const Step& s) const {
     if (!kept_phase(s) || !in_.nvcc || s.command.argv.empty()) return std::nullopt;
-    const std::string build = build_dir_.string();
     const bool host = s.phase == "host-compile";
     const bool hide_arch = host && !has_debug_info(s.command.argv);
     auto normal = [&](std::string text) {
-        replace_all(text, build, "$BUILD");
+        hide_build_dirs(text, build_dir_);
         if (hide_arch) hide_last_arch(text);
         return text;
     };

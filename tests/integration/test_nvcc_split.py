@@ -136,8 +136,14 @@ def test_step_results_are_sealed_verified_pruned_and_cleared(bekc, source, nvcc)
     # A damaged result is not used: the build compiles that step again.
     ptx = next(d / "0" for d in kept if (d / "0").read_bytes().lstrip().startswith(b"//"))
     ptx.write_bytes(ptx.read_bytes().replace(b".target", b".tarjet", 1))
-    again = bekc.run("build", "-v", "--force", "--cache-dir", bekc.cache_dir, source,
-                     "--arch", "80,90", env=env())
+    forced = bekc.run("build", "-v", "--force", "--cache-dir", bekc.cache_dir, source,
+                      "--arch", "80,90", env=env())
+    assert forced.returncode == 0, forced.stderr
+    assert reused(forced.stderr) == [], "--force compiles every step again"
+    ptx.write_bytes(ptx.read_bytes().replace(b".target", b".tarjet", 1))
+    assert bekc.cache("clear", "scale", env=env()).returncode == 0  # the entry, not the steps
+    again = bekc.run("build", "-v", "--cache-dir", bekc.cache_dir, source, "--arch", "80,90",
+                     env=env())
     assert again.returncode == 0, again.stderr
     assert len(reused(again.stderr)) == 4, again.stderr
     # verify removes what fails its seal; prune and clear take step results too.
