@@ -13,7 +13,8 @@ namespace bekc {
 namespace {
 
 bool kept_phase(const Step& s) {
-    return s.phase == "cicc" || s.phase == "ptxas" || s.phase == "host-compile";
+    return s.phase == "cudafe++" || s.phase == "cicc" || s.phase == "ptxas" ||
+           s.phase == "host-compile";
 }
 
 // Every build directory of this user's (util/fs private_temp_dir:

@@ -103,6 +103,13 @@ BuildGraph make_build_graph(const GraphRequest& r) {
 
 std::string describe_step(const Step& step) {
     if (step.runs()) return display_command(step.command);
+    if (!step.copy_from.empty()) {
+        std::string out = "# copy: ";
+        out += shell_quote(step.copy_from.string());
+        out += ' ';
+        out += shell_quote(step.command.outputs.front());
+        return out;
+    }
     // Appended, not `"# " + std::string(...)`: GCC 12 warns falsely
     // (-Wstringop-overflow) about the operator+ that inserts at the front.
     std::string out = "# ";

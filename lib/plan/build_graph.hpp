@@ -40,6 +40,9 @@ struct Step {
     // written and `argv` is empty.
     Command command;
     std::string content;  // WriteWrapper: the file's text
+    // WriteWrapper: the file whose bytes are written instead of `content`,
+    // read when the step runs (one a step before it wrote).
+    fs::path copy_from;
     // Compile, and an nvcc phase that preprocesses: the Make dependencies
     // the compiler writes. Empty for the host compile of a split nvcc
     // compile, whose preprocessors write them instead.

@@ -318,9 +318,9 @@ class PhaseSteps {
 
   private:
     size_t add(Step s) {
-        for (const auto& o : s.command.outputs) writer_[o] = out_.steps.size();
         for (const auto& in : s.command.inputs)
             if (auto w = writer_.find(in); w != writer_.end()) s.after.push_back(w->second);
+        for (const auto& o : s.command.outputs) writer_[o] = out_.steps.size();
         out_.steps.push_back(std::move(s));
         return out_.steps.size() - 1;
     }
@@ -352,8 +352,7 @@ class PhaseSteps {
                 s.command.outputs.push_back(s.depfile.string());
                 break;
             case NvccPhaseKind::Cudafe:
-                stub_ = value_of(ph.argv, "--stub_file_name");
-                cudafe_c_ = ph.outputs.front();
+                cudafe_output_names(s);
                 [[fallthrough]];
             case NvccPhaseKind::Cicc:
                 if (ph.kind == NvccPhaseKind::Cicc)
@@ -375,6 +374,34 @@ class PhaseSteps {
         return {};
     }
 
+    // nvcc names cudafe++'s output and the stub it includes after the last
+    // architecture (x.compute_90.cudafe1.cpp); bekc names them after the
+    // object alone (x.cudafe1.cpp), so that cudafe++'s command, and what it
+    // writes, do not change with the architectures. The stub is copied to
+    // that name from the last cicc, which writes it under nvcc's.
+    void cudafe_output_names(Step& s) {
+        auto& a = s.command.argv;
+        for (size_t i = 0; i + 1 < a.size(); ++i) {
+            if (a[i] == "--gen_c_file_name") {
+                nvcc_cudafe_c_ = a[i + 1];
+                a[i + 1] = cudafe_c_ = without_arch(a[i + 1]);
+            } else if (a[i] == "--stub_file_name") {
+                nvcc_stub_ = a[i + 1];
+                a[i + 1] = stub_ = without_arch(a[i + 1]);
+            }
+        }
+        std::replace(s.command.outputs.begin(), s.command.outputs.end(), nvcc_cudafe_c_, cudafe_c_);
+    }
+
+    static std::string without_arch(std::string name) {
+        size_t tail = name.rfind(".cudafe1.");
+        size_t dot =
+            tail == std::string::npos || tail == 0 ? std::string::npos : name.rfind('.', tail - 1);
+        if (dot != std::string::npos && name.compare(dot + 1, 8, "compute_") == 0)
+            name.erase(dot, tail - dot);
+        return name;
+    }
+
     std::expected<void, std::string> set_orig_src_path(Step& s) const {
         auto& a = s.command.argv;
         auto at = std::find(a.begin(), a.end(), std::string("--orig_src_path_name"));
@@ -388,10 +415,20 @@ class PhaseSteps {
     // writes and the fatbin.c bekc writes, both beside it.
     std::expected<void, std::string> host_compile(Step s) {
         fs::path dir = fs::path(cudafe_c_).parent_path();
-        if (stub_.empty() || fatbin_c_name_.empty() || s.command.inputs.front() != cudafe_c_)
+        if (stub_.empty() || fatbin_c_name_.empty() || s.command.inputs.front() != nvcc_cudafe_c_)
             return std::unexpected("a host compile of another file than cudafe++'s");
-        if (!writer_.contains((dir / stub_).string()))
+        std::replace(s.command.argv.begin(), s.command.argv.end(), nvcc_cudafe_c_, cudafe_c_);
+        s.command.inputs.front() = cudafe_c_;
+        std::string nvcc_stub = (dir / nvcc_stub_).string();
+        if (!writer_.contains(nvcc_stub))
             return std::unexpected("no cicc writes the stub the host compile includes");
+        if (nvcc_stub_ != stub_) {  // one architecture: nvcc's names carry none
+            Step copy = base("copy " + nvcc_stub_, StepKind::WriteWrapper);
+            copy.copy_from = nvcc_stub;
+            copy.command.inputs = {nvcc_stub};
+            copy.command.outputs = {(dir / stub_).string()};
+            add(std::move(copy));
+        }
         Step w = base("write " + fatbin_c_name_, StepKind::WriteWrapper);
         w.command.outputs = {(dir / fatbin_c_name_).string()};
         w.content = fatbin_c(fatbin_symbol(*compile_.unit));
@@ -426,7 +463,8 @@ class PhaseSteps {
     const NvccPipeline& p_;
     const SplitRequest& r_;
     std::string unit_name_, stub_, fatbin_c_name_, fatbin_, cudafe_c_;
-    std::map<std::string, size_t> writer_;  // file -> the new step that writes it
+    std::string nvcc_stub_, nvcc_cudafe_c_;  // nvcc's names of the two
+    std::map<std::string, size_t> writer_;   // file -> the new step that writes it
     size_t depfiles_ = 0;
     NewSteps out_;
 };

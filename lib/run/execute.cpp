@@ -75,8 +75,14 @@ class GraphExecution {
             }
             echo(s);
             if (s.kind == StepKind::WriteWrapper) {
+                std::string content = s.content;
+                if (!s.copy_from.empty() && runner_.executes()) {
+                    auto text = read_file(s.copy_from);
+                    if (!text) return std::unexpected(StepFailure{i, {}, text.error().message});
+                    content = std::move(*text);
+                }
                 for (const auto& out : s.command.outputs)
-                    if (auto w = runner_.write_file(out, s.content); !w)
+                    if (auto w = runner_.write_file(out, content); !w)
                         return std::unexpected(StepFailure{i, {}, w.error().message});
             } else if (cache_step_) {
                 cache_step_(s);

@@ -105,8 +105,8 @@ def test_a_new_architecture_compiles_only_itself(bekc, source, nvcc, tmp_path):
     assert added.returncode == 0, added.stderr
     # The other architectures' cicc and ptxas, and the host compile, reused;
     # sm_100's device code compiled.
-    assert reused(added.stderr) == ["cicc compute_80", "cicc compute_90", "nvcc", "ptxas sm_80",
-                                    "ptxas sm_90"], added.stderr
+    assert reused(added.stderr) == ["cicc compute_80", "cicc compute_90", "cudafe++", "nvcc",
+                                    "ptxas sm_80", "ptxas sm_90"], added.stderr
     assert re.search(r"/cicc .*-arch compute_100", added.stderr), added.stderr
     # The same fat binary as a build from nothing, in another cache and
     # another build directory: the module id, in the names of the
@@ -132,7 +132,7 @@ def test_step_results_are_sealed_verified_pruned_and_cleared(bekc, source, nvcc)
     bekc.build(source, "--arch", "80,90", env=env())
     steps = Path(bekc.cache_dir) / "steps"
     kept = sorted(p for p in steps.glob("*/*") if p.is_dir())
-    assert len(kept) == 5, kept  # two cicc, two ptxas, the host compile
+    assert len(kept) == 6, kept  # cudafe++, two cicc, two ptxas, the host compile
     # A damaged result is not used: the build compiles that step again.
     ptx = next(d / "0" for d in kept if (d / "0").read_bytes().lstrip().startswith(b"//"))
     ptx.write_bytes(ptx.read_bytes().replace(b".target", b".tarjet", 1))
@@ -145,7 +145,7 @@ def test_step_results_are_sealed_verified_pruned_and_cleared(bekc, source, nvcc)
     again = bekc.run("build", "-v", "--cache-dir", bekc.cache_dir, source, "--arch", "80,90",
                      env=env())
     assert again.returncode == 0, again.stderr
-    assert len(reused(again.stderr)) == 4, again.stderr
+    assert len(reused(again.stderr)) == 5, again.stderr
     # verify removes what fails its seal; prune and clear take step results too.
     ptx.write_bytes(b"damaged")
     verify = bekc.cache("verify", env=env())

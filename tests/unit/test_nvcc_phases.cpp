@@ -212,7 +212,17 @@ TEST_CASE("nvcc phases: a split compile runs each phase once the files it reads 
     CHECK(host.kind == StepKind::Compile);
     CHECK(host.phase == "host-compile");
     CHECK(comes_after(g, "nvcc 0_k.bekc.cu", "cudafe++ 0_k.bekc.cu"));
-    CHECK(comes_after(g, "nvcc 0_k.bekc.cu", "cicc compute_90 0_k.bekc.cu"));
+    // The last cicc's stub, under a name without the architecture, as
+    // cudafe++'s output (also so named) includes it.
+    CHECK(comes_after(g, "copy 0_k.bekc.cu.o.compute_90.cudafe1.stub.c",
+                      "cicc compute_90 0_k.bekc.cu"));
+    CHECK(comes_after(g, "nvcc 0_k.bekc.cu", "copy 0_k.bekc.cu.o.compute_90.cudafe1.stub.c"));
+    CHECK(step_named(g, "copy 0_k.bekc.cu.o.compute_90.cudafe1.stub.c").command.outputs ==
+          std::vector<std::string>{O + ".cudafe1.stub.c"});
+    const Step& cudafe = step_named(g, "cudafe++ 0_k.bekc.cu");
+    CHECK(test::index_of(cudafe.command.argv, O + ".cudafe1.cpp") > 0);
+    CHECK(test::index_of(cudafe.command.argv, "0_k.bekc.cu.o.cudafe1.stub.c") > 0);
+    CHECK(test::index_of(host.command.argv, O + ".cudafe1.cpp") > 0);
     CHECK_FALSE(comes_after(g, "nvcc 0_k.bekc.cu", "fatbinary 0_k.bekc.cu"));
     CHECK_FALSE(comes_after(g, "nvcc 0_k.bekc.cu", "ptxas sm_90 0_k.bekc.cu"));
     // The fat binary: written alone, then assembled into an object of its own.
