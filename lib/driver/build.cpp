@@ -10,6 +10,7 @@
 #include "driver/look_up.hpp"
 #include "driver/plan_build.hpp"
 #include "driver/prepare.hpp"
+#include "store/compile_times.hpp"
 #include "driver/publish.hpp"
 #include "driver/reporter.hpp"
 #include "run/execute.hpp"
@@ -65,7 +66,10 @@ void dry_run(const BuildInputs& in, const BuildOptions& o, const PlannedBuild& p
     GraphPaths paths = graph_paths(in, private_user_path() / (p.dir_name + ".XXXXXX"));
     paths.device_threads = device_threads_for(in, eo.jobs, !paths.runtime_object_ready);
     BuildGraph graph = plan_graph(in, paths);
-    split_nvcc_compiles(graph, in, ctx.runner, ctx.tools);
+    CompileTimes times(in.cache_root);
+    split_nvcc_compiles(graph, in, ctx.runner, ctx.tools, [&](const fs::path& input) {
+        return times.module_id(fs::absolute(input).lexically_normal().string());
+    });
     (void)execute_graph(graph, dry, eo);
 }
 

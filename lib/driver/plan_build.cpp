@@ -110,7 +110,7 @@ bool resolve_programs(NvccPipeline& p, const ToolLookup& tools) {
 }  // namespace
 
 void split_nvcc_compiles(BuildGraph& graph, const BuildInputs& in, Runner& runner,
-                         const ToolLookup& tools) {
+                         const ToolLookup& tools, const PredictModuleId& predict) {
     if (!in.nvcc || (tools.env && tools.env("BEKC_SPLIT_NVCC") == "0")) return;
     // From the last step back: a split moves only the steps after it.
     for (size_t i = graph.steps.size(); i-- > 0;) {
@@ -131,7 +131,9 @@ void split_nvcc_compiles(BuildGraph& graph, const BuildInputs& in, Runner& runne
         const fs::path& input = in.files[*s.unit].path;
         fs::path orig = fs::absolute(input).lexically_normal().parent_path() /
                         fs::path(s.command.inputs.front()).filename();
-        (void)split_nvcc_compile(graph, *pipeline, {i, in.cxx.path, orig.string()});
+        std::optional<std::string> id = predict ? predict(input) : std::nullopt;
+        (void)split_nvcc_compile(graph, *pipeline,
+                                 {i, in.cxx.path, orig.string(), id.value_or("")});
     }
 }
 

@@ -47,8 +47,11 @@ BuildGraph plan_graph(const BuildInputs& in, const GraphPaths& paths);
 // for a device link, or its dry run holds a command bekc does not run as
 // nvcc would. The key graph is never split: the phases follow from the
 // compile's command and nvcc's identity, which the key holds.
+// `predict` gives the module id an input's last compile had
+// (store/compile_times.hpp), if any (SplitRequest::module_id).
+using PredictModuleId = std::function<std::optional<std::string>(const fs::path& input)>;
 void split_nvcc_compiles(BuildGraph& graph, const BuildInputs& in, Runner& runner,
-                         const ToolLookup& tools);
+                         const ToolLookup& tools, const PredictModuleId& predict = {});
 
 // The graph with the directories that differ between builds and machines as
 // placeholders, without the launcher, and with every step (the runtime

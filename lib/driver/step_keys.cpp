@@ -89,10 +89,16 @@ std::optional<std::string> StepReuse::key(const Step& s) const {
     k.add("nvcc", in_.nvcc->identity()).add("nvcc_version", in_.nvcc_version);
     if (!in_.nvcc_wheels.empty()) k.add_list("nvcc.wheels", in_.nvcc_wheels);
     if (host) k.add("cxx_version", in_.cxx_version);
+    // cicc reads the module id from cudafe++'s file or from a prediction's
+    // (plan/nvcc_phases.hpp): its bytes count, not its name.
+    std::string module_id_file;
     std::vector<std::string> argv;
     for (size_t i = 1; i < s.command.argv.size(); ++i) {
         const std::string& a = s.command.argv[i];
-        if (host && is_arch_macro(a)) {
+        if (a == "--module_id_file_name" && i + 1 < s.command.argv.size()) {
+            module_id_file = s.command.argv[++i];
+            argv.insert(argv.end(), {a, "$MODULE_ID"});
+        } else if (host && is_arch_macro(a)) {
             continue;  // kept beside the object (host_compile_fits)
         } else if (host && a == "-MF" && i + 1 < s.command.argv.size()) {
             ++i;  // where the dependencies go, not what is compiled
@@ -111,7 +117,8 @@ std::optional<std::string> StepReuse::key(const Step& s) const {
     for (const auto& input : s.command.inputs) {
         auto text = read_file(input);
         if (!text) return std::nullopt;
-        k.add("input", normal(input)).add("input.sha256", sha256_hex(normal(std::move(*text))));
+        k.add("input", input == module_id_file ? "$MODULE_ID" : normal(input))
+            .add("input.sha256", sha256_hex(normal(std::move(*text))));
     }
     return k.digest();
 }

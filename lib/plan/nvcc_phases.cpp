@@ -355,12 +355,15 @@ class PhaseSteps {
                 cudafe_output_names(s);
                 [[fallthrough]];
             case NvccPhaseKind::Cicc:
-                if (ph.kind == NvccPhaseKind::Cicc)
+                if (ph.kind == NvccPhaseKind::Cicc) {
                     fatbin_c_name_ = value_of(ph.argv, "--include_file_name");
+                    predicted_module_id(s);
+                }
                 if (auto ok = set_orig_src_path(s); !ok) return ok;
                 break;
             case NvccPhaseKind::Fatbinary:
                 fatbin_ = ph.outputs.front();
+                if (!predicted_.empty()) s.after.push_back(check_module_id());
                 std::erase_if(s.command.argv, [](const std::string& a) {
                     return a.starts_with("--embedded-fatbin=");
                 });
@@ -400,6 +403,32 @@ class PhaseSteps {
         if (dot != std::string::npos && name.compare(dot + 1, 8, "compute_") == 0)
             name.erase(dot, tail - dot);
         return name;
+    }
+
+    // With a predicted module id, cicc reads it from a file bekc writes.
+    void predicted_module_id(Step& s) {
+        if (r_.module_id.empty()) return;
+        auto& a = s.command.argv;
+        auto at = std::find(a.begin(), a.end(), std::string("--module_id_file_name"));
+        if (at == a.end() || at + 1 == a.end()) return;
+        if (predicted_.empty()) {
+            module_id_ = *(at + 1);
+            predicted_ = module_id_ + ".predicted";
+            Step w =
+                base("write " + fs::path(predicted_).filename().string(), StepKind::WriteWrapper);
+            w.command.outputs = {predicted_};
+            w.content = r_.module_id;
+            add(std::move(w));
+        }
+        std::replace(s.command.inputs.begin(), s.command.inputs.end(), *(at + 1), predicted_);
+        *(at + 1) = predicted_;
+    }
+
+    // cudafe++'s module id against the prediction cicc compiled with.
+    size_t check_module_id() {
+        Step c = base("check the predicted module id", StepKind::Check);
+        c.command.inputs = {module_id_, predicted_};
+        return add(std::move(c));
     }
 
     std::expected<void, std::string> set_orig_src_path(Step& s) const {
@@ -464,6 +493,7 @@ class PhaseSteps {
     const SplitRequest& r_;
     std::string unit_name_, stub_, fatbin_c_name_, fatbin_, cudafe_c_;
     std::string nvcc_stub_, nvcc_cudafe_c_;  // nvcc's names of the two
+    std::string module_id_, predicted_;      // cudafe++'s module id file, the prediction's
     std::map<std::string, size_t> writer_;   // file -> the new step that writes it
     size_t depfiles_ = 0;
     NewSteps out_;

@@ -87,6 +87,12 @@ struct SplitRequest {
     // same too, so one architecture's device code fits the host code of a
     // build for other architectures.
     std::string orig_src_path;
+    // The module id cudafe++ gave this input last time (letters, digits,
+    // '_'), or empty. With one, cicc starts beside cudafe++ instead of after
+    // it, reading this id from a file of its own; a Check step after
+    // cudafe++ fails the build when cudafe++'s id differs (the driver then
+    // builds again without a prediction), and fatbinary waits for it.
+    std::string module_id;
 };
 
 // Where the host compile of a split compile writes its Make dependencies:

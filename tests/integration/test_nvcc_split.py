@@ -167,3 +167,25 @@ def test_a_device_compile_error_names_the_file_and_line(bekc, source, nvcc):
     assert failed.rc == 1, failed.describe()
     assert re.search(r"scale\.cu\(\d+\): error: identifier \"undeclared\" is undefined",
                      failed.stderr), failed.stderr
+
+
+def test_a_wrong_module_id_prediction_is_caught_and_the_build_runs_again(bekc, source, nvcc,
+                                                                       tmp_path):
+    """cicc starts beside cudafe++ with the module id the input had last
+    time; when cudafe++ gives another, nothing compiled with the wrong one
+    reaches the library."""
+    source.write_text(KERNEL)
+    first = bekc.build(source, "--arch", "80,90", env=env())
+    memo_file = Path(bekc.cache_dir) / "timings.json"
+    memo = __import__("json").loads(memo_file.read_text())
+    name = str(source.resolve())
+    real = memo[name]["m"]
+    assert real.startswith("_") and "scale" in real, memo
+    planned = bekc.run("build", "--dry-run", "--force", "--cache-dir", bekc.cache_dir, source,
+                       "--arch", "80,90", env=env())
+    assert "# check: " in planned.stdout and ".module_id.predicted" in planned.stdout, planned.stdout
+    memo[name]["m"] = "_00000000_6_wrong_00000000"
+    memo_file.write_text(__import__("json").dumps(memo))
+    forced = bekc.build(source, "--arch", "80,90", "--force", env=env())
+    assert fatbin(forced.library, tmp_path) == fatbin(first.library, tmp_path)
+    assert __import__("json").loads(memo_file.read_text())[name]["m"] == real
