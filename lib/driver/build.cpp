@@ -10,11 +10,11 @@
 #include "driver/look_up.hpp"
 #include "driver/plan_build.hpp"
 #include "driver/prepare.hpp"
-#include "store/compile_times.hpp"
 #include "driver/publish.hpp"
 #include "driver/reporter.hpp"
 #include "run/execute.hpp"
 #include "scan/symbols.hpp"
+#include "store/compile_times.hpp"
 #include "store/runtime_headers.hpp"
 #include "util/error.hpp"
 
