@@ -131,8 +131,9 @@ int prune(Cache& cache, const std::string& max_size, const Settings& settings) {
         bytes = *parsed;
     }
     PruneReport r = or_fail(cache.prune(bytes));
-    std::printf("removed %zu entries and %zu records; %s -> %s\n", r.entries_removed,
-                r.records_removed, format_size(r.bytes_before).c_str(),
+    std::printf("removed %zu entries and %zu records", r.entries_removed, r.records_removed);
+    if (r.steps_removed) std::printf(" and %zu step results", r.steps_removed);
+    std::printf("; %s -> %s\n", format_size(r.bytes_before).c_str(),
                 format_size(r.bytes_after).c_str());
     return kExitOk;
 }

@@ -14,6 +14,7 @@
 #include "driver/reporter.hpp"
 #include "run/execute.hpp"
 #include "scan/symbols.hpp"
+#include "store/compile_times.hpp"
 #include "store/runtime_headers.hpp"
 #include "util/error.hpp"
 
@@ -56,14 +57,20 @@ namespace {
 
 // --dry-run: the graph a build would execute, step by step, from the same
 // plan, on stdout.
-void dry_run(const BuildInputs& in, const BuildOptions& o, const PlannedBuild& p) {
+void dry_run(const BuildInputs& in, const BuildOptions& o, const PlannedBuild& p,
+             BuildContext& ctx) {
     DryRunRunner dry;
     ExecuteOptions eo;
     eo.echo = stdout;
     eo.jobs = jobs_wanted(o);
     GraphPaths paths = graph_paths(in, private_user_path() / (p.dir_name + ".XXXXXX"));
     paths.device_threads = device_threads_for(in, eo.jobs, !paths.runtime_object_ready);
-    (void)execute_graph(plan_graph(in, paths), dry, eo);
+    BuildGraph graph = plan_graph(in, paths);
+    CompileTimes times(in.cache_root);
+    split_nvcc_compiles(graph, in, ctx.runner, ctx.tools, [&](const fs::path& input) {
+        return times.module_id(fs::absolute(input).lexically_normal().string());
+    });
+    (void)execute_graph(graph, dry, eo);
 }
 
 struct Attempt {
@@ -85,7 +92,7 @@ Attempt build_attempt(const BuildOptions& o, BuildContext& ctx) {
     result.direct_key = planned.direct_key;
     result.direct_key_record = planned.direct_key_record;
     if (o.dry_run) {
-        dry_run(in, o, planned);
+        dry_run(in, o, planned, ctx);
         return {result, std::nullopt};
     }
     Cache cache(in.cache_root);

@@ -13,6 +13,7 @@
 #include "driver/link_errors.hpp"
 #include "driver/plan_build.hpp"
 #include "driver/reporter.hpp"
+#include "driver/step_keys.hpp"
 #include "run/execute.hpp"
 #include "run/interrupt.hpp"
 #include "run/jobserver.hpp"
@@ -57,7 +58,7 @@ Error step_error(const BuildInputs& in, const BuildGraph& graph, const StepFailu
     if (!f.error.empty()) return Error::make(ErrorKind::Cache, f.error);
     const ProcessResult& r = f.result;
     std::string log = verbose ? r.output
-                      : step.kind == StepKind::Compile
+                      : step.kind == StepKind::Compile || step.kind == StepKind::NvccPhase
                           ? trim_compile_log(tidy_compile_log(r.output))
                           : trim_compile_log(r.output);
     if (step.kind == StepKind::Link)
@@ -99,12 +100,31 @@ Error step_error(const BuildInputs& in, const BuildGraph& graph, const StepFailu
 
 // The graph of a build in `dir` with `slots` job slots; `link_depfile`:
 // ask the linker for --dependency-file.
-BuildGraph plan_in(const BuildInputs& in, const fs::path& dir, int slots, bool link_depfile) {
+BuildGraph plan_in(const BuildInputs& in, const fs::path& dir, int slots, bool link_depfile,
+                   BuildContext& ctx, const PredictModuleId& predict) {
     GraphPaths paths = graph_paths(in, dir);
     paths.nvcc_safe_paths = true;
     paths.link_depfile = link_depfile;
     paths.device_threads = device_threads_for(in, slots, !paths.runtime_object_ready);
-    return plan_graph(in, paths);
+    BuildGraph graph = plan_graph(in, paths);
+    split_nvcc_compiles(graph, in, ctx.runner, ctx.tools, predict);
+    return graph;
+}
+
+std::string input_name(const fs::path& input) {
+    return fs::absolute(input).lexically_normal().string();
+}
+
+// The module id cudafe++ wrote for each input, kept for the next build's
+// prediction (SplitRequest::module_id).
+void record_module_ids(const BuildInputs& in, const BuildGraph& graph, CompileTimes& times) {
+    for (const auto& s : graph.steps) {
+        if (s.phase != "cudafe++" || !s.unit || *s.unit >= in.files.size() ||
+            s.command.outputs.size() < 2)
+            continue;
+        if (auto id = read_file(s.command.outputs[1]))
+            times.record_module_id(input_name(in.files[*s.unit].path), *id);
+    }
 }
 
 // A linker without --dependency-file (GNU ld before binutils 2.35) fails
@@ -119,7 +139,7 @@ bool linker_lacks_depfile(const BuildGraph& graph, const StepFailure& f) {
 ReportedDependencies reported_dependencies(const BuildGraph& graph) {
     ReportedDependencies deps;
     for (const auto& s : graph.steps) {
-        if (s.kind != StepKind::Compile) continue;
+        if (s.depfile.empty()) continue;
         auto text = read_file(s.depfile);
         if (!text)
             fatal(Error::make(ErrorKind::Toolchain,
@@ -140,8 +160,8 @@ ReportedDependencies reported_dependencies(const BuildGraph& graph) {
 // The name a step's duration is remembered under (driver/compile_times.hpp).
 std::optional<std::string> timing_name(const BuildInputs& in, const Step& s) {
     if (s.kind == StepKind::RuntimeObject) return "bekc_rt.o";
-    if (!s.unit || *s.unit >= in.files.size()) return std::nullopt;
-    return fs::absolute(in.files[*s.unit].path).lexically_normal().string();
+    if (s.kind != StepKind::Compile || !s.unit || *s.unit >= in.files.size()) return std::nullopt;
+    return input_name(in.files[*s.unit].path);
 }
 
 // Executes the build graph in `dir` and returns the dependencies the
@@ -150,18 +170,27 @@ std::expected<ReportedDependencies, Error> compile(const BuildInputs& in, const 
                                                    const fs::path& dir, BuildContext& ctx) {
     // Under `make -jN` the slots come from make's jobserver (run/jobserver.hpp).
     JobSlots slots = JobSlots::take(jobs_wanted(o), ctx.env);
-    BuildGraph graph = plan_in(in, dir, slots.count(), true);
+    CompileTimes times(in.cache_root);
+    BuildGraph graph = plan_in(in, dir, slots.count(), true, ctx, [&](const fs::path& input) {
+        return times.module_id(input_name(input));
+    });
     ExecuteOptions eo;
     eo.jobs = slots.count();
     eo.echo = o.verbose ? stderr : nullptr;
-    CompileTimes times(in.cache_root);
     eo.expected_seconds = [&](const Step& s) -> std::optional<double> {
         auto name = timing_name(in, s);
         return name ? times.seconds(*name) : std::nullopt;
     };
+    // nvcc's per-architecture phases and the host compile come from the
+    // step cache when it has them (driver/step_keys.hpp); --force compiles
+    // every step again, and keeps what it compiled.
+    Cache cache(in.cache_root);
+    StepReuse steps(cache, in, dir, ctx.runner);
+    if (ctx.runner.executes() && !o.force) eo.reuse = [&](const Step& s) { return steps.reuse(s); };
     eo.finished = [&](const Step& s, const ProcessResult& r) {
         if (auto name = timing_name(in, s))
             times.record(*name, std::chrono::duration<double>(r.wall_time).count());
+        if (ctx.runner.executes()) steps.keep(s);
     };
     // Progress for several inputs ("[2/5] nvcc kernels/csr.cu") on a terminal;
     // with -v every command in full instead.
@@ -173,12 +202,18 @@ std::expected<ReportedDependencies, Error> compile(const BuildInputs& in, const 
             or_fatal(publish_runtime_object(runtime_object_id(in), s.command.outputs.front()));
     };
     auto done = execute_graph(graph, ctx.runner, eo, cache_step);
+    // A module id other than predicted: the build runs again without one.
+    if (!done && graph.steps[done.error().step].kind == StepKind::Check) {
+        graph = plan_in(in, dir, slots.count(), true, ctx, {});
+        done = execute_graph(graph, ctx.runner, eo, cache_step);
+    }
     // Such a linker: the build runs again without the option.
     if (!done && linker_lacks_depfile(graph, done.error())) {
-        graph = plan_in(in, dir, slots.count(), false);
+        graph = plan_in(in, dir, slots.count(), false, ctx, {});
         done = execute_graph(graph, ctx.runner, eo, cache_step);
     }
     if (!done) return std::unexpected(step_error(in, graph, done.error(), o.verbose));
+    record_module_ids(in, graph, times);
     times.save();
     return reported_dependencies(graph);
 }

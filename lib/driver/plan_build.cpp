@@ -4,6 +4,7 @@
 
 #include "codegen/wrapper.hpp"
 #include "driver/fatal.hpp"
+#include "plan/nvcc_phases.hpp"
 #include "store/hash.hpp"
 #include "store/runtime_headers.hpp"
 #include "toolchain/link_search.hpp"
@@ -80,6 +81,60 @@ BuildGraph plan_graph(const BuildInputs& in, const GraphPaths& paths) {
     g.write_runtime_headers = !paths.runtime_headers_ready;
     if (!paths.runtime_object_ready) g.compile_runtime_object = paths.build_dir / "bekc_rt.o";
     return make_build_graph(g);
+}
+
+namespace {
+
+// A tool nvcc names without a directory (cudafe++, ptxas, fatbinary), found
+// in the PATH nvcc sets for its tools.
+bool resolve_programs(NvccPipeline& p, const ToolLookup& tools) {
+    std::string path;
+    for (const auto& [name, value] : p.env)
+        if (name == "PATH") path = value;
+    for (auto& phase : p.phases) {
+        std::string& program = phase.argv.front();
+        if (program.find('/') != std::string::npos) continue;
+        std::optional<fs::path> found;
+        for (size_t start = 0; !found && start <= path.size();) {
+            size_t end = std::min(path.find(':', start), path.size());
+            fs::path dir = path.substr(start, end - start);
+            if (dir.is_absolute() && tools.executable(dir / program)) found = dir / program;
+            start = end + 1;
+        }
+        if (!found) return false;
+        program = found->string();
+    }
+    return true;
+}
+
+}  // namespace
+
+void split_nvcc_compiles(BuildGraph& graph, const BuildInputs& in, Runner& runner,
+                         const ToolLookup& tools, const PredictModuleId& predict) {
+    if (!in.nvcc || (tools.env && tools.env("BEKC_SPLIT_NVCC") == "0")) return;
+    // From the last step back: a split moves only the steps after it.
+    for (size_t i = graph.steps.size(); i-- > 0;) {
+        const Step& s = graph.steps[i];
+        if (s.kind != StepKind::Compile || !s.unit || *s.unit >= in.files.size() ||
+            !in.files[*s.unit].cuda)
+            continue;
+        Command dry;
+        dry.argv = nvcc_dryrun_argv(s.command, in.flags.cuda_flags);
+        if (dry.argv.empty()) continue;
+        dry.cwd = s.command.cwd;
+        dry.description = "nvcc --dryrun";
+        ProcessResult r = runner.run_one(dry);
+        if (!r.ok()) continue;
+        auto pipeline = parse_nvcc_dryrun(r.output);
+        if (!pipeline || !resolve_programs(*pipeline, tools)) continue;
+        // The input's own directory, with the wrapper's name.
+        const fs::path& input = in.files[*s.unit].path;
+        fs::path orig = fs::absolute(input).lexically_normal().parent_path() /
+                        fs::path(s.command.inputs.front()).filename();
+        std::optional<std::string> id = predict ? predict(input) : std::nullopt;
+        (void)split_nvcc_compile(graph, *pipeline,
+                                 {i, in.cxx.path, orig.string(), id.value_or("")});
+    }
 }
 
 BuildGraph key_graph(const BuildInputs& in) {

@@ -7,6 +7,8 @@
 
 #include "driver/build_inputs.hpp"
 #include "plan/build_graph.hpp"
+#include "run/runner.hpp"
+#include "toolchain/tools.hpp"
 
 namespace bekc {
 
@@ -36,6 +38,20 @@ int device_threads_for(const BuildInputs& in, int jobs, bool runtime_object);
 GraphPaths graph_paths(const BuildInputs& in, const fs::path& build_dir);
 
 BuildGraph plan_graph(const BuildInputs& in, const GraphPaths& paths);
+
+// Each CUDA input's compile in `graph` split into nvcc's phases
+// (plan/nvcc_phases.hpp), as `nvcc --dryrun` (run through `runner`, also
+// in a dry run: it writes nothing) lists them; a bare program name found in
+// the PATH nvcc gives its tools. A compile stays one nvcc process when the
+// split is off ($BEKC_SPLIT_NVCC=0), a launcher is in front, its flags ask
+// for a device link, or its dry run holds a command bekc does not run as
+// nvcc would. The key graph is never split: the phases follow from the
+// compile's command and nvcc's identity, which the key holds.
+// `predict` gives the module id an input's last compile had
+// (store/compile_times.hpp), if any (SplitRequest::module_id).
+using PredictModuleId = std::function<std::optional<std::string>(const fs::path& input)>;
+void split_nvcc_compiles(BuildGraph& graph, const BuildInputs& in, Runner& runner,
+                         const ToolLookup& tools, const PredictModuleId& predict = {});
 
 // The graph with the directories that differ between builds and machines as
 // placeholders, without the launcher, and with every step (the runtime

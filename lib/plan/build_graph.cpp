@@ -12,6 +12,10 @@ std::string_view step_kind_name(StepKind kind) {
             return "runtime-object";
         case StepKind::Compile:
             return "compile";
+        case StepKind::NvccPhase:
+            return "nvcc-phase";
+        case StepKind::Check:
+            return "check";
         case StepKind::Link:
             return "link";
     }
@@ -101,12 +105,20 @@ BuildGraph make_build_graph(const GraphRequest& r) {
 
 std::string describe_step(const Step& step) {
     if (step.runs()) return display_command(step.command);
+    if (!step.copy_from.empty()) {
+        std::string out = "# copy: ";
+        out += shell_quote(step.copy_from.string());
+        out += ' ';
+        out += shell_quote(step.command.outputs.front());
+        return out;
+    }
     // Appended, not `"# " + std::string(...)`: GCC 12 warns falsely
     // (-Wstringop-overflow) about the operator+ that inserts at the front.
     std::string out = "# ";
     out += step_kind_name(step.kind);
     out += ':';
-    for (const auto& o : step.command.outputs) {
+    for (const auto& o :
+         step.kind == StepKind::Check ? step.command.inputs : step.command.outputs) {
         out += ' ';
         out += shell_quote(o);
     }

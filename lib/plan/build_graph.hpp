@@ -23,10 +23,14 @@ enum class StepKind {
     RuntimeHeaders,  // bekc's embedded headers, written into the cache once
     RuntimeObject,   // bekc_rt.o, compiled once per host compiler, then kept in the cache
     Compile,         // a compiler run: a source's wrapper, or the entry points
+    NvccPhase,       // one phase of a CUDA source's compile (plan/nvcc_phases.hpp)
+    Check,           // the files in command.inputs hold the same bytes, or the build
+                     // fails at this step (a predicted module id, nvcc_phases.hpp)
     Link,            // the objects into the library
 };
 
-// "write-wrapper", "runtime-headers", "runtime-object", "compile", "link".
+// "write-wrapper", "runtime-headers", "runtime-object", "compile",
+// "nvcc-phase", "check", "link".
 std::string_view step_kind_name(StepKind kind);
 
 struct Step {
@@ -38,9 +42,18 @@ struct Step {
     // written and `argv` is empty.
     Command command;
     std::string content;  // WriteWrapper: the file's text
-    fs::path depfile;     // Compile: the Make dependencies the compiler writes
-    // Compile: the index of the plan unit (the input) it compiles; unset for
-    // the entry points.
+    // WriteWrapper: the file whose bytes are written instead of `content`,
+    // read when the step runs (one a step before it wrote).
+    fs::path copy_from;
+    // Compile, and an nvcc phase that preprocesses: the Make dependencies
+    // the compiler writes. Empty for the host compile of a split nvcc
+    // compile, whose preprocessors write them instead.
+    fs::path depfile;
+    // One phase of nvcc's (plan/nvcc_phases.hpp: "cicc", "ptxas",
+    // "host-compile", ...); empty for every other step.
+    std::string phase;
+    // Compile and NvccPhase: the index of the plan unit (the input) it
+    // compiles; unset for the entry points.
     std::optional<size_t> unit;
     bool runs() const { return !command.argv.empty(); }
 };

@@ -33,6 +33,7 @@ class GraphExecution {
             }
             auto wave = finish_in_process(ready);
             if (!wave) return std::unexpected(wave.error());
+            *wave = without_reused(std::move(*wave));
             if (wave->empty()) continue;
             if (auto ran = run_wave(longest_first(*wave)); !ran) return ran;
         }
@@ -74,15 +75,57 @@ class GraphExecution {
             }
             echo(s);
             if (s.kind == StepKind::WriteWrapper) {
+                std::string content = s.content;
+                if (!s.copy_from.empty() && runner_.executes()) {
+                    auto text = read_file(s.copy_from);
+                    if (!text) return std::unexpected(StepFailure{i, {}, text.error().message});
+                    content = std::move(*text);
+                }
                 for (const auto& out : s.command.outputs)
-                    if (auto w = runner_.write_file(out, s.content); !w)
+                    if (auto w = runner_.write_file(out, content); !w)
                         return std::unexpected(StepFailure{i, {}, w.error().message});
+            } else if (s.kind == StepKind::Check) {
+                if (auto differ = check_same(s); !differ.empty() && runner_.executes())
+                    return std::unexpected(StepFailure{i, {}, differ});
             } else if (cache_step_) {
                 cache_step_(s);
             }
             mark_done(i);
         }
         return wave;
+    }
+
+    // A Check step: empty when its files hold the same bytes, else why not.
+    static std::string check_same(const Step& s) {
+        std::optional<std::string> first;
+        for (const auto& f : s.command.inputs) {
+            auto text = read_file(f);
+            if (!text) return text.error().message;
+            if (!first)
+                first = std::move(*text);
+            else if (*first != *text)
+                return f + " differs from " + s.command.inputs.front();
+        }
+        return {};
+    }
+
+    // The wave's steps less those whose results the cache had
+    // (ExecuteOptions::reuse), which are done.
+    std::vector<size_t> without_reused(std::vector<size_t> wave) {
+        if (!options_.reuse) return wave;
+        std::vector<size_t> left;
+        for (size_t i : wave) {
+            if (!options_.reuse(steps_[i])) {
+                left.push_back(i);
+                continue;
+            }
+            if (options_.echo)
+                std::fprintf(options_.echo, "# reused: %s\n",
+                             steps_[i].command.description.c_str());
+            --processes_;
+            mark_done(i);
+        }
+        return left;
     }
 
     // The wave's steps, those expected to take longest first.

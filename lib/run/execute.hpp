@@ -26,6 +26,10 @@ struct ExecuteOptions {
     // longest first (unknown ones before all), so the build does not end
     // waiting on one straggler. Unset: graph order.
     std::function<std::optional<double>(const Step&)> expected_seconds;
+    // Called with each process step of a wave before it would start: true
+    // when its outputs are already in place (a step cache hit), and it is
+    // done without running. Unset: every step runs.
+    std::function<bool(const Step&)> reuse;
     // Called with each process step that succeeded, as its wave ends.
     std::function<void(const Step&, const ProcessResult&)> finished;
 };

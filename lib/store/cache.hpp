@@ -123,6 +123,7 @@ struct VerifyReport {
 
 struct PruneReport {
     size_t entries_removed = 0, records_removed = 0, stale_temps_removed = 0;
+    size_t steps_removed = 0;  // step results (store/step_cache.hpp)
     uint64_t bytes_before = 0, bytes_after = 0;
 };
 

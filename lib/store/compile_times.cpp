@@ -15,8 +15,30 @@ CompileTimes::CompileTimes(const fs::path& cache_root) : cache_root_(cache_root)
     });
     for (const auto& [what, v] : read.items()) {
         memo_[what] = {{"s", v["s"].get<double>()}, {"n", v["n"].get<int64_t>()}};
+        if (auto m = v.find("m"); m != v.end() && m->is_string() && is_module_id(*m))
+            memo_[what]["m"] = *m;
         next_ = std::max(next_, v["n"].get<int64_t>() + 1);
     }
+}
+
+bool CompileTimes::is_module_id(const std::string& id) {
+    return !id.empty() && id.size() <= 512 && std::all_of(id.begin(), id.end(), [](char c) {
+        return c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+               (c >= 'A' && c <= 'Z');
+    });
+}
+
+std::optional<std::string> CompileTimes::module_id(const std::string& what) const {
+    auto it = memo_.find(what);
+    if (it == memo_.end() || !it->contains("m")) return std::nullopt;
+    return (*it)["m"].get<std::string>();
+}
+
+void CompileTimes::record_module_id(const std::string& what, const std::string& id) {
+    if (!is_module_id(id) || !memo_.contains(what)) return;
+    if (memo_[what].value("m", "") == id) return;
+    memo_[what]["m"] = id;
+    changed_ = true;
 }
 
 std::optional<double> CompileTimes::seconds(const std::string& what) const {
@@ -26,7 +48,9 @@ std::optional<double> CompileTimes::seconds(const std::string& what) const {
 }
 
 void CompileTimes::record(const std::string& what, double seconds) {
-    memo_[what] = {{"s", seconds}, {"n", next_++}};
+    nlohmann::json entry = {{"s", seconds}, {"n", next_++}};
+    if (auto id = module_id(what)) entry["m"] = *id;
+    memo_[what] = std::move(entry);
     changed_ = true;
 }
 

@@ -45,6 +45,10 @@ fs::path CacheLayout::entry(std::string_view key) {
     return fan_out(entries(), key, "");
 }
 
+fs::path CacheLayout::step(std::string_view key) {
+    return fan_out(steps(), key, "");
+}
+
 fs::path CacheLayout::lock(std::string_view key) {
     return fan_out(locks(), key, ".lock");
 }

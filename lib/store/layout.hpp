@@ -18,6 +18,10 @@
 //       last-use              empty; its mtime is the entry's last hit (LRU)
 //     direct/ab/cdef….json    direct-mode records for one direct key
 //     locks/ab/cdef….lock     flock(2) files, one per key being built
+//     steps/ab/cdef…/         the result of one build step (an nvcc phase:
+//                             cicc, ptxas, the host compile) by the key of
+//                             what it reads (store/step_cache.hpp): its
+//                             outputs as 0, 1, …, meta.json, stamp.json
 //     runtime/<h>/include/    the runtime headers of one bekc header set,
 //                             sealed by runtime/<h>/include/stamp.json
 //     runtime/<h>/obj/<c>/    bekc_rt.o for one host compiler, sealed by its
@@ -43,7 +47,7 @@
 //                             directories when /tmp and $TMPDIR offer none
 //                             (util/fs.hpp, private_user_dir)
 //
-// Everything under entries/ and runtime/ appears by rename(2) of a complete
+// Everything under entries/, steps/ and runtime/ appears by rename(2) of a complete
 // directory from tmp/, which is on the same filesystem, so readers never see
 // a partial one.
 #pragma once
@@ -91,9 +95,11 @@ class CacheLayout {
     static fs::path locks() { return "locks"; }
     static fs::path tmp() { return "tmp"; }
     static fs::path runtime() { return "runtime"; }
+    static fs::path steps() { return "steps"; }
 
     // These throw InternalError for an invalid key.
     static fs::path entry(std::string_view key);
+    static fs::path step(std::string_view key);
     static fs::path lock(std::string_view key);
     static fs::path direct_record(std::string_view direct_key);
     // A lock for something that is not a keyed entry ("runtime.<h>.<c>").

@@ -69,7 +69,28 @@ struct Item {
     uint64_t bytes;
     WallClock::time_point last_use;
     bool is_entry;
+    bool is_step = false;  // a step result (store/step_cache.hpp): a tree, no lock
 };
+
+// The sealed trees besides the entries: runtime/<h>/include,
+// runtime/<h>/obj/<c> and the step results steps/ab/cdef….
+std::vector<fs::path> sealed_trees(const CacheDir& dir) {
+    std::vector<fs::path> trees;
+    if (auto runtimes = dir.list(CacheLayout::runtime())) {
+        for (const auto& r : *runtimes) {
+            if (!r.is_dir || !is_hex(r.name, 16)) continue;
+            trees.push_back(CacheLayout::runtime_include(r.name));
+            if (auto objs = dir.list(CacheLayout::runtime() / r.name / "obj"))
+                for (const auto& o : *objs)
+                    if (o.is_dir && is_hex(o.name, 16))
+                        trees.push_back(CacheLayout::runtime_object_dir(r.name, o.name));
+        }
+    }
+    std::erase_if(trees, [&](const fs::path& t) { return !dir.stat(t); });
+    for_each_keyed(dir, CacheLayout::steps(), "", true,
+                   [&](const std::string&, const fs::path& rel) { trees.push_back(rel); });
+    return trees;
+}
 
 // Shown by maintenance when is_cache() fails; a missing root is an empty cache.
 std::expected<bool, Error> require_cache(const Cache& cache) {
@@ -152,6 +173,11 @@ std::expected<size_t, Error> Cache::clear(const std::optional<std::string>& name
                 if (r.is_dir && is_hex(r.name, 16))
                     if (auto d = discard(CacheLayout::runtime() / r.name); !d && error.empty())
                         error = d.error().message;
+        for_each_keyed(dir(), CacheLayout::steps(), "", true,
+                       [&](const std::string&, const fs::path& rel) {
+                           if (auto d = discard(rel); !d && error.empty())
+                               error = d.error().message;
+                       });
         auto stale = remove_stale_temps();
         if (!stale && error.empty()) error = stale.error().message;
     }
@@ -181,6 +207,11 @@ std::expected<PruneReport, Error> Cache::prune_to(uint64_t max_bytes,
         dir(), CacheLayout::entries(), "", true, [&](const std::string& key, const fs::path& rel) {
             items.push_back({key, rel, dir().tree_bytes(rel), last_use_of(dir(), rel), true});
         });
+    for_each_keyed(dir(), CacheLayout::steps(), "", true,
+                   [&](const std::string& key, const fs::path& rel) {
+                       items.push_back(
+                           {key, rel, dir().tree_bytes(rel), last_use_of(dir(), rel), false, true});
+                   });
     for (const fs::path& records : {CacheLayout::direct(), CacheLayout::history()})
         for_each_keyed(
             dir(), records, ".json", false, [&](const std::string& key, const fs::path& rel) {
@@ -206,11 +237,13 @@ std::expected<PruneReport, Error> Cache::prune_to(uint64_t max_bytes,
             }
             ++report.entries_removed;
         } else {
-            if (auto d = dir().remove_file(item.rel); !d) {
+            if (item.is_step && item.last_use > recent) continue;
+            auto d = item.is_step ? discard(item.rel) : dir().remove_file(item.rel);
+            if (!d) {
                 error = d.error().message;
                 break;
             }
-            ++report.records_removed;
+            ++(item.is_step ? report.steps_removed : report.records_removed);
         }
         report.bytes_after -= std::min(report.bytes_after, item.bytes);
     }
@@ -292,22 +325,10 @@ std::expected<VerifyReport, Error> Cache::verify() {
                        }
                        remove_bad(rel, entry.error().message, true);
                    });
-    // The runtime trees: runtime/<h>/include and runtime/<h>/obj/<c>.
-    if (auto runtimes = dir().list(CacheLayout::runtime())) {
-        for (const auto& r : *runtimes) {
-            if (!r.is_dir || !is_hex(r.name, 16)) continue;
-            std::vector<fs::path> trees{CacheLayout::runtime_include(r.name)};
-            if (auto objs = dir().list(CacheLayout::runtime() / r.name / "obj"))
-                for (const auto& o : *objs)
-                    if (o.is_dir && is_hex(o.name, 16))
-                        trees.push_back(CacheLayout::runtime_object_dir(r.name, o.name));
-            for (const auto& tree : trees) {
-                if (!dir().stat(tree)) continue;
-                ++report.checked_other;
-                auto sealed = check_seal(dir(), tree, CheckLevel::Full);
-                if (!sealed) remove_bad(tree, sealed.error().message, true);
-            }
-        }
+    for (const auto& tree : sealed_trees(dir())) {
+        ++report.checked_other;
+        auto sealed = check_seal(dir(), tree, CheckLevel::Full);
+        if (!sealed) remove_bad(tree, sealed.error().message, true);
     }
     for_each_keyed(dir(), CacheLayout::direct(), ".json", false,
                    [&](const std::string&, const fs::path& rel) {

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shlex
 import shutil
 import subprocess
@@ -40,8 +41,12 @@ def bekcs_own(argv):
 
 def dry_run(bekc, *args, ok=True, cwd=None):
     """The commands that compile and link the user's code (bekc_own's left
-    out): each input's compile, then the link."""
-    proc = bekc.run("build", "--dry-run", "--cache-dir", bekc.cache_dir, *args, cwd=cwd)
+    out): each input's compile, then the link. Each CUDA compile as the one
+    nvcc command the plan holds ($BEKC_SPLIT_NVCC=0): a build runs it as
+    nvcc's phases, derived from it (test_nvcc_split.py)."""
+    env = {k: v for k, v in os.environ.items() if k != "BEKC_CACHE_DIR"}
+    env["BEKC_SPLIT_NVCC"] = "0"
+    proc = bekc.run("build", "--dry-run", "--cache-dir", bekc.cache_dir, *args, cwd=cwd, env=env)
     if ok:
         assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stderr}"
     cmds = [argv for kind, argv in plan_lines(proc) if kind == "run" and not bekcs_own(argv)]

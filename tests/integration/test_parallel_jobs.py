@@ -27,6 +27,8 @@ if args == ["--version"]:
 if args == ["-print-multiarch"]:
     print("x86_64-linux-gnu")
     sys.exit(0)
+if "--dryrun" in args:
+    sys.exit(0)  # no phases listed: each CUDA compile stays one nvcc process
 def after(flag):
     return args[args.index(flag) + 1] if flag in args else None
 threads = int(after("--threads") or 1)

@@ -1,0 +1,191 @@
+"""A CUDA compile run as nvcc's own phases (plan/nvcc_phases): the same
+fat binary as one nvcc process, and a build for a new architecture that
+compiles only that architecture, the rest coming from the step cache.
+
+Real nvcc compiles here (no GPU is needed); the fat binary each library
+embeds is read back with objcopy. tests/gpu/test_nvcc_split_gpu.py runs the
+kernels and compares cuobjdump's SASS and PTX.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(shutil.which("objcopy") is None, reason="binutils' objcopy is missing")
+
+# A header the device code reads, an anonymous-namespace kernel (its name
+# carries the module id) and a static device variable.
+KERNEL = r"""#include "brainevent/common.h"
+#include "scale.h"
+namespace {
+__device__ float bias = 1.0f;
+__global__ void scale_kernel(const float* x, float* y, int64_t n) {
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] * SCALE + bias;
+}
+}  // namespace
+// @BE scale
+void scale(const BE::Tensor x, BE::Tensor y, int64_t stream) {
+    int64_t n = x.numel();
+    scale_kernel<<<(n + 255) / 256, 256, 0, (cudaStream_t)stream>>>(
+        static_cast<const float*>(x.data_ptr()), static_cast<float*>(y.data_ptr()), n);
+}
+"""
+
+
+# The same without names of internal linkage: nvcc derives those from the
+# path of what it compiles, which for one nvcc process is a new build
+# directory each time.
+PLAIN = (KERNEL.replace("namespace {\n", "").replace("}  // namespace\n", "")
+         .replace("__device__ float bias", "__device__ float scale_bias")
+         .replace("+ bias;", "+ scale_bias;"))
+
+
+@pytest.fixture
+def source(bekc):
+    (bekc.workdir / "scale.h").write_text("#define SCALE 2.0f\n")
+    src = bekc.workdir / "scale.cu"
+    src.write_text(KERNEL)
+    return src
+
+
+def env(**extra):
+    e = {k: v for k, v in os.environ.items() if k not in ("BEKC_CACHE_DIR", "BEKC_SPLIT_NVCC")}
+    e.update(extra)
+    return e
+
+
+def fatbin(library: Path, tmp_path: Path) -> bytes:
+    """The .nv_fatbin section: every architecture's SASS and the PTX."""
+    out = tmp_path / f"{library.parent.name}.fatbin"
+    subprocess.run(["objcopy", "-O", "binary", "--only-section=.nv_fatbin", str(library), str(out)],
+                   check=True)
+    return out.read_bytes()
+
+
+def reused(stderr: str) -> list:
+    """The steps a build took from the step cache: "cicc compute_80", ..."""
+    return sorted(" ".join(line[len("# reused: "):].split()[:-1])
+                  for line in stderr.splitlines() if line.startswith("# reused: "))
+
+
+def test_the_dry_run_shows_each_phase_and_the_plan_one_nvcc_when_split_is_off(bekc, source, nvcc):
+    proc = bekc.run("build", "--dry-run", "--cache-dir", bekc.cache_dir, source, "--arch", "80,90")
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout
+    assert re.search(r"cudafe\+\+ ", text) and text.count("/cicc ") == 2, text
+    assert text.count("ptxas -arch=sm_80") == 1 and text.count("ptxas -arch=sm_90") == 1, text
+    assert "fatbinary --create=" in text and "--embedded-fatbin" not in text, text
+    link = [line for line in text.splitlines() if " -shared " in line][-1]
+    assert ".bekc.cu.o.fatbin.o" in link, link
+    off = bekc.run("build", "--dry-run", "--cache-dir", bekc.cache_dir, source, "--arch", "80,90",
+                   env=env(BEKC_SPLIT_NVCC="0"))
+    assert "cicc" not in off.stdout and "-gencode" in off.stdout, off.stdout
+
+
+@pytest.mark.parametrize("arch", ["90", "80,90,100"])
+def test_the_split_library_embeds_nvccs_own_fat_binary(bekc, source, nvcc, tmp_path, arch):
+    source.write_text(PLAIN)
+    split = bekc.build(source, "--arch", arch, env=env(), cache_dir=tmp_path / "a")
+    whole = bekc.build(source, "--arch", arch, env=env(BEKC_SPLIT_NVCC="0"),
+                       cache_dir=tmp_path / "b")
+    assert fatbin(split.library, tmp_path) == fatbin(whole.library, tmp_path)
+
+
+def test_a_new_architecture_compiles_only_itself(bekc, source, nvcc, tmp_path):
+    first = bekc.build(source, "--arch", "80,90", env=env())
+    added = bekc.run("build", "-v", "--cache-dir", bekc.cache_dir, source, "--arch", "80,90,100",
+                     env=env())
+    assert added.returncode == 0, added.stderr
+    # The other architectures' cicc and ptxas, and the host compile, reused;
+    # sm_100's device code compiled.
+    assert reused(added.stderr) == ["cicc compute_80", "cicc compute_90", "cudafe++", "nvcc",
+                                    "ptxas sm_80", "ptxas sm_90"], added.stderr
+    assert re.search(r"/cicc .*-arch compute_100", added.stderr), added.stderr
+    # The same fat binary as a build from nothing, in another cache and
+    # another build directory: the module id, in the names of the
+    # anonymous namespace's kernel and variable, stays the input's.
+    new = bekc.build(source, "--arch", "80,90,100", env=env())
+    scratch = bekc.build(source, "--arch", "80,90,100", env=env(), cache_dir=tmp_path / "scratch")
+    assert new.hit and first.key != new.key
+    assert fatbin(new.library, tmp_path) == fatbin(scratch.library, tmp_path)
+
+
+def test_an_edited_header_reuses_nothing_that_read_it(bekc, source, nvcc, tmp_path):
+    before = bekc.build(source, "--arch", "80,90", env=env())
+    (bekc.workdir / "scale.h").write_text("#define SCALE 3.0f\n")
+    after = bekc.run("build", "-v", "--json", "--cache-dir", bekc.cache_dir, source,
+                     "--arch", "80,90", env=env())
+    assert after.returncode == 0, after.stderr
+    assert not [r for r in reused(after.stderr) if r.startswith(("cicc", "ptxas"))], after.stderr
+    library = Path(__import__("json").loads(after.stdout.splitlines()[-1])["library"])
+    assert fatbin(library, tmp_path) != fatbin(before.library, tmp_path)
+
+
+def test_step_results_are_sealed_verified_pruned_and_cleared(bekc, source, nvcc):
+    bekc.build(source, "--arch", "80,90", env=env())
+    steps = Path(bekc.cache_dir) / "steps"
+    kept = sorted(p for p in steps.glob("*/*") if p.is_dir())
+    assert len(kept) == 6, kept  # cudafe++, two cicc, two ptxas, the host compile
+    # A damaged result is not used: the build compiles that step again.
+    ptx = next(d / "0" for d in kept if (d / "0").read_bytes().lstrip().startswith(b"//"))
+    ptx.write_bytes(ptx.read_bytes().replace(b".target", b".tarjet", 1))
+    forced = bekc.run("build", "-v", "--force", "--cache-dir", bekc.cache_dir, source,
+                      "--arch", "80,90", env=env())
+    assert forced.returncode == 0, forced.stderr
+    assert reused(forced.stderr) == [], "--force compiles every step again"
+    ptx.write_bytes(ptx.read_bytes().replace(b".target", b".tarjet", 1))
+    assert bekc.cache("clear", "scale", env=env()).returncode == 0  # the entry, not the steps
+    again = bekc.run("build", "-v", "--cache-dir", bekc.cache_dir, source, "--arch", "80,90",
+                     env=env())
+    assert again.returncode == 0, again.stderr
+    assert len(reused(again.stderr)) == 5, again.stderr
+    # verify removes what fails its seal; prune and clear take step results too.
+    ptx.write_bytes(b"damaged")
+    verify = bekc.cache("verify", env=env())
+    assert str(ptx.parent) in verify.stdout + verify.stderr
+    assert not ptx.parent.exists()
+    prune = bekc.cache("prune", "--max-size", "1", env=env())
+    assert prune.returncode == 0, prune.stderr
+    assert "step results" in prune.stdout, prune.stdout
+    assert not any(steps.glob("*/*"))
+    bekc.build(source, "--arch", "80", "--force", env=env())
+    assert any(steps.glob("*/*"))
+    assert bekc.cache("clear", env=env()).returncode == 0
+    assert not any(steps.glob("*/*"))
+
+
+def test_a_device_compile_error_names_the_file_and_line(bekc, source, nvcc):
+    source.write_text(KERNEL.replace("y[i] = x[i] * SCALE + bias;", "y[i] = x[i] * SCALE + undeclared;"))
+    failed = bekc.build(source, "--arch", "80,90", ok=False, env=env())
+    assert failed.rc == 1, failed.describe()
+    assert re.search(r"scale\.cu\(\d+\): error: identifier \"undeclared\" is undefined",
+                     failed.stderr), failed.stderr
+
+
+def test_a_wrong_module_id_prediction_is_caught_and_the_build_runs_again(bekc, source, nvcc,
+                                                                       tmp_path):
+    """cicc starts beside cudafe++ with the module id the input had last
+    time; when cudafe++ gives another, nothing compiled with the wrong one
+    reaches the library."""
+    source.write_text(KERNEL)
+    first = bekc.build(source, "--arch", "80,90", env=env())
+    memo_file = Path(bekc.cache_dir) / "timings.json"
+    memo = __import__("json").loads(memo_file.read_text())
+    name = str(source.resolve())
+    real = memo[name]["m"]
+    assert real.startswith("_") and "scale" in real, memo
+    planned = bekc.run("build", "--dry-run", "--force", "--cache-dir", bekc.cache_dir, source,
+                       "--arch", "80,90", env=env())
+    assert "# check: " in planned.stdout and ".module_id.predicted" in planned.stdout, planned.stdout
+    memo[name]["m"] = "_00000000_6_wrong_00000000"
+    memo_file.write_text(__import__("json").dumps(memo))
+    forced = bekc.build(source, "--arch", "80,90", "--force", env=env())
+    assert fatbin(forced.library, tmp_path) == fatbin(first.library, tmp_path)
+    assert __import__("json").loads(memo_file.read_text())[name]["m"] == real
