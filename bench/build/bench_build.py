@@ -15,7 +15,8 @@ On bench/build/two_kernels.cu (two CUDA kernels with their `// @BE` entry points
       (XLA_FFI_DEFINE_HANDLER_SYMBOL), compiled by `nvcc -shared` (what
       brainevent's load_cuda_inline does).
     All three use the same -std, -O3, -gencode and host compiler.
-    Goals: bekc <= 1.25x bare nvcc, and <= 0.2x the ffi.h build.
+    Goals: bekc <= 0.8x bare nvcc with 4 or more cores (nvcc's phases run
+    side by side), <= 1.0x on fewer; and <= 0.2x the ffi.h build.
 (b) warm hit: `bekc build` on the unchanged file next to a `ccache nvcc -c`
     hit on the same file (CCACHE_DIR in a temporary directory, warmed first).
     Goal: bekc <= 0.5x ccache.
@@ -229,7 +230,7 @@ def main() -> int:
     jm = {k: median(v) for k, v in jobs.items()}
     rows = [
         ("(a) cold build vs bare nvcc", m["bekc"], "bare nvcc", m["bare"],
-         m["bekc"] / m["bare"], "<= 1.25x", m["bekc"] / m["bare"] <= 1.25),
+         m["bekc"] / m["bare"], f"<= {cold_goal():.2f}x", m["bekc"] / m["bare"] <= cold_goal()),
         ("(a) cold build vs ffi.h TU", m["bekc"], "nvcc + ffi.h", m["ffi"],
          m["bekc"] / m["ffi"], "<= 0.20x", m["bekc"] / m["ffi"] <= 0.2),
     ]
@@ -252,7 +253,7 @@ def main() -> int:
 
     nvcc_version = run([nvcc, "--version"]).stdout.strip().splitlines()[-1]
     cxx_version = run([cxx, "--version"]).stdout.splitlines()[0]
-    print(f"machine: {platform.node()}, {os.cpu_count()} CPUs, load average "
+    print(f"machine: {platform.node()}, {cores()} CPUs, load average "
           f"{load_before[0]:.2f} before / {load_after[0]:.2f} after")
     print(f"nvcc: {nvcc} ({nvcc_version}); host: {cxx} ({cxx_version}); --arch {args.arch}")
     print(f"medians of {args.cold_reps} cold, {args.hit_reps} hit and {args.jobs_reps} -j runs; "
@@ -277,7 +278,7 @@ def main() -> int:
     if args.json_out:
         Path(args.json_out).write_text(json.dumps({
             "cold": cold, "hits": hits, "jobs": jobs, "ccache": ccache_note,
-            "nvcc": nvcc_version, "cxx": cxx_version, "cpus": os.cpu_count(),
+            "nvcc": nvcc_version, "cxx": cxx_version, "cpus": cores(),
             "load": [load_before, load_after],
             "rows": [{"case": r[0], "bekc_s": r[1], "baseline": r[2], "baseline_s": r[3],
                       "ratio": r[4], "goal": r[5], "met": r[6]} for r in rows],

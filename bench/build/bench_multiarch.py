@@ -8,7 +8,7 @@
     - bare nvcc `--threads 0` (every architecture at once),
     both with bekc's flags for the user's file (-std, -O3, -ccbin,
     -Xcompiler -fPIC,-fvisibility=hidden, -shared, the same -I).
-    Goal: bekc <= 1.0x `nvcc --threads 0`.
+    Goal: bekc <= 0.9x `nvcc --threads 0` with 4 or more cores, <= 1.0x on fewer.
     With --baseline-bekc, an earlier bekc is timed beside it, and the host
     compiler's share (nvcc --time, "c++ (compiling)") of bekc's command and
     of the bare one is printed: where bekc's extra cost was.
@@ -82,6 +82,10 @@ def gencodes(archs):
 
 
 def host_compile_seconds(csv_path):
+    """The host compile's seconds by nvcc --time; None where bekc ran nvcc's
+    phases itself (no nvcc process to write the table)."""
+    if not Path(csv_path).exists():
+        return None
     with open(csv_path) as f:
         rows = list(csv.reader(f))
     return sum(float(r[6]) for r in rows[1:] if len(r) > 6 and "compiling" in r[1]) / 1000
@@ -106,7 +110,7 @@ def main():
     pkg = package_dir(args.package)
     include = pkg / "include"
     archs = args.arch.split(",")
-    cores = os.cpu_count() or 1
+    cores = len(os.sched_getaffinity(0))
     work = Path(tempfile.mkdtemp(prefix="bekc-bench-multiarch-"))
     env = dict(os.environ)
     env.pop("BEKC_CACHE_DIR", None)
@@ -139,8 +143,10 @@ def main():
                 t["old"].append(bekc_build(old, work / "old-cache", src, "--force")[0])
         m = {k: statistics.median(v) for k, v in t.items() if v}
         figures[rel] = m
+        goal = 0.9 if len(os.sched_getaffinity(0)) >= 4 else 1.0
         rows.append((f"(a) {rel}", m["bekc"], "nvcc --threads 0", m["threads0"],
-                     m["bekc"] / m["threads0"], "<= 1.00x", m["bekc"] <= m["threads0"]))
+                     m["bekc"] / m["threads0"], f"<= {goal:.2f}x",
+                     m["bekc"] <= goal * m["threads0"]))
         rows.append((f"(a) {rel}", m["bekc"], "nvcc serial", m["serial"],
                      m["bekc"] / m["serial"], "", None))
         if old:
@@ -211,8 +217,9 @@ def main():
     for rel in FILES:
         hc = figures[rel].get("host_compile")
         if hc:
+            shown = {k: "n/a" if v is None else f"{v:.2f} s" for k, v in hc.items()}
             print(f"\nhost compile of {rel} (nvcc --time, 'c++ (compiling)'): bare "
-                  f"{hc['bare']:.2f} s, bekc {hc['new']:.2f} s, --baseline-bekc {hc['old']:.2f} s")
+                  f"{shown['bare']}, bekc {shown['new']}, --baseline-bekc {shown['old']}")
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(figures, indent=1))
     shutil.rmtree(work, ignore_errors=True)

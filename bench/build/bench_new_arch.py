@@ -106,7 +106,7 @@ def main():
             print(f"rep {rep + 1}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items()),
                   flush=True)
     med = {k: statistics.median(v) for k, v in times.items()}
-    print(f"\n{source.name}: {a.before} -> {a.after}, {os.cpu_count()} cores "
+    print(f"\n{source.name}: {a.before} -> {a.after}, {len(os.sched_getaffinity(0))} cores "
           f"({platform.node()}), median of {a.reps}")
     print(f"{'':28}{'seconds':>9}")
     for k in times:
@@ -116,7 +116,7 @@ def main():
     print(f"steps reused by the new-arch build: {statistics.median(reused):.0f}")
     if a.json_out:
         Path(a.json_out).write_text(json.dumps({"median_s": med, "runs_s": times, "reused": reused,
-                                                "cores": os.cpu_count(), "source": str(source),
+                                                "cores": len(os.sched_getaffinity(0)), "source": str(source),
                                                 "before": a.before, "after": a.after}, indent=2))
 
 
