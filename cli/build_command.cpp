@@ -12,6 +12,7 @@
 #include "driver/fatal.hpp"
 #include "driver/inputs.hpp"
 #include "driver/package_build.hpp"
+#include "driver/reporter.hpp"
 #include "store/layout.hpp"
 #include "util/error.hpp"
 
@@ -35,12 +36,6 @@ std::optional<std::string> cache_way_out(const Error& e, const BuildOptions& o,
            "bekc.set_cache_dir(DIR) from Python";
 }
 
-// A build log that could not be written: a warning; the build's result stands.
-void warn_log_problem(const BuildOptions& o, const std::expected<void, Error>& logged) {
-    if (!logged && !o.quiet)
-        std::fprintf(stderr, "bekc: warning: build log: %s\n", logged.error().message.c_str());
-}
-
 // A build under way: main() hands a failure on the fatal path to
 // `build_failed`, which counts and logs it (a dry run is neither).
 struct BuildAttempt {
@@ -53,9 +48,10 @@ void build_failed(const BuildOptions& o, const BuildAttempt& attempt, Error& err
     const EnvLookup& env = *attempt.env;
     if (!o.dry_run) {
         account_failure(o, env);
-        warn_log_problem(
-            o, log_build(o, nullptr, nullptr, error.exit_code(),
-                         std::chrono::duration<double>(Clock::now() - attempt.start).count(), env));
+        auto logged =
+            log_build(o, nullptr, nullptr, error.exit_code(),
+                      std::chrono::duration<double>(Clock::now() - attempt.start).count(), env);
+        if (!logged) Reporter(o).warn("build log: " + logged.error().message);
     }
     if (auto note = cache_way_out(error, o, env)) error.note(*note);
 }
@@ -81,23 +77,8 @@ int build(const BuildOptions& o, BuildAttempt& attempt) {
     BuildResult r = run_build(o, context);
     attempt.env.reset();
     if (o.dry_run) return kExitOk;
-    nlohmann::ordered_json why = account_build(o, r, env);
-    warn_log_problem(o, log_build(o, &r, why, kExitOk, r.seconds_total, env));
-    if (o.json) {
-        nlohmann::ordered_json j = {
-            {"manifest", r.manifest.string()},
-            {"library", r.library.string()},
-            {"cache_hit", r.cache_hit},
-            {"remote_hit", r.remote_hit},
-            {"targets", r.targets},
-            {"timings", {{"total_s", r.seconds_total}, {"compile_s", r.seconds_compile}}},
-        };
-        if (!r.cache_hit) j["miss_reason"] = r.miss_reason;
-        j["why"] = why;
-        std::puts(j.dump().c_str());
-    } else {
-        std::puts(r.manifest.c_str());
-    }
+    nlohmann::ordered_json j = report_build(o, r, env, Reporter(o));
+    std::puts(o.json ? j.dump().c_str() : r.manifest.c_str());
     return kExitOk;
 }
 

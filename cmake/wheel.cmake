@@ -3,6 +3,7 @@
 #   <scripts>/bekc                       the binary: pip installs it into the
 #                                        environment's bin/, so `bekc` is on PATH
 #   <platlib>/bekc/lib/libbekc_numba.so  serves bekc.numba_cuda_kernel
+#   <platlib>/bekc/lib/libbekc_lookup.so answers warm loads in-process
 #   <platlib>/bekc/                      the Python package (scikit-build-core
 #                                        copies python/bekc itself)
 # The wheel's tag promises glibc BEKC_WHEEL_GLIBC and nothing else, so the
@@ -24,21 +25,23 @@ if(BEKC_PREBUILT_DIR)
   endif()
   set(bekc_wheel_binary ${BEKC_PREBUILT_DIR}/bekc)
   set(bekc_wheel_numba ${BEKC_PREBUILT_DIR}/libbekc_numba.so)
-  foreach(f ${bekc_wheel_binary} ${bekc_wheel_numba})
+  set(bekc_wheel_lookup ${BEKC_PREBUILT_DIR}/libbekc_lookup.so)
+  foreach(f ${bekc_wheel_binary} ${bekc_wheel_numba} ${bekc_wheel_lookup})
     if(NOT EXISTS ${f})
       message(FATAL_ERROR "${f} is missing: build it (cmake --build ${BEKC_PREBUILT_DIR} "
-                          "--target bekc bekc_numba) or leave BEKC_PREBUILT_DIR unset.")
+                          "--target bekc bekc_numba bekc_lookup) or leave BEKC_PREBUILT_DIR unset.")
     endif()
   endforeach()
   install(PROGRAMS ${bekc_wheel_binary} DESTINATION ${SKBUILD_SCRIPTS_DIR})
-  install(FILES ${bekc_wheel_numba} DESTINATION ${bekc_wheel_lib_dir})
+  install(FILES ${bekc_wheel_numba} ${bekc_wheel_lookup} DESTINATION ${bekc_wheel_lib_dir})
 else()
   install(TARGETS bekc RUNTIME DESTINATION ${SKBUILD_SCRIPTS_DIR})
-  install(TARGETS bekc_numba LIBRARY DESTINATION ${bekc_wheel_lib_dir})
+  install(TARGETS bekc_numba bekc_lookup LIBRARY DESTINATION ${bekc_wheel_lib_dir})
 endif()
 
 set(bekc_wheel_files "${SKBUILD_SCRIPTS_DIR}/bekc"
-                     "\${CMAKE_INSTALL_PREFIX}/${bekc_wheel_lib_dir}/libbekc_numba.so")
+                     "\${CMAKE_INSTALL_PREFIX}/${bekc_wheel_lib_dir}/libbekc_numba.so"
+                     "\${CMAKE_INSTALL_PREFIX}/${bekc_wheel_lib_dir}/libbekc_lookup.so")
 if(BEKC_PREBUILT_DIR)  # install(PROGRAMS) is not stripped by `cmake --install --strip`
   foreach(f ${bekc_wheel_files})
     install(CODE "execute_process(COMMAND \"${CMAKE_STRIP}\" --strip-unneeded \"${f}\"

@@ -42,6 +42,12 @@ def numba_library(bekc_path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def lookup_library(bekc_path) -> Path:
+    """libbekc_lookup.so of the build under test."""
+    return binaries.lookup_library(bekc_path)
+
+
+@pytest.fixture(scope="session")
 def nvcc(bekc_path) -> str:
     """The nvcc bekc builds .cu inputs with; tests that need a real CUDA
     compile (not a GPU) take this fixture and are skipped without one."""

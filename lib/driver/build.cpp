@@ -80,6 +80,21 @@ struct Attempt {
     std::optional<std::string> restart;
 };
 
+// What the plan decides of the result.
+BuildResult planned_result(const PlannedBuild& planned) {
+    BuildResult result;
+    result.targets = planned.targets;
+    result.direct_key = planned.direct_key;
+    result.direct_key_record = planned.direct_key_record;
+    return result;
+}
+
+void take_delivered(BuildResult& result, const Delivered& delivered, BuildClock::time_point start) {
+    result.manifest = delivered.manifest;
+    result.library = delivered.library;
+    result.seconds_total = seconds_since(start);
+}
+
 // One build of the inputs as read now: prepare, plan, look up, and on a miss
 // execute and publish; then deliver.
 Attempt build_attempt(const BuildOptions& o, BuildContext& ctx) {
@@ -87,10 +102,7 @@ Attempt build_attempt(const BuildOptions& o, BuildContext& ctx) {
     Reporter report(o);
     BuildInputs in = prepare(o, ctx, report);
     PlannedBuild planned = plan(in, o);
-    BuildResult result;
-    result.targets = planned.targets;
-    result.direct_key = planned.direct_key;
-    result.direct_key_record = planned.direct_key_record;
+    BuildResult result = planned_result(planned);
     if (o.dry_run) {
         dry_run(in, o, planned, ctx);
         return {result, std::nullopt};
@@ -111,10 +123,7 @@ Attempt build_attempt(const BuildOptions& o, BuildContext& ctx) {
         published = publish(in, o, planned.direct_key, built, cache, found.remote, ctx, report);
     }
     const Entry& entry = found.entry ? *found.entry : published->entry;
-    Delivered delivered = deliver(in, o, cache, entry, result.cache_hit, report);
-    result.manifest = delivered.manifest;
-    result.library = delivered.library;
-    result.seconds_total = seconds_since(start);
+    take_delivered(result, deliver(in, o, cache, entry, result.cache_hit, report), start);
     return {result, std::nullopt};
 }
 
@@ -133,6 +142,22 @@ BuildResult run_build(const BuildOptions& options, BuildContext& ctx) {
                                   " times in a row; build again once it is saved"));
         Reporter(options).warn(*a.restart + " changed while bekc built it; building it again");
     }
+}
+
+std::optional<BuildResult> run_build_if_cached(const BuildOptions& o, BuildContext& ctx,
+                                               const Reporter& report) {
+    auto start = BuildClock::now();
+    BuildInputs in = prepare(o, ctx, report);
+    PlannedBuild planned = plan(in, o);
+    Cache cache(in.cache_root);
+    // A corrupt entry stays for the build that follows the miss, which
+    // removes it and says so.
+    LocalLookup local = find_local(cache, planned.direct_key, in, o.force, report, false);
+    if (!local.entry) return std::nullopt;
+    BuildResult result = planned_result(planned);
+    result.cache_hit = true;
+    take_delivered(result, deliver(in, o, cache, *local.entry, true, report), start);
+    return result;
 }
 
 }  // namespace bekc

@@ -10,11 +10,13 @@
 // docs/ARCHITECTURE.md for the stages and the build graph's steps.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "driver/build_inputs.hpp"
 #include "driver/build_options.hpp"
+#include "driver/reporter.hpp"
 #include "run/runner.hpp"
 #include "toolchain/tools.hpp"
 #include "util/env.hpp"
@@ -50,6 +52,15 @@ struct BuildContext {
 // caller prints the result to stdout.
 BuildResult run_build(const BuildOptions& options);
 BuildResult run_build(const BuildOptions& options, BuildContext& context);
+
+// The phases of a hit and nothing else: prepare, plan, the local cache
+// (driver/look_up.hpp, find_local) and deliver. The result of run_build on a
+// local hit; nullopt on a miss, before any lock is taken or anything is
+// written. For options that plan writes nothing for (no --explain-key,
+// --compile-commands or --dry-run); the in-process lookup
+// (driver/warm_lookup.hpp) answers with it.
+std::optional<BuildResult> run_build_if_cached(const BuildOptions& options, BuildContext& context,
+                                               const Reporter& report);
 
 // The second phase: what the build makes and the direct key it is known by.
 struct PlannedBuild {

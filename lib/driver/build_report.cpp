@@ -166,4 +166,22 @@ std::expected<void, Error> log_build(const BuildOptions& o, const BuildResult* r
     return append_line(*path, text, cache_root);
 }
 
+nlohmann::ordered_json report_build(const BuildOptions& o, const BuildResult& r,
+                                    const EnvLookup& settings, const Reporter& report) {
+    nlohmann::ordered_json why = account_build(o, r, settings);
+    if (auto logged = log_build(o, &r, why, kExitOk, r.seconds_total, settings); !logged)
+        report.warn("build log: " + logged.error().message);
+    nlohmann::ordered_json j = {
+        {"manifest", r.manifest.string()},
+        {"library", r.library.string()},
+        {"cache_hit", r.cache_hit},
+        {"remote_hit", r.remote_hit},
+        {"targets", r.targets},
+        {"timings", {{"total_s", r.seconds_total}, {"compile_s", r.seconds_compile}}},
+    };
+    if (!r.cache_hit) j["miss_reason"] = r.miss_reason;
+    j["why"] = why;
+    return j;
+}
+
 }  // namespace bekc

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "driver/build.hpp"
+#include "driver/reporter.hpp"
 #include "util/env.hpp"
 #include "util/error.hpp"
 
@@ -21,6 +22,12 @@ namespace bekc {
 // returns the "why" object (null on a hit) for --json and the log.
 nlohmann::ordered_json account_build(const BuildOptions& o, const BuildResult& r,
                                      const EnvLookup& settings);
+
+// After a build that returned: account_build, then log_build (a log that
+// could not be written is a warning through `report`). Returns the object
+// `bekc build --json` prints.
+nlohmann::ordered_json report_build(const BuildOptions& o, const BuildResult& r,
+                                    const EnvLookup& settings, const Reporter& report);
 
 // After a build that failed: counts the error.
 void account_failure(const BuildOptions& o, const EnvLookup& settings);

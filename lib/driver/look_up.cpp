@@ -9,25 +9,6 @@ namespace bekc {
 
 namespace {
 
-// What the local cache holds for a direct key: the entry, or why none (a
-// miss is an answer, not an error).
-struct LocalLookup {
-    std::optional<Entry> entry;
-    std::string miss_reason;
-};
-
-LocalLookup find_local(Cache& cache, const std::string& direct_key, const BuildInputs& in,
-                       bool force, const Reporter& report) {
-    if (force) return {std::nullopt, "--force"};
-    DirectLookup d = cache.lookup_direct(direct_key, in.base);
-    if (!d.key) return {std::nullopt, d.why_not};
-    auto e = cache.lookup(*d.key);
-    if (e) return {std::move(*e), ""};
-    if (e.error().kind == Miss::Kind::Corrupt)
-        report.warn("cache entry " + *d.key + " is corrupt (" + e.error().reason + "); rebuilding");
-    return {std::nullopt, e.error().reason.empty() ? "entry missing" : e.error().reason};
-}
-
 // --remote-cache (or $BEKC_REMOTE_CACHE), when one is configured.
 std::optional<RemoteCache> remote_cache(const BuildOptions& o, BuildContext& ctx,
                                         const Reporter& report) {
@@ -38,6 +19,18 @@ std::optional<RemoteCache> remote_cache(const BuildOptions& o, BuildContext& ctx
 }
 
 }  // namespace
+
+LocalLookup find_local(Cache& cache, const std::string& direct_key, const BuildInputs& in,
+                       bool force, const Reporter& report, bool repair) {
+    if (force) return {std::nullopt, "--force"};
+    DirectLookup d = cache.lookup_direct(direct_key, in.base);
+    if (!d.key) return {std::nullopt, d.why_not};
+    auto e = cache.lookup(*d.key, repair);
+    if (e) return {std::move(*e), ""};
+    if (e.error().kind == Miss::Kind::Corrupt)
+        report.warn("cache entry " + *d.key + " is corrupt (" + e.error().reason + "); rebuilding");
+    return {std::nullopt, e.error().reason.empty() ? "entry missing" : e.error().reason};
+}
 
 LookUp look_up(const BuildInputs& in, const BuildOptions& o, const std::string& direct_key,
                Cache& cache, BuildContext& ctx, const Reporter& report) {

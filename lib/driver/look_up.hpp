@@ -26,6 +26,17 @@ struct LookUp {
     std::optional<RemoteCache> remote;  // --remote-cache, for publish to upload to
 };
 
+// What the local cache holds for a direct key: the entry (the direct
+// record's, with its integrity checked: store/cache.hpp), or why none (a
+// miss is an answer, not an error). Takes no lock. `force`: none.
+// `repair`: a corrupt entry is removed (Cache::lookup).
+struct LocalLookup {
+    std::optional<Entry> entry;
+    std::string miss_reason;
+};
+LocalLookup find_local(Cache& cache, const std::string& direct_key, const BuildInputs& in,
+                       bool force, const Reporter& report, bool repair = true);
+
 // With --force nothing is found, locally or remotely, but the lock is taken.
 // A corrupt entry is a miss with a warning; a lock not obtained is fatal.
 LookUp look_up(const BuildInputs& in, const BuildOptions& o, const std::string& direct_key,

@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <cctype>
-#include <cstdio>
 
 #include "codegen/render.hpp"
 #include "driver/build_warnings.hpp"
@@ -117,7 +116,7 @@ void check_nvcc_shell_args(const CompileFlags& f) {
 // source includes them (or brainevent's dtypes.h / ffi_compat.h) directly; a
 // source that needs them when none can be found is an error at its #include.
 std::string resolve_xla_include(const BuildOptions& o, const ScannedInputs& scanned,
-                                const EnvLookup& env) {
+                                const EnvLookup& env, const Reporter& report) {
     const SourceFile* needing = nullptr;
     std::optional<IncludeDirective> include;
     for (const auto& f : scanned.files) {
@@ -134,7 +133,7 @@ std::string resolve_xla_include(const BuildOptions& o, const ScannedInputs& scan
     if (!needing && !o.xla_include && !env("BEKC_XLA_INCLUDE")) return {};
     std::optional<XlaHeaders> found = or_fatal(find_xla_headers(o.xla_include, env));
     if (needing && !found) {
-        std::fputs(missing_xla_headers_message(*include, needing->text).c_str(), stderr);
+        report.print(missing_xla_headers_message(*include, needing->text));
         fatal(Error::make(ErrorKind::Source, ""));
     }
     return found && (needing || found->explicit_choice) ? found->dir.string() : std::string();
@@ -163,7 +162,7 @@ BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& re
     std::vector<ExplicitSpec> specs = collect_explicit_specs(o.functions, o.functions_json);
     ScannedInputs scanned = scan_inputs(paths, specs);
     if (has_errors(scanned.diagnostics)) {
-        std::fputs(render_all(scanned.diagnostics).c_str(), stderr);
+        report.print(render_all(scanned.diagnostics));
         fatal(Error::make(ErrorKind::Source, ""));
     }
     bool any_cuda = false;
@@ -186,11 +185,11 @@ BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& re
     for (const auto& w : missing_include_dir_warnings(o.flags.include_dirs, in.flags.include_dirs))
         report.warn(w);
     if (!o.allow_default_stream && !o.quiet)
-        std::fputs(render_all(default_stream_warnings(scanned.files)).c_str(), stderr);
+        report.print(render_all(default_stream_warnings(scanned.files)));
     check_linker_args(in.flags.linker_args, any_cuda);
     if (any_cuda) check_nvcc_shell_args(in.flags);
     in.flag_files = or_fatal(read_flag_files(in.flags, ctx.cwd));
-    in.flags.xla_include = resolve_xla_include(o, scanned, ctx.env);
+    in.flags.xla_include = resolve_xla_include(o, scanned, ctx.env, report);
     in.launcher = or_fatal(find_launcher(o.launcher, ctx.tools));
     ToolFacts facts(in.cache_root, ctx.runner);
     if (in.nvcc) in.nvcc_version = facts.version(*in.nvcc);

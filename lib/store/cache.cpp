@@ -151,9 +151,9 @@ std::expected<Entry, Miss> Cache::probe(std::string_view key) const {
     return *entry;
 }
 
-std::expected<Entry, Miss> Cache::lookup(std::string_view key) {
+std::expected<Entry, Miss> Cache::lookup(std::string_view key, bool repair) {
     auto entry = probe(key);
-    if (!entry && entry.error().kind == Miss::Kind::Corrupt) {
+    if (repair && !entry && entry.error().kind == Miss::Kind::Corrupt) {
         // Only remove it while holding the key's lock: a builder holding it
         // may be replacing this very entry, and will remove it itself.
         if (auto lock = FileLock::try_acquire(dir(), CacheLayout::lock(key))) {

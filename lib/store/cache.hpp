@@ -151,8 +151,10 @@ class Cache {
 
     // A hit costs a stat or two and a few small reads (see entry.hpp), and
     // marks the entry used. A corrupt entry is removed, unless someone is
-    // rebuilding it right now, and reported as a Corrupt miss.
-    std::expected<Entry, Miss> lookup(std::string_view key);
+    // rebuilding it right now, and reported as a Corrupt miss; with
+    // `repair` false it is only reported (a look-up that leaves the miss to
+    // a build, which repairs it and says so: driver/warm_lookup.hpp).
+    std::expected<Entry, Miss> lookup(std::string_view key, bool repair = true);
 
     // The entry for `key`, running `build` when there is none: at most one
     // process per key builds, the others wait (up to lock_timeout) and use

@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <cerrno>
+
 #include <algorithm>
 #include <map>
 
@@ -18,6 +20,31 @@ bool path_exists(const std::string& path) {
     struct stat st;
     return lstat(path.c_str(), &st) == 0;  // a dangling symlink shadows too
 }
+
+// path_exists for the paths a record lists as absent, during one lookup. A
+// record lists a header under every earlier search directory, and most of
+// those are under a handful of directories that do not exist (<inc>/bits):
+// a directory that lstat says is not there (or is no directory) holds none
+// of them, so its paths need no lstat of their own.
+class AbsentMemo {
+  public:
+    bool exists(const std::string& path) {
+        size_t slash = path.rfind('/');
+        if (slash != std::string::npos && slash > 0) {
+            auto [it, fresh] = dir_missing_.try_emplace(path.substr(0, slash), false);
+            if (fresh) {
+                struct stat st;
+                it->second =
+                    lstat(it->first.c_str(), &st) != 0 && (errno == ENOENT || errno == ENOTDIR);
+            }
+            if (it->second) return false;
+        }
+        return path_exists(path);
+    }
+
+  private:
+    std::map<std::string, bool, std::less<>> dir_missing_;
+};
 
 // Content hashes taken during one lookup, reused across records only while
 // the file's stat is unchanged, so a stored stat never pairs with older bytes.
@@ -40,9 +67,9 @@ class HashMemo {
 
 // Checks one record; on success updates stale stats in place and says
 // whether rewriting the record would spare the next lookup some hashing.
-std::expected<bool, Error> check_record(DirectRecord& record, HashMemo& memo, int64_t check_ns,
-                                        std::chrono::nanoseconds window, size_t& rehashed,
-                                        const BaseDir& base) {
+std::expected<bool, Error> check_record(DirectRecord& record, HashMemo& memo, AbsentMemo& absent,
+                                        int64_t check_ns, std::chrono::nanoseconds window,
+                                        size_t& rehashed, const BaseDir& base) {
     // Paths recorded under the base directory are checked under this one.
     auto here = [&](const std::string& recorded) -> std::expected<std::string, Error> {
         auto path = base.show(recorded);
@@ -53,7 +80,7 @@ std::expected<bool, Error> check_record(DirectRecord& record, HashMemo& memo, in
     for (const auto& recorded : record.absent) {
         auto path = here(recorded);
         if (!path) return std::unexpected(path.error());
-        if (path_exists(*path))
+        if (absent.exists(*path))
             return fail(ErrorKind::Cache, *path + " now exists and shadows a header");
     }
     bool worth_refreshing = false;
@@ -124,8 +151,10 @@ DirectLookup check_direct_file(const CacheDir& cache, const fs::path& file,
         return result;
     }
     HashMemo memo;
+    AbsentMemo absent;
     for (auto& record : records) {
-        auto checked = check_record(record, memo, check_ns, racy_window, result.rehashed, base);
+        auto checked =
+            check_record(record, memo, absent, check_ns, racy_window, result.rehashed, base);
         if (!checked) {
             if (result.why_not.empty()) result.why_not = checked.error().message;
             continue;

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <expected>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "store/cache_dir.hpp"
@@ -38,6 +39,10 @@ struct DirectRecord {
 // Empty when the file is missing or unreadable: a broken record file is only
 // a miss, and the next record_direct replaces it.
 std::vector<DirectRecord> read_direct_records(const CacheDir& cache, const fs::path& file);
+// The records of a record file's text; empty when it is not one (not JSON,
+// another format, a member missing or of another type, a number that is not
+// an integer in range).
+std::vector<DirectRecord> parse_direct_records(std::string_view text);
 std::expected<void, Error> write_direct_records(const CacheDir& cache, const fs::path& file,
                                                 const std::vector<DirectRecord>& records);
 

@@ -109,7 +109,7 @@ std::expected<Entry, Error> check_entry(const CacheDir& cache, const fs::path& d
     auto seal = Seal::read(cache, dir);
     if (!seal) return check_unsealed(cache, dir, key);
     if (!seal->library) return fail(ErrorKind::Cache, "stamp.json names no library");
-    auto contents = check_seal(cache, dir, level);
+    auto contents = check_seal(cache, dir, *seal, level);
     if (!contents) return std::unexpected(contents.error());
     for (std::string_view required : {kManifestFile, kManifestNoGraphFile})
         if (!seal->files.count(std::string(required)))

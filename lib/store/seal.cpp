@@ -157,11 +157,16 @@ std::expected<SealedContents, Error> check_seal(const CacheDir& cache, const fs:
                                                 CheckLevel level) {
     auto seal = Seal::read(cache, dir);
     if (!seal) return std::unexpected(seal.error());
+    return check_seal(cache, dir, std::move(*seal), level);
+}
+
+std::expected<SealedContents, Error> check_seal(const CacheDir& cache, const fs::path& dir,
+                                                Seal seal, CheckLevel level) {
     SealedContents contents;
     std::optional<LibraryStamp> restamp;
-    for (const auto& [name, sealed] : seal->files) {
-        if (seal->library && name == seal->library->name) {
-            auto ok = check_library(cache, dir, *seal->library, sealed, level);
+    for (const auto& [name, sealed] : seal.files) {
+        if (seal.library && name == seal.library->name) {
+            auto ok = check_library(cache, dir, *seal.library, sealed, level);
             if (!ok) return std::unexpected(ok.error());
             restamp = std::move(*ok);
             continue;
@@ -184,8 +189,8 @@ std::expected<SealedContents, Error> check_seal(const CacheDir& cache, const fs:
     }
     if (restamp) {
         // Best effort: a read-only cache still serves hits, without the shortcut.
-        seal->library = std::move(*restamp);
-        (void)seal->write(cache, dir);
+        seal.library = std::move(*restamp);
+        (void)seal.write(cache, dir);
     }
     return contents;
 }

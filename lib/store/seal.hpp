@@ -63,5 +63,9 @@ using SealedContents = std::map<std::string, std::string>;
 // phrase that fits "<dir> is corrupt: …".
 std::expected<SealedContents, Error> check_seal(const CacheDir& cache, const fs::path& dir,
                                                 CheckLevel level);
+// The same with the seal the caller has just read from `dir` (a hit reads it
+// once, not twice).
+std::expected<SealedContents, Error> check_seal(const CacheDir& cache, const fs::path& dir,
+                                                Seal seal, CheckLevel level);
 
 }  // namespace bekc

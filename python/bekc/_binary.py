@@ -20,6 +20,7 @@ import threading
 import warnings
 from typing import List, Optional, Sequence
 
+from . import _lookup
 from ._errors import BekcError, BinaryNotFoundError, CacheError, CompileError
 
 __all__ = ["find_binary", "run_bekc", "bundled_binary_path", "wheel_binary_path"]
@@ -133,38 +134,48 @@ def _stream_stderr(proc: subprocess.Popen):
     return b"".join(out_chunks).decode("utf-8", "replace"), "".join(err_lines)
 
 
-def run_bekc(argv: Sequence[str], *, verbose: bool = False, parse_json: bool = True):
-    """Run ``argv`` (argv[0] is the binary). Returns parsed JSON stdout, or stdout.
-
-    A non-zero exit raises :class:`CompileError` carrying bekc's stderr. With
-    ``verbose`` bekc's stderr is echoed to ``sys.stderr`` as it arrives.
-    """
-    argv = [os.fspath(a) for a in argv]
+def _spawn(argv: List[str], verbose: bool):
+    """Runs bekc: (exit code, stdout, stderr); with ``verbose`` its stderr is
+    echoed as it arrives."""
     try:
-        if verbose:
-            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    stdin=subprocess.DEVNULL)
-            try:
-                stdout, stderr = _stream_stderr(proc)
-            except BaseException:
-                _stop(proc)
-                raise
-            rc = proc.returncode
-        else:
-            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    stdin=subprocess.DEVNULL)
-            try:
-                out, err = proc.communicate()
-            except BaseException:
-                _stop(proc)
-                raise
-            stdout = out.decode("utf-8", "replace")
-            stderr = err.decode("utf-8", "replace")
-            rc = proc.returncode
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                stdin=subprocess.DEVNULL)
     except FileNotFoundError:
         raise BinaryNotFoundError(f"cannot execute {argv[0]}: file not found") from None
     except PermissionError:
         raise BinaryNotFoundError(f"cannot execute {argv[0]}: permission denied") from None
+    try:
+        if verbose:
+            stdout, stderr = _stream_stderr(proc)
+        else:
+            out, err = proc.communicate()
+            stdout = out.decode("utf-8", "replace")
+            stderr = err.decode("utf-8", "replace")
+    except BaseException:
+        _stop(proc)
+        raise
+    return proc.returncode, stdout, stderr
+
+
+def run_bekc(argv: Sequence[str], *, verbose: bool = False, parse_json: bool = True):
+    """Run ``argv`` (argv[0] is the binary). Returns parsed JSON stdout, or stdout.
+
+    A non-zero exit raises :class:`CompileError` carrying bekc's stderr. With
+    ``verbose`` bekc's stderr is echoed to ``sys.stderr`` as it arrives. A
+    ``bekc build --json`` that the local cache holds is answered in this
+    process, without starting bekc (``_lookup.py``; ``BEKC_IN_PROCESS_LOOKUP=0``
+    turns that off).
+    """
+    argv = [os.fspath(a) for a in argv]
+    # A local cache hit, answered in this process (_lookup.py); else the binary.
+    warm = _lookup.warm_hit(argv) if parse_json else None
+    if warm is not None:
+        stdout, stderr = warm
+        rc = 0
+        if verbose:
+            sys.stderr.write(stderr)
+    else:
+        rc, stdout, stderr = _spawn(argv, verbose)
     if rc == 4:  # the cache, not the sources (docs/cli.md, "Exit codes")
         text = CompileError(rc, stderr, argv, stdout)
         raise CacheError(str(text), returncode=rc, stderr=stderr, argv=argv, stdout=stdout)

@@ -89,7 +89,7 @@ def test_wheel_holds_the_binary_the_library_and_the_package(wheel):
         binary = z.getinfo(f"bekc-{version}.data/scripts/bekc")
         assert binary.external_attr >> 16 & 0o111, "bekc is not executable in the wheel"
         init = z.read("bekc/__init__.py").decode()
-    assert {"bekc/lib/libbekc_numba.so", "bekc/__main__.py", "bekc/_binary.py",
+    assert {"bekc/lib/libbekc_numba.so", "bekc/lib/libbekc_lookup.so", "bekc/__main__.py", "bekc/_binary.py",
             "bekc/py.typed", f"bekc-{version}.dist-info/licenses/LICENSE"} <= names
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
     # One version everywhere: CMake's project(), the package, and python/pyproject.toml.
@@ -107,7 +107,7 @@ def test_wheel_needs_only_the_glibc_its_tag_names(wheel, tmp_path):
     with zipfile.ZipFile(wheel) as z:
         elves = [n for n in z.namelist() if z.read(n)[:4] == b"\x7fELF"]
         z.extractall(tmp_path)
-    assert sorted(Path(n).name for n in elves) == ["bekc", "libbekc_numba.so"]
+    assert sorted(Path(n).name for n in elves) == ["bekc", "libbekc_lookup.so", "libbekc_numba.so"]
     for name in elves:
         elf = run([readelf, "-W", "-d", "-V", tmp_path / name]).stdout
         needed = set(re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", elf))

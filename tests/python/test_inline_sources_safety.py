@@ -27,6 +27,22 @@ def test_a_source_is_written_and_rewritten_in_place(cache):
     assert sorted(os.listdir(os.path.dirname(path))) == ["mod.cpp"]
 
 
+@pytest.mark.parametrize("name, stem", [
+    ("vector_add", "vector_add"),
+    ("A-Z_0.9+q", "A-Z_0.9+q"),
+    ("my kernel/v2", "my_kernel_v2"),
+    ("caf\u00e9\U0001f600", "caf__"),  # one '_' per character, not per byte
+    ("..-hidden", "hidden"),  # no leading '.' or '-'
+    ("../..", "_.."),
+    ("", "module"),
+    ("-.", "module"),
+])
+def test_a_module_name_becomes_a_plain_file_name(cache, name, stem):
+    path = _compat._inline_source_path("int x;\n", name, ".cpp")
+    assert os.path.basename(path) == stem + ".cpp"
+    assert os.path.dirname(os.path.dirname(path)) == os.path.join(str(cache), "src")
+
+
 def test_a_linked_source_directory_is_not_written_through(cache, tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()

@@ -1,7 +1,8 @@
-"""Where every test suite finds the programs it runs: bekc, libbekc_numba.so and nvcc.
+"""Where every test suite finds the programs it runs: bekc, libbekc_numba.so,
+libbekc_lookup.so and nvcc.
 
 The root conftest (tests/conftest.py) turns these into the session fixtures
-``bekc_path``, ``numba_library`` and ``nvcc``; code outside a fixture (a
+``bekc_path``, ``numba_library``, ``lookup_library`` and ``nvcc``; code outside a fixture (a
 module-scoped helper, tests/gpu's conftest) calls the functions here.
 
 * bekc: ``$BEKC_BINARY``, else ``$BEKC`` (a path, or a name on ``PATH``, as the
@@ -11,6 +12,8 @@ module-scoped helper, tests/gpu's conftest) calls the functions here.
 * libbekc_numba.so: ``$BEKC_NUMBA_LIBRARY``, else the file beside the bekc
   binary (its real path: a build tree), else ``<repo>/build``. A variable that
   names no file fails; no library at all skips.
+* libbekc_lookup.so: the file beside the bekc binary (its real path), where
+  the Python package looks for it; none skips.
 * nvcc: the one bekc itself would use, asked of bekc (a dry run of a CUDA
   build with ``--explain-key``, which names the nvcc chosen and why), so the
   search order lives only in bekc (docs/cli.md, "Which nvcc"). No nvcc skips.
@@ -33,6 +36,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_BEKC = REPO / "build" / "bekc"
 NUMBA_LIBRARY_NAME = "libbekc_numba.so"
+LOOKUP_LIBRARY_NAME = "libbekc_lookup.so"
 
 # The line `bekc build --explain-key` prints on standard error for a CUDA build.
 _NVCC_CHOSEN = re.compile(r"^bekc: nvcc (.+) \(chosen by (.*)\)$", re.M)
@@ -84,6 +88,15 @@ def numba_library(bekc: Path) -> Path:
         if (directory / NUMBA_LIBRARY_NAME).is_file():
             return (directory / NUMBA_LIBRARY_NAME).resolve()
     pytest.skip(f"{NUMBA_LIBRARY_NAME} not built (cmake --build build --target bekc_numba)")
+
+
+def lookup_library(bekc: Path) -> Path:
+    """libbekc_lookup.so of the bekc binary `bekc` (the file beside it, where
+    the Python package finds it); skips the calling test when not built."""
+    found = Path(os.path.realpath(bekc)).parent / LOOKUP_LIBRARY_NAME
+    if not found.is_file():
+        pytest.skip(f"{LOOKUP_LIBRARY_NAME} not built (cmake --build build --target bekc_lookup)")
+    return found
 
 
 def nvcc_chosen(stderr: str) -> Optional[Tuple[str, str]]:

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <future>
 #include <thread>
 
@@ -338,4 +339,52 @@ TEST_CASE("deliver: the entry's manifest, or -o's copies, and the --depfile", "[
     CHECK(test::read_file(f.tmp / "out.d") == d.manifest.string() + ": \\\n  " +
                                                   (f.tmp / "src/a.cu").string() + " \\\n  " +
                                                   (f.tmp / "src/b.cpp").string() + "\n");
+}
+
+TEST_CASE("run_build_if_cached: a miss runs and writes nothing, a hit is run_build's", "[phases]") {
+    DriverFixture f;
+    std::string said;
+    {
+        BuildContext ctx = f.context();
+        f.o.quiet = false;
+        Reporter report(f.o, &said);
+        CHECK_FALSE(run_build_if_cached(f.o, ctx, report));
+        f.o.quiet = true;
+    }
+    // Only the tools' version probes: no wrapper written, nothing compiled,
+    // no lock or entry in the cache.
+    CHECK(f.runner.batches.empty());
+    CHECK(f.runner.written.empty());
+    CHECK_FALSE(fs::exists(f.tmp / "cache" / "entries"));
+    CHECK_FALSE(fs::exists(f.tmp / "cache" / "locks"));
+
+    BuildResult built = f.build();
+    int probes = f.runner.probes;
+    BuildContext ctx = f.context();
+    std::optional<BuildResult> hit = run_build_if_cached(f.o, ctx, Reporter(f.o));
+    REQUIRE(hit);
+    CHECK(hit->cache_hit);
+    CHECK(hit->manifest == built.manifest);
+    CHECK(hit->library == built.library);
+    CHECK(hit->targets == built.targets);
+    CHECK(hit->direct_key == built.direct_key);
+    CHECK(f.runner.probes == probes);  // the versions were remembered
+}
+
+TEST_CASE("run_build_if_cached: a corrupt entry is reported, and left for the build to repair",
+          "[phases]") {
+    DriverFixture f;
+    BuildResult built = f.build();
+    { std::ofstream(built.library, std::ios::app) << "tampered"; }
+    f.o.quiet = false;
+    std::string said;
+    BuildContext ctx = f.context();
+    CHECK_FALSE(run_build_if_cached(f.o, ctx, Reporter(f.o, &said)));
+    CHECK(said.find("is corrupt") != std::string::npos);
+    CHECK(fs::exists(built.library));  // not removed
+
+    PhaseStderr err;
+    BuildResult rebuilt = f.build();
+    CHECK_FALSE(rebuilt.cache_hit);
+    CHECK(err.text().find("is corrupt") != std::string::npos);
 }

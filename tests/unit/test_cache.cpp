@@ -945,6 +945,66 @@ TEST_CASE("direct mode misses when a shadowing header appears", "[cache][direct]
                Catch::Contains((f.inc1 / "sub" / "b.h").string()) && Catch::Contains("now exists"));
 }
 
+TEST_CASE("direct mode sees a shadowing header wherever its directory comes from",
+          "[cache][direct]") {
+    // inc1 and inc1/sub do not exist when the record is made: the lookup
+    // takes their paths as absent from the directories' own lstat.
+    DirectFixture f;
+    Cache cache(f.tmp / "cache");
+    REQUIRE(cache.record_direct(f.direct_key, f.inputs()).has_value());
+    REQUIRE(cache.lookup_direct(f.direct_key).key == f.key);
+    const fs::path shadow = f.inc1 / "sub" / "b.h";
+
+    SECTION("a file where a directory would be: nothing under it") {
+        test::write_file(f.inc1, "not a directory\n");
+        CHECK(cache.lookup_direct(f.direct_key).key == f.key);
+    }
+    SECTION("a link to a directory without the header, then with it") {
+        fs::create_directories(f.inc1);
+        fs::create_directories(f.tmp / "elsewhere");
+        fs::create_directory_symlink(f.tmp / "elsewhere", f.inc1 / "sub");
+        CHECK(cache.lookup_direct(f.direct_key).key == f.key);
+        test::write_file(f.tmp / "elsewhere" / "b.h", "#define B 3\n");
+        DirectLookup r = cache.lookup_direct(f.direct_key);
+        CHECK_FALSE(r.key.has_value());
+        CHECK(r.why_not == shadow.string() + " now exists and shadows a header");
+    }
+    SECTION("a dangling link in a directory that exists") {
+        fs::create_directories(f.inc1 / "sub");
+        CHECK(cache.lookup_direct(f.direct_key).key == f.key);
+        fs::create_symlink(f.tmp / "nowhere.h", shadow);
+        CHECK_FALSE(cache.lookup_direct(f.direct_key).key.has_value());
+    }
+    SECTION("a directory that appears between two lookups") {
+        fs::create_directories(f.inc1 / "sub");
+        CHECK(cache.lookup_direct(f.direct_key).key == f.key);
+        test::write_file(shadow, "#define B 3\n");
+        CHECK_FALSE(cache.lookup_direct(f.direct_key).key.has_value());
+    }
+}
+
+TEST_CASE("direct mode checks every record's absent paths, a missing directory's included",
+          "[cache][direct]") {
+    // Two records with the same absent paths: the first fails on a changed
+    // header, the second holds; a shadowing header that appears then fails
+    // both.
+    DirectFixture f;
+    Cache cache(f.tmp / "cache");
+    DirectInputs old_inputs = f.inputs();
+    old_inputs.key = fake_key("old");
+    REQUIRE(cache.record_direct(f.direct_key, old_inputs).has_value());
+    test::write_file(f.a, "#define A 2\n");
+    DirectInputs new_inputs = f.inputs();
+    new_inputs.dependencies[0].sha256 = sha256_hex("#define A 2\n");
+    REQUIRE(cache.record_direct(f.direct_key, new_inputs).has_value());
+    test::write_file(f.a, "#define A 1\n");
+    CHECK(cache.lookup_direct(f.direct_key).key == fake_key("old"));
+    test::write_file(f.inc1 / "a.h", "#define A 1\n");
+    DirectLookup r = cache.lookup_direct(f.direct_key);
+    CHECK_FALSE(r.key.has_value());
+    CHECK(r.why_not == (f.inc1 / "a.h").string() + " now exists and shadows a header");
+}
+
 TEST_CASE("direct mode refuses to record a header edited during the build", "[cache][direct]") {
     DirectFixture f;
     Cache cache(f.tmp / "cache");

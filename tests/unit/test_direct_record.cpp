@@ -1,0 +1,166 @@
+// The direct-mode record file's reader (store/direct_record.hpp): it reads
+// what the writer (nlohmann's dump) produces, exactly, and takes nothing else
+// for a record.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "store/direct_record.hpp"
+
+using namespace bekc;
+using nlohmann::json;
+
+namespace {
+
+// The records as nlohmann's document reads them, member by member: what the
+// reader must give back for every file the writer writes.
+std::vector<DirectRecord> reference(const json& j) {
+    std::vector<DirectRecord> out;
+    for (const auto& r : j.at("records")) {
+        DirectRecord record{r.at("key").get<std::string>(),
+                            r.at("written_ns").get<int64_t>(),
+                            {},
+                            r.at("absent").get<std::vector<std::string>>()};
+        for (const auto& f : r.at("files"))
+            record.files.push_back(
+                {f.at("path").get<std::string>(),
+                 FileStat{f.at("size").get<uint64_t>(), f.at("mtime_ns").get<int64_t>(),
+                          f.at("ctime_ns").get<int64_t>(), true},
+                 f.at("xxh128").get<std::string>()});
+        out.push_back(std::move(record));
+    }
+    return out;
+}
+
+bool same(const std::vector<DirectRecord>& a, const std::vector<DirectRecord>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+        if (a[i].key != b[i].key || a[i].written_ns != b[i].written_ns ||
+            a[i].absent != b[i].absent || a[i].files.size() != b[i].files.size())
+            return false;
+        for (size_t k = 0; k < a[i].files.size(); ++k) {
+            const auto &x = a[i].files[k], &y = b[i].files[k];
+            if (x.path != y.path || x.stat != y.stat || x.xxh128 != y.xxh128) return false;
+        }
+    }
+    return true;
+}
+
+json file_json(std::string path, uint64_t size, int64_t mtime, int64_t ctime) {
+    return {{"path", std::move(path)},
+            {"size", size},
+            {"mtime_ns", mtime},
+            {"ctime_ns", ctime},
+            {"xxh128", "0123456789abcdef0123456789abcdef"}};
+}
+
+// Two records with paths that need every kind of escape and multi-byte
+// UTF-8, and the integers' extremes.
+json sample() {
+    json first = {
+        {"key", "k1"},
+        {"written_ns", 1795754739386076767},
+        {"files",
+         {file_json("/inc/a \"quoted\" \\ back\\slash.h", 12, 1, 2),
+          file_json("/inc/ctl\x01\x1f\t\n\r\b\f/x.h", 0, -5, INT64_MIN),
+          file_json("/inc/caf\xc3\xa9/\xf0\x9f\x98\x80/\xe2\x82\xac.h", UINT64_MAX, INT64_MAX, 0)}},
+        {"absent", {"/first/x.h", "/first/sub/y.h", "/\x7f/z.h"}}};
+    json second = {
+        {"key", "k2"}, {"written_ns", 0}, {"files", json::array()}, {"absent", json::array()}};
+    return {{"format", 1}, {"records", {first, second}}};
+}
+
+}  // namespace
+
+TEST_CASE("the record reader gives back what the writer wrote", "[direct]") {
+    json j = sample();
+    std::vector<DirectRecord> want = reference(j);
+    REQUIRE(want.size() == 2);
+    CHECK(same(parse_direct_records(j.dump()), want));
+    // Indented, with its line breaks and spaces.
+    CHECK(same(parse_direct_records(j.dump(2)), want));
+    CHECK(parse_direct_records(j.dump())[0].files[1].path == "/inc/ctl\x01\x1f\t\n\r\b\f/x.h");
+    CHECK(parse_direct_records(j.dump())[0].files[2].stat.size == UINT64_MAX);
+    CHECK(parse_direct_records(j.dump())[0].files[1].stat.ctime_ns == INT64_MIN);
+}
+
+TEST_CASE("the record reader reads any JSON spelling of the same records", "[direct]") {
+    // Escapes the writer does not use, members in another order and members
+    // it does not know (of any type), skipped; of two equal keys the last.
+    std::string text = R"( { "extra": {"a": [1, -2.5e+3, true, false, null, {"b": "\""}]},
+        "records": [ { "absent": ["\/x\u00e9\ud83d\ude00.h"], "note": 0.5,
+          "files": [ {"xxh128": "h", "ctime_ns": 3, "mtime_ns": -0, "size": 0,
+                      "path": "/a\u0000b", "more": [[]]} ],
+          "written_ns": 7, "key": "old", "key": "new" } ],
+        "format": 1 } )";
+    auto records = parse_direct_records(text);
+    REQUIRE(records.size() == 1);
+    CHECK(records[0].key == "new");
+    CHECK(records[0].written_ns == 7);
+    CHECK(records[0].absent == std::vector<std::string>{"/x\xc3\xa9\xf0\x9f\x98\x80.h"});
+    REQUIRE(records[0].files.size() == 1);
+    CHECK(records[0].files[0].path == std::string("/a\0b", 4));
+    CHECK(records[0].files[0].stat == FileStat{0, 0, 3, true});
+    CHECK(same(records, reference(json::parse(text))));
+}
+
+TEST_CASE("the record reader takes nothing else for records", "[direct]") {
+    std::string good = sample().dump();
+    REQUIRE_FALSE(parse_direct_records(good).empty());
+    // Every cut of a record file (a torn or truncated write) reads as none.
+    for (size_t n = 0; n < good.size(); ++n) {
+        INFO("first " << n << " bytes");
+        CHECK(parse_direct_records(good.substr(0, n)).empty());
+    }
+    auto records_with = [](const std::string& file_members) {
+        return R"({"format": 1, "records": [{"key": "k", "written_ns": 1, "absent": [],
+                   "files": [{)" +
+               file_members + "}]}]}";
+    };
+    const std::string members =
+        R"("path": "/a.h", "xxh128": "h", "mtime_ns": 1, "ctime_ns": 2, "size": )";
+    REQUIRE(parse_direct_records(records_with(members + "3")).size() == 1);
+    for (std::string bad : {
+             // numbers that are not the integers the writer writes
+             members + "3.0",
+             members + "3e0",
+             members + "-3",
+             members + "03",
+             members + "+3",
+             members + "18446744073709551616",
+             members + "\"3\"",
+             members + "null",
+             // a member missing
+             std::string(R"("path": "/a.h", "xxh128": "h", "mtime_ns": 1, "size": 3)"),
+             // strings that are not JSON, or not UTF-8
+             std::string(R"("path": "/a)") + "\x01" + R"(", "xxh128": "h", "mtime_ns": 1,
+                 "ctime_ns": 2, "size": 3)",
+             std::string(R"("path": "/a)") + "\xc3" + R"(", "xxh128": "h", "mtime_ns": 1,
+                 "ctime_ns": 2, "size": 3)",
+             std::string(R"("path": "/a)") + "\xed\xa0\x80" + R"(", "xxh128": "h", "mtime_ns": 1,
+                 "ctime_ns": 2, "size": 3)",
+             std::string(R"("path": "/a\ud800", "xxh128": "h", "mtime_ns": 1, "ctime_ns": 2,
+                 "size": 3)"),
+             std::string(R"("path": "/a\q", "xxh128": "h", "mtime_ns": 1, "ctime_ns": 2,
+                 "size": 3)"),
+         }) {
+        INFO(bad);
+        CHECK(parse_direct_records(records_with(bad)).empty());
+    }
+    for (const char* other : {
+             R"({"format": 2, "records": []})",
+             R"({"records": []})",
+             R"({"format": 1})",
+             R"({"format": 1, "records": {}})",
+             R"({"format": 1, "records": [{"key": "k", "written_ns": 1, "files": []}]})",
+             R"({"format": 1, "records": []} x)",
+             R"([{"format": 1, "records": []}])",
+             R"({"format": 1, "records": [],})",
+         }) {
+        INFO(other);
+        CHECK(parse_direct_records(other).empty());
+    }
+    // Nesting deeper than a record file's, in a member the reader skips.
+    CHECK(
+        parse_direct_records(R"({"x": )" + std::string(100000, '[') + ", \"format\": 1}").empty());
+}
