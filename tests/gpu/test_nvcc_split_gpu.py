@@ -21,23 +21,7 @@ import pytest
 import bekc
 from conftest import BEKC
 
-# An anonymous namespace's kernel and variable: their names carry the
-# module id that cudafe++ gives the host side and cicc the device side.
-KERNEL = r"""#include "brainevent/common.h"
-namespace {
-__device__ float bias = 1.0f;
-__global__ void scale_kernel(const float* x, float* y, int64_t n) {
-    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-    if (i < n) y[i] = x[i] * 2.0f + bias;
-}
-}  // namespace
-// @BE scale
-void scale(const BE::Tensor x, BE::Tensor y, int64_t stream) {
-    int64_t n = x.numel();
-    scale_kernel<<<(n + 255) / 256, 256, 0, (cudaStream_t)stream>>>(
-        static_cast<const float*>(x.data_ptr()), static_cast<float*>(y.data_ptr()), n);
-}
-"""
+from support.kernels import SCALE_ANONYMOUS_CU, SCALE_PLAIN_CU
 
 
 def gpu_arch():
@@ -53,8 +37,9 @@ def run(*args, env=None):
 
 
 def test_a_library_with_reused_device_code_runs(tmp_path):
+    (tmp_path / "scale.h").write_text("#define SCALE 2.0f\n")
     src = tmp_path / "scale.cu"
-    src.write_text(KERNEL)
+    src.write_text(SCALE_ANONYMOUS_CU)
     mine = gpu_arch()
     other = 80 if mine != 80 else 90
     first = sorted({other, mine})
@@ -94,9 +79,9 @@ def brainevent_dir():
 def test_split_sass_and_ptx_are_nvccs(tmp_path, case):
     args = []
     if case == "plain":
+        (tmp_path / "scale.h").write_text("#define SCALE 2.0f\n")
         src = tmp_path / "plain.cu"
-        src.write_text(KERNEL.replace("namespace {\n", "").replace("}  // namespace\n", "")
-                       .replace("float bias", "float plain_bias").replace("+ bias", "+ plain_bias"))
+        src.write_text(SCALE_PLAIN_CU)
     else:
         package = brainevent_dir()
         if package is None or not (package / "_dense" / "binary_densemv.cu").exists():

@@ -19,32 +19,8 @@ import pytest
 
 pytestmark = pytest.mark.skipif(shutil.which("objcopy") is None, reason="binutils' objcopy is missing")
 
-# A header the device code reads, an anonymous-namespace kernel (its name
-# carries the module id) and a static device variable.
-KERNEL = r"""#include "brainevent/common.h"
-#include "scale.h"
-namespace {
-__device__ float bias = 1.0f;
-__global__ void scale_kernel(const float* x, float* y, int64_t n) {
-    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-    if (i < n) y[i] = x[i] * SCALE + bias;
-}
-}  // namespace
-// @BE scale
-void scale(const BE::Tensor x, BE::Tensor y, int64_t stream) {
-    int64_t n = x.numel();
-    scale_kernel<<<(n + 255) / 256, 256, 0, (cudaStream_t)stream>>>(
-        static_cast<const float*>(x.data_ptr()), static_cast<float*>(y.data_ptr()), n);
-}
-"""
-
-
-# The same without names of internal linkage: nvcc derives those from the
-# path of what it compiles, which for one nvcc process is a new build
-# directory each time.
-PLAIN = (KERNEL.replace("namespace {\n", "").replace("}  // namespace\n", "")
-         .replace("__device__ float bias", "__device__ float scale_bias")
-         .replace("+ bias;", "+ scale_bias;"))
+from support.kernels import SCALE_ANONYMOUS_CU as KERNEL
+from support.kernels import SCALE_PLAIN_CU as PLAIN
 
 
 @pytest.fixture

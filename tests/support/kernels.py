@@ -93,3 +93,32 @@ def add_value_cu(fn: str = "add_one_gpu", includes: Sequence[str] = (), value: s
     """ADD_VALUE_CU_TEMPLATE filled in: export `fn`, out = x + value on the GPU."""
     return ADD_VALUE_CU_TEMPLATE.format(fn=fn, includes=_include_lines(includes), value=value,
                                         extra=extra)
+
+
+# y = x * SCALE + bias on float32 (`scale(x) -> y`), with SCALE from the
+# header scale.h beside it, and the kernel and `bias` in an anonymous
+# namespace: their device names carry the module id nvcc derives from the
+# source's path (tests of nvcc's phases, plan/nvcc_phases).
+SCALE_ANONYMOUS_CU = r"""#include "brainevent/common.h"
+#include "scale.h"
+namespace {
+__device__ float bias = 1.0f;
+__global__ void scale_kernel(const float* x, float* y, int64_t n) {
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] * SCALE + bias;
+}
+}  // namespace
+// @BE scale
+void scale(const BE::Tensor x, BE::Tensor y, int64_t stream) {
+    int64_t n = x.numel();
+    scale_kernel<<<(n + 255) / 256, 256, 0, (cudaStream_t)stream>>>(
+        static_cast<const float*>(x.data_ptr()), static_cast<float*>(y.data_ptr()), n);
+}
+"""
+
+# SCALE_ANONYMOUS_CU with nothing of internal linkage, so its device code does
+# not depend on where it is compiled.
+SCALE_PLAIN_CU = (SCALE_ANONYMOUS_CU.replace("namespace {\n", "")
+                  .replace("}  // namespace\n", "")
+                  .replace("__device__ float bias", "__device__ float scale_bias")
+                  .replace("+ bias;", "+ scale_bias;"))
