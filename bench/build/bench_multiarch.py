@@ -100,6 +100,9 @@ def main():
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--package-files", type=int, default=12,
                     help="the N largest kernel files (0: all)")
+    ap.add_argument("--files", default=",".join(FILES),
+                    help="the kernel files of (a), relative to the package")
+    ap.add_argument("--no-package", action="store_true", help="leave out (b)")
     ap.add_argument("--critical", type=int, default=3,
                     help="time the N largest files alone for the critical path")
     ap.add_argument("--json", dest="json_out", default=None)
@@ -122,14 +125,15 @@ def main():
 
     # The toolchain bekc picks, for the bare commands.
     warm = work / "cache"
-    _, first = bekc_build(bekc, warm, pkg / FILES[0])
+    files = args.files.split(",")
+    _, first = bekc_build(bekc, warm, pkg / files[0])
     manifest = json.loads(Path(json.loads(first.stdout)["manifest"]).read_text())
     nvcc, cxx = manifest["toolchain"]["nvcc"]["path"], manifest["toolchain"]["cxx"]["path"]
     if old:
-        bekc_build(old, work / "old-cache", pkg / FILES[0])
+        bekc_build(old, work / "old-cache", pkg / files[0])
 
     rows, figures = [], {}
-    for rel in FILES:
+    for rel in files:
         src = pkg / rel
         bare = [nvcc, "-std=c++17", "-O3", "-ccbin", cxx, "-Xcompiler",
                 "-fPIC,-fvisibility=hidden", *gencodes(archs), f"-I{include}", "-shared", src,
@@ -160,46 +164,47 @@ def main():
             figures[rel]["host_compile"] = {
                 k: host_compile_seconds(work / f"{k}.csv") for k in ("bare", "new", "old")}
 
-    # (b) A package directory against its critical path.
-    trimmed = work / "package"
-    shutil.copytree(pkg, trimmed, ignore=shutil.ignore_patterns("*_test.py", "__pycache__"))
-    kernels = sorted((p for p in trimmed.rglob("*.cu")), key=lambda p: -p.stat().st_size)
-    if args.package_files:
-        for p in kernels[args.package_files:]:
-            p.unlink()
-        kernels = kernels[:args.package_files]
-    # The hybrid CSR kernels include brainevent/dtypes.h, which needs XLA's
-    # FFI headers: named the way bekc's Python loaders name them.
-    xla = []
-    try:
-        import jax.ffi  # noqa: PLC0415
-        xla = ["--xla-include", jax.ffi.include_dir()]
-    except Exception:  # pragma: no cover - depends on the environment
-        print("jax is not importable: kernel files that include XLA's headers will fail")
-    pkg_times, pkg_cpu, critical = [], [], []
-    for _ in range(args.reps):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        s, _ = timed([bekc, "build", trimmed, *xla, "--arch", args.arch, "-j", str(cores),
-                      "--force", "--cache-dir", warm, "-q", "--json"], env)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        pkg_times.append(s)
-        pkg_cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
-    for p in kernels[:args.critical]:
-        critical.append(
-            min(bekc_build(bekc, warm, p, "--force", *xla)[0] for _ in range(args.reps)))
-    crit = max(critical)
-    pm = statistics.median(pkg_times)
-    # No schedule on `cores` cores beats the work spread evenly over them:
-    # the package's lower bound is the larger of the critical path and
-    # (CPU seconds of every compile) / cores.
-    work = statistics.median(pkg_cpu)
-    bound = max(crit, work / cores)
-    rows.append((f"(b) {len(kernels)} files, -j {cores}", pm, "longest single", crit, pm / crit,
-                 "<= 1.10x", pm / crit <= 1.10))
-    rows.append((f"(b) {len(kernels)} files, -j {cores}", pm, "max(crit, work/N)", bound,
-                 pm / bound, "", None))
-    figures["package"] = {"files": len(kernels), "seconds": pm, "critical_path": crit,
-                          "cpu_seconds": work, "work_bound": work / cores}
+    if not args.no_package:
+        # (b) A package directory against its critical path.
+        trimmed = work / "package"
+        shutil.copytree(pkg, trimmed, ignore=shutil.ignore_patterns("*_test.py", "__pycache__"))
+        kernels = sorted((p for p in trimmed.rglob("*.cu")), key=lambda p: -p.stat().st_size)
+        if args.package_files:
+            for p in kernels[args.package_files:]:
+                p.unlink()
+            kernels = kernels[:args.package_files]
+        # The hybrid CSR kernels include brainevent/dtypes.h, which needs XLA's
+        # FFI headers: named the way bekc's Python loaders name them.
+        xla = []
+        try:
+            import jax.ffi  # noqa: PLC0415
+            xla = ["--xla-include", jax.ffi.include_dir()]
+        except Exception:  # pragma: no cover - depends on the environment
+            print("jax is not importable: kernel files that include XLA's headers will fail")
+        pkg_times, pkg_cpu, critical = [], [], []
+        for _ in range(args.reps):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            s, _ = timed([bekc, "build", trimmed, *xla, "--arch", args.arch, "-j", str(cores),
+                          "--force", "--cache-dir", warm, "-q", "--json"], env)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            pkg_times.append(s)
+            pkg_cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+        for p in kernels[:args.critical]:
+            critical.append(
+                min(bekc_build(bekc, warm, p, "--force", *xla)[0] for _ in range(args.reps)))
+        crit = max(critical)
+        pm = statistics.median(pkg_times)
+        # No schedule on `cores` cores beats the work spread evenly over them:
+        # the package's lower bound is the larger of the critical path and
+        # (CPU seconds of every compile) / cores.
+        work = statistics.median(pkg_cpu)
+        bound = max(crit, work / cores)
+        rows.append((f"(b) {len(kernels)} files, -j {cores}", pm, "longest single", crit, pm / crit,
+                     "<= 1.10x", pm / crit <= 1.10))
+        rows.append((f"(b) {len(kernels)} files, -j {cores}", pm, "max(crit, work/N)", bound,
+                     pm / bound, "", None))
+        figures["package"] = {"files": len(kernels), "seconds": pm, "critical_path": crit,
+                              "cpu_seconds": work, "work_bound": work / cores}
 
     print(f"machine: {platform.node()}, {cores} CPUs; nvcc {nvcc}; host {cxx}; --arch {args.arch}")
     print(f"medians of {args.reps} runs each")
@@ -214,7 +219,7 @@ def main():
     for case, b, name, base, ratio, goal, met in rows:
         shown = "" if met is None else ("yes" if met else "NO")
         print(f"{case:<32} {b:7.2f}s   {name:<18} {base:7.2f}s {ratio:6.2f}x  {goal:<9} {shown}")
-    for rel in FILES:
+    for rel in files:
         hc = figures[rel].get("host_compile")
         if hc:
             shown = {k: "n/a" if v is None else f"{v:.2f} s" for k, v in hc.items()}
