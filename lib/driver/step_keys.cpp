@@ -31,7 +31,9 @@ void hide_build_dirs(std::string& text, const fs::path& build_dir) {
 }
 
 // nvcc's names for cudafe++'s output carry the last architecture:
-// "x.compute_90.cudafe1.stub.c" becomes "x.$LAST.cudafe1.stub.c".
+// "x.compute_90.cudafe1.stub.c" becomes "x.$LAST.cudafe1.stub.c", in a
+// file name (an argument) or in the #include and line-marker lines of a file
+// (hide_last_arch_in_directives), never in its code.
 void hide_last_arch(std::string& text) {
     static constexpr std::string_view kTail = ".cudafe1.";
     for (size_t at = text.find(kTail); at != std::string::npos; at = text.find(kTail, at + 1)) {
@@ -42,6 +44,20 @@ void hide_last_arch(std::string& text) {
         text.replace(dot + 1, arch.size(), "$LAST");
         at = dot + 1 + 5;
     }
+}
+
+void hide_last_arch_in_directives(std::string& text) {
+    std::string out;
+    out.reserve(text.size());
+    for (size_t pos = 0; pos < text.size();) {
+        size_t eol = std::min(text.find('\n', pos), text.size());
+        std::string line = text.substr(pos, eol - pos);
+        if (line.starts_with("#")) hide_last_arch(line);
+        out += line;
+        if (eol < text.size()) out += '\n';
+        pos = eol + 1;
+    }
+    text = std::move(out);
 }
 
 bool is_arch_macro(std::string_view arg) {
@@ -77,9 +93,14 @@ std::optional<std::string> StepReuse::key(const Step& s) const {
     if (!kept_phase(s) || !in_.nvcc || s.command.argv.empty()) return std::nullopt;
     const bool host = s.phase == "host-compile";
     const bool hide_arch = host && !has_debug_info(s.command.argv);
-    auto normal = [&](std::string text) {
+    auto normal = [&](std::string text) {  // an argument or a file name
         hide_build_dirs(text, build_dir_);
         if (hide_arch) hide_last_arch(text);
+        return text;
+    };
+    auto normal_file = [&](std::string text) {  // a file's bytes
+        hide_build_dirs(text, build_dir_);
+        if (hide_arch) hide_last_arch_in_directives(text);
         return text;
     };
     auto program = identify_tool(s.command.argv.front());
@@ -112,13 +133,16 @@ std::optional<std::string> StepReuse::key(const Step& s) const {
         }
     }
     k.add_list("argv", argv);
+    // What the tools read from bekc's environment (toolchain/compiler_env),
+    // as the direct key holds it; then what nvcc sets for them.
+    for (const auto& [name, value] : in_.env.values) k.add("compiler_env." + name, value);
     for (const auto& [name, value] : s.command.env_overrides)
         if (name != "PATH" || host) k.add("env." + name, normal(value));
     for (const auto& input : s.command.inputs) {
         auto text = read_file(input);
         if (!text) return std::nullopt;
         k.add("input", input == module_id_file ? "$MODULE_ID" : normal(input))
-            .add("input.sha256", sha256_hex(normal(std::move(*text))));
+            .add("input.sha256", sha256_hex(normal_file(std::move(*text))));
     }
     return k.digest();
 }
@@ -130,12 +154,16 @@ namespace {
 // keeps beside the object, as JSON. nullopt when its dependency file is
 // missing.
 std::optional<nlohmann::json> host_compile_meta(const Step& s) {
-    bool named = false;
+    // Named by the compile's own text or arguments: only the same values fit.
+    bool in_code = false;
+    for (const auto& a : s.command.argv)
+        in_code = in_code || (!is_arch_macro(a) && names_arch_macro(a));
     for (const auto& input : s.command.inputs) {
         auto text = read_file(input);
         if (!text) return std::nullopt;
-        named = named || names_arch_macro(*text);
+        in_code = in_code || names_arch_macro(*text);
     }
+    bool named = in_code;
     auto deps = read_file(host_compile_depfile(s));
     if (!deps) return std::nullopt;
     nlohmann::json headers = nlohmann::json::object();
@@ -151,7 +179,10 @@ std::optional<nlohmann::json> host_compile_meta(const Step& s) {
     std::vector<std::string> macros;
     for (const auto& a : s.command.argv)
         if (is_arch_macro(a)) macros.push_back(a);
-    return nlohmann::json{{"headers", headers}, {"macros_named", named}, {"macros", macros}};
+    return nlohmann::json{{"headers", headers},
+                          {"macros_named", named},
+                          {"macros_in_code", in_code},
+                          {"macros", macros}};
 }
 
 // Whether every header a kept host compile read still has the bytes it had.
@@ -204,7 +235,8 @@ std::optional<std::string> directives_of(const Step& s) {
         }
         return false;
     };
-    if (take(*text, true)) take(*stub, false);
+    if (!take(*text, true)) return std::nullopt;  // no stub include: not the compile it seems
+    take(*stub, false);
     return out;
 }
 
@@ -264,7 +296,9 @@ bool StepReuse::host_compile_fits(const Step& s, const std::string& meta_text) {
     for (const auto& m : *stored)
         if (m.is_string()) then.push_back(m.get<std::string>());
     if (then == now) return true;
-    // Named somewhere: the compile's preprocessor must see the same with both.
+    if (meta.value("macros_in_code", true)) return false;
+    // Named only by headers: the compile's preprocessor must see the same
+    // with both.
     auto a = macro_probe(s, then), b = macro_probe(s, now);
     return a && b && *a == *b;
 }

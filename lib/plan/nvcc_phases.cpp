@@ -61,6 +61,29 @@ bool name_char(char c, bool first) {
            (!first && c >= '0' && c <= '9');
 }
 
+// Whether `rest` (from a '>' on) is redirections alone: `>FILE`, `> FILE`,
+// `2>FILE`, `2> FILE`, separated by blanks, FILE a plain word.
+bool only_redirections(std::string_view rest) {
+    auto blank = [](char c) { return c == ' ' || c == '\t'; };
+    size_t i = 0;
+    while (i < rest.size()) {
+        while (i < rest.size() && blank(rest[i])) ++i;
+        if (i == rest.size()) break;
+        if (rest.substr(i, 2) == "2>") ++i;
+        if (rest[i] != '>') return false;
+        ++i;
+        while (i < rest.size() && blank(rest[i])) ++i;
+        size_t start = i;
+        while (i < rest.size() && !blank(rest[i])) {
+            if (std::string_view(";|&<>()`'\\$").find(rest[i]) != std::string_view::npos)
+                return false;
+            ++i;
+        }
+        if (i == start) return false;
+    }
+    return true;
+}
+
 // One line of the dry run as words, the way nvcc's shell would split it:
 // double quotes group, $NAME and ${NAME} expand from nvcc's own variables,
 // a word from `>` or `2>` on is a redirection and ends the command. Anything
@@ -90,6 +113,11 @@ std::expected<std::vector<std::string>, std::string> split_words(std::string_vie
                 return std::unexpected("the variable " +
                                        std::string(line.substr(start, end - start)) +
                                        ", which nvcc did not set");
+            // Unquoted, a shell would split the value, expand its globs and
+            // drop it when empty: only a plain word is taken.
+            if (!quoted &&
+                (var->second.empty() || var->second.find_first_of(" \t*?[") != std::string::npos))
+                return std::unexpected("an unquoted variable that is not one plain word");
             cur += var->second;
             in_word = true;
             i = end - 1 + (brace ? 1 : 0);
@@ -102,8 +130,11 @@ std::expected<std::vector<std::string>, std::string> split_words(std::string_vie
             continue;
         }
         if (!quoted && c == '>') {
-            // `> FILE`, `2> FILE`, `>FILE`: nvcc keeps a tool's output; bekc reads it.
+            // `> FILE`, `2> FILE`, `>FILE`: nvcc keeps a tool's output; bekc
+            // reads it. Nothing but more redirections may follow.
             if (in_word && cur != "2") return std::unexpected("a redirection inside a word");
+            if (!only_redirections(line.substr(i)))
+                return std::unexpected("a command after a redirection");
             return words;
         }
         if (c == '\\' || c == '\'' || c == '`' ||
@@ -256,8 +287,11 @@ std::expected<void, std::string> check_pipeline(const NvccPipeline& p) {
 // The assembler text that puts a fat binary in the section nvcc's own
 // fatbin.c puts it in, under a hidden symbol.
 std::string fatbin_assembly(const std::string& symbol, const std::string& fatbin) {
+    // The note keeps the library's stack non-executable (an object without
+    // it asks the linker for an executable one).
     return ".section .nv_fatbin, \"a\"\n.balign 8\n.globl " + symbol + "\n.hidden " + symbol +
-           "\n" + symbol + ":\n.incbin \"" + fatbin + "\"\n";
+           "\n" + symbol + ":\n.incbin \"" + fatbin + "\"\n" +
+           ".section .note.GNU-stack, \"\", @progbits\n";
 }
 
 // The fatbin.c the host compile includes: the wrapper the CUDA runtime
@@ -446,6 +480,10 @@ class PhaseSteps {
         fs::path dir = fs::path(cudafe_c_).parent_path();
         if (stub_.empty() || fatbin_c_name_.empty() || s.command.inputs.front() != nvcc_cudafe_c_)
             return std::unexpected("a host compile of another file than cudafe++'s");
+        // Written beside cudafe++'s output: plain file names only.
+        for (const std::string* name : {&stub_, &nvcc_stub_, &fatbin_c_name_})
+            if (name->find('/') != std::string::npos || *name == "." || *name == "..")
+                return std::unexpected("a stub or fatbin.c name with a directory: " + *name);
         std::replace(s.command.argv.begin(), s.command.argv.end(), nvcc_cudafe_c_, cudafe_c_);
         s.command.inputs.front() = cudafe_c_;
         std::string nvcc_stub = (dir / nvcc_stub_).string();
@@ -509,10 +547,10 @@ std::expected<void, std::string> split_nvcc_compile(BuildGraph& graph, const Nvc
     if (auto ok = check_pipeline(pipeline); !ok) return ok;
     // Every file a phase writes goes beside the object (-objtemp), where the
     // build directory's removal takes it; never nvcc's /tmp/tmpxft_* names.
-    const std::string dir = fs::path(graph.steps[r.step].command.outputs.front()).parent_path();
+    const fs::path dir = fs::path(graph.steps[r.step].command.outputs.front()).parent_path();
     for (const auto& ph : pipeline.phases)
         for (const auto& out : ph.outputs)
-            if (!out.starts_with(dir + "/") || out.find("/../") != std::string::npos)
+            if (fs::path(out).lexically_normal().parent_path() != dir.lexically_normal())
                 return std::unexpected(out + " is outside the build directory");
     auto made = PhaseSteps(graph.steps[r.step], pipeline, r).make();
     if (!made) return std::unexpected(made.error());

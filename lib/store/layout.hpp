@@ -21,7 +21,8 @@
 //     steps/ab/cdef…/         the result of one build step (an nvcc phase:
 //                             cicc, ptxas, the host compile) by the key of
 //                             what it reads (store/step_cache.hpp): its
-//                             outputs as 0, 1, …, meta.json, stamp.json
+//                             outputs as 0, 1, …, meta.json, stamp.json,
+//                             last-use
 //     runtime/<h>/include/    the runtime headers of one bekc header set,
 //                             sealed by runtime/<h>/include/stamp.json
 //     runtime/<h>/obj/<c>/    bekc_rt.o for one host compiler, sealed by its

@@ -23,22 +23,26 @@ std::optional<StepResult> StepCache::find(std::string_view key, size_t count) co
         if (file == sealed->end()) return std::nullopt;
         r.files.push_back(std::move(file->second));
     }
+    // Its last use, which the size limit goes by (oldest first).
+    cache_.dir().touch(rel / std::string(kLastUseFile));
     return r;
 }
 
 std::expected<void, Error> StepCache::store(std::string_view key,
                                             const std::vector<fs::path>& files,
                                             std::string_view meta) const {
-    auto tree = cache_.ensure_tree(
-        CacheLayout::step(key), CacheLayout::named_lock("step." + std::string(key)),
-        [&](const Staging& staging) -> std::expected<void, Error> {
-            for (size_t i = 0; i < files.size(); ++i) {
-                auto text = read_file(files[i]);
-                if (!text) return fail(ErrorKind::Cache, "cannot read " + files[i].string());
-                if (auto w = staging.write(std::to_string(i), *text); !w) return w;
-            }
-            return staging.write(std::string(kMetaFile), meta);
-        });
+    auto tree = cache_.ensure_tree(CacheLayout::step(key), CacheLayout::lock(key),
+                                   [&](const Staging& staging) -> std::expected<void, Error> {
+                                       for (size_t i = 0; i < files.size(); ++i) {
+                                           auto text = read_file(files[i]);
+                                           if (!text)
+                                               return fail(ErrorKind::Cache,
+                                                           "cannot read " + files[i].string());
+                                           if (auto w = staging.write(std::to_string(i), *text); !w)
+                                               return w;
+                                       }
+                                       return staging.write(std::string(kMetaFile), meta);
+                                   });
     if (!tree) return fail(ErrorKind::Cache, tree.error().message);
     return {};
 }

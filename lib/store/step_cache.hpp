@@ -6,9 +6,10 @@
 //
 // steps/ab/cdef…/ (store/layout.hpp) holds the outputs as 0, 1, … in the
 // step's order and meta.json, sealed (store/seal.hpp) and published by
-// rename like the runtime trees, so a reader never sees a partial one. The
-// size limit removes the oldest with the entries; `cache clear` and
-// `cache verify` treat them as entries.
+// rename like the runtime trees, under the key's lock, so a reader never sees
+// a partial one. Each use touches its last-use; the size limit removes the
+// least recently used with the entries; `cache clear` and `cache verify`
+// treat them as entries.
 #pragma once
 
 #include <expected>

@@ -72,6 +72,11 @@ def test_the_split_library_embeds_nvccs_own_fat_binary(bekc, source, nvcc, tmp_p
     whole = bekc.build(source, "--arch", arch, env=env(BEKC_SPLIT_NVCC="0"),
                        cache_dir=tmp_path / "b")
     assert fatbin(split.library, tmp_path) == fatbin(whole.library, tmp_path)
+    # The fat binary's own object leaves the library's stack non-executable.
+    segments = subprocess.run(["readelf", "-lW", str(split.library)], capture_output=True,
+                              text=True, check=True).stdout
+    stack = [line for line in segments.splitlines() if "GNU_STACK" in line]
+    assert stack and "RWE" not in stack[0], segments
 
 
 def test_a_new_architecture_compiles_only_itself(bekc, source, nvcc, tmp_path):
@@ -165,3 +170,17 @@ def test_a_wrong_module_id_prediction_is_caught_and_the_build_runs_again(bekc, s
     forced = bekc.build(source, "--arch", "80,90", "--force", env=env())
     assert fatbin(forced.library, tmp_path) == fatbin(first.library, tmp_path)
     assert __import__("json").loads(memo_file.read_text())[name]["m"] == real
+
+
+def test_a_step_compiled_with_another_compiler_environment_is_not_reused(bekc, source, nvcc):
+    """The variables the compilers read (toolchain/compiler_env: CPATH,
+    GCC_EXEC_PREFIX, CCC_OVERRIDE_OPTIONS, SOURCE_DATE_EPOCH, ...) are in
+    every step's key, as in the build's."""
+    bekc.build(source, "--arch", "80,90", env=env(SOURCE_DATE_EPOCH="1700000000"))
+    other = bekc.run("build", "-v", "--cache-dir", bekc.cache_dir, source, "--arch", "80,90",
+                     env=env(SOURCE_DATE_EPOCH="1800000000"))
+    assert other.returncode == 0, other.stderr
+    assert reused(other.stderr) == [], other.stderr
+    same = bekc.run("build", "-v", "--force", "--cache-dir", bekc.cache_dir, source, "--arch",
+                    "80,90", env=env(SOURCE_DATE_EPOCH="1800000000"))
+    assert same.returncode == 0 and reused(same.stderr) == [], "--force reuses nothing"

@@ -175,6 +175,20 @@ TEST_CASE("nvcc phases: a line bekc would not run as nvcc does is refused with i
     CHECK(refused("#$ ptxas a*.ptx -o x").find("*") != std::string::npos);
     CHECK(refused("#$ ptxas a.ptx -o").find("writes") != std::string::npos);
     CHECK(refused("compiling a.cu").find("not a command") != std::string::npos);
+    // A shell would run what follows a redirection, or split a variable.
+    CHECK(refused("#$ ptxas a.ptx -o x > /tmp/o; rm -rf /").find("after a redirection") !=
+          std::string::npos);
+    CHECK(refused("#$ ptxas a.ptx -o x > /tmp/o && rm y").find("after a redirection") !=
+          std::string::npos);
+    CHECK(refused("#$ ptxas $_HERE_ a.ptx -o x 2>/tmp/e extra").find("after a redirection") !=
+          std::string::npos);
+    auto spaced = parse_nvcc_dryrun("#$ V=\"a b\"\n#$ ptxas $V.ptx -o x\n");
+    REQUIRE_FALSE(spaced);
+    CHECK(spaced.error().find("one plain word") != std::string::npos);
+    // Redirections alone, in any of nvcc's spellings, are dropped.
+    CHECK(
+        parse_nvcc_dryrun("#$ ptxas a.ptx -o x > /tmp/o 2>/tmp/e\n#$ fatbinary --create=f "
+                          "--image3=kind=elf,sm=80,file=x >/tmp/o 2> /tmp/e\n"));
 }
 
 TEST_CASE("nvcc phases: the dry run asks for the compile without -MD, -MF and --threads",
@@ -196,7 +210,7 @@ TEST_CASE("nvcc phases: a split compile runs each phase once the files it reads 
           "[nvcc_phases]") {
     BuildGraph g = graph();
     size_t at = compile_of_unit(g);
-    REQUIRE(split_nvcc_compile(g, parsed(), {at, "/usr/bin/g++", "/src/0_k.bekc.cu"}));
+    REQUIRE(split_nvcc_compile(g, parsed(), {at, "/usr/bin/g++", "/src/0_k.bekc.cu", ""}));
     for (size_t i = 0; i < g.steps.size(); ++i)
         for (size_t a : g.steps[i].after) CHECK(a < i);
     CHECK(comes_after(g, "cudafe++ 0_k.bekc.cu", "host-preprocess 0_k.bekc.cu"));
@@ -236,6 +250,8 @@ TEST_CASE("nvcc phases: a split compile runs each phase once the files it reads 
     const Step& s = step_named(g, "write 0_k.bekc.cu.o.fatbin.s");
     CHECK(s.content.find(".incbin \"" + O + ".fatbin\"") != std::string::npos);
     CHECK(s.content.find(".section .nv_fatbin") != std::string::npos);
+    // Without the note the linker would give the library an executable stack.
+    CHECK(s.content.find(".section .note.GNU-stack") != std::string::npos);
     // The link takes the fat binary's object right after the host object.
     const Step& link = g.steps.back();
     REQUIRE(link.kind == StepKind::Link);
@@ -251,8 +267,8 @@ TEST_CASE(
     "the input's",
     "[nvcc_phases]") {
     BuildGraph g = graph();
-    REQUIRE(
-        split_nvcc_compile(g, parsed(), {compile_of_unit(g), "/usr/bin/g++", "/src/0_k.bekc.cu"}));
+    REQUIRE(split_nvcc_compile(g, parsed(),
+                               {compile_of_unit(g), "/usr/bin/g++", "/src/0_k.bekc.cu", ""}));
     int depfiles = 0;
     for (const auto& s : g.steps) {
         if (s.phase == "host-preprocess" || s.phase == "device-preprocess") {
@@ -278,15 +294,21 @@ TEST_CASE(
     const BuildGraph before = g;
     NvccPipeline p = parsed();
     p.phases[4].outputs = {"/tmp/tmpxft_00001_x.cubin"};
-    auto split = split_nvcc_compile(g, p, {compile_of_unit(g), "/usr/bin/g++", ""});
+    auto split = split_nvcc_compile(g, p, {compile_of_unit(g), "/usr/bin/g++", "", ""});
     REQUIRE_FALSE(split);
     CHECK(split.error().find("outside the build directory") != std::string::npos);
     REQUIRE(g.steps.size() == before.steps.size());
     for (size_t i = 0; i < g.steps.size(); ++i)
         CHECK(g.steps[i].command.argv == before.steps[i].command.argv);
+    // A stub named with a directory would be written outside it.
+    p = parsed();
+    for (auto& a : p.phases[1].argv)
+        if (a == "0_k.bekc.cu.o.compute_90.cudafe1.stub.c") a = "../escape.stub.c";
+    CHECK_FALSE(split_nvcc_compile(g, p, {compile_of_unit(g), "/usr/bin/g++", "", ""}));
+    CHECK(g.steps.size() == before.steps.size());
     // And one without a cicc per preprocessing.
     p = parsed();
     p.phases.erase(p.phases.begin() + 3);
-    CHECK_FALSE(split_nvcc_compile(g, p, {compile_of_unit(g), "/usr/bin/g++", ""}));
+    CHECK_FALSE(split_nvcc_compile(g, p, {compile_of_unit(g), "/usr/bin/g++", "", ""}));
     CHECK(g.steps.size() == before.steps.size());
 }
