@@ -185,7 +185,11 @@ def run_bekc(argv: Sequence[str], *, verbose: bool = False, parse_json: bool = T
         # Progress stays quiet; bekc's warnings (e.g. a default --arch) still reach the user.
         for line in stderr.splitlines():
             if "warning" in line.lower():
-                warnings.warn(f"bekc: {line.strip()}", RuntimeWarning, stacklevel=4)
+                # bekc's own lines already say whose they are; a compiler's do not.
+                text = line.strip()
+                if not text.startswith("bekc:"):
+                    text = f"bekc: {text}"
+                warnings.warn(text, RuntimeWarning, stacklevel=4)
     if not parse_json:
         return stdout
     text = stdout.strip()

@@ -105,8 +105,20 @@ def test_run_parses_json_and_warns(tmp_path):
     script = _exe(tmp_path / "ok",
                   "#!/bin/sh\necho 'bekc: warning: no GPU, using sm_80' >&2\n"
                   "echo '{\"manifest\": \"/x/manifest.json\"}'\n")
-    with pytest.warns(RuntimeWarning, match="no GPU"):
+    with pytest.warns(RuntimeWarning, match="no GPU") as caught:
         assert _binary.run_bekc([script]) == {"manifest": "/x/manifest.json"}
+    # Said once whose it is, as the binary said it.
+    assert [str(w.message) for w in caught] == ["bekc: warning: no GPU, using sm_80"]
+
+
+def test_a_compilers_warning_is_said_to_come_through_bekc(tmp_path):
+    script = _exe(tmp_path / "ok",
+                  "#!/bin/sh\necho 'k.cu(3): warning #177-D: variable was declared' >&2\n"
+                  "echo '{\"manifest\": \"/x/manifest.json\"}'\n")
+    with pytest.warns(RuntimeWarning) as caught:
+        _binary.run_bekc([script])
+    assert [str(w.message) for w in caught] == [
+        "bekc: k.cu(3): warning #177-D: variable was declared"]
 
 
 def test_run_bad_json(tmp_path):
