@@ -297,11 +297,15 @@ def target_signature(manifest: dict) -> tuple:
 
 
 def sha256_fd(fd: int) -> str:
-    """SHA-256 of what is left to read from the open file ``fd``."""
+    """SHA-256 of what is left to read from the open file ``fd``: read into one
+    buffer, used again for every chunk (a library is hashed at each load, so
+    no chunk is copied into a new bytes object)."""
     h = hashlib.sha256()
+    buf = bytearray(1 << 18)
+    view = memoryview(buf)
     while True:
-        chunk = os.read(fd, 1 << 20)
-        if not chunk:
+        n = os.readv(fd, [buf])
+        if not n:
             break
-        h.update(chunk)
+        h.update(view[:n])
     return h.hexdigest()

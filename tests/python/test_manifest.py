@@ -143,3 +143,19 @@ def test_undefined_symbol_is_named_demangled(tmp_path):
         f"_Z10vector_addN2BE6TensorES0_S0_l. The library uses vector_add(BE::Tensor, "
         f"BE::Tensor, BE::Tensor, long) (_Z10vector_addN2BE6TensorES0_S0_l), which neither it "
         f"nor the libraries it loads define.")
+
+
+@pytest.mark.parametrize("size", [0, 1, (1 << 18) - 1, 1 << 18, (1 << 18) + 1, 3 * (1 << 18) + 5])
+def test_a_librarys_sha256_is_of_every_byte_whatever_its_size(tmp_path, size):
+    """The loader's check of a library (sha256_fd, read in chunks into one
+    buffer) hashes exactly the file's bytes: empty, one byte, around and past
+    the buffer's size."""
+    from bekc._manifest import sha256_fd
+    data = bytes((i * 7 + 3) % 251 for i in range(size))
+    path = tmp_path / "lib.so"
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert sha256_fd(fd) == hashlib.sha256(data).hexdigest()
+    finally:
+        os.close(fd)
