@@ -18,7 +18,7 @@ import jax.numpy as jnp  # noqa: E402
 
 import bekc  # noqa: E402
 from conftest import unique_prefix  # noqa: E402
-from support.kernels import VECTOR_ADD_CPP  # noqa: E402
+from support.kernels import SCALE_CPP, VECTOR_ADD_CPP  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("bekc_bin")
 
@@ -27,18 +27,6 @@ RNG = np.random.default_rng(7)
 
 def rand(*shape):
     return jnp.asarray(RNG.uniform(-3.0, 3.0, size=shape).astype(np.float32))
-
-
-SCALE_BY = r"""
-#include "brainevent/common.h"
-
-// @BE scale_by arg ret attr.scale_factor:float32
-void scale_by(const BE::Tensor x, BE::Tensor out, float scale_factor) {
-    const float* in = static_cast<const float*>(x.data_ptr());
-    float* o = static_cast<float*>(out.data_ptr());
-    for (int64_t i = 0; i < x.numel(); ++i) o[i] = in[i] * scale_factor;
-}
-"""
 
 
 # --------------------------------------------------------------------------- seed 000
@@ -55,27 +43,27 @@ def test_1_vector_add():
 
 def test_2_scalar_attributes():
     name = unique_prefix("scale_ops")
-    mod = bekc.load_cpp_inline(name=name, cpp_sources=SCALE_BY)
+    mod = bekc.load_cpp_inline(name=name, cpp_sources=SCALE_CPP)
     a = rand(1024)
-    result = jax.ffi.ffi_call(f"{name}.scale_by", jax.ShapeDtypeStruct(a.shape, a.dtype))(
-        a, scale_factor=np.float32(3.0))
+    result = jax.ffi.ffi_call(f"{name}.scale", jax.ShapeDtypeStruct(a.shape, a.dtype))(
+        a, factor=np.float32(3.0))
     np.testing.assert_allclose(result, a * 3.0, rtol=1e-6)
-    np.testing.assert_allclose(mod.scale_by(a, scale_factor=3.0), a * 3.0, rtol=1e-6)
-    np.testing.assert_allclose(mod.scale_by(a, scale_factor=2), a * 2.0, rtol=1e-6)
-    assert mod.targets[f"{name}.scale_by"]["attrs"] == [{"name": "scale_factor", "type": "float32"}]
-    with pytest.raises(TypeError, match="did you mean 'scale_factor'"):
-        mod.scale_by(a, scale=3.0)
+    np.testing.assert_allclose(mod.scale(a, factor=3.0), a * 3.0, rtol=1e-6)
+    np.testing.assert_allclose(mod.scale(a, factor=2), a * 2.0, rtol=1e-6)
+    assert mod.targets[f"{name}.scale"]["attrs"] == [{"name": "factor", "type": "float32"}]
+    with pytest.raises(TypeError, match="did you mean 'factor'"):
+        mod.scale(a, facter=3.0)
 
 
 def test_3_compiler_options():
     name = unique_prefix("fast_kernels")
-    mod = bekc.load_cpp_inline(name=name, cpp_sources=SCALE_BY, optimization_level=3,
+    mod = bekc.load_cpp_inline(name=name, cpp_sources=SCALE_CPP, optimization_level=3,
                                use_fast_math=True)
     a = rand(4096)
-    np.testing.assert_allclose(mod.scale_by(a, scale_factor=0.5), a * 0.5, rtol=1e-6)
+    np.testing.assert_allclose(mod.scale(a, factor=0.5), a * 0.5, rtol=1e-6)
     flags = mod.manifest["flags"]
     assert flags["opt_level"] == 3 and flags["fast_math"] is True
-    slow = bekc.load_cpp_inline(name=unique_prefix("slow_kernels"), cpp_sources=SCALE_BY,
+    slow = bekc.load_cpp_inline(name=unique_prefix("slow_kernels"), cpp_sources=SCALE_CPP,
                                 optimization_level=0)
     assert slow.manifest["flags"]["opt_level"] == 0
     assert slow.manifest["key"] != mod.manifest["key"]  # flags are part of the cache key
@@ -282,15 +270,15 @@ def test_cli_build_then_load(tmp_path, bekc_bin):
     """The non-Python flow: `bekc build k.cpp` prints the manifest path; bekc.load reads it."""
     import subprocess
     src = tmp_path / "kernels.cpp"
-    src.write_text(SCALE_BY)
+    src.write_text(SCALE_CPP)
     prefix = unique_prefix("cli")
     out = subprocess.run([bekc_bin, "build", str(src), f"--target-prefix={prefix}",
                           f"--cache-dir={bekc.get_cache_dir()}"],
                          check=True, stdout=subprocess.PIPE, text=True).stdout
     manifest = out.strip().splitlines()[-1]
     mod = bekc.load(manifest)
-    assert mod.name == "kernels" and f"{prefix}.scale_by" in mod.targets
+    assert mod.name == "kernels" and f"{prefix}.scale" in mod.targets
     x = rand(256)
-    np.testing.assert_allclose(jax.jit(lambda v: mod.scale_by(v, scale_factor=-1.5))(x), x * -1.5,
+    np.testing.assert_allclose(jax.jit(lambda v: mod.scale(v, factor=-1.5))(x), x * -1.5,
                                rtol=1e-6)
     assert bekc.load(os.path.dirname(manifest)) is mod
