@@ -26,6 +26,15 @@ from ._errors import BekcError, BinaryNotFoundError, CacheError, CompileError
 __all__ = ["find_binary", "run_bekc", "bundled_binary_path", "wheel_binary_path"]
 
 
+def libraries_beside(real_binary: str, name: str) -> List[str]:
+    """Where a library built with the bekc binary at ``real_binary`` (its real
+    path) lies: beside it (a build tree), then in the Python package of the
+    install prefix it belongs to."""
+    bindir = os.path.dirname(real_binary)
+    return [os.path.join(bindir, name),
+            os.path.join(os.path.dirname(bindir), "lib", "bekc", "python", "bekc", "lib", name)]
+
+
 def bundled_binary_path() -> str:
     """Where a copy of ``bekc`` shipped inside the package would live."""
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", "bekc")

@@ -81,10 +81,8 @@ def lookup_library_for(binary: str) -> Optional[str]:
     if env:
         return env if os.path.isfile(env) else None
     real = os.path.realpath(binary)
-    bindir = os.path.dirname(real)
-    for c in (os.path.join(bindir, _LIBRARY_NAME),  # a build tree
-              os.path.join(os.path.dirname(bindir), "lib", "bekc", "python", "bekc", "lib",
-                           _LIBRARY_NAME)):  # an install prefix
+    from ._binary import libraries_beside
+    for c in libraries_beside(real, _LIBRARY_NAME):
         if os.path.isfile(c):
             return c
     # A wheel: asked last, since reading the wheel's file list takes

@@ -39,11 +39,8 @@ def find_numba_library() -> str:
     here = os.path.dirname(os.path.abspath(__file__))
     candidates = [os.path.join(here, "lib", _LIBRARY_NAME)]
     try:
-        from ._binary import find_binary
-        bindir = os.path.dirname(os.path.realpath(find_binary()))
-        candidates.append(os.path.join(bindir, _LIBRARY_NAME))  # a build tree
-        candidates.append(os.path.join(os.path.dirname(bindir), "lib", "bekc", "python", "bekc",
-                                       "lib", _LIBRARY_NAME))  # an install prefix
+        from ._binary import find_binary, libraries_beside
+        candidates += libraries_beside(os.path.realpath(find_binary()), _LIBRARY_NAME)
     except BekcError as e:
         tried.append(f"next to the bekc binary ({e})")
     for c in candidates:
