@@ -67,9 +67,7 @@ void dry_run(const BuildInputs& in, const BuildOptions& o, const PlannedBuild& p
     paths.device_threads = device_threads_for(in, eo.jobs, !paths.runtime_object_ready);
     BuildGraph graph = plan_graph(in, paths);
     CompileTimes times(in.cache_root);
-    split_nvcc_compiles(graph, in, ctx.runner, ctx.tools, [&](const fs::path& input) {
-        return times.module_id(fs::absolute(input).lexically_normal().string());
-    });
+    split_nvcc_compiles(graph, in, ctx.runner, ctx.tools, &times);
     (void)execute_graph(graph, dry, eo);
 }
 

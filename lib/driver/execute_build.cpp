@@ -101,18 +101,14 @@ Error step_error(const BuildInputs& in, const BuildGraph& graph, const StepFailu
 // The graph of a build in `dir` with `slots` job slots; `link_depfile`:
 // ask the linker for --dependency-file.
 BuildGraph plan_in(const BuildInputs& in, const fs::path& dir, int slots, bool link_depfile,
-                   BuildContext& ctx, const PredictModuleId& predict) {
+                   BuildContext& ctx, const CompileTimes* module_ids) {
     GraphPaths paths = graph_paths(in, dir);
     paths.nvcc_safe_paths = true;
     paths.link_depfile = link_depfile;
     paths.device_threads = device_threads_for(in, slots, !paths.runtime_object_ready);
     BuildGraph graph = plan_graph(in, paths);
-    split_nvcc_compiles(graph, in, ctx.runner, ctx.tools, predict);
+    split_nvcc_compiles(graph, in, ctx.runner, ctx.tools, module_ids);
     return graph;
-}
-
-std::string input_name(const fs::path& input) {
-    return fs::absolute(input).lexically_normal().string();
 }
 
 // The module id cudafe++ wrote for each input, kept for the next build's
@@ -171,9 +167,7 @@ std::expected<ReportedDependencies, Error> compile(const BuildInputs& in, const 
     // Under `make -jN` the slots come from make's jobserver (run/jobserver.hpp).
     JobSlots slots = JobSlots::take(jobs_wanted(o), ctx.env);
     CompileTimes times(in.cache_root);
-    BuildGraph graph = plan_in(in, dir, slots.count(), true, ctx, [&](const fs::path& input) {
-        return times.module_id(input_name(input));
-    });
+    BuildGraph graph = plan_in(in, dir, slots.count(), true, ctx, &times);
     ExecuteOptions eo;
     eo.jobs = slots.count();
     eo.echo = o.verbose ? stderr : nullptr;
@@ -184,13 +178,15 @@ std::expected<ReportedDependencies, Error> compile(const BuildInputs& in, const 
     // nvcc's per-architecture phases and the host compile come from the
     // step cache when it has them (driver/step_keys.hpp); --force compiles
     // every step again, and keeps what it compiled.
+    // One StepReuse for each graph executed: it remembers its steps' keys.
     Cache cache(in.cache_root);
-    StepReuse steps(cache, in, dir, ctx.runner);
-    if (ctx.runner.executes() && !o.force) eo.reuse = [&](const Step& s) { return steps.reuse(s); };
+    std::optional<StepReuse> steps;
+    if (ctx.runner.executes() && !o.force)
+        eo.reuse = [&](const Step& s) { return steps->reuse(s); };
     eo.finished = [&](const Step& s, const ProcessResult& r) {
         if (auto name = timing_name(in, s))
             times.record(*name, std::chrono::duration<double>(r.wall_time).count());
-        if (ctx.runner.executes()) steps.keep(s);
+        if (ctx.runner.executes()) steps->keep(s);
     };
     // Progress for several inputs ("[2/5] nvcc kernels/csr.cu") on a terminal;
     // with -v every command in full instead.
@@ -201,16 +197,20 @@ std::expected<ReportedDependencies, Error> compile(const BuildInputs& in, const 
         if (s.kind == StepKind::RuntimeObject)
             or_fatal(publish_runtime_object(runtime_object_id(in), s.command.outputs.front()));
     };
-    auto done = execute_graph(graph, ctx.runner, eo, cache_step);
+    auto execute = [&] {
+        steps.emplace(cache, in, dir, ctx.runner);
+        return execute_graph(graph, ctx.runner, eo, cache_step);
+    };
+    auto done = execute();
     // A module id other than predicted: the build runs again without one.
     if (!done && graph.steps[done.error().step].kind == StepKind::Check) {
-        graph = plan_in(in, dir, slots.count(), true, ctx, {});
-        done = execute_graph(graph, ctx.runner, eo, cache_step);
+        graph = plan_in(in, dir, slots.count(), true, ctx, nullptr);
+        done = execute();
     }
     // Such a linker: the build runs again without the option.
     if (!done && linker_lacks_depfile(graph, done.error())) {
-        graph = plan_in(in, dir, slots.count(), false, ctx, {});
-        done = execute_graph(graph, ctx.runner, eo, cache_step);
+        graph = plan_in(in, dir, slots.count(), false, ctx, nullptr);
+        done = execute();
     }
     if (!done) return std::unexpected(step_error(in, graph, done.error(), o.verbose));
     record_module_ids(in, graph, times);

@@ -9,6 +9,7 @@
 #include "store/runtime_headers.hpp"
 #include "toolchain/link_search.hpp"
 #include "toolchain/nvcc_search.hpp"
+#include "toolchain/python_env.hpp"
 #include "toolchain/safe_paths.hpp"
 
 namespace bekc {
@@ -71,8 +72,8 @@ BuildGraph plan_graph(const BuildInputs& in, const GraphPaths& paths) {
         const SourceFile& f = in.files[i];
         fs::path wrapper = paths.build_dir / (std::to_string(i) + "_" + f.path.stem().string() +
                                               ".bekc" + (f.cuda ? ".cu" : ".cpp"));
-        wrappers.push_back({fs::absolute(f.path).lexically_normal().string(), f.path.string(),
-                            wrapper.string(), in.target_prefix, f.functions, i});
+        wrappers.push_back({input_name(f.path), f.path.string(), wrapper.string(), in.target_prefix,
+                            f.functions, i});
         g.wrapper_texts.push_back(or_fatal(render_wrapper(wrappers.back())));
         req.units.push_back({wrapper, f.cuda, f.path.string()});
     }
@@ -95,11 +96,12 @@ bool resolve_programs(NvccPipeline& p, const ToolLookup& tools) {
         std::string& program = phase.argv.front();
         if (program.find('/') != std::string::npos) continue;
         std::optional<fs::path> found;
-        for (size_t start = 0; !found && start <= path.size();) {
-            size_t end = std::min(path.find(':', start), path.size());
-            fs::path dir = path.substr(start, end - start);
-            if (dir.is_absolute() && tools.executable(dir / program)) found = dir / program;
-            start = end + 1;
+        for (const auto& element : split_path_list(path)) {
+            fs::path dir = element;
+            if (dir.is_absolute() && tools.executable(dir / program)) {
+                found = dir / program;
+                break;
+            }
         }
         if (!found) return false;
         program = found->string();
@@ -109,8 +111,12 @@ bool resolve_programs(NvccPipeline& p, const ToolLookup& tools) {
 
 }  // namespace
 
+std::string input_name(const fs::path& input) {
+    return fs::absolute(input).lexically_normal().string();
+}
+
 void split_nvcc_compiles(BuildGraph& graph, const BuildInputs& in, Runner& runner,
-                         const ToolLookup& tools, const PredictModuleId& predict) {
+                         const ToolLookup& tools, const CompileTimes* module_ids) {
     if (!in.nvcc || (tools.env && tools.env("BEKC_SPLIT_NVCC") == "0")) return;
     // From the last step back: a split moves only the steps after it.
     for (size_t i = graph.steps.size(); i-- > 0;) {
@@ -129,9 +135,10 @@ void split_nvcc_compiles(BuildGraph& graph, const BuildInputs& in, Runner& runne
         if (!pipeline || !resolve_programs(*pipeline, tools)) continue;
         // The input's own directory, with the wrapper's name.
         const fs::path& input = in.files[*s.unit].path;
-        fs::path orig = fs::absolute(input).lexically_normal().parent_path() /
+        fs::path orig = fs::path(input_name(input)).parent_path() /
                         fs::path(s.command.inputs.front()).filename();
-        std::optional<std::string> id = predict ? predict(input) : std::nullopt;
+        std::optional<std::string> id =
+            module_ids ? module_ids->module_id(input_name(input)) : std::nullopt;
         (void)split_nvcc_compile(graph, *pipeline,
                                  {i, in.cxx.path, orig.string(), id.value_or("")});
     }

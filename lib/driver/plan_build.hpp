@@ -8,6 +8,7 @@
 #include "driver/build_inputs.hpp"
 #include "plan/build_graph.hpp"
 #include "run/runner.hpp"
+#include "store/compile_times.hpp"
 #include "toolchain/tools.hpp"
 
 namespace bekc {
@@ -47,11 +48,14 @@ BuildGraph plan_graph(const BuildInputs& in, const GraphPaths& paths);
 // for a device link, or its dry run holds a command bekc does not run as
 // nvcc would. The key graph is never split: the phases follow from the
 // compile's command and nvcc's identity, which the key holds.
-// `predict` gives the module id an input's last compile had
-// (store/compile_times.hpp), if any (SplitRequest::module_id).
-using PredictModuleId = std::function<std::optional<std::string>(const fs::path& input)>;
+// With `module_ids`, the module id each input's last compile had
+// (store/compile_times.hpp) is predicted (SplitRequest::module_id).
 void split_nvcc_compiles(BuildGraph& graph, const BuildInputs& in, Runner& runner,
-                         const ToolLookup& tools, const PredictModuleId& predict = {});
+                         const ToolLookup& tools, const CompileTimes* module_ids = nullptr);
+
+// The name an input goes by in the build's memos and wrappers: its absolute,
+// normal path.
+std::string input_name(const fs::path& input);
 
 // The graph with the directories that differ between builds and machines as
 // placeholders, without the launcher, and with every step (the runtime

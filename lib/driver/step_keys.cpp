@@ -7,6 +7,7 @@
 #include "store/hash.hpp"
 #include "store/key.hpp"
 #include "toolchain/tools.hpp"
+#include "util/text.hpp"
 
 namespace bekc {
 
@@ -30,29 +31,17 @@ void hide_build_dirs(std::string& text, const fs::path& build_dir) {
     }
 }
 
-// nvcc's names for cudafe++'s output carry the last architecture:
-// "x.compute_90.cudafe1.stub.c" becomes "x.$LAST.cudafe1.stub.c", in a
-// file name (an argument) or in the #include and line-marker lines of a file
-// (hide_last_arch_in_directives), never in its code.
-void hide_last_arch(std::string& text) {
-    static constexpr std::string_view kTail = ".cudafe1.";
-    for (size_t at = text.find(kTail); at != std::string::npos; at = text.find(kTail, at + 1)) {
-        size_t dot = text.rfind('.', at - 1);
-        if (dot == std::string::npos || at - dot < 2) continue;
-        std::string_view arch = std::string_view(text).substr(dot + 1, at - dot - 1);
-        if (!arch.starts_with("compute_") && !arch.starts_with("sm_")) continue;
-        text.replace(dot + 1, arch.size(), "$LAST");
-        at = dot + 1 + 5;
-    }
-}
-
+// The last architecture in nvcc's names for cudafe++'s output, in the
+// #include and line-marker lines of a file (the copied stub names itself
+// after the cicc that wrote it), never in its code: "x.$LAST.cudafe1.stub.c"
+// (plan/nvcc_phases.hpp, replace_cudafe_arch).
 void hide_last_arch_in_directives(std::string& text) {
     std::string out;
     out.reserve(text.size());
     for (size_t pos = 0; pos < text.size();) {
         size_t eol = std::min(text.find('\n', pos), text.size());
         std::string line = text.substr(pos, eol - pos);
-        if (line.starts_with("#")) hide_last_arch(line);
+        if (line.starts_with("#")) line = replace_cudafe_arch(std::move(line), ".$LAST");
         out += line;
         if (eol < text.size()) out += '\n';
         pos = eol + 1;
@@ -76,12 +65,9 @@ bool names_arch_macro(std::string_view text) {
     for (std::string_view name : {"__CUDA_ARCH__", "__CUDA_ARCH_LIST__"})
         for (size_t at = text.find(name); at != std::string_view::npos;
              at = text.find(name, at + 1)) {
-            auto ident = [](char c) {
-                return c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-                       (c >= '0' && c <= '9');
-            };
-            bool start = at == 0 || !ident(text[at - 1]);
-            bool end = at + name.size() >= text.size() || !ident(text[at + name.size()]);
+            bool start = at == 0 || !is_c_identifier_char(text[at - 1]);
+            bool end =
+                at + name.size() >= text.size() || !is_c_identifier_char(text[at + name.size()]);
             if (start && end) return true;
         }
     return false;
@@ -89,13 +75,18 @@ bool names_arch_macro(std::string_view text) {
 
 }  // namespace
 
-std::optional<std::string> StepReuse::key(const Step& s) const {
+const std::optional<StepReuse::Keyed>& StepReuse::key(const Step& s) {
+    auto it = keys_.find(&s);
+    if (it == keys_.end()) it = keys_.emplace(&s, compute_key(s)).first;
+    return it->second;
+}
+
+std::optional<StepReuse::Keyed> StepReuse::compute_key(const Step& s) const {
     if (!kept_phase(s) || !in_.nvcc || s.command.argv.empty()) return std::nullopt;
     const bool host = s.phase == "host-compile";
     const bool hide_arch = host && !has_debug_info(s.command.argv);
     auto normal = [&](std::string text) {  // an argument or a file name
         hide_build_dirs(text, build_dir_);
-        if (hide_arch) hide_last_arch(text);
         return text;
     };
     auto normal_file = [&](std::string text) {  // a file's bytes
@@ -114,8 +105,10 @@ std::optional<std::string> StepReuse::key(const Step& s) const {
     // (plan/nvcc_phases.hpp): its bytes count, not its name.
     std::string module_id_file;
     std::vector<std::string> argv;
+    bool names_macros = false;
     for (size_t i = 1; i < s.command.argv.size(); ++i) {
         const std::string& a = s.command.argv[i];
+        names_macros = names_macros || (host && !is_arch_macro(a) && names_arch_macro(a));
         if (a == "--module_id_file_name" && i + 1 < s.command.argv.size()) {
             module_id_file = s.command.argv[++i];
             argv.insert(argv.end(), {a, "$MODULE_ID"});
@@ -141,28 +134,21 @@ std::optional<std::string> StepReuse::key(const Step& s) const {
     for (const auto& input : s.command.inputs) {
         auto text = read_file(input);
         if (!text) return std::nullopt;
+        names_macros = names_macros || (host && names_arch_macro(*text));
         k.add("input", input == module_id_file ? "$MODULE_ID" : normal(input))
             .add("input.sha256", sha256_hex(normal_file(std::move(*text))));
     }
-    return k.digest();
+    return Keyed{k.digest(), names_macros};
 }
 
 namespace {
 
 // The headers a host compile read besides its inputs, each with its SHA-256,
-// whether it or its inputs name the arch macros, and their values: what it
-// keeps beside the object, as JSON. nullopt when its dependency file is
-// missing.
-std::optional<nlohmann::json> host_compile_meta(const Step& s) {
+// whether they or the compile's own text or arguments (`in_code`, found
+// while keying it) name the arch macros, and their values: what it keeps
+// beside the object, as JSON. nullopt when its dependency file is missing.
+std::optional<nlohmann::json> host_compile_meta(const Step& s, bool in_code) {
     // Named by the compile's own text or arguments: only the same values fit.
-    bool in_code = false;
-    for (const auto& a : s.command.argv)
-        in_code = in_code || (!is_arch_macro(a) && names_arch_macro(a));
-    for (const auto& input : s.command.inputs) {
-        auto text = read_file(input);
-        if (!text) return std::nullopt;
-        in_code = in_code || names_arch_macro(*text);
-    }
     bool named = in_code;
     auto deps = read_file(host_compile_depfile(s));
     if (!deps) return std::nullopt;
@@ -304,30 +290,29 @@ bool StepReuse::host_compile_fits(const Step& s, const std::string& meta_text) {
 }
 
 bool StepReuse::reuse(const Step& s) {
-    auto key = this->key(s);
+    const auto& key = this->key(s);
     if (!key) return false;
     StepCache steps(cache_);
     const size_t n = s.command.outputs.size();
-    std::optional<StepResult> found = steps.find(*key, n);
+    std::optional<StepResult> found = steps.find(key->digest, n);
     if (found && s.phase == "host-compile" && !host_compile_fits(s, found->meta)) found.reset();
     if (!found) return false;
     for (size_t i = 0; i < n; ++i)
         if (!runner_.write_file(s.command.outputs[i], found->files[i])) return false;
-    ++reused_;
     return true;
 }
 
 void StepReuse::keep(const Step& s) {
-    auto key = this->key(s);
+    const auto& key = this->key(s);
     if (!key) return;
     std::vector<fs::path> outputs(s.command.outputs.begin(), s.command.outputs.end());
     std::string meta = "{}";
     if (s.phase == "host-compile") {
-        auto m = host_compile_meta(s);
+        auto m = host_compile_meta(s, key->names_macros);
         if (!m) return;
         meta = m->dump();
     }
-    (void)StepCache(cache_).store(*key, outputs, meta);
+    (void)StepCache(cache_).store(key->digest, outputs, meta);
 }
 
 }  // namespace bekc

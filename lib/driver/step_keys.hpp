@@ -21,6 +21,7 @@
 // code itself naming neither.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -44,11 +45,17 @@ class StepReuse {
     // take them costs the next build a compile, nothing else).
     void keep(const Step& step);
 
-    int reused() const { return reused_; }
-
   private:
-    // The step's key; nullopt for a step that keeps nothing.
-    std::optional<std::string> key(const Step& step) const;
+    struct Keyed {
+        std::string digest;
+        // A host compile's own text or arguments name the arch macros
+        // (host_compile_meta).
+        bool names_macros = false;
+    };
+    // The step's key, computed once (before the step runs, kept for after):
+    // nullopt for a step that keeps nothing.
+    const std::optional<Keyed>& key(const Step& step);
+    std::optional<Keyed> compute_key(const Step& step) const;
     // Whether a kept host compile fits this one (host_compile_meta).
     bool host_compile_fits(const Step& step, const std::string& meta);
     // What the host compile's preprocessor makes of its directives with
@@ -60,7 +67,7 @@ class StepReuse {
     const BuildInputs& in_;
     fs::path build_dir_;
     Runner& runner_;
-    int reused_ = 0;
+    std::map<const Step*, std::optional<Keyed>> keys_;
 };
 
 }  // namespace bekc

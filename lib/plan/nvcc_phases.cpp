@@ -4,6 +4,7 @@
 #include <map>
 
 #include "plan/compile_plan.hpp"
+#include "util/text.hpp"
 
 namespace bekc {
 
@@ -29,6 +30,19 @@ std::string_view nvcc_phase_name(NvccPhaseKind kind) {
 
 fs::path host_compile_depfile(const Step& host_compile) {
     return host_compile.command.outputs.front() + ".host.d";
+}
+
+std::string replace_cudafe_arch(std::string text, std::string_view with) {
+    static constexpr std::string_view kTail = ".cudafe1.";
+    for (size_t at = text.find(kTail); at != std::string::npos; at = text.find(kTail, at + 1)) {
+        size_t dot = at == 0 ? std::string::npos : text.rfind('.', at - 1);
+        if (dot == std::string::npos || at - dot < 2) continue;
+        std::string_view arch = std::string_view(text).substr(dot + 1, at - dot - 1);
+        if (!arch.starts_with("compute_") && !arch.starts_with("sm_")) continue;
+        text.replace(dot, at - dot, with);
+        at = dot + with.size();
+    }
+    return text;
 }
 
 std::string fatbin_symbol(size_t unit) {
@@ -57,8 +71,7 @@ namespace {
 using Vars = std::map<std::string, std::string, std::less<>>;
 
 bool name_char(char c, bool first) {
-    return c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-           (!first && c >= '0' && c <= '9');
+    return is_c_identifier_char(c) && !(first && c >= '0' && c <= '9');
 }
 
 // Whether `rest` (from a '>' on) is redirections alone: `>FILE`, `> FILE`,
@@ -421,22 +434,13 @@ class PhaseSteps {
         for (size_t i = 0; i + 1 < a.size(); ++i) {
             if (a[i] == "--gen_c_file_name") {
                 nvcc_cudafe_c_ = a[i + 1];
-                a[i + 1] = cudafe_c_ = without_arch(a[i + 1]);
+                a[i + 1] = cudafe_c_ = replace_cudafe_arch(a[i + 1], "");
             } else if (a[i] == "--stub_file_name") {
                 nvcc_stub_ = a[i + 1];
-                a[i + 1] = stub_ = without_arch(a[i + 1]);
+                a[i + 1] = stub_ = replace_cudafe_arch(a[i + 1], "");
             }
         }
         std::replace(s.command.outputs.begin(), s.command.outputs.end(), nvcc_cudafe_c_, cudafe_c_);
-    }
-
-    static std::string without_arch(std::string name) {
-        size_t tail = name.rfind(".cudafe1.");
-        size_t dot =
-            tail == std::string::npos || tail == 0 ? std::string::npos : name.rfind('.', tail - 1);
-        if (dot != std::string::npos && name.compare(dot + 1, 8, "compute_") == 0)
-            name.erase(dot, tail - dot);
-        return name;
     }
 
     // With a predicted module id, cicc reads it from a file bekc writes.

@@ -73,6 +73,13 @@ std::vector<std::string> nvcc_dryrun_argv(const Command& compile,
 // one nvcc process.
 std::expected<NvccPipeline, std::string> parse_nvcc_dryrun(std::string_view text);
 
+// nvcc names cudafe++'s output and the stub it includes after the last
+// architecture ("x.compute_90.cudafe1.stub.c"): `text` with each such
+// ".compute_90" (or ".sm_90") before ".cudafe1." replaced by `with`. ""
+// gives the names bekc runs cudafe++ with ("x.cudafe1.stub.c"); the step keys
+// hide the architecture in what a reused stub says of its own name.
+std::string replace_cudafe_arch(std::string text, std::string_view with);
+
 // The name of the symbol that holds unit `unit`'s fat binary in its library
 // (hidden): bekc_fatbin_<unit>.
 std::string fatbin_symbol(size_t unit);

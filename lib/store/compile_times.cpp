@@ -4,6 +4,7 @@
 
 #include "store/json_memo.hpp"
 #include "store/layout.hpp"
+#include "util/text.hpp"
 
 namespace bekc {
 
@@ -22,10 +23,8 @@ CompileTimes::CompileTimes(const fs::path& cache_root) : cache_root_(cache_root)
 }
 
 bool CompileTimes::is_module_id(const std::string& id) {
-    return !id.empty() && id.size() <= 512 && std::all_of(id.begin(), id.end(), [](char c) {
-        return c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
-               (c >= 'A' && c <= 'Z');
-    });
+    return !id.empty() && id.size() <= 512 &&
+           std::all_of(id.begin(), id.end(), is_c_identifier_char);
 }
 
 std::optional<std::string> CompileTimes::module_id(const std::string& what) const {

@@ -24,4 +24,10 @@ inline bool has_control_char(std::string_view s) {
     });
 }
 
+// An ASCII letter, digit or '_': a character of a C identifier (and of the
+// names nvcc and its tools give variables, macros and module ids).
+inline bool is_c_identifier_char(char c) {
+    return c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
 }  // namespace bekc

@@ -312,3 +312,16 @@ TEST_CASE(
     CHECK_FALSE(split_nvcc_compile(g, p, {compile_of_unit(g), "/usr/bin/g++", "", ""}));
     CHECK(g.steps.size() == before.steps.size());
 }
+
+TEST_CASE("nvcc phases: the last architecture leaves nvcc's names for cudafe++'s output",
+          "[nvcc_phases]") {
+    CHECK(replace_cudafe_arch("/b/x.o.compute_90.cudafe1.stub.c", "") == "/b/x.o.cudafe1.stub.c");
+    CHECK(replace_cudafe_arch("/b/x.o.compute_100.cudafe1.cpp", "") == "/b/x.o.cudafe1.cpp");
+    // One architecture: nvcc names carry none, and nothing changes.
+    CHECK(replace_cudafe_arch("x.o.cudafe1.stub.c", "") == "x.o.cudafe1.stub.c");
+    CHECK(replace_cudafe_arch(
+              "# 1 \"/b/x.o.compute_90.cudafe1.stub.c\"\n# 2 \"/b/y.sm_80.cudafe1.c\"", ".$LAST") ==
+          "# 1 \"/b/x.o.$LAST.cudafe1.stub.c\"\n# 2 \"/b/y.$LAST.cudafe1.c\"");
+    // Another word before .cudafe1. is not an architecture.
+    CHECK(replace_cudafe_arch("a.stub.cudafe1.c", "") == "a.stub.cudafe1.c");
+}
