@@ -9,6 +9,36 @@
 
 namespace bekc {
 
+namespace {
+
+// The compile flags of `bekc build` (plan/flags.hpp), each for both compilers
+// or the one it names.
+void add_compile_flag_options(CLI::App& cmd, CompileFlags& f) {
+    cmd.add_option("-O", f.opt_level, "Optimisation level, -O0 to -O3 (default -O3)")
+        ->check(CLI::Range(0, 3));
+    cmd.add_flag("--fast-math", f.fast_math, "--use_fast_math for nvcc, -ffast-math for C++");
+    cmd.add_option("--std", f.cxx_std, "C++ standard for nvcc and the host compiler")
+        ->capture_default_str();
+    cmd.add_option("-I", f.include_dirs, "Add an include directory")->allow_extra_args(false);
+    cmd.add_option("-D", f.defines, "Define a macro, NAME or NAME=VALUE")->allow_extra_args(false);
+    cmd.add_option("--cuda-flag", f.cuda_flags, "Extra nvcc flag (write --cuda-flag=-lineinfo)")
+        ->allow_extra_args(false);
+    cmd.add_option("--cxx-flag", f.cxx_flags, "Extra host-compiler flag for .cpp inputs")
+        ->allow_extra_args(false);
+    cmd.add_option("--ldflag", f.ldflags, "Extra linker flag (write --ldflag=-lcublas)")
+        ->allow_extra_args(false);
+    cmd.add_option("--cudart", f.cudart,
+                   "CUDA runtime: shared (the toolkit's libcudart.so, the one a JAX process has "
+                   "loaded; default where the toolkit has it), static (nvcc's default) or none");
+    cmd.add_option("--linker-arg", f.linker_args,
+                   "One argument for the linker, passed as -Xlinker ARG (write "
+                   "--linker-arg=-rpath=/opt/lib); nvcc splits on commas, so CUDA builds refuse "
+                   "an ARG with one")
+        ->allow_extra_args(false);
+}
+
+}  // namespace
+
 void add_build_options(CLI::App& cmd, BuildOptions& o) {
     cmd.add_option("inputs", o.inputs, "Kernel sources (.cu, .cpp, .cc, .cxx) or directories")
         ->required();
@@ -23,30 +53,11 @@ void add_build_options(CLI::App& cmd, BuildOptions& o) {
                    "Prefix of the FFI target names, '<prefix>.<function>': any text without a "
                    "control character, at most " +
                        max_length + " characters (default: --name)");
-    cmd.add_option("-O", o.flags.opt_level, "Optimisation level, -O0 to -O3 (default -O3)")
-        ->check(CLI::Range(0, 3));
-    cmd.add_flag("--fast-math", o.flags.fast_math, "--use_fast_math for nvcc, -ffast-math for C++");
     cmd.add_option("--arch", o.arch,
                    "GPU architectures: a list (sm_90,80,9.0,sm_90a), 'native', or 'auto' (the "
                    "GPUs present; none found: sm_80 plus PTX, with a warning). Default: auto")
         ->capture_default_str();
-    cmd.add_option("--std", o.flags.cxx_std, "C++ standard for nvcc and the host compiler")
-        ->capture_default_str();
-    cmd.add_option("-I", o.flags.include_dirs, "Add an include directory")->allow_extra_args(false);
-    cmd.add_option("-D", o.flags.defines, "Define a macro, NAME or NAME=VALUE")
-        ->allow_extra_args(false);
-    cmd.add_option("--cuda-flag", o.flags.cuda_flags,
-                   "Extra nvcc flag (write --cuda-flag=-lineinfo)")
-        ->allow_extra_args(false);
-    cmd.add_option("--cxx-flag", o.flags.cxx_flags, "Extra host-compiler flag for .cpp inputs")
-        ->allow_extra_args(false);
-    cmd.add_option("--ldflag", o.flags.ldflags, "Extra linker flag (write --ldflag=-lcublas)")
-        ->allow_extra_args(false);
-    cmd.add_option("--linker-arg", o.flags.linker_args,
-                   "One argument for the linker, passed as -Xlinker ARG (write "
-                   "--linker-arg=-rpath=/opt/lib); nvcc splits on commas, so CUDA builds refuse "
-                   "an ARG with one")
-        ->allow_extra_args(false);
+    add_compile_flag_options(cmd, o.flags);
     cmd.add_option("--xla-include", o.xla_include,
                    "Where XLA's FFI headers are, for sources that include xla/ffi/api/ffi.h "
                    "(default: $BEKC_XLA_INCLUDE, else the jaxlib of the active virtualenv or of "
@@ -145,6 +156,7 @@ std::vector<std::string> to_argv(const BuildOptions& o) {
     w.values("--cxx-flag", f.cxx_flags);
     w.values("--ldflag", f.ldflags);
     w.values("--linker-arg", f.linker_args);
+    if (!f.cudart.empty()) w.value("--cudart", f.cudart);
     w.value("--xla-include", o.xla_include);
     w.values("--function", o.functions);
     if (!o.functions_json.empty()) w.value("--functions", o.functions_json);

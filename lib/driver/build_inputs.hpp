@@ -37,7 +37,13 @@ struct BuildInputs {
     // on a miss only, where the dependencies are sorted.
     std::string multiarch;
     std::vector<Arch> archs;
-    PlanFlags flags;
+    PlanFlags flags;  // flags.cudart: "shared", "static" or "none" for CUDA, else ""
+    // flags.cudart "shared": the toolkit's libcudart.so.N the library links.
+    std::optional<fs::path> cudart_library;
+    // The link reads device code bekc cannot see, so nvcc's device link runs
+    // (toolchain/link_search.hpp); found once, for the runtime's choice and
+    // the plan.
+    bool link_reads_opaque_code = false;
     // Files the flags make the tools read (response files, -specs=, ...),
     // with the bytes keyed (toolchain/flag_files.hpp).
     std::vector<FlagFile> flag_files;

@@ -38,6 +38,7 @@ BuildGraph plan_graph(const BuildInputs& in, const GraphPaths& paths) {
         req.toolkit_includes = std::move(toolkit.include);
         req.toolkit_system_includes = std::move(toolkit.system_include);
         req.toolkit_libs = std::move(toolkit.lib);
+        req.cudart_library = in.cudart_library;
     }
     // nvcc hands paths to a shell and splits some at commas: it gets
     // plain-named links to the directories it cannot take as they are.
@@ -57,8 +58,7 @@ BuildGraph plan_graph(const BuildInputs& in, const GraphPaths& paths) {
     req.device_threads = paths.device_threads;
     req.nvcc_objtemp = in.nvcc && nvcc_takes_objtemp(in.nvcc_version);
     req.nvcc_nodlink = in.nvcc && nvcc_takes_nodlink(in.nvcc_version);
-    req.link_reads_opaque_code =
-        in.nvcc && link_reads_opaque_code(in.flags, in.env, in.nvcc, in.multiarch);
+    req.link_reads_opaque_code = in.link_reads_opaque_code;
     req.base_dir = in.base.dir();
     req.nvcc_maps_base_dir = fits_nvcc_compiler_option(in.base.dir());
     // The linker lists the files it read. nvcc splits -Xlinker values at

@@ -181,6 +181,23 @@ std::vector<std::string> preprocessor_flags(const fs::path& runtime_include,
     return out;
 }
 
+std::vector<std::string> cudart_link_flags(const PlanRequest& r) {
+    const std::string& kind = r.flags.cudart;
+    if (kind.empty()) return {};  // nvcc's default: static
+    if (kind != "shared" || !r.cudart_library) return {"-cudart", kind};
+    std::string dir = r.cudart_library->parent_path().string();
+    // nvcc's device link runs only with a runtime it links itself, by
+    // -lcudart (prepare chose shared only where the directory has a
+    // libcudart.so for that).
+    if (needs_device_link(r))
+        return {"-cudart", "shared", "-L" + dir, "-Xlinker", "-rpath", "-Xlinker", dir};
+    // The toolkit's libcudart.so.N by name (a pip toolkit has no
+    // libcudart.so for -lcudart to find); where a process has loaded one of
+    // that soname (JAX's, from its CUDA wheels), the loader takes that one.
+    return {"-cudart",  "none",   "-Xlinker", r.cudart_library->string(),
+            "-Xlinker", "-rpath", "-Xlinker", dir};
+}
+
 BuildPlan make_build_plan(const PlanRequest& r) {
     BuildPlan plan;
     plan.link_depfile = r.link_depfile;
@@ -218,8 +235,10 @@ BuildPlan make_build_plan(const PlanRequest& r) {
     append(a, {"-o", r.library.string()});
     append(a, kNoUndefined);
     append(a, link_flags(r.flags));
-    if (any_cuda)
+    if (any_cuda) {
         for (const auto& d : r.toolkit_libs) a.push_back("-L" + d.string());
+        append(a, cudart_link_flags(r));  // after the user's: their RUNPATH comes first
+    }
     append(a, link_depfile_flags(r));
     link.outputs = {r.library.string()};
     if (r.link_depfile) link.outputs.push_back(r.link_depfile->string());

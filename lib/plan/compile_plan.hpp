@@ -71,6 +71,9 @@ struct PlanRequest {
     // include and system include directories on every CUDA compile, library
     // directories on nvcc's link.
     std::vector<fs::path> toolkit_includes, toolkit_system_includes, toolkit_libs;
+    // flags.cudart "shared": the libcudart.so.N nvcc's link names, and its
+    // directory as the library's RUNPATH.
+    std::optional<fs::path> cudart_library;
     // $BEKC_BASE_DIR: what the compilers write (debug information, __FILE__)
     // names files under it relative to it (-ffile-prefix-map=DIR=.).
     std::string base_dir;
@@ -116,6 +119,11 @@ struct BuildPlan {
     Command link;                          // the objects, bekc_rt.o and the user's flags
     std::optional<fs::path> link_depfile;  // the request's, written by the link
 };
+
+// What nvcc's link adds for flags.cudart: "-cudart static" or "-cudart
+// none"; for "shared", the toolkit's library itself and its directory as the
+// RUNPATH; nothing when unset (nvcc's default, static).
+std::vector<std::string> cudart_link_flags(const PlanRequest& request);
 
 BuildPlan make_build_plan(const PlanRequest& request);
 

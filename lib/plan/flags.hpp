@@ -16,6 +16,11 @@ struct CompileFlags {
     std::vector<std::string> include_dirs, defines, cuda_flags, cxx_flags, ldflags;
     // Each handed to the linker as exactly one argument (`-Xlinker ARG`).
     std::vector<std::string> linker_args;
+    // The CUDA runtime a CUDA library links, nvcc's --cudart: "shared" (the
+    // toolkit's libcudart.so.N, found through the library's RUNPATH or the
+    // one the process has loaded: JAX's), "static" or "none". The CLI's ""
+    // means "shared" where the toolkit allows it (driver/prepare.cpp).
+    std::string cudart;
 
     bool operator==(const CompileFlags&) const = default;
 };

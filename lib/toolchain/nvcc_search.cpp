@@ -266,6 +266,27 @@ ToolkitDirs pip_toolkit_dirs(const Tool& nvcc) {
     return out;
 }
 
+std::optional<fs::path> shared_cudart(const Tool& nvcc, const std::string& version) {
+    std::string major = version.substr(0, version.find('.'));
+    if (major.empty() || !std::all_of(major.begin(), major.end(),
+                                      [](unsigned char c) { return std::isdigit(c) != 0; }))
+        return std::nullopt;
+    std::vector<fs::path> dirs;
+    if (pip_toolkit_root(nvcc)) {
+        dirs = pip_toolkit_dirs(nvcc).lib;
+    } else {
+        fs::path root = nvcc.path.parent_path().parent_path();
+        dirs = {root / "lib64", root / "targets" / "x86_64-linux" / "lib",
+                root / "targets" / "sbsa-linux" / "lib"};
+    }
+    std::error_code ec;
+    for (const auto& d : dirs) {
+        fs::path lib = d / ("libcudart.so." + major);
+        if (fs::is_regular_file(lib, ec)) return lib;
+    }
+    return std::nullopt;
+}
+
 std::vector<std::string> pip_toolkit_wheels(const Tool& nvcc) {
     std::vector<std::string> out;
     auto root = pip_toolkit_root(nvcc);

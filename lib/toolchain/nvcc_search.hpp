@@ -71,6 +71,12 @@ struct ToolkitDirs {
 };
 ToolkitDirs pip_toolkit_dirs(const Tool& nvcc);
 
+// The CUDA runtime's shared library of nvcc's toolkit, libcudart.so.<major
+// of `version`>: in lib/ of a pip toolkit (or nvidia/cuda_runtime/lib for
+// CUDA 12's wheels), in lib64/ or targets/<arch>/lib/ of an installed one.
+// nullopt when the toolkit has none.
+std::optional<fs::path> shared_cudart(const Tool& nvcc, const std::string& version);
+
 // The dist-info directories of the wheels that make up nvcc's pip toolkit
 // ("nvidia_cuda_cccl-13.3.5.0.6.dist-info", ...), sorted; empty for any
 // other nvcc. They version the toolkit's headers, which pip upgrades apart

@@ -20,6 +20,7 @@ import importlib.util
 import os
 import pathlib
 import re
+import sys
 import sysconfig
 from typing import List, Optional, Tuple
 
@@ -150,20 +151,26 @@ def _build_and_load(argv_tail: List[str], *, verbose: bool, auto_register: bool,
     return load(manifest, register=auto_register, replace=replace)
 
 
-def _python_sites() -> List[str]:
-    """The directories of this interpreter where a CUDA toolkit from pip would be:
-    every ``sys.path`` entry that holds the ``nvidia`` namespace package (where
-    brainevent's pipeline looks), else this environment's site-packages."""
-    sites: List[str] = []
+def _nvidia_sites() -> List[str]:
+    """Every ``sys.path`` entry that holds the ``nvidia`` namespace package
+    (where brainevent's pipeline looks for a pip CUDA toolkit)."""
     try:
         spec = importlib.util.find_spec("nvidia")
         locations = list(spec.submodule_search_locations or []) if spec else []
     except (ImportError, ValueError):
         locations = []
-    candidates = [os.path.dirname(os.path.abspath(loc)) for loc in locations]
+    return [os.path.dirname(os.path.abspath(loc)) for loc in locations]
+
+
+def _python_sites() -> List[str]:
+    """The directories of this interpreter where a CUDA toolkit from pip would be:
+    those holding ``nvidia`` (:func:`_nvidia_sites`), else this environment's
+    site-packages."""
+    candidates = _found("nvidia", _nvidia_sites)
     if not candidates:
         paths = sysconfig.get_paths()
         candidates = [paths["purelib"], paths["platlib"]]
+    sites: List[str] = []
     for d in candidates:
         if d and d not in sites:
             sites.append(d)
@@ -184,6 +191,24 @@ def _nvcc_args() -> List[str]:
     return args
 
 
+# What _loader_argv found in this interpreter's packages, and the sys.path (and
+# find_spec) it looked with: found again when either changes. Only what was
+# found is kept; what was missing is looked for again on every build, so a
+# package installed while the process runs is seen on its next build.
+_FOUND: dict = {}
+
+
+def _found(what: str, find):
+    stamp = (tuple(sys.path), importlib.util.find_spec)
+    kept = _FOUND.get(what)
+    if kept is not None and kept[0] == stamp:
+        return kept[1]
+    value = find()
+    if value:
+        _FOUND[what] = (stamp, value)
+    return value
+
+
 def _loader_argv(inputs, *, flag_kind: str, compute_capability=None,
                  **options) -> Tuple[List[str], Optional[ArchChoice]]:
     """``build_argv`` plus what brainevent's pipeline adds to every build: its
@@ -192,8 +217,9 @@ def _loader_argv(inputs, *, flag_kind: str, compute_capability=None,
     Also the architecture chosen, for :func:`_build_and_load`."""
     arch = _resolve_arch(compute_capability) if flag_kind == "cuda" else None
     argv = build_argv(inputs, flag_kind=flag_kind, compute_capability=arch and arch.value,
-                      cache_dir=_CACHE_DIR_OVERRIDE, brainevent_include=_brainevent_include_dir(),
-                      xla_include=_xla_include_dir(), **options)
+                      cache_dir=_CACHE_DIR_OVERRIDE,
+                      brainevent_include=_found("brainevent", _brainevent_include_dir),
+                      xla_include=_found("xla", _xla_include_dir), **options)
     return argv + (_nvcc_args() if flag_kind == "cuda" else []), arch
 
 

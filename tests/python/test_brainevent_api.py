@@ -224,7 +224,8 @@ def test_extra_ldflags_reach_the_linker(bekc_bin, request):
     src = '#include "brainevent/common.h"\n' + NOOP_EXPORT.replace("out)", "out, int64_t stream)")
     cmod = bekc.load_cuda_inline(unique_prefix("ld_cu"), src, compute_capability="8.0",
                                  extra_ldflags=["-rpath=/opt/bekc_cuda_rp"], auto_register=False)
-    assert _runpath(cmod.path) == ["/opt/bekc_cuda_rp"]
+    # The user's RUNPATH comes first; the toolkit's CUDA runtime directory follows.
+    assert _runpath(cmod.path)[0].split(":")[0] == "/opt/bekc_cuda_rp"
 
 
 def test_unmappable_ldflags_raise_before_bekc_runs(rec):
@@ -340,6 +341,11 @@ def test_cuda_loaders_name_this_interpreters_toolkit(rec, kernel_files, tmp_path
     argv = rec.argv(bekc.load_cuda_inline, "m", NOOP_EXPORT)
     assert opts(argv, "--python-site")[:2] == [f"--python-site={tmp_path / 'a'}",
                                                 f"--python-site={tmp_path / 'b'}"]
+    # What a build found is kept for the next (docs/migrating.md), until sys.path changes.
+    (tmp_path / "c" / "nvidia").mkdir(parents=True)
+    monkeypatch.syspath_prepend(str(tmp_path / "c"))
+    argv = rec.argv(bekc.load_cuda_inline, "m", NOOP_EXPORT)
+    assert opts(argv, "--python-site")[:3] == [f"--python-site={tmp_path / s}" for s in "cab"]
     # Not routing brainevent: none of brainevent's nvcc settings.
     monkeypatch.setenv("BRAINEVENT_NVCC_PATH", "/opt/nvcc")
     argv = rec.argv(bekc.load_cuda_inline, "m", NOOP_EXPORT)

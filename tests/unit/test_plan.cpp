@@ -653,3 +653,49 @@ TEST_CASE(
         CHECK_FALSE(has(l, "-nodlink"));
     }
 }
+
+TEST_CASE("plan: --cudart decides which CUDA runtime nvcc's link names", "[plan]") {
+    PlanRequest r = request({cu("0_k")});
+    SECTION(
+        "shared: the toolkit's libcudart.so.N itself, its directory as the RUNPATH, after "
+        "the user's link flags") {
+        r.flags.cudart = "shared";
+        r.flags.ldflags = {"-Xlinker", "-rpath=/opt/user"};
+        r.cudart_library = "/opt/cuda/lib64/libcudart.so.13";
+        const Argv& l = make_build_plan(r).link.argv;
+        INFO(joined(l));
+        CHECK(has_pair(l, "-cudart", "none"));
+        CHECK(has_pair(l, "-Xlinker", "/opt/cuda/lib64/libcudart.so.13"));
+        CHECK(has_sequence(l, {"-Xlinker", "-rpath", "-Xlinker", "/opt/cuda/lib64"}));
+        CHECK(index_of(l, "-rpath=/opt/user") < index_of(l, "-rpath"));
+    }
+    SECTION("shared with nvcc's device link: -cudart shared, which the device link needs") {
+        r.flags.cudart = "shared";
+        r.flags.cuda_flags = {"-rdc=true"};
+        r.cudart_library = "/opt/cuda/lib64/libcudart.so.13";
+        const Argv& l = make_build_plan(r).link.argv;
+        INFO(joined(l));
+        CHECK(has_pair(l, "-cudart", "shared"));
+        CHECK(has(l, "-L/opt/cuda/lib64"));
+        CHECK(has_sequence(l, {"-Xlinker", "-rpath", "-Xlinker", "/opt/cuda/lib64"}));
+        CHECK_FALSE(has(l, "/opt/cuda/lib64/libcudart.so.13"));
+    }
+    SECTION("static and none: nvcc's own option") {
+        for (std::string kind : {"static", "none"}) {
+            r.flags.cudart = kind;
+            const Argv& l = make_build_plan(r).link.argv;
+            INFO(joined(l));
+            CHECK(has_pair(l, "-cudart", kind));
+            CHECK_FALSE(has(l, "-rpath"));
+        }
+    }
+    SECTION("unset: nothing, nvcc's default") {
+        CHECK_FALSE(has(make_build_plan(r).link.argv, "-cudart"));
+    }
+    SECTION("a C++-only library links no CUDA runtime") {
+        PlanRequest c = request({cpp("0_k")}, {});
+        c.flags.cudart = "shared";
+        c.cudart_library = "/opt/cuda/lib64/libcudart.so.13";
+        CHECK_FALSE(has(make_build_plan(c).link.argv, "-cudart"));
+    }
+}
