@@ -111,7 +111,7 @@ def _hash_library(lib_path: str, path: str) -> Tuple[os.stat_result, str]:
         if not stat.S_ISREG(st.st_mode):
             raise bad_field(path, "library", f"names {lib_path}, which is {file_kind(st)}, "
                                              f"not a regular file")
-        return st, REGISTRY.sha256(lib_path, stat_sig(st), lambda: sha256_fd(fd))
+        return st, REGISTRY.sha256(lib_path, stat_sig(st), lambda: sha256_fd(fd, st.st_size))
     except OSError as e:
         raise ManifestError(
             f"{path}: library {lib_path} named by the manifest cannot be read: {e}") from None

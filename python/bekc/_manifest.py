@@ -296,12 +296,14 @@ def target_signature(manifest: dict) -> tuple:
     return tuple(sorted((t["name"], t["symbol"], t["platform"]) for t in manifest["targets"]))
 
 
-def sha256_fd(fd: int) -> str:
+def sha256_fd(fd: int, size: int = 1 << 18) -> str:
     """SHA-256 of what is left to read from the open file ``fd``: read into one
     buffer, used again for every chunk (a library is hashed at each load, so
-    no chunk is copied into a new bytes object)."""
+    no chunk is copied into a new bytes object). ``size``, the file's size
+    where known, sizes that buffer: a buffer larger than the file costs a
+    page fault per untouched page, more than hashing a small library."""
     h = hashlib.sha256()
-    buf = bytearray(1 << 18)
+    buf = bytearray(min(max(size + 1, 4096), 1 << 18))
     view = memoryview(buf)
     while True:
         n = os.readv(fd, [buf])

@@ -6,8 +6,8 @@
 # suite: brainevent's own CUDA tests of $SUITE_DIRS (default _dense) with
 #        every kernel built by bekc, stopped after $SUITE_LIMIT seconds
 #        (tests/gpu/brainevent_suite.sh bekc);
-# bench: tests/gpu/start_benches.sh (warm load in a new process, brainevent's
-#        process start), $REPS each.
+# bench: tests/gpu/start_benches.sh (warm load in a new process, $REPS;
+#        brainevent's process start, $START_REPS).
 # Each part has its own time limit, so one command fits the machine's.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -22,9 +22,10 @@ for part in "${parts[@]}"; do
   case $part in
     tests)
       echo "=== pytest tests/gpu"
+      ( source tests/gpu/bench_site.sh || exit 1  # brainevent, for docs/migrating.md's blocks
       BEKC_CACHE_DIR=/tmp/bekc-gpu-cache \
       XLA_FLAGS="--xla_gpu_enable_command_buffer=FUSION,CUSTOM_CALL --xla_gpu_graph_min_graph_size=1" \
-        timeout "${TESTS_LIMIT:-300}" $PY -m pytest -q -p no:cacheprovider tests/gpu || status=1 ;;
+        timeout "${TESTS_LIMIT:-300}" $PY -m pytest -q -p no:cacheprovider tests/gpu ) || status=1 ;;
     suite)
       echo "=== brainevent's CUDA tests through bekc: ${SUITE_DIRS:-_dense}"
       BEKC_SUITE_LIMIT=${SUITE_LIMIT:-150} BEKC_SUITE_RESULTS=/tmp/bekc-suite PYTHON=$PY \

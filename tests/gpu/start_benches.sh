@@ -7,7 +7,7 @@
 # $BEKC (default build/bekc). What is not installed comes from .whl/: brainevent
 # and its dependencies (docs/gpu.md), apache-tvm-ffi, typing_extensions and
 # ninja (tvm-ffi runs `ninja` on every load), into /tmp/bekc-bench-site.
-# Settings: REPS (default 9), COLD_REPS (default 1), PREBUILD=1 (bekc's cache
+# Settings: REPS (default 9), START_REPS (bench_brainevent_start.py's, default REPS), COLD_REPS (default 1), PREBUILD=1 (bekc's cache
 # from `bekc build <brainevent package>` instead of a first run), MODE (run,
 # the default; lower without a GPU); JSON goes to $OUT when set.
 set -uo pipefail
@@ -15,26 +15,12 @@ cd "$(dirname "$0")/../.."
 export XLA_PYTHON_CLIENT_PREALLOCATE=false
 PY=${PYTHON:-python3}
 BEKC=${BEKC:-$PWD/build/bekc}
-SITE=/tmp/bekc-bench-site
-need=()
-$PY -c 'import brainevent' 2>/dev/null || need+=(brainevent brainunit saiunit brainstate braintools array_api_compat)
-$PY -c 'import importlib.util as u, sys; sys.exit(u.find_spec("tvm_ffi") is None)' || need+=(apache_tvm_ffi typing_extensions)
-command -v ninja >/dev/null || need+=(ninja)
-if ((${#need[@]})); then
-  wheels=()
-  for n in "${need[@]}"; do
-    for w in .whl/"$n"-*.whl; do [[ -e $w ]] && wheels+=("$w"); done
-  done
-  if ((${#wheels[@]})); then
-    $PY -m pip install -q --no-index --no-deps --no-compile --target "$SITE" "${wheels[@]}" || exit 1
-    export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH} PATH=$SITE/bin:$PATH
-  fi
-fi
+source tests/gpu/bench_site.sh || exit 1
 status=0
 echo "=== bench/bench_warm_load.py"
 $PY bench/bench_warm_load.py --bekc "$BEKC" --reps "${REPS:-9}" --cold-reps "${COLD_REPS:-1}" \
     ${OUT:+--json "$OUT/warm_load.json"} || status=1
 echo "=== bench/bench_brainevent_start.py"
-$PY bench/bench_brainevent_start.py --bekc "$BEKC" --reps "${REPS:-9}" --mode "${MODE:-run}" \
+$PY bench/bench_brainevent_start.py --bekc "$BEKC" --reps "${START_REPS:-${REPS:-9}}" --mode "${MODE:-run}" \
     ${PREBUILD:+--prebuild} ${OUT:+--json "$OUT/brainevent_start.json"} || status=1
 exit $status

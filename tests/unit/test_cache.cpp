@@ -983,6 +983,56 @@ TEST_CASE("direct mode sees a shadowing header wherever its directory comes from
     }
 }
 
+TEST_CASE("direct mode sees a shadowing header among many absent names of one directory",
+          "[cache][direct]") {
+    // Several headers absent from one existing directory (a system include
+    // directory searched before the real one): each kind of new entry under
+    // any of the names is seen.
+    DirectFixture f;
+    fs::create_directories(f.inc1);
+    test::write_file(f.inc1 / "unrelated.h", "\n");
+    Cache cache(f.tmp / "cache");
+    DirectInputs in = f.inputs();
+    std::vector<fs::path> names;
+    for (const char* n : {"c.h", "d.h", "e.h", "f.h", "g.h"}) {
+        fs::path dep = f.inc2 / n;
+        test::write_file(dep, "\n");
+        in.dependencies.push_back({dep, ""});
+        for (const auto& p : shadowing_paths({f.inc1, f.inc2}, dep)) in.must_not_exist.push_back(p);
+        names.push_back(f.inc1 / n);
+    }
+    REQUIRE(cache.record_direct(f.direct_key, in).has_value());
+    REQUIRE(cache.lookup_direct(f.direct_key).key == f.key);
+    const fs::path& last = names.back();
+
+    SECTION("a new header") {
+        test::write_file(last, "\n");
+        DirectLookup r = cache.lookup_direct(f.direct_key);
+        CHECK_FALSE(r.key.has_value());
+        CHECK(r.why_not == last.string() + " now exists and shadows a header");
+    }
+    SECTION("a dangling link") {
+        fs::create_symlink(f.tmp / "nowhere.h", last);
+        CHECK_FALSE(cache.lookup_direct(f.direct_key).key.has_value());
+    }
+    SECTION("a directory of that name") {
+        fs::create_directories(last);
+        CHECK_FALSE(cache.lookup_direct(f.direct_key).key.has_value());
+    }
+    SECTION("the directory replaced by a link to one that has the header") {
+        fs::create_directories(f.tmp / "other");
+        test::write_file(f.tmp / "other" / last.filename(), "\n");
+        fs::remove_all(f.inc1);
+        fs::create_directory_symlink(f.tmp / "other", f.inc1);
+        CHECK_FALSE(cache.lookup_direct(f.direct_key).key.has_value());
+    }
+    SECTION("other names come and go: still a hit") {
+        test::write_file(f.inc1 / "more.h", "\n");
+        fs::remove(f.inc1 / "unrelated.h");
+        CHECK(cache.lookup_direct(f.direct_key).key == f.key);
+    }
+}
+
 TEST_CASE("direct mode checks every record's absent paths, a missing directory's included",
           "[cache][direct]") {
     // Two records with the same absent paths: the first fails on a changed
