@@ -143,9 +143,10 @@ void take_cudart_option(CompileFlags& f) {
 
 // The CUDA runtime a CUDA build links (docs/cli.md, "--cudart"): shared by
 // default, the toolkit's libcudart.so.N; static where the toolkit has none,
-// nvcc's linker options cannot carry its path, or nvcc's device link runs
-// and the toolkit has no libcudart.so for its -lcudart (a pip toolkit). An
-// explicit shared that cannot be had is an error.
+// nvcc's linker options cannot carry its path, it lies under
+// $BEKC_BASE_DIR, or nvcc's device link runs and the toolkit has no
+// libcudart.so for its -lcudart (a pip toolkit). An explicit shared that
+// cannot be had is an error.
 void resolve_cudart(BuildInputs& in) {
     std::string& kind = in.flags.cudart;
     if (!kind.empty() && kind != "shared" && kind != "static" && kind != "none")
@@ -161,6 +162,12 @@ void resolve_cudart(BuildInputs& in) {
         problem = lib->string() +
                   " has a comma or shell syntax, which nvcc's linker options "
                   "cannot carry";
+    else if (!in.base.empty() && path_is_under(*lib, in.base.dir()))
+        // Keyed relative to the base, the library would serve other
+        // checkouts with this one's directory as its RUNPATH.
+        problem = lib->string() +
+                  " is under $BEKC_BASE_DIR, and a library that checkouts "
+                  "share cannot name it";
     else if (bool device_link = in.link_reads_opaque_code ||
                                 flags_ask_device_link(in.flags.cuda_flags) ||
                                 flags_ask_device_link(in.flags.ldflags);
@@ -266,12 +273,12 @@ BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& re
     if (in.nvcc) in.nvcc_version = facts.version(*in.nvcc);
     in.cxx_version = facts.version(in.cxx);
     in.env = read_compiler_env(ctx.raw_env, any_cuda, ctx.cwd);
+    if (auto base = ctx.env("BEKC_BASE_DIR"); base && !base->empty())
+        in.base = BaseDir(ctx.cwd / *base);
     if (in.nvcc) {
         in.link_reads_opaque_code = link_reads_opaque_code(in.flags, in.env, in.nvcc, in.multiarch);
         resolve_cudart(in);
     }
-    if (auto base = ctx.env("BEKC_BASE_DIR"); base && !base->empty())
-        in.base = BaseDir(ctx.cwd / *base);
     in.files = std::move(scanned.files);
     return in;
 }

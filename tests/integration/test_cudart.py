@@ -13,6 +13,7 @@ stub nvcc that only prints its version, seen through ``--dry-run``.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -101,9 +102,9 @@ def _stub_toolkit(root: Path, with_runtime: bool) -> Path:
     return nvcc
 
 
-def _link_line(bekc, src, nvcc, *extra):
+def _link_line(bekc, src, nvcc, *extra, env=None):
     proc = bekc.run("build", "--dry-run", "--cache-dir", bekc.cache_dir, src, "--arch", ARCH,
-                    "--nvcc", nvcc, *extra)
+                    "--nvcc", nvcc, *extra, env=env)
     links = [l for l in proc.stdout.splitlines() if " -shared " in l]
     return proc, (links[-1] if links else "")
 
@@ -143,3 +144,19 @@ def test_relocatable_device_code_links_the_shared_runtime_too(bekc, kernels, nvc
     needed, runpath = dynamic(build.library)
     assert runtime.name in needed and str(runtime.parent) in runpath
     assert build.manifest["toolchain"]["cudart"] == "shared"
+
+
+def test_a_runtime_under_the_base_directory_is_not_linked_shared(bekc, kernels, tmp_path):
+    """A library keyed relative to $BEKC_BASE_DIR serves every checkout: it
+    cannot carry this checkout's toolkit directory as its RUNPATH."""
+    src = kernels.cu(bekc.workdir / "k.cu")
+    full = _stub_toolkit(tmp_path / "checkout" / "tk", with_runtime=True)
+    env = dict(os.environ, BEKC_BASE_DIR=str(tmp_path / "checkout"))
+    env.pop("BEKC_CACHE_DIR", None)
+    proc, link = _link_line(bekc, src, full, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert " -cudart static " in link, link
+    proc, _ = _link_line(bekc, src, full, "--cudart=shared", env=env)
+    assert proc.returncode == 3 and "is under $BEKC_BASE_DIR" in proc.stderr, proc.stderr
+    proc, link = _link_line(bekc, src, full, env=dict(env, BEKC_BASE_DIR=str(bekc.workdir)))
+    assert " -cudart none " in link, link
