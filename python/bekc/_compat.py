@@ -16,6 +16,7 @@ call returns the same module.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import pathlib
@@ -162,14 +163,19 @@ def _nvidia_sites() -> List[str]:
     return [os.path.dirname(os.path.abspath(loc)) for loc in locations]
 
 
+@functools.lru_cache(maxsize=1)
+def _site_packages() -> List[str]:
+    """This interpreter's site-packages (purelib, platlib), which its
+    configuration fixes for the life of the process."""
+    paths = sysconfig.get_paths()
+    return [paths["purelib"], paths["platlib"]]
+
+
 def _python_sites() -> List[str]:
     """The directories of this interpreter where a CUDA toolkit from pip would be:
     those holding ``nvidia`` (:func:`_nvidia_sites`), else this environment's
     site-packages."""
-    candidates = _found("nvidia", _nvidia_sites)
-    if not candidates:
-        paths = sysconfig.get_paths()
-        candidates = [paths["purelib"], paths["platlib"]]
+    candidates = _found("nvidia", _nvidia_sites) or _site_packages()
     sites: List[str] = []
     for d in candidates:
         if d and d not in sites:
