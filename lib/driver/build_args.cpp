@@ -29,7 +29,7 @@ void add_compile_flag_options(CLI::App& cmd, CompileFlags& f) {
         ->allow_extra_args(false);
     cmd.add_option("--cudart", f.cudart,
                    "CUDA runtime: shared (the toolkit's libcudart.so, the one a JAX process has "
-                   "loaded; default where the toolkit has it), static (nvcc's default) or none");
+                   "loaded; default where the toolkit has it) or static (nvcc's default)");
     cmd.add_option("--linker-arg", f.linker_args,
                    "One argument for the linker, passed as -Xlinker ARG (write "
                    "--linker-arg=-rpath=/opt/lib); nvcc splits on commas, so CUDA builds refuse "

@@ -6,16 +6,15 @@
 
 #include "codegen/render.hpp"
 #include "driver/build_warnings.hpp"
+#include "driver/cudart_choice.hpp"
 #include "driver/fatal.hpp"
 #include "plan/arch.hpp"
-#include "plan/compile_plan.hpp"
 #include "scan/symbols.hpp"
 #include "store/layout.hpp"
 #include "toolchain/flag_files.hpp"
 #include "toolchain/gpu_detect.hpp"
 #include "toolchain/link_search.hpp"
 #include "toolchain/nvcc_search.hpp"
-#include "toolchain/safe_paths.hpp"
 #include "toolchain/tool_versions.hpp"
 #include "toolchain/xla_headers.hpp"
 #include "util/env.hpp"
@@ -115,77 +114,6 @@ void check_nvcc_shell_args(const CompileFlags& f) {
     check("--ldflag", f.ldflags, "");
 }
 
-// nvcc's --cudart as the build's flags.cudart: --cudart, or a -cudart option
-// in the nvcc or link flags (brainevent hands its extra_cuda_cflags to the
-// nvcc that links, so one there chooses the runtime). The flags' last one
-// wins and leaves them: the link names the runtime once.
-void take_cudart_option(CompileFlags& f) {
-    for (auto* list : {&f.cuda_flags, &f.ldflags}) {
-        std::vector<std::string> kept;
-        for (size_t i = 0; i < list->size(); ++i) {
-            const std::string& a = (*list)[i];
-            bool took = false;
-            for (std::string_view opt : {"-cudart", "--cudart"}) {
-                if (a == opt && i + 1 < list->size()) {
-                    f.cudart = (*list)[++i];
-                    took = true;
-                } else if (a.size() > opt.size() && a.starts_with(opt) && a[opt.size()] == '=') {
-                    f.cudart = a.substr(opt.size() + 1);
-                    took = true;
-                }
-                if (took) break;
-            }
-            if (!took) kept.push_back(a);
-        }
-        *list = std::move(kept);
-    }
-}
-
-// The CUDA runtime a CUDA build links (docs/cli.md, "--cudart"): shared by
-// default, the toolkit's libcudart.so.N; static where the toolkit has none,
-// nvcc's linker options cannot carry its path, it lies under
-// $BEKC_BASE_DIR, or nvcc's device link runs and the toolkit has no
-// libcudart.so for its -lcudart (a pip toolkit). An explicit shared that
-// cannot be had is an error.
-void resolve_cudart(BuildInputs& in) {
-    std::string& kind = in.flags.cudart;
-    if (!kind.empty() && kind != "shared" && kind != "static" && kind != "none")
-        fatal(Error::make(ErrorKind::Usage,
-                          std::string("--cudart '") + kind + "': use shared, static or none"));
-    if (!kind.empty() && kind != "shared") return;
-    std::optional<fs::path> lib = shared_cudart(*in.nvcc, in.nvcc_version);
-    std::string problem;
-    if (!lib)
-        problem = std::string("the toolkit of ") + in.nvcc->path.string() +
-                  " has no libcudart.so." + in.nvcc_version.substr(0, in.nvcc_version.find('.'));
-    else if (!fits_nvcc_compiler_option(lib->string()))
-        problem = lib->string() +
-                  " has a comma or shell syntax, which nvcc's linker options "
-                  "cannot carry";
-    else if (!in.base.empty() && path_is_under(*lib, in.base.dir()))
-        // Keyed relative to the base, the library would serve other
-        // checkouts with this one's directory as its RUNPATH.
-        problem = lib->string() +
-                  " is under $BEKC_BASE_DIR, and a library that checkouts "
-                  "share cannot name it";
-    else if (bool device_link = in.link_reads_opaque_code ||
-                                flags_ask_device_link(in.flags.cuda_flags) ||
-                                flags_ask_device_link(in.flags.ldflags);
-             device_link && !fs::is_regular_file(lib->parent_path() / "libcudart.so"))
-        problem = "nvcc's device link names the runtime as -lcudart, and " +
-                  lib->parent_path().string() + " has no libcudart.so";
-    if (problem.empty()) {
-        kind = "shared";
-        in.cudart_library = std::move(lib);
-    } else if (kind.empty()) {
-        kind = "static";
-    } else {
-        fatal(Error::make(ErrorKind::Toolchain, std::string("--cudart=shared: ") + problem +
-                                                    "; link the static runtime with "
-                                                    "--cudart=static"));
-    }
-}
-
 // XLA's FFI headers go on the include path when the user named them, or when a
 // source includes them (or brainevent's dtypes.h / ffi_compat.h) directly; a
 // source that needs them when none can be found is an error at its #include.
@@ -260,10 +188,7 @@ BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& re
         report.warn(w);
     if (!o.allow_default_stream && !o.quiet)
         report.print(render_all(default_stream_warnings(scanned.files)));
-    if (any_cuda)
-        take_cudart_option(in.flags);
-    else
-        in.flags.cudart.clear();
+    take_cudart_option(in.flags, any_cuda, ctx.env);
     check_linker_args(in.flags.linker_args, any_cuda);
     if (any_cuda) check_nvcc_shell_args(in.flags);
     in.flag_files = or_fatal(read_flag_files(in.flags, ctx.cwd));
@@ -277,7 +202,7 @@ BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& re
         in.base = BaseDir(ctx.cwd / *base);
     if (in.nvcc) {
         in.link_reads_opaque_code = link_reads_opaque_code(in.flags, in.env, in.nvcc, in.multiarch);
-        resolve_cudart(in);
+        resolve_cudart(in, report);
     }
     in.files = std::move(scanned.files);
     return in;

@@ -162,9 +162,13 @@ bool flags_ask_device_link(const std::vector<std::string>& flags) {
     return false;
 }
 
+bool needs_device_link(const PlanFlags& flags, bool link_reads_opaque_code) {
+    return link_reads_opaque_code || flags_ask_device_link(flags.cuda_flags) ||
+           flags_ask_device_link(flags.ldflags);
+}
+
 bool needs_device_link(const PlanRequest& r) {
-    return r.link_reads_opaque_code || flags_ask_device_link(r.flags.cuda_flags) ||
-           flags_ask_device_link(r.flags.ldflags);
+    return needs_device_link(r.flags, r.link_reads_opaque_code);
 }
 
 int device_compilations(const std::vector<Arch>& archs) {

@@ -103,6 +103,7 @@ bool flags_ask_device_link(const std::vector<std::string>& flags);
 // Whole-program device code registers itself, so without either the device
 // link adds only an empty image.
 bool needs_device_link(const PlanRequest& request);
+bool needs_device_link(const PlanFlags& flags, bool link_reads_opaque_code);
 
 // How many device compilations nvcc runs for one input: one per arch, and
 // one more for the PTX of the newest.
@@ -120,9 +121,9 @@ struct BuildPlan {
     std::optional<fs::path> link_depfile;  // the request's, written by the link
 };
 
-// What nvcc's link adds for flags.cudart: "-cudart static" or "-cudart
-// none"; for "shared", the toolkit's library itself and its directory as the
-// RUNPATH; nothing when unset (nvcc's default, static).
+// What nvcc's link adds for flags.cudart: "-cudart static"; for "shared",
+// the toolkit's library itself and its directory as the RUNPATH; nothing
+// when unset (nvcc's default, static).
 std::vector<std::string> cudart_link_flags(const PlanRequest& request);
 
 BuildPlan make_build_plan(const PlanRequest& request);

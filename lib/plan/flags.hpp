@@ -18,8 +18,8 @@ struct CompileFlags {
     std::vector<std::string> linker_args;
     // The CUDA runtime a CUDA library links, nvcc's --cudart: "shared" (the
     // toolkit's libcudart.so.N, found through the library's RUNPATH or the
-    // one the process has loaded: JAX's), "static" or "none". The CLI's ""
-    // means "shared" where the toolkit allows it (driver/prepare.cpp).
+    // one the process has loaded: JAX's) or "static". The CLI's "" means
+    // "shared" where the toolkit allows it (driver/cudart_choice.hpp).
     std::string cudart;
 
     bool operator==(const CompileFlags&) const = default;

@@ -3,6 +3,7 @@
 // target. Codegen, input checks and the manifest all name them through here.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 
@@ -39,7 +40,9 @@ inline std::string target_prefix_problem(std::string_view prefix) {
 // may be, and one file name (brainevent names the library after it).
 inline std::string module_name_problem(std::string_view name) {
     if (std::string problem = target_prefix_problem(name); !problem.empty()) return problem;
-    if (name.find('/') != std::string_view::npos) return "contains '/'";
+    // std::find, not find('/'): GCC 12 misreads the bound of the memchr that
+    // find inlines here (-Wstringop-overread).
+    if (std::find(name.begin(), name.end(), '/') != name.end()) return "contains '/'";
     if (name == "." || name == "..") return "is a directory name";
     return {};
 }

@@ -11,6 +11,7 @@
 #include "plan/compile_plan.hpp"
 #include "toolchain/nvcc_search.hpp"
 #include "util/env.hpp"
+#include "util/text.hpp"
 
 namespace bekc {
 
@@ -142,14 +143,7 @@ bool env_asks_device_link(const CompilerEnv& env) {
             continue;
         }
         if (name != "NVCC_PREPEND_FLAGS" && name != "NVCC_APPEND_FLAGS") continue;
-        std::vector<std::string> words;
-        for (size_t at = 0; at < value.size();) {
-            size_t start = value.find_first_not_of(" \t\n", at);
-            if (start == std::string::npos) break;
-            size_t end = std::min(value.find_first_of(" \t\n", start), value.size());
-            words.emplace_back(value.substr(start, end - start));
-            at = end;
-        }
+        std::vector<std::string> words = split_words(value);
         if (flags_ask_device_link(words)) return true;
         // nvcc's own options that begin like a -l library.
         auto nvcc_option = [](std::string_view w) {

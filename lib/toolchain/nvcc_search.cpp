@@ -272,14 +272,21 @@ std::optional<fs::path> shared_cudart(const Tool& nvcc, const std::string& versi
                                       [](unsigned char c) { return std::isdigit(c) != 0; }))
         return std::nullopt;
     std::vector<fs::path> dirs;
+    std::error_code ec;
     if (pip_toolkit_root(nvcc)) {
         dirs = pip_toolkit_dirs(nvcc).lib;
     } else {
+        // lib64, else the one targets/<arch>/lib with the runtime (an
+        // installed toolkit has one target: x86_64-linux, sbsa-linux, ...).
         fs::path root = nvcc.path.parent_path().parent_path();
-        dirs = {root / "lib64", root / "targets" / "x86_64-linux" / "lib",
-                root / "targets" / "sbsa-linux" / "lib"};
+        dirs = {root / "lib64"};
+        std::vector<fs::path> targets;
+        for (fs::directory_iterator it(root / "targets", ec), end; !ec && it != end;
+             it.increment(ec))
+            targets.push_back(it->path() / "lib");
+        std::sort(targets.begin(), targets.end());
+        dirs.insert(dirs.end(), targets.begin(), targets.end());
     }
-    std::error_code ec;
     for (const auto& d : dirs) {
         fs::path lib = d / ("libcudart.so." + major);
         if (fs::is_regular_file(lib, ec)) return lib;

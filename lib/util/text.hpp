@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace bekc {
 
@@ -28,6 +30,20 @@ inline bool has_control_char(std::string_view s) {
 // names nvcc and its tools give variables, macros and module ids).
 inline bool is_c_identifier_char(char c) {
     return c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+// The words of `s` split at spaces, tabs and line breaks, as nvcc splits
+// $NVCC_PREPEND_FLAGS and $NVCC_APPEND_FLAGS.
+inline std::vector<std::string> split_words(std::string_view s) {
+    std::vector<std::string> words;
+    for (size_t at = 0; at < s.size();) {
+        size_t start = s.find_first_not_of(" \t\n", at);
+        if (start == std::string_view::npos) break;
+        size_t end = std::min(s.find_first_of(" \t\n", start), s.size());
+        words.emplace_back(s.substr(start, end - start));
+        at = end;
+    }
+    return words;
 }
 
 }  // namespace bekc

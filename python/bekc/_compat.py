@@ -164,11 +164,11 @@ def _nvidia_sites() -> List[str]:
 
 
 @functools.lru_cache(maxsize=1)
-def _site_packages() -> List[str]:
+def _site_packages() -> Tuple[str, ...]:
     """This interpreter's site-packages (purelib, platlib), which its
     configuration fixes for the life of the process."""
     paths = sysconfig.get_paths()
-    return [paths["purelib"], paths["platlib"]]
+    return (paths["purelib"], paths["platlib"])
 
 
 def _python_sites() -> List[str]:
@@ -200,7 +200,10 @@ def _nvcc_args() -> List[str]:
 # What _loader_argv found in this interpreter's packages, and the sys.path (and
 # find_spec) it looked with: found again when either changes. Only what was
 # found is kept; what was missing is looked for again on every build, so a
-# package installed while the process runs is seen on its next build.
+# package installed while the process runs is seen on its next build. Not
+# seen: a new nvidia/ directory in a site already found, and a chdir while ''
+# is on sys.path; both change at most which nvcc bekc chooses, which the key
+# records.
 _FOUND: dict = {}
 
 

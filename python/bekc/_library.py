@@ -48,13 +48,27 @@ def _load_hint(error: str) -> str:
         symbol = m.group(1)
         plain = _demangle(symbol)
         named = f"{plain} ({symbol})" if plain != symbol else symbol
-        return (f" The library uses {named}, which neither it nor the libraries it "
+        hint = (f" The library uses {named}, which neither it nor the libraries it "
                 f"loads define.")
+        if symbol.startswith(("cuda", "__cuda")):
+            hint += _CUDART_HINT.format(what="the CUDA runtime this process loaded is older "
+                                             "than the toolkit that built the library")
+        return hint
     m = re.search(r"(\S+\.so[.0-9]*): cannot open shared object file", error)
     if m:
-        return (f" The library needs {m.group(1)}, which the dynamic loader did not find "
+        hint = (f" The library needs {m.group(1)}, which the dynamic loader did not find "
                 f"(it looks in the library's RPATH, LD_LIBRARY_PATH and ld.so's cache).")
+        if m.group(1).startswith("libcudart.so"):
+            hint += _CUDART_HINT.format(what="the toolkit that built it is gone from where "
+                                             "the library's RUNPATH says")
+        return hint
     return ""
+
+
+# docs/cli.md, "--cudart": a library linked with the shared CUDA runtime.
+_CUDART_HINT = (" It links the shared CUDA runtime, and {what}: rebuild it with the static "
+                "one (`bekc build --cudart=static`, or extra_cuda_cflags=['-cudart=static'] "
+                "in a loader).")
 
 
 class LoadedLibrary:

@@ -32,7 +32,7 @@ for part in "${parts[@]}"; do
         bash tests/gpu/brainevent_suite.sh bekc ${SUITE_DIRS:-_dense} || status=1 ;;
     bench)
       echo "=== tests/gpu/start_benches.sh"
-      PYTHON=$PY REPS=${REPS:-7} timeout "${BENCH_LIMIT:-240}" bash tests/gpu/start_benches.sh \
+      PYTHON=$PY REPS=${REPS:-9} timeout "${BENCH_LIMIT:-240}" bash tests/gpu/start_benches.sh \
         || status=1 ;;
     *) echo "unknown part: $part"; exit 2 ;;
   esac

@@ -41,7 +41,7 @@ def toolkit_runtime(nvcc: str) -> Path:
     version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
     major = re.search(r"release (\d+)\.", version).group(1)
     root = Path(nvcc).parent.parent
-    for d in (root / "lib64", root / "targets" / "x86_64-linux" / "lib", root / "lib"):
+    for d in (root / "lib64", *sorted(root.glob("targets/*/lib"))):
         if (d / f"libcudart.so.{major}").is_file():
             return d / f"libcudart.so.{major}"
     pytest.skip(f"the toolkit of {nvcc} has no libcudart.so.{major}")
@@ -72,8 +72,12 @@ def test_static_runtime_from_the_option_or_from_nvccs_own_flag(bekc, kernels, nv
         again = bekc.build(src, "--arch", ARCH, *flags)
         assert again.hit and again.key == static.key, flags
         assert again.manifest["flags"]["cuda_flags"] == [] == again.manifest["flags"]["ldflags"]
-    shared = bekc.build(src, "--arch", ARCH, "--cudart=static", "--cuda-flag=-cudart=shared")
-    assert shared.manifest["toolchain"]["cudart"] == "shared"  # the flags' choice is the last
+    # Two choices that differ, or one without a value: which runtime is meant is not said.
+    both = bekc.build(src, "--arch", ARCH, "--cudart=static", "--cuda-flag=-cudart=shared", ok=False)
+    assert both.rc == 2 and ("--cudart=static and --cuda-flag=-cudart=shared choose different "
+                             "CUDA runtimes; give one") in both.stderr
+    bare = bekc.build(src, "--arch", ARCH, "--cuda-flag=-cudart", ok=False)
+    assert bare.rc == 2 and "--cuda-flag=-cudart needs a value: shared or static" in bare.stderr
 
 
 def test_a_cpp_library_links_no_cuda_runtime(bekc, kernels):
@@ -87,7 +91,7 @@ def test_an_unknown_runtime_is_a_usage_error(bekc, kernels, nvcc):
     bad = bekc.build(kernels.cu(bekc.workdir / "k.cu"), "--arch", ARCH, "--cudart=dynamic",
                      ok=False)
     assert bad.rc == 2
-    assert "--cudart 'dynamic': use shared, static or none" in bad.stderr
+    assert "--cudart=dynamic: the CUDA runtime is shared or static" in bad.stderr
     assert bekc.entries() == []
 
 
@@ -112,13 +116,14 @@ def _link_line(bekc, src, nvcc, *extra, env=None):
 def test_a_toolkit_without_a_shared_runtime_links_the_static_one(bekc, kernels, tmp_path):
     src = kernels.cu(bekc.workdir / "k.cu")
     bare = _stub_toolkit(tmp_path / "bare", with_runtime=False)
-    proc, link = _link_line(bekc, src, bare)
+    proc, link = _link_line(bekc, src, bare, "-v")
     assert proc.returncode == 0, proc.stderr
     assert " -cudart static " in link, link
+    assert f"bekc: the static CUDA runtime: the toolkit of {bare} has no shared" in proc.stderr
     # Asked for explicitly, it is an error that says what to do.
     proc, _ = _link_line(bekc, src, bare, "--cudart=shared")
     assert proc.returncode == 3, proc.stderr
-    assert f"the toolkit of {bare} has no libcudart.so.13" in proc.stderr
+    assert f"the toolkit of {bare} has no shared CUDA runtime (libcudart.so." in proc.stderr
     assert "--cudart=static" in proc.stderr
     full = _stub_toolkit(tmp_path / "full", with_runtime=True)
     proc, link = _link_line(bekc, src, full)

@@ -228,6 +228,39 @@ def test_extra_ldflags_reach_the_linker(bekc_bin, request):
     assert _runpath(cmod.path)[0].split(":")[0] == "/opt/bekc_cuda_rp"
 
 
+def test_extra_cuda_cflags_choose_the_cuda_runtime(bekc_bin, request):
+    """brainevent hands extra_cuda_cflags to the nvcc that links, so nvcc's
+    -cudart there chooses the runtime, as `bekc build --cudart` does."""
+    request.getfixturevalue("nvcc")
+    src = '#include "brainevent/common.h"\n' + NOOP_EXPORT.replace("out)", "out, int64_t stream)")
+    shared = bekc.load_cuda_inline(unique_prefix("rt_shared"), src, compute_capability="8.0",
+                                   auto_register=False)
+    static = bekc.load_cuda_inline(unique_prefix("rt_static"), src, compute_capability="8.0",
+                                   extra_cuda_cflags=["-cudart=static"], auto_register=False)
+    assert shared.manifest["toolchain"]["cudart"] == "shared"
+    assert static.manifest["toolchain"]["cudart"] == "static"
+    assert static.manifest["flags"]["cuda_flags"] == []
+    assert os.path.getsize(static.path) > 4 * os.path.getsize(shared.path)
+
+
+def test_a_loaders_interpreter_facts_are_found_once_per_sys_path(rec, monkeypatch):
+    """brainevent's include directory, jaxlib's headers and the nvidia
+    site-packages are looked for on a process's first load, not on each."""
+    real = importlib.util.find_spec
+    looked = []
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda n, *a: looked.append(n) or real(n, *a))
+    first = rec.argv(bekc.load_cuda_inline, "m", NOOP_EXPORT)
+    looked.clear()
+    again = rec.argv(bekc.load_cuda_inline, "m", NOOP_EXPORT)
+    assert again == first
+    found = [n for n in ("brainevent", "jaxlib", "nvidia") if real(n) is not None]
+    assert not set(found) & set(looked), looked
+    monkeypatch.syspath_prepend(os.path.dirname(os.path.abspath(__file__)))
+    rec.argv(bekc.load_cuda_inline, "m", NOOP_EXPORT)
+    assert set(found) <= set(looked)  # sys.path changed: looked for again
+
+
 def test_unmappable_ldflags_raise_before_bekc_runs(rec):
     cases = [("load_cuda_inline", 3, TypeError), ("load_cpp_inline", 3, TypeError),
              ("load_cuda_inline", b"-lm", TypeError), ("load_cuda_inline", "", ValueError),

@@ -163,3 +163,37 @@ def test_a_librarys_sha256_is_of_every_byte_whatever_its_size(tmp_path, size):
             assert digest == hashlib.sha256(data).hexdigest(), hint
         finally:
             os.close(fd)
+
+
+def test_a_missing_or_older_cuda_runtime_names_the_static_one(tmp_path):
+    """A library linked with the shared CUDA runtime (docs/cli.md, "--cudart")
+    that cannot get one, or gets one without a function it calls: the error
+    says how to build it with the static runtime."""
+    cxx = shutil.which("g++") or shutil.which("c++")
+    if cxx is None:
+        pytest.skip("no host C++ compiler")
+    stub = tmp_path / "rt" / "libcudart.so.99"
+    stub.parent.mkdir()
+    (tmp_path / "rt.cpp").write_text('extern "C" int cudaStubbed() { return 0; }\n')
+    subprocess.run([cxx, "-shared", "-fPIC", "-Wl,-soname,libcudart.so.99", "-o", str(stub),
+                    str(tmp_path / "rt.cpp")], check=True)
+    src = tmp_path / "lib.cpp"
+    src.write_text('extern "C" int cudaStubbed(); extern "C" int cudaNewerThanThisRuntime();\n'
+                   'extern "C" void bekc_ffi_x() { cudaStubbed(); cudaNewerThanThisRuntime(); }\n')
+    lib = tmp_path / "libneedsrt.so"
+    subprocess.run([cxx, "-shared", "-fPIC", "-o", str(lib), str(src), str(stub),
+                    f"-Wl,-rpath,{stub.parent}"], check=True)
+    fix = "(`bekc build --cudart=static`, or extra_cuda_cflags=['-cudart=static'] in a loader)"
+    path = make_manifest(tmp_path / "b", str(lib), unique_prefix(), platform="CUDA",
+                         lib_name="libneedsrt.so")
+    with pytest.raises(bekc.LibraryLoadError) as e:
+        bekc.load(path)
+    assert "cudaNewerThanThisRuntime" in str(e.value)
+    assert ("the CUDA runtime this process loaded is older than the toolkit that built the "
+            "library") in str(e.value) and fix in str(e.value)
+    stub.unlink()
+    path = make_manifest(tmp_path / "c", str(lib), unique_prefix(), platform="CUDA",
+                         lib_name="libneedsrt.so")
+    with pytest.raises(bekc.LibraryLoadError) as e:
+        bekc.load(path)
+    assert "libcudart.so.99" in str(e.value) and fix in str(e.value)

@@ -680,14 +680,12 @@ TEST_CASE("plan: --cudart decides which CUDA runtime nvcc's link names", "[plan]
         CHECK(has_sequence(l, {"-Xlinker", "-rpath", "-Xlinker", "/opt/cuda/lib64"}));
         CHECK_FALSE(has(l, "/opt/cuda/lib64/libcudart.so.13"));
     }
-    SECTION("static and none: nvcc's own option") {
-        for (std::string kind : {"static", "none"}) {
-            r.flags.cudart = kind;
-            const Argv& l = make_build_plan(r).link.argv;
-            INFO(joined(l));
-            CHECK(has_pair(l, "-cudart", kind));
-            CHECK_FALSE(has(l, "-rpath"));
-        }
+    SECTION("static: nvcc's own option") {
+        r.flags.cudart = "static";
+        const Argv& l = make_build_plan(r).link.argv;
+        INFO(joined(l));
+        CHECK(has_pair(l, "-cudart", "static"));
+        CHECK_FALSE(has(l, "-rpath"));
     }
     SECTION("unset: nothing, nvcc's default") {
         CHECK_FALSE(has(make_build_plan(r).link.argv, "-cudart"));
