@@ -68,6 +68,14 @@ def test_sccache_launcher_builds(bekc, tmp_path):
     src.write_text(KERNEL)
     env = dict(os.environ, SCCACHE_DIR=str(tmp_path / "sccache"), SCCACHE_IDLE_TIMEOUT="30")
     try:
+        # sccache's client gives the server it starts 10 s; on a loaded machine that can
+        # pass before bekc is involved ("Timed out waiting for server startup"). The server
+        # is started here first, and asked again until it answers.
+        for _ in range(3):
+            if subprocess.run(["sccache", "--show-stats"], capture_output=True,
+                              env=env).returncode == 0:
+                break
+            subprocess.run(["sccache", "--start-server"], capture_output=True, env=env)
         for _ in range(2):
             r = bekc("build", src, "--cache-dir", tmp_path / "c", "--launcher", "sccache",
                      "--force", env=env)
