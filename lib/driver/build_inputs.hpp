@@ -37,7 +37,7 @@ struct BuildInputs {
     // on a miss only, where the dependencies are sorted.
     std::string multiarch;
     std::vector<Arch> archs;
-    PlanFlags flags;  // flags.cudart: "shared", "static" or "none" for CUDA, else ""
+    PlanFlags flags;  // flags.cudart: "shared" or "static" for CUDA, else ""
     // flags.cudart "shared": the toolkit's libcudart.so.N the library links.
     std::optional<fs::path> cudart_library;
     // The link reads device code bekc cannot see, so nvcc's device link runs

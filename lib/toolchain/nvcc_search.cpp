@@ -271,27 +271,24 @@ std::optional<fs::path> shared_cudart(const Tool& nvcc, const std::string& versi
     if (major.empty() || !std::all_of(major.begin(), major.end(),
                                       [](unsigned char c) { return std::isdigit(c) != 0; }))
         return std::nullopt;
-    std::vector<fs::path> dirs;
+    const std::string name = "libcudart.so." + major;
     std::error_code ec;
-    if (pip_toolkit_root(nvcc)) {
-        dirs = pip_toolkit_dirs(nvcc).lib;
-    } else {
-        // lib64, else the one targets/<arch>/lib with the runtime (an
-        // installed toolkit has one target: x86_64-linux, sbsa-linux, ...).
-        fs::path root = nvcc.path.parent_path().parent_path();
-        dirs = {root / "lib64"};
-        std::vector<fs::path> targets;
-        for (fs::directory_iterator it(root / "targets", ec), end; !ec && it != end;
-             it.increment(ec))
-            targets.push_back(it->path() / "lib");
-        std::sort(targets.begin(), targets.end());
-        dirs.insert(dirs.end(), targets.begin(), targets.end());
-    }
-    for (const auto& d : dirs) {
-        fs::path lib = d / ("libcudart.so." + major);
-        if (fs::is_regular_file(lib, ec)) return lib;
-    }
-    return std::nullopt;
+    auto in_first = [&](const std::vector<fs::path>& dirs) -> std::optional<fs::path> {
+        for (const auto& d : dirs)
+            if (fs::is_regular_file(d / name, ec)) return d / name;
+        return std::nullopt;
+    };
+    if (pip_toolkit_root(nvcc)) return in_first(pip_toolkit_dirs(nvcc).lib);
+    // lib64, else the one targets/<arch>/lib with the runtime (an installed
+    // toolkit has one target: x86_64-linux, sbsa-linux, ...). The targets are
+    // listed only when lib64 lacks it: a warm lookup asks this on every build.
+    fs::path root = nvcc.path.parent_path().parent_path();
+    if (auto lib = in_first({root / "lib64"})) return lib;
+    std::vector<fs::path> targets;
+    for (fs::directory_iterator it(root / "targets", ec), end; !ec && it != end; it.increment(ec))
+        targets.push_back(it->path() / "lib");
+    std::sort(targets.begin(), targets.end());
+    return in_first(targets);
 }
 
 std::vector<std::string> pip_toolkit_wheels(const Tool& nvcc) {
