@@ -16,7 +16,7 @@ namespace bekc {
 
 namespace {
 
-// A build waits this long for the counters' lock before giving its count up.
+// `bekc cache stats --zero` waits this long for the counters' lock.
 constexpr std::chrono::milliseconds kLockWait{1000};
 
 uint64_t count_of(const nlohmann::json& j, const char* name) {
@@ -62,12 +62,10 @@ BuildCounters read_folded(const CacheDir& cache) {
     return c;
 }
 
-// Moves the tallies into stats.json, under the counters' lock; `zero` starts
-// them all again. An append between a tally's read and its truncation is the
-// one count that can be lost.
-std::expected<void, Error> fold(const CacheDir& cache, bool zero) {
-    auto lock = FileLock::acquire(cache, CacheLayout::named_lock("stats"), kLockWait);
-    if (!lock) return fail(ErrorKind::Cache, lock.error().message);
+// Moves the tallies into stats.json, under the counters' lock (held by the
+// caller); `zero` starts them all again. An append between a tally's read and
+// its truncation is the one count that can be lost.
+std::expected<void, Error> fold(const CacheDir& cache, const FileLock& /*held*/, bool zero) {
     BuildCounters c = zero ? BuildCounters{} : read_folded(cache);
     for (size_t i = 0; i < std::size(kCounters); ++i) {
         uint64_t n = tally(cache, i, true);
@@ -96,12 +94,18 @@ std::expected<void, Error> count_build(const CacheDir& cache, BuildCount what) {
     const size_t i = static_cast<size_t>(what);
     auto size = cache.append(CacheLayout::stats_tally(kCounters[i]), "+");
     if (!size) return std::unexpected(size.error());
-    if (*size >= kFoldAt) return fold(cache, false);
-    return {};
+    if (*size < kFoldAt) return {};
+    // Never waited for: a hit answered in a Python process holds the GIL.
+    // A holder is folding (or zeroing) already; a later build folds the rest.
+    auto lock = FileLock::try_acquire(cache, CacheLayout::named_lock("stats"));
+    if (!lock) return {};
+    return fold(cache, *lock, false);
 }
 
 std::expected<void, Error> zero_counters(const CacheDir& cache) {
-    return fold(cache, true);
+    auto lock = FileLock::acquire(cache, CacheLayout::named_lock("stats"), kLockWait);
+    if (!lock) return fail(ErrorKind::Cache, lock.error().message);
+    return fold(cache, *lock, true);
 }
 
 }  // namespace bekc

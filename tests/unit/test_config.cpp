@@ -15,6 +15,7 @@
 #include "store/build_history.hpp"
 #include "store/key.hpp"
 #include "store/layout.hpp"
+#include "store/lock.hpp"
 #include "store/stats.hpp"
 
 using namespace bekc;
@@ -312,4 +313,24 @@ TEST_CASE("stats: counters add up under concurrent builds and zero") {
     CHECK(read_counters(cache).local_hits == 0);
     CHECK(count_build(cache, BuildCount::Miss));
     CHECK(read_counters(cache).misses == 1);
+}
+
+TEST_CASE("stats: a build whose tally is due to fold does not wait for another's lock") {
+    // An in-process lookup counts its hit while it holds Python's GIL: a fold
+    // that waited for the lock would stall every thread of that program.
+    test::TempDir dir;
+    CacheDir cache(dir.path());
+    REQUIRE(count_build(cache, BuildCount::LocalHit));
+    test::write_file(dir / CacheLayout::stats_tally("local_hits"), std::string(4095, '+'));
+    {
+        auto held = FileLock::try_acquire(cache, CacheLayout::named_lock("stats"));
+        REQUIRE(held);
+        REQUIRE(count_build(cache, BuildCount::LocalHit));  // 4096 counts: due, not taken
+        CHECK_FALSE(fs::exists(dir / CacheLayout::stats_file()));
+        CHECK(read_counters(cache).local_hits == 4096);
+    }
+    REQUIRE(count_build(cache, BuildCount::LocalHit));  // the lock is free: it folds
+    CHECK(fs::exists(dir / CacheLayout::stats_file()));
+    CHECK(fs::file_size(dir / CacheLayout::stats_tally("local_hits")) == 0);
+    CHECK(read_counters(cache).local_hits == 4097);
 }
