@@ -9,7 +9,8 @@ Each measured process is new and does, in this order, each phase timed:
 
 1. import: ``import jax, brainevent``; on bekc's side also ``import bekc`` and
    ``bekc.use_for_brainevent()`` (which imports the brainevent modules that
-   name a loader, so it is part of bekc's cost);
+   name a loader, so it is part of bekc's cost); printed whole and in its
+   three parts (jax, brainevent, bekc);
 2. backend: ``jax.devices()`` (JAX's CPU or CUDA backend comes up);
 3. first calls: the first call of each of the 10 ops below, one after the
    other. Each loads a different kernel module of brainevent's through
@@ -103,7 +104,9 @@ CHILD = textwrap.dedent(r"""
     phases = {}
     t = time.perf_counter()
     import jax
+    phases["import jax"] = time.perf_counter() - t
     import brainevent as be
+    phases["import brainevent"] = time.perf_counter() - t - phases["import jax"]
     if side == "bekc":
         import bekc
         bekc.use_for_brainevent()
@@ -310,10 +313,15 @@ def report(args, ops, runs, failed, cold, loads) -> list:
     def row(label, of_run):
         b = median(of_run(r) for r in runs["bekc"])
         k = median(of_run(r) for r in runs["brainevent"])
-        print(f"{label:34}{fmt(b):>12}{fmt(k):>12}{ratio(b / k):>17}")
-        rows.append({"phase": label, "bekc_s": b, "brainevent_s": k, "ratio": b / k})
+        r = b / k if k > 1e-4 else None  # brainevent's side has no bekc part
+        print(f"{label:34}{fmt(b):>12}{fmt(k):>12}{ratio(r) if r else '-':>17}")
+        rows.append({"phase": label, "bekc_s": b, "brainevent_s": k, "ratio": r})
 
     row("import", lambda r: r["phases"]["import"])
+    row("  of which jax", lambda r: r["phases"]["import jax"])
+    row("  of which brainevent", lambda r: r["phases"]["import brainevent"])
+    row("  of which bekc (its side)", lambda r: r["phases"]["import"]
+        - r["phases"]["import jax"] - r["phases"]["import brainevent"])
     row("backend", lambda r: r["phases"]["backend"])
     row(f"first calls ({len(ops)} ops)", lambda r: r["phases"]["first_calls"])
     row("  of which in the loaders", lambda r: r["phases"]["loaders"])
