@@ -177,7 +177,7 @@ std::expected<ReportedDependencies, Error> compile(const BuildInputs& in, const 
     };
     // nvcc's per-architecture phases and the host compile come from the
     // step cache when it has them (driver/step_keys.hpp); --force compiles
-    // every step again, and keeps what it compiled.
+    // every step again, and what it compiled replaces what the cache held.
     // One StepReuse for each graph executed: it remembers its steps' keys.
     Cache cache(in.cache_root);
     std::optional<StepReuse> steps;
@@ -198,7 +198,7 @@ std::expected<ReportedDependencies, Error> compile(const BuildInputs& in, const 
             or_fatal(publish_runtime_object(runtime_object_id(in), s.command.outputs.front()));
     };
     auto execute = [&] {
-        steps.emplace(cache, in, dir, ctx.runner);
+        steps.emplace(cache, in, dir, ctx.runner, o.force);
         return execute_graph(graph, ctx.runner, eo, cache_step);
     };
     auto done = execute();

@@ -312,7 +312,7 @@ void StepReuse::keep(const Step& s) {
         if (!m) return;
         meta = m->dump();
     }
-    (void)StepCache(cache_).store(key->digest, outputs, meta);
+    (void)StepCache(cache_).store(key->digest, outputs, meta, replace_);
 }
 
 }  // namespace bekc

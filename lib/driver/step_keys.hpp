@@ -34,8 +34,14 @@ namespace bekc {
 
 class StepReuse {
   public:
-    StepReuse(Cache& cache, const BuildInputs& in, fs::path build_dir, Runner& runner)
-        : cache_(cache), in_(in), build_dir_(std::move(build_dir)), runner_(runner) {}
+    // `replace` (--force): what the steps compile takes the place of the
+    // results the cache holds under their keys.
+    StepReuse(Cache& cache, const BuildInputs& in, fs::path build_dir, Runner& runner, bool replace)
+        : cache_(cache),
+          in_(in),
+          build_dir_(std::move(build_dir)),
+          runner_(runner),
+          replace_(replace) {}
 
     // Before `step` runs: whether its outputs were written from the cache,
     // so that it need not run.
@@ -67,6 +73,7 @@ class StepReuse {
     const BuildInputs& in_;
     fs::path build_dir_;
     Runner& runner_;
+    bool replace_;
     std::map<const Step*, std::optional<Keyed>> keys_;
 };
 

@@ -285,11 +285,12 @@ bool Cache::tree_ready(const fs::path& rel) const {
 
 std::expected<fs::path, CacheError> Cache::ensure_tree(const fs::path& rel,
                                                        const fs::path& lock_rel,
-                                                       const Builder& build) {
-    if (check_seal(dir(), rel, CheckLevel::Cheap)) return layout_.path(rel);
+                                                       const Builder& build, bool replace) {
+    if (!replace && check_seal(dir(), rel, CheckLevel::Cheap)) return layout_.path(rel);
     auto lock = this->lock(lock_rel);
     if (!lock) return std::unexpected(lock.error());
-    if (check_seal(dir(), rel, CheckLevel::Cheap)) return layout_.path(rel);  // built meanwhile
+    if (!replace && check_seal(dir(), rel, CheckLevel::Cheap))
+        return layout_.path(rel);  // built meanwhile
     auto staging = make_staging("runtime");
     if (!staging) return std::unexpected(staging.error());
     std::expected<void, Error> built;
@@ -307,7 +308,7 @@ std::expected<fs::path, CacheError> Cache::ensure_tree(const fs::path& rel,
         (void)discard(*staging);
         return std::unexpected(CacheError{CacheError::Kind::Builder, built.error().message});
     }
-    if (auto d = discard(rel); !d) {  // a damaged one, repaired
+    if (auto d = discard(rel); !d) {  // a damaged or replaced one
         (void)discard(*staging);
         return std::unexpected(io_error(d.error().message));
     }

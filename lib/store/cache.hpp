@@ -167,9 +167,11 @@ class Cache {
 
     // A sealed directory outside entries/ (the runtime trees): its absolute
     // path once it exists and passes its seal, built by `build` under the
-    // lock `lock_rel` and published by rename when missing or damaged.
+    // lock `lock_rel` and published by rename when missing or damaged, or
+    // always with `replace` (what `--force` compiled takes the place of
+    // what the cache held).
     std::expected<fs::path, CacheError> ensure_tree(const fs::path& rel, const fs::path& lock_rel,
-                                                    const Builder& build);
+                                                    const Builder& build, bool replace = false);
 
     // Whether the sealed directory `rel` exists and passes its seal.
     bool tree_ready(const fs::path& rel) const;

@@ -30,19 +30,16 @@ std::optional<StepResult> StepCache::find(std::string_view key, size_t count) co
 
 std::expected<void, Error> StepCache::store(std::string_view key,
                                             const std::vector<fs::path>& files,
-                                            std::string_view meta) const {
-    auto tree = cache_.ensure_tree(CacheLayout::step(key), CacheLayout::lock(key),
-                                   [&](const Staging& staging) -> std::expected<void, Error> {
-                                       for (size_t i = 0; i < files.size(); ++i) {
-                                           auto text = read_file(files[i]);
-                                           if (!text)
-                                               return fail(ErrorKind::Cache,
-                                                           "cannot read " + files[i].string());
-                                           if (auto w = staging.write(std::to_string(i), *text); !w)
-                                               return w;
-                                       }
-                                       return staging.write(std::string(kMetaFile), meta);
-                                   });
+                                            std::string_view meta, bool replace) const {
+    auto write = [&](const Staging& staging) -> std::expected<void, Error> {
+        for (size_t i = 0; i < files.size(); ++i) {
+            auto text = read_file(files[i]);
+            if (!text) return fail(ErrorKind::Cache, "cannot read " + files[i].string());
+            if (auto w = staging.write(std::to_string(i), *text); !w) return w;
+        }
+        return staging.write(std::string(kMetaFile), meta);
+    };
+    auto tree = cache_.ensure_tree(CacheLayout::step(key), CacheLayout::lock(key), write, replace);
     if (!tree) return fail(ErrorKind::Cache, tree.error().message);
     return {};
 }

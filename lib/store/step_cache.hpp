@@ -36,9 +36,10 @@ class StepCache {
     std::optional<StepResult> find(std::string_view key, size_t count) const;
 
     // Keeps copies of `files` and `meta` under `key`. A result already there
-    // stays (the same key, the same result).
+    // stays (the same key, the same result), unless `replace` (`--force`:
+    // the user distrusts what the cache holds).
     std::expected<void, Error> store(std::string_view key, const std::vector<fs::path>& files,
-                                     std::string_view meta) const;
+                                     std::string_view meta, bool replace = false) const;
 
   private:
     Cache& cache_;

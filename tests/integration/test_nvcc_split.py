@@ -142,6 +142,32 @@ def test_step_results_are_sealed_verified_pruned_and_cleared(bekc, source, nvcc)
     assert not any(steps.glob("*/*"))
 
 
+def test_force_replaces_a_sealed_step_result_that_holds_the_wrong_code(bekc, source, nvcc,
+                                                                       tmp_path):
+    # A step result whose seal holds but whose code is wrong (a shared cache's
+    # writer gone bad): --force is how a user gets rid of it, for this build
+    # and for every later one that would reuse it.
+    bekc.build(source, "--arch", "80,90", env=env())
+    steps = Path(bekc.cache_dir) / "steps"
+
+    def ptx_dir(target):
+        return next(d for d in steps.glob("*/*") if (d / "0").is_file()
+                    and f".target {target}".encode() in (d / "0").read_bytes())
+
+    sm80, sm90 = ptx_dir("sm_80"), ptx_dir("sm_90")
+    right = (sm80 / "0").read_bytes()
+    shutil.rmtree(sm80)
+    shutil.copytree(sm90, sm80)  # sealed, and compute_90's PTX under compute_80's key
+    forced = bekc.run("build", "--force", "--cache-dir", bekc.cache_dir, source, "--arch", "80,90",
+                      env=env())
+    assert forced.returncode == 0, forced.stderr
+    assert (sm80 / "0").read_bytes() == right
+    # A later build that reuses compute_80's PTX gets the right one.
+    added = bekc.build(source, "--arch", "80,90,100", env=env())
+    scratch = bekc.build(source, "--arch", "80,90,100", env=env(), cache_dir=tmp_path / "scratch")
+    assert fatbin(added.library, tmp_path) == fatbin(scratch.library, tmp_path)
+
+
 def test_a_device_compile_error_names_the_file_and_line(bekc, source, nvcc):
     source.write_text(KERNEL.replace("y[i] = x[i] * SCALE + bias;", "y[i] = x[i] * SCALE + undeclared;"))
     failed = bekc.build(source, "--arch", "80,90", ok=False, env=env())
