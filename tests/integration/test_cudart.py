@@ -21,19 +21,11 @@ from pathlib import Path
 
 import pytest
 
+from support.elf import dynamic
+
 ARCH = "sm_80"
 
 pytestmark = pytest.mark.skipif(shutil.which("readelf") is None, reason="readelf is missing")
-
-
-def dynamic(library: Path) -> tuple:
-    """(NEEDED sonames, RUNPATH entries) of a shared library."""
-    out = subprocess.run(["readelf", "-d", str(library)], capture_output=True, text=True,
-                         check=True).stdout
-    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[(.*)\]", out)
-    runpath = [p for m in re.findall(r"\((?:RUNPATH|RPATH)\)\s+Library r(?:un)?path: \[(.*)\]", out)
-               for p in m.split(":")]
-    return needed, runpath
 
 
 def toolkit_runtime(nvcc: str) -> Path:

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from support.binaries import nvcc_choice, nvcc_chosen
+from support.elf import dynamic
 from support.kernels import add_value_cu
 
 REPO = Path(__file__).resolve().parents[2]
@@ -95,6 +96,16 @@ def test_cli_builds_with_the_pip_toolkit_alone(bekc_path, site, hidden, tmp_path
     assert "nvidia_cuda_cccl-13.3.5.0.6.dist-info" in r.stdout
     lib = Path(r.stdout.strip().splitlines()[-1].split('"library":')[1].split('"')[1])
     assert lib.is_file()
+    # It links the wheel's shared CUDA runtime (a wheel has no libcudart.so to
+    # name with -lcudart), found through its RUNPATH where JAX has not loaded
+    # one already: the library loads with only pip's CUDA on the machine.
+    if shutil.which("readelf"):
+        needed, runpath = dynamic(lib)
+        assert "libcudart.so.13" in needed
+        assert str(site / "nvidia" / "cu13" / "lib") in runpath
+    loads = hidden([TOOLKIT_VENV / "bin" / "python", "-c",
+                    "import ctypes, sys; ctypes.CDLL(sys.argv[1])", lib], env)
+    assert loads.returncode == 0, loads.stderr
 
 
 def test_doctor_says_which_nvcc_and_why(bekc_path, site, hidden, tmp_path):
