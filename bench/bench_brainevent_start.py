@@ -48,7 +48,8 @@ kept across runs with ``--cache-root DIR``. With ``--prebuild`` bekc's cache
 is filled instead by ``bekc build <brainevent package> -j N``, every kernel
 file of the package, as a deployment would.
 
-Then ``--reps`` processes per side, interleaved (bekc, brainevent, bekc, ...);
+Then ``--reps`` processes per side, interleaved, each side first in every other
+pair (bekc, brainevent, brainevent, bekc, ...);
 medians of each phase, of the whole process (wall clock, seen from this
 script, including Python's start and exit) and bekc's time over
 brainevent's.
@@ -296,7 +297,7 @@ def report(args, ops, runs, failed, cold, loads) -> list:
     print(f"{machine_line(*loads)}; brainevent {version}")
     print(f"bekc binary: {args.bekc or '(found by the package)'}; --arch {args.arch}; "
           f"mode {mode} ({what})")
-    print(f"medians of {args.reps} new processes per side, interleaved; {len(ops)} ops: "
+    print(f"medians of {args.reps} new processes per side, interleaved (ABBA); {len(ops)} ops: "
           f"{', '.join(ops)}")
     print("loader calls per process (outermost load_cuda_file/_inline/_dir): "
           + ", ".join(f"{s} {runs[s][0]['loader_calls']}" for s in runs))
@@ -355,8 +356,8 @@ def measure(args, root: Path) -> int:
         return 1
     load_before = os.getloadavg()
     runs = {s.name: [] for s in sides}
-    for _ in range(args.reps):  # interleaved
-        for side in sides:
+    for rep in range(args.reps):  # interleaved, each side first in every other pair
+        for side in (sides if rep % 2 == 0 else sides[::-1]):
             r = side.run(ops)
             if r["errors"]:
                 raise RuntimeError(f"{side.name}: ops failed on a warm cache: {r['errors']}")

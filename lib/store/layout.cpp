@@ -76,6 +76,15 @@ fs::path CacheLayout::runtime_object_dir(std::string_view headers_hash, std::str
     return runtime() / std::string(headers_hash) / "obj" / std::string(compiler);
 }
 
+fs::path CacheLayout::runtime_include_lock(std::string_view headers_hash) {
+    return named_lock(fmt::format("runtime.{}", headers_hash));
+}
+
+fs::path CacheLayout::runtime_object_lock(std::string_view headers_hash,
+                                          std::string_view compiler) {
+    return named_lock(fmt::format("runtime.{}.{}", headers_hash, compiler));
+}
+
 fs::path CacheLayout::staging(std::string_view what) {
     return tmp() / (std::string(what) + "." + unique_suffix());
 }

@@ -109,6 +109,9 @@ class CacheLayout {
     // runtime/<h>/include and runtime/<h>/obj/<c>; `h` and `c` are 16 hex digits.
     static fs::path runtime_include(std::string_view headers_hash);
     static fs::path runtime_object_dir(std::string_view headers_hash, std::string_view compiler);
+    // The locks each of those is published under (locks/runtime.<h>[.<c>].lock).
+    static fs::path runtime_include_lock(std::string_view headers_hash);
+    static fs::path runtime_object_lock(std::string_view headers_hash, std::string_view compiler);
     static fs::path tool_memo() { return "tools.json"; }
     static fs::path gpu_memo() { return "gpus.json"; }
     static fs::path timing_memo() { return "timings.json"; }

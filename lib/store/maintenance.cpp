@@ -69,26 +69,36 @@ struct Item {
     uint64_t bytes;
     WallClock::time_point last_use;
     bool is_entry;
-    bool is_step = false;  // a step result (store/step_cache.hpp): a tree, no lock
+    bool is_step = false;  // a step result (store/step_cache.hpp): a tree under its key's lock
 };
 
 // The sealed trees besides the entries: runtime/<h>/include,
 // runtime/<h>/obj/<c> and the step results steps/ab/cdef….
-std::vector<fs::path> sealed_trees(const CacheDir& dir) {
-    std::vector<fs::path> trees;
+// A sealed directory outside entries/ and the lock it is published under.
+struct SealedTree {
+    fs::path rel;
+    fs::path lock;
+};
+
+std::vector<SealedTree> sealed_trees(const CacheDir& dir) {
+    std::vector<SealedTree> trees;
     if (auto runtimes = dir.list(CacheLayout::runtime())) {
         for (const auto& r : *runtimes) {
             if (!r.is_dir || !is_hex(r.name, 16)) continue;
-            trees.push_back(CacheLayout::runtime_include(r.name));
+            trees.push_back(
+                {CacheLayout::runtime_include(r.name), CacheLayout::runtime_include_lock(r.name)});
             if (auto objs = dir.list(CacheLayout::runtime() / r.name / "obj"))
                 for (const auto& o : *objs)
                     if (o.is_dir && is_hex(o.name, 16))
-                        trees.push_back(CacheLayout::runtime_object_dir(r.name, o.name));
+                        trees.push_back({CacheLayout::runtime_object_dir(r.name, o.name),
+                                         CacheLayout::runtime_object_lock(r.name, o.name)});
         }
     }
-    std::erase_if(trees, [&](const fs::path& t) { return !dir.stat(t); });
+    std::erase_if(trees, [&](const SealedTree& t) { return !dir.stat(t.rel); });
     for_each_keyed(dir, CacheLayout::steps(), "", true,
-                   [&](const std::string&, const fs::path& rel) { trees.push_back(rel); });
+                   [&](const std::string& key, const fs::path& rel) {
+                       trees.push_back({rel, CacheLayout::lock(key)});
+                   });
     return trees;
 }
 
@@ -238,6 +248,10 @@ std::expected<PruneReport, Error> Cache::prune_to(uint64_t max_bytes,
             ++report.entries_removed;
         } else {
             if (item.is_step && item.last_use > recent) continue;
+            // A step result being replaced (--force) is left for the next prune.
+            std::optional<FileLock> held;
+            if (item.is_step && !(held = FileLock::try_acquire(dir(), CacheLayout::lock(item.key))))
+                continue;
             auto d = item.is_step ? discard(item.rel) : dir().remove_file(item.rel);
             if (!d) {
                 error = d.error().message;
@@ -327,8 +341,18 @@ std::expected<VerifyReport, Error> Cache::verify() {
                    });
     for (const auto& tree : sealed_trees(dir())) {
         ++report.checked_other;
-        auto sealed = check_seal(dir(), tree, CheckLevel::Full);
-        if (!sealed) remove_bad(tree, sealed.error().message, true);
+        auto sealed = check_seal(dir(), tree.rel, CheckLevel::Full);
+        if (sealed) continue;
+        // A build holding its lock may be replacing it right now (--force
+        // replaces step results): checked again once that build is done.
+        auto held = FileLock::try_acquire(dir(), tree.lock);
+        if (!held) {
+            report.removed.emplace_back(layout_.path(tree.rel).string(),
+                                        sealed.error().message + " (left: being rebuilt)");
+            continue;
+        }
+        sealed = check_seal(dir(), tree.rel, CheckLevel::Full);
+        if (!sealed) remove_bad(tree.rel, sealed.error().message, true);
     }
     for_each_keyed(dir(), CacheLayout::direct(), ".json", false,
                    [&](const std::string&, const fs::path& rel) {

@@ -51,7 +51,7 @@ std::expected<fs::path, Error> materialize_runtime_headers(const fs::path& cache
     Cache cache(cache_root);
     auto tree = cache.ensure_tree(
         CacheLayout::runtime_include(headers_hash16()),
-        CacheLayout::named_lock("runtime." + headers_hash16()),
+        CacheLayout::runtime_include_lock(headers_hash16()),
         [](const Staging& staging) -> std::expected<void, Error> {
             for (const auto& f : embedded_files()) {
                 if (f.path.substr(0, kRuntimePrefix.size()) != kRuntimePrefix) continue;
@@ -80,8 +80,7 @@ std::expected<void, Error> publish_runtime_object(const RuntimeObjectId& id,
                                                   const fs::path& built) {
     Cache cache(id.cache_root);
     auto tree = cache.ensure_tree(
-        object_dir(id),
-        CacheLayout::named_lock("runtime." + headers_hash16() + "." + compiler_hash16(id)),
+        object_dir(id), CacheLayout::runtime_object_lock(headers_hash16(), compiler_hash16(id)),
         [&](const Staging& staging) { return staging.move_in("bekc_rt.o", built); });
     if (!tree) return fail(ErrorKind::Cache, tree.error().message);
     return {};

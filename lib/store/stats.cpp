@@ -96,7 +96,8 @@ std::expected<void, Error> count_build(const CacheDir& cache, BuildCount what) {
     if (!size) return std::unexpected(size.error());
     if (*size < kFoldAt) return {};
     // Never waited for: a hit answered in a Python process holds the GIL.
-    // A holder is folding (or zeroing) already; a later build folds the rest.
+    // A holder is folding (or zeroing) already, or the lock cannot be taken;
+    // either way the count stays in the tally and a later build folds it.
     auto lock = FileLock::try_acquire(cache, CacheLayout::named_lock("stats"));
     if (!lock) return {};
     return fold(cache, *lock, false);

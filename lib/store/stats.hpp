@@ -26,6 +26,8 @@ enum class BuildCount { LocalHit, RemoteHit, Miss, Error };
 // Zero counters when the file is missing or damaged.
 BuildCounters read_counters(const CacheDir& cache);
 // Adds one build. The cache must exist already (the caller checked it).
+// Never waits: past 4096 counts it folds them into stats.json only when the
+// counters' lock is free.
 std::expected<void, Error> count_build(const CacheDir& cache, BuildCount what);
 // Resets every counter and records when.
 std::expected<void, Error> zero_counters(const CacheDir& cache);

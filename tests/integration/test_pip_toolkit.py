@@ -99,10 +99,9 @@ def test_cli_builds_with_the_pip_toolkit_alone(bekc_path, site, hidden, tmp_path
     # It links the wheel's shared CUDA runtime (a wheel has no libcudart.so to
     # name with -lcudart), found through its RUNPATH where JAX has not loaded
     # one already: the library loads with only pip's CUDA on the machine.
-    if shutil.which("readelf"):
-        needed, runpath = dynamic(lib)
-        assert "libcudart.so.13" in needed
-        assert str(site / "nvidia" / "cu13" / "lib") in runpath
+    needed, runpath = dynamic(lib)  # binutils' readelf: nvcc's link needs binutils too
+    assert "libcudart.so.13" in needed
+    assert str(site / "nvidia" / "cu13" / "lib") in runpath
     loads = hidden([TOOLKIT_VENV / "bin" / "python", "-c",
                     "import ctypes, sys; ctypes.CDLL(sys.argv[1])", lib], env)
     assert loads.returncode == 0, loads.stderr

@@ -814,6 +814,55 @@ TEST_CASE("ensure_tree builds a sealed tree once and repairs a damaged one", "[c
     CHECK(count_children(tmp / "cache" / "tmp") == 0);
 }
 
+TEST_CASE("ensure_tree with replace rebuilds a sound tree, and keeps it when the build fails",
+          "[cache]") {
+    test::TempDir tmp;
+    Cache cache(tmp / "cache");
+    fs::path rel = CacheLayout::step(fake_key("step"));
+    fs::path lock = CacheLayout::lock(fake_key("step"));
+    auto writes = [](std::string text) {
+        return [text](const Staging& staging) -> StagingResult { return staging.write("0", text); };
+    };
+    REQUIRE(cache.ensure_tree(rel, lock, writes("old")).has_value());
+    CHECK(cache.ensure_tree(rel, lock, writes("new")).has_value());  // sound: kept
+    CHECK(test::read_file(cache.layout().path(rel) / "0") == "old");
+    REQUIRE(cache.ensure_tree(rel, lock, writes("new"), true).has_value());
+    CHECK(test::read_file(cache.layout().path(rel) / "0") == "new");
+    auto failed = cache.ensure_tree(
+        rel, lock, [](const Staging&) -> StagingResult { return fail(ErrorKind::Cache, "no"); },
+        true);
+    REQUIRE_FALSE(failed.has_value());
+    CHECK(test::read_file(cache.layout().path(rel) / "0") == "new");
+    CHECK(cache.tree_ready(rel));
+    CHECK(count_children(tmp / "cache" / "tmp") == 0);
+}
+
+TEST_CASE("verify leaves a damaged tree whose lock is held: it is being replaced", "[cache]") {
+    test::TempDir tmp;
+    Cache cache(tmp / "cache");
+    std::string key = fake_key("step");
+    fs::path rel = CacheLayout::step(key);
+    REQUIRE(cache
+                .ensure_tree(rel, CacheLayout::lock(key),
+                             [](const Staging& staging) { return staging.write("0", "ptx"); })
+                .has_value());
+    test::write_file(cache.layout().path(rel) / "0", "half");
+    {
+        auto held = FileLock::try_acquire(cache.dir(), CacheLayout::lock(key));
+        REQUIRE(held);
+        auto report = cache.verify();
+        REQUIRE(report.has_value());
+        REQUIRE(report->removed.size() == 1);
+        CHECK_THAT(report->removed[0].second, Catch::EndsWith("(left: being rebuilt)"));
+        CHECK(fs::exists(cache.layout().path(rel) / "0"));
+    }
+    auto report = cache.verify();
+    REQUIRE(report.has_value());
+    REQUIRE(report->removed.size() == 1);
+    CHECK_THAT(report->removed[0].second, !Catch::Contains("being rebuilt"));
+    CHECK_FALSE(fs::exists(cache.layout().path(rel)));
+}
+
 // ------------------------------------------------------------- direct mode
 
 namespace {
