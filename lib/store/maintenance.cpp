@@ -72,14 +72,14 @@ struct Item {
     bool is_step = false;  // a step result (store/step_cache.hpp): a tree under its key's lock
 };
 
-// The sealed trees besides the entries: runtime/<h>/include,
-// runtime/<h>/obj/<c> and the step results steps/ab/cdef….
 // A sealed directory outside entries/ and the lock it is published under.
 struct SealedTree {
     fs::path rel;
     fs::path lock;
 };
 
+// The sealed trees besides the entries: runtime/<h>/include,
+// runtime/<h>/obj/<c> and the step results steps/ab/cdef….
 std::vector<SealedTree> sealed_trees(const CacheDir& dir) {
     std::vector<SealedTree> trees;
     if (auto runtimes = dir.list(CacheLayout::runtime())) {
