@@ -102,6 +102,22 @@ std::vector<SealedTree> sealed_trees(const CacheDir& dir) {
     return trees;
 }
 
+// How `cache verify` names what it removed: "entry <key>" for an entry,
+// else the path.
+std::string shown_in_report(const fs::path& rel, const CacheLayout& layout) {
+    if (rel.begin() == rel.end() || *rel.begin() != CacheLayout::entries())
+        return layout.path(rel).string();
+    return fmt::format("entry {}", CacheLayout::key_of(rel.parent_path().filename().string(),
+                                                       rel.filename().string(), ""));
+}
+
+// A check's error message, or nullopt when it passed.
+template <typename T>
+std::optional<std::string> failure_of(const std::expected<T, Error>& checked) {
+    if (checked) return std::nullopt;
+    return checked.error().message;
+}
+
 // Shown by maintenance when is_cache() fails; a missing root is an empty cache.
 std::expected<bool, Error> require_cache(const Cache& cache) {
     return cache.is_cache();
@@ -317,42 +333,36 @@ std::expected<VerifyReport, Error> Cache::verify() {
     if (!*ok) return report;
     std::string error;
     auto remove_bad = [&](const fs::path& rel, const std::string& why, bool tree) {
-        std::string key = rel.begin() != rel.end() && *rel.begin() == CacheLayout::entries()
-                              ? CacheLayout::key_of(rel.parent_path().filename().string(),
-                                                    rel.filename().string(), "")
-                              : "";
-        report.removed.emplace_back(key.empty() ? layout_.path(rel).string() : "entry " + key, why);
+        report.removed.emplace_back(shown_in_report(rel, layout_), why);
         auto d = tree ? discard(rel) : dir().remove_file(rel);
         if (!d && error.empty()) error = d.error().message;
+    };
+    // A tree that fails `problem` is removed under the lock it is published
+    // under, and checked again there: a build holding that lock may be
+    // replacing it right now (a rebuilt entry, --force's step results).
+    auto remove_bad_tree = [&](const fs::path& rel, const fs::path& lock,
+                               const std::function<std::optional<std::string>()>& problem) {
+        auto why = problem();
+        if (!why) return;
+        auto held = FileLock::try_acquire(dir(), lock);
+        if (!held) {
+            report.removed.emplace_back(shown_in_report(rel, layout_),
+                                        *why + " (left: being rebuilt)");
+            return;
+        }
+        if ((why = problem())) remove_bad(rel, *why, true);
     };
     for_each_keyed(dir(), CacheLayout::entries(), "", true,
                    [&](const std::string& key, const fs::path& rel) {
                        ++report.checked;
-                       auto entry = check_entry(dir(), rel, key, CheckLevel::Full);
-                       if (entry) return;
-                       // A builder holding the key may be replacing it right now.
-                       auto held = FileLock::try_acquire(dir(), CacheLayout::lock(key));
-                       if (!held) {
-                           report.removed.emplace_back(
-                               "entry " + key, entry.error().message + " (left: being rebuilt)");
-                           return;
-                       }
-                       remove_bad(rel, entry.error().message, true);
+                       remove_bad_tree(rel, CacheLayout::lock(key), [&] {
+                           return failure_of(check_entry(dir(), rel, key, CheckLevel::Full));
+                       });
                    });
     for (const auto& tree : sealed_trees(dir())) {
         ++report.checked_other;
-        auto sealed = check_seal(dir(), tree.rel, CheckLevel::Full);
-        if (sealed) continue;
-        // A build holding its lock may be replacing it right now (--force
-        // replaces step results): checked again once that build is done.
-        auto held = FileLock::try_acquire(dir(), tree.lock);
-        if (!held) {
-            report.removed.emplace_back(layout_.path(tree.rel).string(),
-                                        sealed.error().message + " (left: being rebuilt)");
-            continue;
-        }
-        sealed = check_seal(dir(), tree.rel, CheckLevel::Full);
-        if (!sealed) remove_bad(tree.rel, sealed.error().message, true);
+        remove_bad_tree(tree.rel, tree.lock,
+                        [&] { return failure_of(check_seal(dir(), tree.rel, CheckLevel::Full)); });
     }
     for_each_keyed(dir(), CacheLayout::direct(), ".json", false,
                    [&](const std::string&, const fs::path& rel) {

@@ -19,6 +19,10 @@ namespace {
 // `bekc cache stats --zero` waits this long for the counters' lock.
 constexpr std::chrono::milliseconds kLockWait{1000};
 
+fs::path stats_lock() {
+    return CacheLayout::named_lock("stats");
+}
+
 uint64_t count_of(const nlohmann::json& j, const char* name) {
     auto it = j.find(name);
     return it != j.end() && it->is_number_unsigned() ? it->get<uint64_t>() : 0;
@@ -98,13 +102,13 @@ std::expected<void, Error> count_build(const CacheDir& cache, BuildCount what) {
     // Never waited for: a hit answered in a Python process holds the GIL.
     // A holder is folding (or zeroing) already, or the lock cannot be taken;
     // either way the count stays in the tally and a later build folds it.
-    auto lock = FileLock::try_acquire(cache, CacheLayout::named_lock("stats"));
+    auto lock = FileLock::try_acquire(cache, stats_lock());
     if (!lock) return {};
     return fold(cache, *lock, false);
 }
 
 std::expected<void, Error> zero_counters(const CacheDir& cache) {
-    auto lock = FileLock::acquire(cache, CacheLayout::named_lock("stats"), kLockWait);
+    auto lock = FileLock::acquire(cache, stats_lock(), kLockWait);
     if (!lock) return fail(ErrorKind::Cache, lock.error().message);
     return fold(cache, *lock, true);
 }
