@@ -164,12 +164,14 @@ std::optional<std::string> timing_name(const BuildInputs& in, const Step& s) {
 // compilers and the linker reported, or why a step failed (printed).
 std::expected<ReportedDependencies, Error> compile(const BuildInputs& in, const BuildOptions& o,
                                                    const fs::path& dir, BuildContext& ctx) {
-    // Under `make -jN` the slots come from make's jobserver (run/jobserver.hpp).
+    // Under `make -jN` (or a package's build) the slots come from the
+    // jobserver, a token at a time (run/jobserver.hpp).
     JobSlots slots = JobSlots::take(jobs_wanted(o), ctx.env);
     CompileTimes times(in.cache_root);
     BuildGraph graph = plan_in(in, dir, slots.count(), true, ctx, &times);
     ExecuteOptions eo;
     eo.jobs = slots.count();
+    eo.tokens = slots.from_jobserver() ? &slots : nullptr;
     eo.echo = o.verbose ? stderr : nullptr;
     eo.expected_seconds = [&](const Step& s) -> std::optional<double> {
         auto name = timing_name(in, s);

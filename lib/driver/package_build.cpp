@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -58,26 +57,10 @@ bool is_kernel_package(const BuildOptions& o) {
     return true;
 }
 
-std::vector<int> module_slots(size_t modules, int jobs,
-                              const std::function<std::optional<double>(size_t)>& seconds) {
-    std::vector<int> out(modules,
-                         std::clamp(jobs / std::max<int>(1, static_cast<int>(modules)), 1, jobs));
-    double total = 0;
-    for (size_t i = 0; i < modules; ++i) {
-        auto s = seconds(i);
-        if (!s) return out;
-        total += *s;
-    }
-    const double per_slot = total / jobs;
-    if (per_slot <= 0) return out;
-    for (size_t i = 0; i < modules; ++i)
-        out[i] = std::clamp(static_cast<int>(std::ceil(*seconds(i) / per_slot)), 1, jobs);
-    return out;
-}
-
 std::vector<Command> package_commands(const BuildOptions& o,
                                       const std::vector<PackageModule>& modules,
-                                      const fs::path& self, const std::vector<int>& slots,
+                                      const fs::path& self, int jobs,
+                                      const std::optional<std::string>& makeflags,
                                       const EnvLookup& env) {
     const fs::path package = fs::absolute(o.inputs.front()).lexically_normal();
     fs::path include = resolved_path(package / "include");
@@ -108,23 +91,18 @@ std::vector<Command> package_commands(const BuildOptions& o,
     common.json = true;
     common.verbose = o.verbose;
     common.quiet = !o.verbose;
-    auto makeflags = env("MAKEFLAGS");
-    const bool under_jobserver = makeflags && parse_makeflags(*makeflags);
+    // Each child runs its first command in the slot the package started it
+    // in, and every further one in a token of the shared jobserver.
+    common.jobs = std::max(jobs, 1);
     std::vector<Command> out;
-    for (size_t i = 0; i < modules.size(); ++i) {
-        const PackageModule& m = modules[i];
+    for (const PackageModule& m : modules) {
         BuildOptions child = common;
         child.inputs = {m.source.string()};
         child.name = m.name;
-        // The parallelism is across modules; a child gets more than one slot
-        // (nvcc --threads) only where the package leaves it them.
-        child.jobs = i < slots.size() ? slots[i] : 1;
         Command c;
         c.argv = {self.string(), "build"};
         for (auto& arg : to_argv(child)) c.argv.push_back(std::move(arg));
-        c.slots = child.jobs;
-        // The parent holds make's jobserver tokens for all of its children.
-        if (under_jobserver) c.env_overrides = {{"MAKEFLAGS", ""}};
+        if (makeflags) c.env_overrides = {{"MAKEFLAGS", *makeflags}};
         c.description = m.source.filename().string() + " as " + m.name;
         c.inputs = {m.source.string()};
         out.push_back(std::move(c));
@@ -155,15 +133,18 @@ std::string package_defect(const fs::path& package, const fs::path& source,
 
 namespace {
 
-// Runs the children side by side, `order` first to last, with a line as each
-// finishes (unless -q); their results in the package's order.
+// Runs the children side by side, `order` first to last, each in a slot of
+// `slots`, with a line as each finishes (unless -q); their results in the
+// package's order.
 std::vector<ProcessResult> run_modules(Runner& runner, const std::vector<Command>& commands,
-                                       const std::vector<size_t>& order, int jobs, bool quiet) {
+                                       const std::vector<size_t>& order, JobSlots& slots,
+                                       bool quiet) {
     size_t done = 0;
     ParallelOptions po;
     po.keep_going = true;
+    po.tokens = slots.from_jobserver() ? &slots : nullptr;
     auto started = runner.run(
-        commands, jobs,
+        commands, slots.count(),
         [&](const ProgressEvent& e) {
             // A module stopped by Ctrl-C did not fail to build.
             if (e.kind != ProgressEvent::Kind::Finished || quiet || interrupted_by()) return;
@@ -285,18 +266,23 @@ int run_package_build(const BuildOptions& o, BuildContext& ctx) {
     fs::path self = fs::read_symlink("/proc/self/exe", ec);
     if (ec)
         fatal(Error::make(ErrorKind::Internal, "cannot find its own executable: " + ec.message()));
-    // Under `make -jN` the slots come from make's jobserver (run/jobserver.hpp).
-    JobSlots job_slots = JobSlots::take(jobs_wanted(o), ctx.env);
-    const int jobs = job_slots.count();
-    std::vector<int> slots = module_slots(modules.size(), jobs, seconds);
-    std::vector<Command> planned = package_commands(o, modules, self, slots, ctx.env);
+    // The modules share -j N as make's recipes do: through make's jobserver
+    // under `make -jN`, else through one the package serves (run/jobserver.hpp).
+    const int jobs = jobs_wanted(o);
+    JobSlots make_slots = JobSlots::take(jobs, ctx.env);
+    std::optional<JobSlots> served;
+    if (!make_slots.from_jobserver() && !o.dry_run) served.emplace(or_fatal(JobSlots::serve(jobs)));
+    JobSlots& slots = served ? *served : make_slots;
+    std::optional<std::string> makeflags;
+    if (served) makeflags = served->makeflags();
+    std::vector<Command> planned = package_commands(o, modules, self, jobs, makeflags, ctx.env);
     std::vector<Command> commands;  // in the order they start
     for (size_t i : order) commands.push_back(planned[i]);
     if (o.dry_run) {
         for (const auto& c : commands) std::printf("%s\n", display_command(c).c_str());
         return kExitOk;
     }
-    std::vector<ProcessResult> results = run_modules(ctx.runner, commands, order, jobs, o.quiet);
+    std::vector<ProcessResult> results = run_modules(ctx.runner, commands, order, slots, o.quiet);
     for (size_t i = 0; i < results.size(); ++i)
         if (results[i].ok())
             times.record(timing_name(modules[i]),

@@ -13,7 +13,6 @@
 // when there is one, as the Python that imports the package would find them.
 #pragma once
 
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,19 +27,14 @@ namespace bekc {
 
 bool is_kernel_package(const BuildOptions& options);
 
-// The -j slots each module's build gets within `jobs`: one each, or more
-// where the package leaves them. With every module timed before (`seconds`),
-// a module gets as many as its share of the work asks (its time over the
-// total per slot), so the longest is not the last to finish; otherwise the
-// slots are shared evenly.
-std::vector<int> module_slots(size_t modules, int jobs,
-                              const std::function<std::optional<double>(size_t)>& seconds);
-
-// The child `bekc build` commands for those modules, `slots[i]` the -j of
-// the i-th (and the slots its command takes).
+// The child `bekc build` commands for those modules, each one slot of the
+// package's -j `jobs`: the children take further slots from the jobserver
+// they share (run/jobserver.hpp), whose MAKEFLAGS `makeflags` gives them
+// when the package serves it; nullopt leaves theirs as it is (make's).
 std::vector<Command> package_commands(const BuildOptions& options,
                                       const std::vector<PackageModule>& modules,
-                                      const fs::path& self, const std::vector<int>& slots,
+                                      const fs::path& self, int jobs,
+                                      const std::optional<std::string>& makeflags,
                                       const EnvLookup& env);
 
 // Why a module's build failed when the package itself is at fault: its

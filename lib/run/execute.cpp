@@ -145,13 +145,13 @@ class GraphExecution {
         for (size_t i : wave) slots += steps_[i].command.slots;
         // More slots than -j: the commands start in this order, each
         // once its slots are free (run/parallel.hpp), not all at once.
-        const bool queued = slots > options_.jobs;
-        std::fprintf(options_.echo, "# wave %d: %zu %s, %d %s%s -j %d\n", ++waves_, wave.size(),
+        const bool queued = slots > options_.jobs && !options_.tokens;
+        std::fprintf(options_.echo, "# wave %d: %zu %s, %d %s%s -j %d%s\n", ++waves_, wave.size(),
                      wave.size() == 1 ? "command"
                      : queued         ? "commands"
                                       : "commands side by side",
                      slots, slots == 1 ? "slot" : "slots", queued ? ", queued within" : " within",
-                     options_.jobs);
+                     options_.jobs, options_.tokens ? " and the jobserver's tokens" : "");
     }
 
     // Runs the wave's processes; the first that failed (one that ran before
@@ -169,7 +169,9 @@ class GraphExecution {
                 std::fprintf(stderr, "[%zu/%zu] %s\n", started_, processes_,
                              e.command.description.c_str());
         };
-        auto results = runner_.run(commands, options_.jobs, on_event);
+        ParallelOptions po;
+        po.tokens = options_.tokens;
+        auto results = runner_.run(commands, options_.jobs, on_event, po);
         for (size_t k = 0; k < wave.size(); ++k) {
             const ProcessResult& r = k < results.size() ? results[k] : ProcessResult{};
             if (!r.ok() && r.status != ProcessStatus::NotRun)

@@ -11,12 +11,16 @@
 #include <string>
 
 #include "plan/build_graph.hpp"
+#include "run/jobserver.hpp"
 #include "run/runner.hpp"
 
 namespace bekc {
 
 struct ExecuteOptions {
     int jobs = 1;
+    // A jobserver's tokens: slots beyond `jobs`, taken and given back as the
+    // waves run (ParallelOptions::tokens). Null: `jobs` only.
+    JobSlots* tokens = nullptr;
     // Where each step's line (describe_step) goes as it starts: stderr for
     // -v, stdout for --dry-run, nowhere when null.
     std::FILE* echo = nullptr;

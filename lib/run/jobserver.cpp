@@ -4,10 +4,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <utility>
-#include <vector>
+
+#include <fmt/format.h>
+
+#include "util/fs.hpp"
 
 namespace bekc {
 
@@ -81,44 +86,86 @@ JobSlots JobSlots::take(int wanted, const EnvLookup& env) {
     }
     // make did not hand the jobserver to this recipe (a recipe without `+`
     // or $(MAKE)): make itself runs it in one slot, and so does bekc.
-    if (s.read_fd_ < 0 || s.write_fd_ < 0) return s;
-    std::vector<char> buf(static_cast<size_t>(wanted - 1));
-    while (!buf.empty() && s.tokens_.size() < buf.size()) {
-        ssize_t n = ::read(s.read_fd_, buf.data(), buf.size() - s.tokens_.size());
-        if (n > 0) {
-            s.tokens_.append(buf.data(), static_cast<size_t>(n));
-            continue;
+    if (s.read_fd_ < 0 || s.write_fd_ < 0) {
+        if (s.read_fd_ >= 0) ::close(std::exchange(s.read_fd_, -1));
+        if (s.write_fd_ >= 0) ::close(std::exchange(s.write_fd_, -1));
+    }
+    return s;
+}
+
+std::expected<JobSlots, Error> JobSlots::serve(int jobs) {
+    jobs = std::max(jobs, 1);
+    auto dir = private_temp_dir("jobserver");
+    if (!dir) return std::unexpected(dir.error());
+    JobSlots s(1);
+    s.served_dir_ = *dir;
+    const fs::path fifo = *dir / "fifo";
+    if (::mkfifo(fifo.c_str(), 0600) != 0)
+        return fail(ErrorKind::Toolchain, fmt::format("cannot make the jobserver FIFO {}: {}",
+                                                      fifo.string(), std::strerror(errno)));
+    // Ours open first, read end before write end: a FIFO keeps what is
+    // written only while it is open.
+    s.read_fd_ = open_fifo(fifo.string(), O_RDONLY);
+    s.write_fd_ = open_fifo(fifo.string(), O_WRONLY);
+    if (s.read_fd_ < 0 || s.write_fd_ < 0)
+        return fail(ErrorKind::Toolchain,
+                    fmt::format("cannot open the jobserver FIFO {}", fifo.string()));
+    const std::string tokens(static_cast<size_t>(jobs - 1), '+');
+    if (!tokens.empty() &&
+        ::write(s.write_fd_, tokens.data(), tokens.size()) != static_cast<ssize_t>(tokens.size()))
+        return fail(ErrorKind::Toolchain, "cannot fill the jobserver FIFO " + fifo.string());
+    s.makeflags_ = fmt::format("-j{} --jobserver-auth=fifo:{}", jobs, fifo.string());
+    return s;
+}
+
+bool JobSlots::try_take() {
+    if (read_fd_ < 0) return false;
+    char c;
+    for (;;) {
+        ssize_t n = ::read(read_fd_, &c, 1);
+        if (n == 1) {
+            tokens_ += c;
+            return true;
         }
         if (n < 0 && errno == EINTR) continue;
-        break;  // none free now (EAGAIN), or make is gone
+        return false;  // none free now (EAGAIN), or make is gone
     }
-    s.count_ = 1 + static_cast<int>(s.tokens_.size());
-    return s;
+}
+
+void JobSlots::give_back() {
+    if (tokens_.empty() || write_fd_ < 0) return;
+    for (;;) {
+        ssize_t n = ::write(write_fd_, &tokens_.back(), 1);
+        if (n == 1) break;
+        if (n < 0 && errno == EAGAIN) {
+            // A full pipe cannot hold a token that came out of it; wait briefly.
+            ::usleep(1000);
+        } else if (n < 0 && errno != EINTR) {
+            break;  // make is gone: nobody needs the token any more
+        }
+    }
+    tokens_.pop_back();
 }
 
 JobSlots::JobSlots(JobSlots&& other) noexcept
     : count_(other.count_),
       tokens_(std::move(other.tokens_)),
       read_fd_(std::exchange(other.read_fd_, -1)),
-      write_fd_(std::exchange(other.write_fd_, -1)) {
+      write_fd_(std::exchange(other.write_fd_, -1)),
+      makeflags_(std::move(other.makeflags_)),
+      served_dir_(std::move(other.served_dir_)) {
     other.tokens_.clear();
+    other.served_dir_.clear();
 }
 
 JobSlots::~JobSlots() {
-    size_t done = 0;
-    while (write_fd_ >= 0 && done < tokens_.size()) {
-        ssize_t n = ::write(write_fd_, tokens_.data() + done, tokens_.size() - done);
-        if (n > 0) {
-            done += static_cast<size_t>(n);
-        } else if (n < 0 && errno == EAGAIN) {
-            // A full pipe cannot hold tokens that came out of it; wait briefly.
-            ::usleep(1000);
-        } else if (n < 0 && errno != EINTR) {
-            break;
-        }
-    }
+    while (!tokens_.empty()) give_back();
     if (read_fd_ >= 0) ::close(read_fd_);
     if (write_fd_ >= 0) ::close(write_fd_);
+    if (!served_dir_.empty()) {
+        std::error_code ec;
+        fs::remove_all(served_dir_, ec);
+    }
 }
 
 }  // namespace bekc

@@ -1,21 +1,33 @@
-// GNU make's jobserver, as a client: when bekc runs in a recipe of
-// `make -jN`, the compilers it starts share make's N slots instead of adding
-// their own. make hands each recipe one implicit slot; every further process
-// needs a token read from the jobserver and written back when it ends.
+// GNU make's jobserver: when bekc runs in a recipe of `make -jN`, the
+// compilers it starts share make's N slots instead of adding their own. make
+// hands each recipe one implicit slot; every further process needs a token
+// read from the jobserver and written back when it ends.
 //
-// bekc takes, at the start of a build and without waiting, as many tokens as
-// it could use and make has free; it holds them until the build ends. With
-// none free it builds one command at a time in its implicit slot, so it never
-// waits on make and never oversubscribes.
+// bekc takes a token as a command is about to start and none of its slots is
+// free, without waiting (run/parallel.cpp polls again while its commands
+// run), and gives it back once it has nothing left to start. So recipes that
+// run side by side share the slots as their needs change: what one gives
+// back at the end of a wave of compiles, another takes. With no token free a
+// build runs one command at a time in its implicit slot; it never waits on
+// make for that one and never oversubscribes.
+//
+// `bekc build <package>` serves a jobserver of its own to the child bekc
+// processes that build its modules (a FIFO, as make 4.4 does), unless it runs
+// under make's, which the children then share.
 #pragma once
 
+#include <expected>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "util/env.hpp"
+#include "util/error.hpp"
 
 namespace bekc {
+
+namespace fs = std::filesystem;
 
 // Where MAKEFLAGS says the jobserver is: `--jobserver-auth=fifo:PATH`
 // (make 4.4), or `--jobserver-auth=R,W` / `--jobserver-fds=R,W` (inherited
@@ -28,24 +40,42 @@ std::optional<JobserverAuth> parse_makeflags(std::string_view makeflags);
 
 class JobSlots {
   public:
-    // The slots for a build of at most `wanted`: `wanted` when no jobserver
-    // is reachable through $MAKEFLAGS, else 1 + the tokens taken (at most
-    // wanted - 1). `env` reads MAKEFLAGS.
+    // The slots for a build of at most `wanted`: `wanted` fixed slots when no
+    // jobserver is reachable through $MAKEFLAGS (`env` reads it), else the
+    // implicit slot, with tokens taken one by one (try_take).
     static JobSlots take(int wanted, const EnvLookup& env);
+    // A jobserver of our own for child processes: a FIFO in a new private
+    // directory (util/fs.hpp, private_temp_dir) holding `jobs` - 1 tokens,
+    // and the implicit slot. makeflags() is what the children's MAKEFLAGS
+    // must say. The directory goes when this object does.
+    static std::expected<JobSlots, Error> serve(int jobs);
 
     JobSlots(const JobSlots&) = delete;
     JobSlots& operator=(const JobSlots&) = delete;
     JobSlots(JobSlots&& other) noexcept;
-    ~JobSlots();  // gives the tokens back
+    JobSlots& operator=(JobSlots&&) = delete;
+    ~JobSlots();  // gives the tokens back; a served FIFO is removed
 
+    // The slots held for good: `wanted` without a jobserver, else 1. A plan
+    // sizes its commands (nvcc --threads) by it.
     int count() const { return count_; }
     bool from_jobserver() const { return write_fd_ >= 0; }
+    // One more slot: a token, read without waiting. False when none is free
+    // (or there is no jobserver).
+    bool try_take();
+    // Writes back one token that try_take read.
+    void give_back();
+    int tokens_held() const { return static_cast<int>(tokens_.size()); }
+    // For the children of serve(): "-jN --jobserver-auth=fifo:PATH".
+    const std::string& makeflags() const { return makeflags_; }
 
   private:
     JobSlots(int count) : count_(count) {}
     int count_ = 1;
     std::string tokens_;                // the bytes read, written back as they were
     int read_fd_ = -1, write_fd_ = -1;  // ours, closed by the destructor
+    std::string makeflags_;             // serve() only
+    fs::path served_dir_;               // serve() only: removed by the destructor
 };
 
 }  // namespace bekc

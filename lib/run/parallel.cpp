@@ -1,6 +1,7 @@
 #include "run/parallel.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <numeric>
@@ -11,6 +12,9 @@
 namespace bekc {
 
 namespace {
+
+// The most commands run at once under a jobserver.
+constexpr size_t kMaxTokenWorkers = 256;
 
 // Shared state of one run_parallel call. Commands start in input order,
 // each once its slots are free: the slots of the commands running never
@@ -39,11 +43,22 @@ class Scheduler {
                 // After SIGINT or SIGTERM nothing more starts: the running
                 // commands are being stopped (run/interrupt.hpp), and each
                 // that ends wakes the others here.
-                slots_free_.wait(lock, [&] {
+                auto ready = [&] {
                     return stopped_ || interrupted_by() != 0 || next_ >= commands_.size() ||
-                           free_ >= slots_of(next_);
-                });
-                if (stopped_ || interrupted_by() != 0 || next_ >= commands_.size()) return;
+                           fits(slots_of(next_));
+                };
+                // A token another process gives back wakes nobody here: look
+                // again now and then while a command of ours runs.
+                while (!ready()) {
+                    if (options_.tokens)
+                        slots_free_.wait_for(lock, kTokenPoll);
+                    else
+                        slots_free_.wait(lock);
+                }
+                if (stopped_ || interrupted_by() != 0 || next_ >= commands_.size()) {
+                    give_back_spare();
+                    return;
+                }
                 index = next_++;
                 slots = slots_of(index);
                 free_ -= slots;
@@ -59,6 +74,7 @@ class Scheduler {
                 std::lock_guard lock(slots_mutex_);
                 free_ += slots;
                 if (!results_[index].ok() && !options_.keep_going) stopped_ = true;
+                if (stopped_ || next_ >= commands_.size()) give_back_spare();
             }
             slots_free_.notify_all();
         }
@@ -75,6 +91,22 @@ class Scheduler {
 
     int slots_of(size_t index) const { return std::clamp(commands_[index].slots, 1, total_); }
 
+    // Whether `slots` are free, taking jobserver tokens for what is missing.
+    // Under the lock.
+    bool fits(int slots) {
+        while (free_ < slots && options_.tokens && options_.tokens->try_take()) ++free_;
+        return free_ >= slots;
+    }
+
+    // Tokens not in use go back to the jobserver, for other builds: once
+    // nothing is left to start. Under the lock.
+    void give_back_spare() {
+        while (options_.tokens && options_.tokens->tokens_held() > 0 && free_ > 0) {
+            options_.tokens->give_back();
+            --free_;
+        }
+    }
+
     const std::vector<Command>& commands_;
     const ProgressCallback& on_event_;
     const ParallelOptions& options_;
@@ -86,6 +118,7 @@ class Scheduler {
     int free_;
     const int total_ = free_;
     std::mutex callback_mutex_;
+    static constexpr std::chrono::milliseconds kTokenPoll{20};
 };
 
 }  // namespace
@@ -95,7 +128,10 @@ std::vector<ProcessResult> run_parallel(const std::vector<Command>& commands, in
                                         const ParallelOptions& options) {
     jobs = std::max(jobs, 1);
     Scheduler scheduler(commands, jobs, on_event, options);
-    size_t workers = std::min<size_t>(static_cast<size_t>(jobs), commands.size());
+    // A thread per command that may run at once: under a jobserver that is
+    // as many as it has tokens for, which is not known beforehand.
+    const size_t at_once = options.tokens ? kMaxTokenWorkers : static_cast<size_t>(jobs);
+    size_t workers = std::min<size_t>(at_once, commands.size());
     std::vector<std::jthread> threads;
     for (size_t i = 0; i < workers; ++i) threads.emplace_back([&scheduler] { scheduler.work(); });
     threads.clear();  // joins

@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "run/jobserver.hpp"
 #include "run/process.hpp"
 
 namespace bekc {
@@ -27,10 +28,15 @@ struct ParallelOptions {
     // Start the remaining commands even after one failed (make -k).
     bool keep_going = false;
     RunOptions run;
+    // Under a jobserver (JobSlots::from_jobserver), the slots beyond `jobs`:
+    // a token is taken as a command would start and no slot is free, and
+    // every token goes back once nothing is left to start. Null: `jobs` only.
+    JobSlots* tokens = nullptr;
 };
 
 // Runs commands side by side, their slots (Command::slots, at most `jobs`
-// each) adding up to at most `jobs` (jobs < 1 counts as 1). They start in
+// each) adding up to at most `jobs` (jobs < 1 counts as 1), plus the
+// jobserver's tokens when options.tokens is set. They start in
 // input order: put the longest first. Results come
 // back in input order whatever order the commands finish in. After a failure
 // no new command starts unless keep_going; those are NotRun, and commands

@@ -141,3 +141,53 @@ def test_make_jobserver_bounds_every_recipe_together(bekc_path, tools, tmp_path)
                           env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert most_at_once(log) <= 2
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="GNU make is not installed")
+def test_a_recipe_takes_the_tokens_others_give_back(bekc_path, tools, tmp_path):
+    """`make -j4`: two short recipes and a long one start together, and one
+    token is free. Once the short ones end, their tokens are free again: the
+    long recipe, which could have counted its tokens only at its start, runs
+    three of its compiles at once from then on."""
+    rules = []
+    for r, count in enumerate((1, 1, 8)):
+        (tmp_path / f"r{r}").mkdir()
+        inputs = " ".join(str(p) for p in sources(tmp_path / f"r{r}", count))
+        rules.append(
+            f"r{r}:\n\t+FAKE_LOG={tmp_path}/log{r} {bekc_path} build {inputs} --name m{r} "
+            f"--force -j 8 -q --cxx {tools}/g++ --cache-dir {tmp_path}/cache\n")
+    (tmp_path / "Makefile").write_text(".PHONY: all r0 r1 r2\nall: r0 r1 r2\n" + "".join(rules))
+    build(bekc_path, tools, tmp_path, sources(tmp_path, 1), log_name="warm")  # bekc_rt.o
+    env = dict(os.environ)
+    for var in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL"):
+        env.pop(var, None)
+    proc = subprocess.run(["make", "-j4", "-C", str(tmp_path)], capture_output=True, text=True,
+                          env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    combined = tmp_path / "all"
+    combined.write_text("".join((tmp_path / f"log{r}").read_text() for r in range(3)))
+    assert most_at_once(combined) <= 4
+    assert most_at_once(tmp_path / "log2") == 3
+
+
+def test_a_packages_modules_share_its_slots(bekc_path, tools, tmp_path):
+    """`bekc build <package> -j 4` of three CUDA files, each two compiles side
+    by side (nvcc and the entry points' compile): a slot each leaves the
+    fourth to whichever module can use it, never more than four at once."""
+    pkg = tmp_path / "pkg"
+    (pkg / "include" / "brainevent").mkdir(parents=True)
+    (pkg / "include" / "brainevent" / "common.h").write_text("#pragma once\n")
+    (pkg / "ops").mkdir()
+    sources(pkg / "ops", 3, ".cu")
+    build(bekc_path, tools, tmp_path, sources(tmp_path, 1, ".cu"), log_name="warm")  # bekc_rt.o
+    log = tmp_path / "log"
+    env = dict(os.environ, FAKE_LOG=str(log), FAKE_SECONDS="1.0")
+    for var in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL"):
+        env.pop(var, None)
+    proc = subprocess.run(
+        [str(bekc_path), "build", str(pkg), "-j", "4", "--force", "--cxx", str(tools / "g++"),
+         "--nvcc", str(tools / "nvcc"), "--cache-dir", str(tmp_path / "cache")],
+        capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "3 of 3 modules built" in proc.stderr
+    assert most_at_once(log) == 4

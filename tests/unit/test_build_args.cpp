@@ -203,7 +203,7 @@ TEST_CASE("the package prebuild's child commands parse to the options each modul
     o.force = true;
     o.depfile = "ignored.d";  // per build, not passed to the children
     const std::vector<PackageModule> modules = {{package / "ops.cu", "my-ops", "ops.py:3", ""}};
-    const auto commands = package_commands(o, modules, "/bin/bekc", {3}, system_env());
+    const auto commands = package_commands(o, modules, "/bin/bekc", 3, std::nullopt, system_env());
     REQUIRE(commands.size() == 1);
     const auto& argv = commands[0].argv;
     REQUIRE(argv.size() > 2);
@@ -224,5 +224,6 @@ TEST_CASE("the package prebuild's child commands parse to the options each modul
     want.jobs = 3;
     INFO(shown_argv(argv));
     CHECK(parse_build_args({argv.begin() + 2, argv.end()}) == want);
-    CHECK(commands[0].slots == 3);
+    CHECK(commands[0].slots == 1);  // further slots come from the shared jobserver
+    CHECK(commands[0].env_overrides.empty());
 }

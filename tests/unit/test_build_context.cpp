@@ -157,7 +157,7 @@ TEST_CASE(
     CHECK(fs::exists(tmp / "cache" / "timings.json"));
 }
 
-TEST_CASE("context: a package's children are kept from make's jobserver the context names",
+TEST_CASE("context: a package's children share a jobserver: make's, or the package's own",
           "[context][package]") {
     test::TempDir tmp;
     BuildOptions o;
@@ -166,13 +166,17 @@ TEST_CASE("context: a package's children are kept from make's jobserver the cont
     test::write_file(tmp / "xla/xla/ffi/api/ffi.h", "");
     o.xla_include = (tmp / "xla").string();
     std::vector<PackageModule> modules = {{tmp / "k.cu", "k", "", "checked"}};
-    auto commands = [&](std::map<std::string, std::string> env) {
-        return package_commands(o, modules, "/bin/bekc", {1}, test::env_of(std::move(env)));
-    };
     using Overrides = std::vector<std::pair<std::string, std::string>>;
-    CHECK(commands({})[0].env_overrides == Overrides{});
-    CHECK(commands({{"MAKEFLAGS", "-j4 --jobserver-auth=fifo:/tmp/make-fifo"}})[0].env_overrides ==
-          Overrides{{"MAKEFLAGS", ""}});
+    // Under make: the children inherit make's MAKEFLAGS, and so its jobserver.
+    auto under_make =
+        package_commands(o, modules, "/bin/bekc", 4, std::nullopt,
+                         test::env_of({{"MAKEFLAGS", "-j4 --jobserver-auth=fifo:/tmp/make-fifo"}}));
+    CHECK(under_make[0].env_overrides == Overrides{});
+    // The package's own: named in each child's MAKEFLAGS.
+    const std::string own = "-j4 --jobserver-auth=fifo:/tmp/bekc-0/jobserver.x/fifo";
+    auto served = package_commands(o, modules, "/bin/bekc", 4, own, test::env_of({}));
+    CHECK(served[0].env_overrides == Overrides{{"MAKEFLAGS", own}});
+    CHECK(served[0].slots == 1);
 }
 
 TEST_CASE("context: the compiler drivers' temporaries are judged by the context's TMPDIR",

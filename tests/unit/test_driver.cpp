@@ -233,21 +233,6 @@ TEST_CASE("compile times are kept per input, bounded, and survive a damaged memo
     CHECK(damaged.seconds("/b") == 1.0);
 }
 
-TEST_CASE("package: slots follow each module's share of the work", "[driver][times]") {
-    auto none = [](size_t) { return std::optional<double>(); };
-    CHECK(module_slots(45, 16, none) == std::vector<int>(45, 1));  // more modules than slots
-    CHECK(module_slots(3, 16, none) == std::vector<int>(3, 5));    // shared evenly
-    std::vector<double> s = {12.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0};  // 30 s in all
-    auto known = [&](size_t i) { return std::optional<double>(s[i]); };
-    auto slots = module_slots(s.size(), 6, known);  // 5 s per slot
-    CHECK(slots[0] == 3);                           // the straggler gets threads
-    for (size_t i = 1; i < s.size(); ++i) CHECK(slots[i] == 1);
-    auto one_unknown = [&](size_t i) {
-        return i == 3 ? std::nullopt : std::optional<double>(s[i]);
-    };
-    CHECK(module_slots(s.size(), 6, one_unknown) == std::vector<int>(s.size(), 1));
-}
-
 TEST_CASE("link failures: bekc's objects and mangled names in the user's terms", "[driver][log]") {
     const std::string out =
         "nvlink error   : Undefined reference to '_Z5shiftf' in '/b/0_k.bekc.cu.o'\n"

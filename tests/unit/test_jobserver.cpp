@@ -1,6 +1,6 @@
 // GNU make's jobserver as bekc uses it (lib/run/jobserver): MAKEFLAGS read,
-// tokens taken without waiting and given back, nothing followed that is not
-// make's FIFO.
+// tokens taken one at a time without waiting and given back, nothing
+// followed that is not make's FIFO, and the one a package serves.
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
@@ -12,6 +12,7 @@
 
 #include "../helpers/temp_dir.hpp"
 #include "run/jobserver.hpp"
+#include "run/parallel.hpp"
 #include "util/fs.hpp"
 
 using namespace bekc;
@@ -33,6 +34,43 @@ std::string drain(int fd) {
     while (::read(fd, &c, 1) == 1) out += c;
     ::fcntl(fd, F_SETFL, flags);
     return out;
+}
+
+// make's pipe, holding `tokens`, and the MAKEFLAGS that names it.
+struct MakePipe {
+    int fds[2] = {-1, -1};
+    explicit MakePipe(const std::string& tokens) {
+        REQUIRE(::pipe(fds) == 0);
+        REQUIRE(::write(fds[1], tokens.data(), tokens.size()) ==
+                static_cast<ssize_t>(tokens.size()));
+    }
+    ~MakePipe() {
+        ::close(fds[0]);
+        ::close(fds[1]);
+    }
+    EnvLookup env() const {
+        return makeflags("-j --jobserver-auth=" + std::to_string(fds[0]) + "," +
+                         std::to_string(fds[1]));
+    }
+};
+
+// Runs `n` short sleeps with `slots` (its tokens included); the most that
+// ran at once. `also` sees every event too.
+int most_at_once(JobSlots& slots, size_t n, const ProgressCallback& also = {}) {
+    std::vector<Command> cmds(n, Command{{"/bin/sleep", "0.2"}, "", {}, {}, "", {}});
+    ParallelOptions po;
+    po.tokens = &slots;
+    int active = 0, most = 0;
+    auto results = run_parallel(
+        cmds, slots.count(),
+        [&](const ProgressEvent& e) {
+            active += e.kind == ProgressEvent::Kind::Started ? 1 : -1;
+            most = std::max(most, active);
+            if (also) also(e);
+        },
+        po);
+    for (const auto& r : results) CHECK(r.ok());
+    return most;
 }
 
 }  // namespace
@@ -61,32 +99,38 @@ TEST_CASE("jobserver: MAKEFLAGS forms", "[jobserver]") {
 }
 
 TEST_CASE("jobserver: without one, -j is the budget", "[jobserver]") {
-    CHECK(JobSlots::take(6, makeflags("-j4")).count() == 6);
+    JobSlots six = JobSlots::take(6, makeflags("-j4"));
+    CHECK(six.count() == 6);
+    CHECK_FALSE(six.from_jobserver());
+    CHECK_FALSE(six.try_take());
     CHECK(JobSlots::take(0, [](std::string_view) { return std::nullopt; }).count() == 1);
 }
 
-TEST_CASE("jobserver: tokens from make's pipe are taken, never waited for, and returned",
-          "[jobserver]") {
-    int p[2];
-    REQUIRE(::pipe(p) == 0);
-    REQUIRE(::write(p[1], "abc", 3) == 3);  // make has three free tokens
-    auto env =
-        makeflags("-j4 --jobserver-auth=" + std::to_string(p[0]) + "," + std::to_string(p[1]));
+TEST_CASE(
+    "jobserver: tokens from make's pipe are taken one at a time, never waited for, and "
+    "returned",
+    "[jobserver]") {
+    MakePipe make("abc");  // make has three free tokens
+    auto env = make.env();
     {
-        JobSlots few = JobSlots::take(3, env);
-        CHECK(few.count() == 3);  // the implicit slot and two tokens
-        CHECK(few.from_jobserver());
-        JobSlots rest = JobSlots::take(8, env);
-        CHECK(rest.count() == 2);  // the one token left, taken at once
-        JobSlots none = JobSlots::take(8, env);
-        CHECK(none.count() == 1);  // nothing free: the implicit slot, no waiting
+        JobSlots first = JobSlots::take(3, env);
+        CHECK(first.from_jobserver());
+        CHECK(first.count() == 1);  // the implicit slot only: nothing is taken up front
+        JobSlots second = JobSlots::take(8, env);
+        CHECK(first.try_take());
+        CHECK(second.try_take());
+        CHECK(second.try_take());
+        CHECK_FALSE(first.try_take());  // none left: no waiting
+        CHECK(first.tokens_held() == 1);
+        CHECK(second.tokens_held() == 2);
+        second.give_back();  // as soon as it is done with one, another build may take it
+        CHECK(first.try_take());
+        CHECK(first.tokens_held() == 2);
     }
     // Every token went back, byte for byte.
-    std::string back = drain(p[0]);
+    std::string back = drain(make.fds[0]);
     std::sort(back.begin(), back.end());
     CHECK(back == "abc");
-    ::close(p[0]);
-    ::close(p[1]);
 }
 
 TEST_CASE("jobserver: make's FIFO (make 4.4), and no link in its place", "[jobserver]") {
@@ -98,14 +142,19 @@ TEST_CASE("jobserver: make's FIFO (make 4.4), and no link in its place", "[jobse
     REQUIRE(::write(hold, "++", 2) == 2);
     {
         JobSlots s = JobSlots::take(4, makeflags("-j3 --jobserver-auth=fifo:" + fifo.string()));
-        CHECK(s.count() == 3);
+        CHECK(s.try_take());
+        CHECK(s.try_take());
+        CHECK_FALSE(s.try_take());
     }
     CHECK(drain(hold) == "++");
 
     fs::path link = tmp / "link";
     fs::create_symlink(fifo, link);
     REQUIRE(::write(hold, "+", 1) == 1);
-    CHECK(JobSlots::take(4, makeflags("--jobserver-auth=fifo:" + link.string())).count() == 1);
+    JobSlots through_link = JobSlots::take(4, makeflags("--jobserver-auth=fifo:" + link.string()));
+    CHECK_FALSE(through_link.from_jobserver());
+    CHECK(through_link.count() == 1);
+    CHECK_FALSE(through_link.try_take());
     CHECK(drain(hold) == "+");  // untouched
     ::close(hold);
 }
@@ -113,5 +162,66 @@ TEST_CASE("jobserver: make's FIFO (make 4.4), and no link in its place", "[jobse
 TEST_CASE("jobserver: descriptors make did not pass mean one slot", "[jobserver]") {
     // A recipe make does not treat as a sub-make gets the flags but not the
     // descriptors: bekc then runs one command at a time, as make expects.
-    CHECK(JobSlots::take(8, makeflags("--jobserver-auth=900,901")).count() == 1);
+    JobSlots s = JobSlots::take(8, makeflags("--jobserver-auth=900,901"));
+    CHECK(s.count() == 1);
+    CHECK_FALSE(s.try_take());
+}
+
+TEST_CASE(
+    "jobserver: a package serves one of its own, which its children reach and which goes "
+    "away with it",
+    "[jobserver]") {
+    test::TempDir tmp;
+    set_private_dir_places({std::nullopt, std::nullopt, tmp / "fallback"});
+    fs::path fifo;
+    {
+        auto served = JobSlots::serve(3);
+        REQUIRE(served);
+        CHECK(served->count() == 1);
+        const std::string flags = served->makeflags();
+        REQUIRE(flags.rfind("-j3 --jobserver-auth=fifo:", 0) == 0);
+        fifo = flags.substr(flags.find("fifo:") + 5);
+        struct stat st;
+        REQUIRE(::lstat(fifo.c_str(), &st) == 0);
+        CHECK(S_ISFIFO(st.st_mode));
+        CHECK((st.st_mode & 077) == 0);
+        // A child, through its MAKEFLAGS: the two tokens, and no third.
+        JobSlots child = JobSlots::take(8, makeflags(flags));
+        CHECK(child.try_take());
+        CHECK(child.try_take());
+        CHECK_FALSE(child.try_take());
+        CHECK_FALSE(served->try_take());
+        child.give_back();
+        CHECK(served->try_take());  // the package starts another module in it
+    }
+    CHECK_FALSE(fs::exists(fifo.parent_path()));
+    set_private_dir_places({});
+}
+
+TEST_CASE(
+    "jobserver: run_parallel takes a token for each command beyond its slots and gives "
+    "every one back",
+    "[jobserver][process]") {
+    MakePipe make("++");
+    JobSlots slots = JobSlots::take(8, make.env());
+    CHECK(most_at_once(slots, 6) == 3);  // the implicit slot and make's two tokens
+    CHECK(slots.tokens_held() == 0);
+    CHECK(drain(make.fds[0]) == "++");
+}
+
+TEST_CASE("jobserver: a token given back while commands run is taken for the next one",
+          "[jobserver][process]") {
+    // Another recipe holds make's only token at first and gives it back
+    // while this build runs: the build takes it then, instead of running
+    // every command in its one slot as a build that counted its tokens at
+    // the start would.
+    MakePipe make("");
+    JobSlots slots = JobSlots::take(8, make.env());
+    bool given = false;
+    CHECK(most_at_once(slots, 5, [&](const ProgressEvent& e) {
+              if (given || e.kind != ProgressEvent::Kind::Started) return;
+              given = true;
+              REQUIRE(::write(make.fds[1], "+", 1) == 1);
+          }) == 2);
+    CHECK(drain(make.fds[0]) == "+");
 }
