@@ -12,11 +12,14 @@ build fills it).
 
 Printed, as medians: wall time of each, the ratio new/old, the CPU seconds of
 the compiles, and the work bound (CPU seconds / cores): no schedule on that
-many cores ends sooner.
+many cores ends sooner. With --critical K, also the K largest files each
+built alone with -j <cores> by the binary under test: the package cannot end
+before the longest of them.
 
 Usage:
     python bench/build/bench_package.py --bekc build/bekc --old OLD_BEKC
         [--package DIR] [--files 4] [--arch sm_80,sm_90,sm_100] [--reps 2] [--jobs N]
+        [--critical K]
 """
 
 from __future__ import annotations
@@ -53,10 +56,10 @@ def xla_flags():
         return []
 
 
-def build(bekc, package, cache, args, jobs, xla):
+def build(bekc, package, cache, args, jobs, xla, extra=()):
     """(wall seconds, CPU seconds of bekc and everything it ran)."""
     argv = [str(bekc), "build", str(package), *xla, "--arch", args.arch, "-j", str(jobs),
-            "--force", "--cache-dir", str(cache), "-q", "--json"]
+            "--force", "--cache-dir", str(cache), "-q", "--json", *extra]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(argv, capture_output=True, text=True)
@@ -77,6 +80,8 @@ def main():
     ap.add_argument("--arch", default="sm_80,sm_90,sm_100")
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--jobs", type=int, default=os.cpu_count())
+    ap.add_argument("--critical", type=int, default=0,
+                    help="the largest files built alone, for the critical path")
     args = ap.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="bekc-bench-package-"))
@@ -101,6 +106,11 @@ def main():
             wall, seconds = build(sides[name], package, caches[name], args, args.jobs, xla)
             times[name].append(wall)
             cpu[name].append(seconds)
+    alone = []
+    for p in kernels[:args.critical]:
+        name = "_".join(p.relative_to(package).with_suffix("").parts)
+        alone.append(build(sides["bekc"], p, caches["bekc"], args, args.jobs, xla,
+                           ("-I", str(package / "include"), "--name", name))[0])
     shutil.rmtree(work, ignore_errors=True)
 
     print(f"package: {len(kernels)} kernel files, --arch {args.arch}, -j {args.jobs} "
@@ -114,6 +124,10 @@ def main():
         print(f"{name:<8} {m:7.2f}s {c:7.1f}s {c / args.jobs:10.2f}s  {runs}")
     ratio = statistics.median(times["bekc"]) / statistics.median(times["old"])
     print(f"bekc / old: {ratio:.2f}x")
+    if alone:
+        crit = max(alone)
+        print(f"critical path (the longest of the {len(alone)} largest files alone): {crit:.2f}s; "
+              f"bekc / critical path: {statistics.median(times['bekc']) / crit:.2f}x")
 
 
 if __name__ == "__main__":
