@@ -14,6 +14,7 @@
 #include "driver/build_args.hpp"
 #include "driver/execute_build.hpp"
 #include "driver/fatal.hpp"
+#include "driver/prepare.hpp"
 #include "run/interrupt.hpp"
 #include "run/jobserver.hpp"
 #include "run/parallel.hpp"
@@ -268,10 +269,17 @@ int run_package_build(const BuildOptions& o, BuildContext& ctx) {
         fatal(Error::make(ErrorKind::Internal, "cannot find its own executable: " + ec.message()));
     // The modules share -j N as make's recipes do: through make's jobserver
     // under `make -jN`, else through one the package serves (run/jobserver.hpp).
+    // A recipe make named its jobserver to but did not hand it (no `+`) runs
+    // one module at a time, and each module one command, as make expects.
     const int jobs = jobs_wanted(o);
     JobSlots make_slots = JobSlots::take(jobs, ctx.env);
+    auto makeflags_now = ctx.env("MAKEFLAGS");
+    const bool make_named = makeflags_now && parse_makeflags(*makeflags_now);
     std::optional<JobSlots> served;
-    if (!make_slots.from_jobserver() && !o.dry_run) served.emplace(or_fatal(JobSlots::serve(jobs)));
+    if (!make_named && !o.dry_run) {
+        use_private_dir_places(or_fatal(resolve_cache_root(o.cache_dir, ctx.env)), ctx);
+        served.emplace(or_fatal(JobSlots::serve(jobs)));
+    }
     JobSlots& slots = served ? *served : make_slots;
     std::optional<std::string> makeflags;
     if (served) makeflags = served->makeflags();

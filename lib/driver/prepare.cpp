@@ -171,8 +171,7 @@ BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& re
     for (const auto& f : scanned.files) any_cuda |= f.cuda;
     if (any_cuda) in.archs = explicit_archs(o);
     in.cache_root = or_fatal(resolve_cache_root(o.cache_dir, ctx.env));
-    set_private_dir_places({ctx.raw_env("XDG_RUNTIME_DIR"), ctx.raw_env("TMPDIR"),
-                            in.cache_root / CacheLayout::private_builds(::getuid())});
+    use_private_dir_places(in.cache_root, ctx);
     in.cxx = or_fatal(find_cxx(o.cxx, ctx.tools));
     if (any_cuda) {
         NvccChoice nvcc = or_fatal(find_nvcc(
@@ -206,6 +205,11 @@ BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& re
     }
     in.files = std::move(scanned.files);
     return in;
+}
+
+void use_private_dir_places(const fs::path& cache_root, const BuildContext& ctx) {
+    set_private_dir_places({ctx.raw_env("XDG_RUNTIME_DIR"), ctx.raw_env("TMPDIR"),
+                            cache_root / CacheLayout::private_builds(::getuid())});
 }
 
 }  // namespace bekc

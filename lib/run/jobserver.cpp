@@ -75,8 +75,8 @@ JobSlots JobSlots::take(int wanted, const EnvLookup& env) {
     wanted = std::max(wanted, 1);
     auto flags = env("MAKEFLAGS");
     auto auth = flags ? parse_makeflags(*flags) : std::nullopt;
-    if (!auth) return JobSlots(wanted);
-    JobSlots s(1);
+    if (!auth) return JobSlots(wanted, wanted);
+    JobSlots s(1, wanted);
     if (!auth->fifo.empty()) {
         s.read_fd_ = open_fifo(auth->fifo, O_RDONLY);
         s.write_fd_ = open_fifo(auth->fifo, O_WRONLY);
@@ -94,10 +94,11 @@ JobSlots JobSlots::take(int wanted, const EnvLookup& env) {
 }
 
 std::expected<JobSlots, Error> JobSlots::serve(int jobs) {
-    jobs = std::max(jobs, 1);
+    // A pipe holds at least 4 KiB: as many tokens as can be written at once.
+    jobs = std::clamp(jobs, 1, 4096);
     auto dir = private_temp_dir("jobserver");
     if (!dir) return std::unexpected(dir.error());
-    JobSlots s(1);
+    JobSlots s(1, jobs);
     s.served_dir_ = *dir;
     const fs::path fifo = *dir / "fifo";
     if (::mkfifo(fifo.c_str(), 0600) != 0)
@@ -108,12 +109,12 @@ std::expected<JobSlots, Error> JobSlots::serve(int jobs) {
     s.read_fd_ = open_fifo(fifo.string(), O_RDONLY);
     s.write_fd_ = open_fifo(fifo.string(), O_WRONLY);
     if (s.read_fd_ < 0 || s.write_fd_ < 0)
-        return fail(ErrorKind::Toolchain,
+        return fail(ErrorKind::Cache,
                     fmt::format("cannot open the jobserver FIFO {}", fifo.string()));
     const std::string tokens(static_cast<size_t>(jobs - 1), '+');
     if (!tokens.empty() &&
         ::write(s.write_fd_, tokens.data(), tokens.size()) != static_cast<ssize_t>(tokens.size()))
-        return fail(ErrorKind::Toolchain, "cannot fill the jobserver FIFO " + fifo.string());
+        return fail(ErrorKind::Cache, "cannot fill the jobserver FIFO " + fifo.string());
     s.makeflags_ = fmt::format("-j{} --jobserver-auth=fifo:{}", jobs, fifo.string());
     return s;
 }
@@ -134,12 +135,14 @@ bool JobSlots::try_take() {
 
 void JobSlots::give_back() {
     if (tokens_.empty() || write_fd_ < 0) return;
-    for (;;) {
+    // A full pipe cannot hold a token that came out of it unless another
+    // client wrote back more than it took: wait a second for room at most.
+    for (int full = 0; full < 1000;) {
         ssize_t n = ::write(write_fd_, &tokens_.back(), 1);
         if (n == 1) break;
         if (n < 0 && errno == EAGAIN) {
-            // A full pipe cannot hold a token that came out of it; wait briefly.
             ::usleep(1000);
+            ++full;
         } else if (n < 0 && errno != EINTR) {
             break;  // make is gone: nobody needs the token any more
         }
@@ -149,6 +152,7 @@ void JobSlots::give_back() {
 
 JobSlots::JobSlots(JobSlots&& other) noexcept
     : count_(other.count_),
+      limit_(other.limit_),
       tokens_(std::move(other.tokens_)),
       read_fd_(std::exchange(other.read_fd_, -1)),
       write_fd_(std::exchange(other.write_fd_, -1)),

@@ -59,19 +59,22 @@ class JobSlots {
     // The slots held for good: `wanted` without a jobserver, else 1. A plan
     // sizes its commands (nvcc --threads) by it.
     int count() const { return count_; }
+    // The most slots this build may use at once, tokens included: `wanted`.
+    int limit() const { return limit_; }
     bool from_jobserver() const { return write_fd_ >= 0; }
     // One more slot: a token, read without waiting. False when none is free
     // (or there is no jobserver).
     bool try_take();
-    // Writes back one token that try_take read.
+    // Writes back one token that try_take read (dropped if the jobserver
+    // stays full for a second: it then has more than it handed out).
     void give_back();
     int tokens_held() const { return static_cast<int>(tokens_.size()); }
     // For the children of serve(): "-jN --jobserver-auth=fifo:PATH".
     const std::string& makeflags() const { return makeflags_; }
 
   private:
-    JobSlots(int count) : count_(count) {}
-    int count_ = 1;
+    JobSlots(int count, int limit) : count_(count), limit_(limit) {}
+    int count_ = 1, limit_ = 1;
     std::string tokens_;                // the bytes read, written back as they were
     int read_fd_ = -1, write_fd_ = -1;  // ours, closed by the destructor
     std::string makeflags_;             // serve() only

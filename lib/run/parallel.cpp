@@ -13,13 +13,10 @@ namespace bekc {
 
 namespace {
 
-// The most commands run at once under a jobserver.
-constexpr size_t kMaxTokenWorkers = 256;
-
 // Shared state of one run_parallel call. Commands start in input order,
 // each once its slots are free: the slots of the commands running never
-// add up to more than `jobs`. Each worker thread blocks in one run_process
-// at a time.
+// add up to more than `jobs` and the jobserver tokens held. Each worker
+// thread blocks in one run_process at a time.
 class Scheduler {
   public:
     Scheduler(const std::vector<Command>& commands, int jobs, const ProgressCallback& on_event,
@@ -68,7 +65,7 @@ class Scheduler {
             slots_free_.notify_all();  // the command after it may fit too
             results_[index] = run_process(commands_[index], options_.run);
             // Reported before its slots are free, so that a listener counting
-            // Started and Finished never sees more than `jobs` at once.
+            // Started and Finished never sees more than the slots at once.
             notify({ProgressEvent::Kind::Finished, index, commands_[index], &results_[index]});
             {
                 std::lock_guard lock(slots_mutex_);
@@ -128,10 +125,10 @@ std::vector<ProcessResult> run_parallel(const std::vector<Command>& commands, in
                                         const ParallelOptions& options) {
     jobs = std::max(jobs, 1);
     Scheduler scheduler(commands, jobs, on_event, options);
-    // A thread per command that may run at once: under a jobserver that is
-    // as many as it has tokens for, which is not known beforehand.
-    const size_t at_once = options.tokens ? kMaxTokenWorkers : static_cast<size_t>(jobs);
-    size_t workers = std::min<size_t>(at_once, commands.size());
+    // A thread per command that may run at once: under a jobserver, as many
+    // as the build's own -j allows, whatever make has free now.
+    const int at_once = options.tokens ? std::max(options.tokens->limit(), jobs) : jobs;
+    size_t workers = std::min<size_t>(static_cast<size_t>(at_once), commands.size());
     std::vector<std::jthread> threads;
     for (size_t i = 0; i < workers; ++i) threads.emplace_back([&scheduler] { scheduler.work(); });
     threads.clear();  // joins

@@ -8,7 +8,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include "../helpers/temp_dir.hpp"
 #include "run/jobserver.hpp"
@@ -16,6 +19,7 @@
 #include "util/fs.hpp"
 
 using namespace bekc;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -57,7 +61,7 @@ struct MakePipe {
 // Runs `n` short sleeps with `slots` (its tokens included); the most that
 // ran at once. `also` sees every event too.
 int most_at_once(JobSlots& slots, size_t n, const ProgressCallback& also = {}) {
-    std::vector<Command> cmds(n, Command{{"/bin/sleep", "0.2"}, "", {}, {}, "", {}});
+    std::vector<Command> cmds(n, Command{{"/bin/sleep", "0.4"}, "", {}, {}, "", {}});
     ParallelOptions po;
     po.tokens = &slots;
     int active = 0, most = 0;
@@ -212,16 +216,19 @@ TEST_CASE(
 TEST_CASE("jobserver: a token given back while commands run is taken for the next one",
           "[jobserver][process]") {
     // Another recipe holds make's only token at first and gives it back
-    // while this build runs: the build takes it then, instead of running
-    // every command in its one slot as a build that counted its tokens at
-    // the start would.
+    // while this build's first command runs: the build takes it then for
+    // its second, instead of waiting for its first to end as a build that
+    // counted its tokens at the start would.
     MakePipe make("");
     JobSlots slots = JobSlots::take(8, make.env());
-    bool given = false;
-    CHECK(most_at_once(slots, 5, [&](const ProgressEvent& e) {
-              if (given || e.kind != ProgressEvent::Kind::Started) return;
-              given = true;
-              REQUIRE(::write(make.fds[1], "+", 1) == 1);
-          }) == 2);
+    std::atomic<bool> started = false;
+    std::jthread other([&] {
+        while (!started) std::this_thread::sleep_for(5ms);
+        std::this_thread::sleep_for(50ms);
+        CHECK(::write(make.fds[1], "+", 1) == 1);
+    });
+    CHECK(most_at_once(slots, 2, [&](const ProgressEvent&) { started = true; }) == 2);
+    other.join();
+    CHECK(slots.tokens_held() == 0);
     CHECK(drain(make.fds[0]) == "+");
 }
