@@ -44,13 +44,19 @@ class Scheduler {
                     return stopped_ || interrupted_by() != 0 || next_ >= commands_.size() ||
                            fits(slots_of(next_));
                 };
-                // A token another process gives back wakes nobody here: look
-                // again now and then while a command of ours runs.
+                // A token another process gives back wakes nobody here: one
+                // waiting thread looks again now and then while a command of
+                // ours runs; the others wait to be woken.
                 while (!ready()) {
-                    if (options_.tokens)
+                    if (options_.tokens && !polling_) {
+                        polling_ = true;
                         slots_free_.wait_for(lock, kTokenPoll);
-                    else
+                        // Should this one start a command, it wakes the others
+                        // (below), and one of them polls.
+                        polling_ = false;
+                    } else {
                         slots_free_.wait(lock);
+                    }
                 }
                 if (stopped_ || interrupted_by() != 0 || next_ >= commands_.size()) {
                     give_back_spare();
@@ -112,6 +118,7 @@ class Scheduler {
     std::condition_variable slots_free_;
     size_t next_ = 0;
     bool stopped_ = false;
+    bool polling_ = false;  // a thread waits with a timeout, for tokens
     int free_;
     const int total_ = free_;
     std::mutex callback_mutex_;
