@@ -257,7 +257,8 @@ int run_package_build(const BuildOptions& o, BuildContext& ctx) {
     }
     // The modules that took longest last time start first, so the build does
     // not end waiting on one straggler (store/compile_times.hpp).
-    CompileTimes times(or_fatal(resolve_cache_root(o.cache_dir, ctx.env)));
+    const fs::path cache_root = or_fatal(resolve_cache_root(o.cache_dir, ctx.env));
+    CompileTimes times(cache_root);
     auto timing_name = [](const PackageModule& m) {
         return "package:" + m.source.string() + ":" + m.name;
     };
@@ -273,11 +274,9 @@ int run_package_build(const BuildOptions& o, BuildContext& ctx) {
     // one module at a time, and each module one command, as make expects.
     const int jobs = jobs_wanted(o);
     JobSlots make_slots = JobSlots::take(jobs, ctx.env);
-    auto makeflags_now = ctx.env("MAKEFLAGS");
-    const bool make_named = makeflags_now && parse_makeflags(*makeflags_now);
     std::optional<JobSlots> served;
-    if (!make_named && !o.dry_run) {
-        use_private_dir_places(or_fatal(resolve_cache_root(o.cache_dir, ctx.env)), ctx);
+    if (!make_slots.named_by_make() && !o.dry_run) {
+        use_private_dir_places(cache_root, ctx);
         served.emplace(or_fatal(JobSlots::serve(jobs)));
     }
     JobSlots& slots = served ? *served : make_slots;

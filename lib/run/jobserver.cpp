@@ -75,8 +75,8 @@ JobSlots JobSlots::take(int wanted, const EnvLookup& env) {
     wanted = std::max(wanted, 1);
     auto flags = env("MAKEFLAGS");
     auto auth = flags ? parse_makeflags(*flags) : std::nullopt;
-    if (!auth) return JobSlots(wanted, wanted);
-    JobSlots s(1, wanted);
+    if (!auth) return JobSlots(wanted, false);
+    JobSlots s(wanted, true);
     if (!auth->fifo.empty()) {
         s.read_fd_ = open_fifo(auth->fifo, O_RDONLY);
         s.write_fd_ = open_fifo(auth->fifo, O_WRONLY);
@@ -89,6 +89,7 @@ JobSlots JobSlots::take(int wanted, const EnvLookup& env) {
     if (s.read_fd_ < 0 || s.write_fd_ < 0) {
         if (s.read_fd_ >= 0) ::close(std::exchange(s.read_fd_, -1));
         if (s.write_fd_ >= 0) ::close(std::exchange(s.write_fd_, -1));
+        s.limit_ = 1;
     }
     return s;
 }
@@ -98,7 +99,7 @@ std::expected<JobSlots, Error> JobSlots::serve(int jobs) {
     jobs = std::clamp(jobs, 1, 4096);
     auto dir = private_temp_dir("jobserver");
     if (!dir) return std::unexpected(dir.error());
-    JobSlots s(1, jobs);
+    JobSlots s(jobs, false);
     s.served_dir_ = *dir;
     const fs::path fifo = *dir / "fifo";
     if (::mkfifo(fifo.c_str(), 0600) != 0)
@@ -151,8 +152,8 @@ void JobSlots::give_back() {
 }
 
 JobSlots::JobSlots(JobSlots&& other) noexcept
-    : count_(other.count_),
-      limit_(other.limit_),
+    : limit_(other.limit_),
+      named_by_make_(other.named_by_make_),
       tokens_(std::move(other.tokens_)),
       read_fd_(std::exchange(other.read_fd_, -1)),
       write_fd_(std::exchange(other.write_fd_, -1)),

@@ -58,10 +58,13 @@ class JobSlots {
 
     // The slots held for good: `wanted` without a jobserver, else 1. A plan
     // sizes its commands (nvcc --threads) by it.
-    int count() const { return count_; }
-    // The most slots this build may use at once, tokens included: `wanted`.
+    int count() const { return from_jobserver() ? 1 : limit_; }
+    // The most slots this build may use at once, tokens included: `wanted`,
+    // or 1 where make named its jobserver but did not hand it over.
     int limit() const { return limit_; }
     bool from_jobserver() const { return write_fd_ >= 0; }
+    // $MAKEFLAGS names a jobserver of make's, reachable or not.
+    bool named_by_make() const { return named_by_make_; }
     // One more slot: a token, read without waiting. False when none is free
     // (or there is no jobserver).
     bool try_take();
@@ -73,8 +76,9 @@ class JobSlots {
     const std::string& makeflags() const { return makeflags_; }
 
   private:
-    JobSlots(int count, int limit) : count_(count), limit_(limit) {}
-    int count_ = 1, limit_ = 1;
+    JobSlots(int limit, bool named_by_make) : limit_(limit), named_by_make_(named_by_make) {}
+    int limit_ = 1;
+    bool named_by_make_ = false;
     std::string tokens_;                // the bytes read, written back as they were
     int read_fd_ = -1, write_fd_ = -1;  // ours, closed by the destructor
     std::string makeflags_;             // serve() only
