@@ -26,7 +26,12 @@ Measured, each tool with its own empty cache directory:
    (bekc, brainevent, tvm-ffi, bekc, ...). Each imports JAX, brings up its
    backend (``jax.devices()``) and imports the tool, untimed; then only the
    load call is timed;
-3. warm, same process: the same load call again in each of those processes.
+3. warm, same process: the same load call again in each of those processes;
+4. the tool's import in those processes (after JAX's), and the import plus the
+   first load call: what a tool sets up on import (bekc opens its lookup
+   library and looks up the interpreter's include directories there, tvm-ffi
+   opens ``libtvm_ffi.so``) is not in the load call, so both are shown.
+   bekc's package is byte-compiled first, as pip compiles an installed one.
 
 Medians are printed side by side, with bekc's time over each peer's and over
 the fastest peer's (the goal: at most 0.5x).
@@ -61,6 +66,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import shutil
@@ -70,7 +76,7 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-from _child import (bench_deps_dir, child_env, fmt, locate_bekc, machine_line, median, ratio,
+from _child import (REPO, bench_deps_dir, child_env, fmt, locate_bekc, machine_line, median, ratio,
                     run_child)
 
 TOOLS = ("bekc", "brainevent", "tvm-ffi", "bekc-binary")
@@ -114,6 +120,7 @@ CHILD = textwrap.dedent(r"""
     tool, source = sys.argv[1], open(sys.argv[2]).read()
     import jax
     jax.devices()                      # the backend is up, as in any program
+    ti = time.perf_counter()
     if tool.startswith("bekc"):
         import bekc
         def load():
@@ -129,6 +136,7 @@ CHILD = textwrap.dedent(r"""
         def load():
             return tvm_ffi.cpp.load_inline("bench_vector_add", cuda_sources=source,
                                            functions=["vector_add"])
+    import_s = time.perf_counter() - ti
     t0 = time.perf_counter()
     mod = load()
     t1 = time.perf_counter()
@@ -138,7 +146,7 @@ CHILD = textwrap.dedent(r"""
         assert callable(mod.vector_add) and callable(again.vector_add)
     else:
         assert "vector_add" in mod.function_names and "vector_add" in again.function_names
-    print(json.dumps({"load_s": t1 - t0, "again_s": t2 - t1}))
+    print(json.dumps({"load_s": t1 - t0, "again_s": t2 - t1, "import_s": import_s}))
 """)
 
 
@@ -304,6 +312,9 @@ def report(args, names, rows, warm, skipped, loads) -> list:
 
 def main() -> int:
     args = parse_args()
+    # As pip byte-compiles an installed package: the children import bekc from
+    # python/, and where PYTHONDONTWRITEBYTECODE is set nothing else would.
+    compileall.compile_dir(str(REPO / "python" / "bekc"), quiet=1)
     work = Path(tempfile.mkdtemp(prefix="bekc-bench-warm-load-"))
     try:
         skipped = {}
@@ -315,18 +326,25 @@ def main() -> int:
             return 1
         warm = {t.name: [] for t in tools}
         again = {t.name: [] for t in tools}
+        imports = {t.name: [] for t in tools}
+        first = {t.name: [] for t in tools}
         for _ in range(args.reps):  # interleaved: A B C A B C ...
             for t in tools:
                 r = t.run()
                 warm[t.name].append(r["load_s"])
                 again[t.name].append(r["again_s"])
+                imports[t.name].append(r["import_s"])
+                first[t.name].append(r["import_s"] + r["load_s"])
         loads = (load_before, os.getloadavg())
         rows = [("cold build, load call", cold), ("warm, new process, load call", warm),
-                ("warm, same process, load call again", again)]
+                ("warm, same process, load call again", again),
+                ("the tool's import (after JAX's)", imports),
+                ("warm, new process, import + load call", first)]
         table = report(args, [t.name for t in tools], rows, warm, skipped, loads)
         if args.json_out:
             Path(args.json_out).write_text(json.dumps({
-                "cold_s": cold, "warm_s": warm, "again_s": again, "rows": table,
+                "cold_s": cold, "warm_s": warm, "again_s": again, "import_s": imports,
+                "rows": table,
                 "skipped": skipped, "cpus": os.cpu_count(), "load": loads,
                 "python": sys.version.split()[0], "bekc": args.bekc, "reps": args.reps,
                 "cold_reps": args.cold_reps,

@@ -20,6 +20,16 @@
 // A header can also change by appearing: `#include "x.h"` found in the third
 // -I directory is shadowed if x.h later appears in the first. The caller
 // lists such paths (see shadowing_paths) and the record fails if any exists.
+//
+// Most absent paths lie in a few directories that exist (a system include
+// directory searched before the one holding the header). The record stamps
+// each path's nearest existing directory D (lstat: device, inode, mtime,
+// ctime), taken before the entry of D on the way to the path was found
+// absent. A path can appear only through a new entry of D, which moves D's
+// mtime and ctime; so while D's stamp is unchanged, and its times lie outside
+// the racy window of the record's time (the same rule as files), its paths
+// are still absent without an lstat each. Otherwise each is checked by its
+// own lstat, and where all are absent the lookup stamps D again for the next.
 #pragma once
 
 #include <chrono>
@@ -68,11 +78,18 @@ struct DirectLookup {
     std::optional<std::string> key;  // set on a hit
     std::string why_not;             // on a miss, for -v: "no record", "/inc/a.h changed", ...
     size_t rehashed = 0;             // files whose content had to be hashed
+    size_t absent_checked = 0;       // absent paths checked one by one, not by their directory
 };
 
 // Pure: whether `now` proves the file unchanged since it was recorded with
 // `recorded` in a record made at `record_ns`, or its content must be hashed.
 bool must_rehash(const FileStat& recorded, const FileStat& now, int64_t record_ns,
+                 std::chrono::nanoseconds racy_window);
+
+// Pure: whether a directory stamped `recorded` in a record made at
+// `record_ns` and stamped `now` still has the entries it had then: the same
+// stamp, its times outside the racy window before the record.
+bool stamp_holds(const DirStamp& recorded, const DirStamp& now, int64_t record_ns,
                  std::chrono::nanoseconds racy_window);
 
 // Pure: the paths where a new file would be found before `dependency`,

@@ -24,10 +24,19 @@ json to_json(const DirectRecord& record) {
                          {"ctime_ns", f.stat.ctime_ns},
                          {"xxh128", f.xxh128}});
     }
+    json dirs = json::array();
+    for (const auto& d : record.absent_dirs) {
+        dirs.push_back({{"path", d.path},
+                        {"dev", d.stamp.dev},
+                        {"ino", d.stamp.ino},
+                        {"mtime_ns", d.stamp.mtime_ns},
+                        {"ctime_ns", d.stamp.ctime_ns}});
+    }
     return {{"key", record.key},
             {"written_ns", record.written_ns},
             {"files", files},
-            {"absent", record.absent}};
+            {"absent", record.absent},
+            {"absent_dirs", dirs}};
 }
 
 // The record file as the lookup reads it, straight into records: a warm hit
@@ -82,9 +91,29 @@ class RecordReader {
                                   return string(r.absent.back());
                               });
                    }
+                   if (name == "absent_dirs") {
+                       r.absent_dirs.clear();
+                       return array([&] {
+                           r.absent_dirs.emplace_back();
+                           return dir(r.absent_dirs.back());
+                       });
+                   }
                    return skip_value();
                }) &&
                key && written && files && absent;
+    }
+
+    bool dir(StampedDir& d) {
+        bool path = false, dev = false, ino = false, mtime = false, ctime = false;
+        return object([&](const std::string& name) {
+                   if (name == "path") return path = string(d.path);
+                   if (name == "dev") return dev = unsigned_integer(d.stamp.dev);
+                   if (name == "ino") return ino = unsigned_integer(d.stamp.ino);
+                   if (name == "mtime_ns") return mtime = integer(d.stamp.mtime_ns);
+                   if (name == "ctime_ns") return ctime = integer(d.stamp.ctime_ns);
+                   return skip_value();
+               }) &&
+               path && dev && ino && mtime && ctime;
     }
 
     bool file(RecordedFile& f) {

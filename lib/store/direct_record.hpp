@@ -4,7 +4,12 @@
 //   {"format": 1, "records": [{"key": "…", "written_ns": …,
 //     "files": [{"path": "…", "size": …, "mtime_ns": …, "ctime_ns": …,
 //                "xxh128": "…"}, …],
-//     "absent": ["/inc/first/x.h", …]}, …]}
+//     "absent": ["/inc/first/x.h", …],
+//     "absent_dirs": [{"path": "/inc/first", "dev": …, "ino": …,
+//                      "mtime_ns": …, "ctime_ns": …}, …]}, …]}
+//
+// "absent_dirs" (optional: records written before it have none) stamps the
+// nearest existing directory of absent paths (store/direct.hpp).
 //
 // The file is replaced whole by rename. Two builds adding records at the same
 // moment can lose one of the two; that costs a later direct miss, never a
@@ -29,11 +34,17 @@ struct RecordedFile {
     std::string xxh128;
 };
 
+struct StampedDir {
+    std::string path;
+    DirStamp stamp;
+};
+
 struct DirectRecord {
     std::string key;
     int64_t written_ns = 0;  // taken before any of `files` was examined
     std::vector<RecordedFile> files;
     std::vector<std::string> absent;
+    std::vector<StampedDir> absent_dirs = {};
 };
 
 // Empty when the file is missing or unreadable: a broken record file is only

@@ -20,6 +20,13 @@ std::optional<FileStat> stat_file(const fs::path& path) {
     return file_stat_of(st);
 }
 
+std::optional<DirStamp> dir_stamp(const char* path) {
+    struct stat st;
+    if (::lstat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return std::nullopt;
+    return DirStamp{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
+                    to_ns(st.st_mtim), to_ns(st.st_ctim)};
+}
+
 FileStat file_stat_of(const struct stat& st) {
     return FileStat{static_cast<uint64_t>(st.st_size), to_ns(st.st_mtim), to_ns(st.st_ctim),
                     S_ISREG(st.st_mode)};

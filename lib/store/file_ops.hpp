@@ -23,6 +23,21 @@ struct FileStat {
     bool operator==(const FileStat&) const = default;
 };
 
+// What an lstat says about a directory: which one it is and when its entries
+// last changed (an entry added, removed or renamed moves mtime and ctime).
+struct DirStamp {
+    uint64_t dev = 0;
+    uint64_t ino = 0;
+    int64_t mtime_ns = 0;
+    int64_t ctime_ns = 0;
+
+    bool operator==(const DirStamp&) const = default;
+};
+
+// The stamp of `path` by lstat; nullopt when it is not a directory (a link
+// to one included) or cannot be lstat'ed.
+std::optional<DirStamp> dir_stamp(const char* path);
+
 // For the user's files (headers, inputs): follows symlinks, as the compilers
 // do; nullopt when the path does not exist or cannot be stat'ed.
 std::optional<FileStat> stat_file(const fs::path& path);

@@ -76,6 +76,16 @@ from ._ad_rules import defjvp, general_batching_rule
 from ._benchmark import (BenchmarkConfig, BenchmarkDataFnNotProvidedError, BenchmarkRecord,
                          BenchmarkResult, benchmark_function)
 from ._diagnostics import list_registered_targets, print_diagnostics
+from . import _compat, _library, _lookup
+
+# What every process that loads kernels sets up once is set up on import, as
+# a package with a native core does, not by the first load: the in-process
+# lookup's library (docs/cache.md, "Hits inside the Python process"), what
+# the loaders look up in this interpreter, and the ctypes functions that
+# check a library's symbols. None of it imports JAX or raises.
+_lookup.preload()
+_compat.prime()
+_library.symbol_api()
 
 # brainevent's name for what its loaders return; bekc's loaders return a Module,
 # which has CompiledModule's path, function_names, content_hash and get_handler.

@@ -218,6 +218,20 @@ def _found(what: str, find):
     return value
 
 
+def prime() -> None:
+    """Look up, once per process, what every CUDA load of this interpreter
+    passes to bekc (brainevent's and jaxlib's include directories, the
+    ``nvidia`` packages or site-packages), so that the first load need not.
+    Called on import; a later change of ``sys.path`` makes the next load look
+    again (:func:`_found`). Never raises."""
+    try:
+        _found("brainevent", _brainevent_include_dir)
+        _found("xla", _xla_include_dir)
+        _python_sites()
+    except Exception:  # whatever a finder on sys.path raises: the load looks again
+        pass
+
+
 def _loader_argv(inputs, *, flag_kind: str, compute_capability=None,
                  **options) -> Tuple[List[str], Optional[ArchChoice]]:
     """``build_argv`` plus what brainevent's pipeline adds to every build: its

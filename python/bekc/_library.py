@@ -112,7 +112,7 @@ class _DlInfo(ctypes.Structure):
 
 
 @functools.lru_cache(maxsize=1)
-def _symbol_api():
+def symbol_api():
     """(dlsym, PyCapsule_New, dladdr) as private ctypes prototypes, or None off POSIX."""
     try:
         libc = ctypes.CDLL(None)
@@ -156,7 +156,7 @@ def check_symbols(loaded: LoadedLibrary, lib_path: str, manifest: dict, path: st
     ``abort`` or ``free`` would be found), so the address it returns is
     checked with dladdr() to lie in the dlopen()ed file.
     """
-    api = _symbol_api()
+    api = symbol_api()
     if api is None:  # pragma: no cover - non-POSIX
         raise LibraryLoadError(f"cannot check the symbols of bekc library {lib_path}: this "
                                f"platform offers no dlsym/dladdr")
@@ -186,7 +186,7 @@ def capsules(library: ctypes.CDLL, library_path: str, targets) -> list:
     going through dlsym directly avoids building a ctypes function object per
     symbol, which dominates loading a library of hundreds of targets.
     """
-    api = _symbol_api()
+    api = symbol_api()
     out = []
     for t in targets:
         sym = t["symbol"]

@@ -15,6 +15,11 @@ own ``lib/`` when that binary is the package's (a wheel, an installed tree).
 ``$BEKC_LOOKUP_LIBRARY`` names another; ``BEKC_IN_PROCESS_LOOKUP=0`` turns the
 lookup off. A library that is missing, fails to load or speaks another ABI is
 skipped silently: the binary answers.
+
+``import bekc`` opens the library of the binary it finds (:func:`preload`),
+as a package with a native core opens it on import, so that the process's
+first load does not pay the ``dlopen``; a later load whose binary differs
+opens that one's library then.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import os
 import threading
 from typing import Dict, Optional, Sequence, Tuple
 
-__all__ = ["warm_hit", "lookup_library_for"]
+__all__ = ["warm_hit", "lookup_library_for", "preload"]
 
 _LIBRARY_NAME = "libbekc_lookup.so"
 _ABI_VERSION = 1
@@ -101,6 +106,21 @@ def _loaded(path: str) -> Optional[_Lookup]:
             except (OSError, AttributeError):  # unloadable, not the library, another ABI
                 _LOADED[path] = None
         return _LOADED[path]
+
+
+def preload() -> None:
+    """Open the lookup library of the binary :func:`~bekc.find_binary` finds
+    now, if there is one and the lookup is on; never raises (no binary, a bad
+    ``$BEKC``, an unloadable library: the first load finds out as before)."""
+    if os.environ.get("BEKC_IN_PROCESS_LOOKUP", "") == "0":
+        return
+    try:
+        from ._binary import find_binary
+        path = lookup_library_for(find_binary())
+    except Exception:  # BinaryNotFoundError, an unreadable wheel RECORD, ...
+        return
+    if path:
+        _loaded(path)
 
 
 def warm_hit(argv: Sequence[str]) -> Optional[Tuple[str, str]]:

@@ -29,8 +29,8 @@ LOOKUP = textwrap.dedent("""
                                                   "messages": found[1]}))
 """)
 
-# run_bekc on the argument vector in argv[1:], counting the processes it starts.
-COUNT_SPAWNS = textwrap.dedent("""
+# The start of a child script that counts the processes it starts in `spawned`.
+COUNTING = textwrap.dedent("""
     import json, subprocess, sys, warnings
     spawned = []
     real = subprocess.Popen
@@ -39,6 +39,10 @@ COUNT_SPAWNS = textwrap.dedent("""
             spawned.append(list(args))
             super().__init__(args, *a, **k)
     subprocess.Popen = Counting
+""")
+
+# run_bekc on the argument vector in argv[1:], counting the processes it starts.
+COUNT_SPAWNS = COUNTING + textwrap.dedent("""
     from bekc._binary import run_bekc
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -46,6 +50,28 @@ COUNT_SPAWNS = textwrap.dedent("""
     print(json.dumps({"out": out, "spawned": len(spawned),
                       "warnings": [str(w.message) for w in caught]}))
 """)
+
+
+# What `import bekc` set up, and what it started or imported on the way.
+IMPORT_STATE = COUNTING + textwrap.dedent("""
+    import bekc
+    from bekc import _compat, _lookup
+    found = {k: v for k, v in (("brainevent", _compat._brainevent_include_dir()),
+                              ("xla", _compat._xla_include_dir())) if v}
+    print(json.dumps({
+        "opened": [p for p, lib in _lookup._LOADED.items() if lib is not None],
+        "mapped": "libbekc_lookup.so" in open("/proc/self/maps").read(),
+        "kept": {k: _compat._FOUND[k][1] for k in found if k in _compat._FOUND},
+        "found": found, "spawned": len(spawned),
+        "imported": [m for m in ("jax", "jaxlib", "brainevent") if m in sys.modules]}))
+""")
+
+
+def import_state(**env):
+    proc = subprocess.run([sys.executable, "-c", IMPORT_STATE], capture_output=True, text=True,
+                          env=python_env(**env), timeout=120)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    return json.loads(proc.stdout)
 
 
 def python_env(**overrides):
@@ -234,3 +260,23 @@ def test_the_library_exports_only_its_abi(lookup_library):
         pytest.skip("nm (binutils) not found")
     exported = sorted(line.split()[-1] for line in nm.stdout.splitlines() if line.strip())
     assert exported == ["bekc_lookup_abi_version", "bekc_lookup_free", "bekc_lookup_v1"]
+
+
+def test_import_opens_the_lookup_library_and_finds_the_include_directories(bekc,
+                                                                           lookup_library):
+    """A process's first load does not pay for them: `import bekc` opens the
+    lookup library of the binary it finds and looks up what every load passes
+    (brainevent's and jaxlib's include directories), starting and importing
+    nothing."""
+    state = import_state(BEKC=str(bekc.binary))
+    assert state["opened"] == [str(lookup_library)] and state["mapped"]
+    assert state["found"], "neither brainevent nor jaxlib's FFI headers are installed"
+    assert state["kept"] == state["found"]
+    assert state["spawned"] == 0 and state["imported"] == []
+
+
+def test_import_opens_no_library_with_the_lookup_off_or_no_binary(bekc, tmp_path):
+    off = import_state(BEKC=str(bekc.binary), BEKC_IN_PROCESS_LOOKUP="0")
+    assert off["opened"] == [] and not off["mapped"]
+    absent = import_state(BEKC=str(tmp_path / "no-such-bekc"), PATH="/nonexistent")
+    assert absent["opened"] == [] and not absent["mapped"] and absent["spawned"] == 0

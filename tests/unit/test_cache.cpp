@@ -960,6 +960,18 @@ TEST_CASE("the racy rule: equal stats prove nothing close to the record's time",
     CHECK(must_rehash(st, grown, 60 * s, 2s));
 }
 
+TEST_CASE("the racy rule for directories: a stamp holds only unchanged and clear of the record",
+          "[direct]") {
+    const int64_t s = 1'000'000'000;
+    DirStamp st{1, 2, 50 * s, 50 * s};
+    CHECK(stamp_holds(st, st, 60 * s, 2s));
+    CHECK_FALSE(stamp_holds(st, st, 50 * s + s / 2, 2s));  // same second as the record
+    CHECK_FALSE(stamp_holds(st, st, 51 * s, 2s));          // within the window
+    for (auto moved : {DirStamp{9, 2, 50 * s, 50 * s}, DirStamp{1, 9, 50 * s, 50 * s},
+                       DirStamp{1, 2, 50 * s + 1, 50 * s}, DirStamp{1, 2, 50 * s, 50 * s + 1}})
+        CHECK_FALSE(stamp_holds(st, moved, 60 * s, 2s));
+}
+
 TEST_CASE("shadowing paths: the including files' directories, then the earlier -I",
           "[cache][direct]") {
     const std::vector<fs::path> order = {"/i1", "/i2/", "/i3"};
@@ -1102,6 +1114,130 @@ TEST_CASE("direct mode checks every record's absent paths, a missing directory's
     DirectLookup r = cache.lookup_direct(f.direct_key);
     CHECK_FALSE(r.key.has_value());
     CHECK(r.why_not == (f.inc1 / "a.h").string() + " now exists and shadows a header");
+}
+
+namespace {
+
+// Directory timestamps move in clock ticks (a few milliseconds): sleeping past
+// the window puts a change clearly after the record and the record clearly
+// after the directory's last change.
+constexpr auto kDirWindow = 100ms;
+void past_the_window() {
+    std::this_thread::sleep_for(kDirWindow + 50ms);
+}
+
+// DirectFixture with inc1 present: every shadowing path of a.h, b.h and
+// five more headers lies under it, most of them right in it.
+struct StampFixture : DirectFixture {
+    Cache cache{tmp / "cache", CacheOptions{.racy_window = kDirWindow}};
+    DirectInputs in = inputs();
+
+    StampFixture() {
+        fs::create_directories(inc1);
+        test::write_file(inc1 / "unrelated.h", "\n");
+        for (const char* n : {"c.h", "d.h", "e.h", "f.h", "g.h"}) {
+            test::write_file(inc2 / n, "\n");
+            in.dependencies.push_back({inc2 / n, ""});
+            for (const auto& p : shadowing_paths({inc1, inc2}, inc2 / n))
+                in.must_not_exist.push_back(p);
+        }
+        for (const auto& p : shadowing_paths({inc1, inc2}, a)) in.must_not_exist.push_back(p);
+        for (const auto& p : shadowing_paths({inc1, inc2}, b)) in.must_not_exist.push_back(p);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("direct mode takes absent paths as absent while their directory's stamp holds",
+          "[cache][direct]") {
+    StampFixture f;
+    past_the_window();
+    REQUIRE(f.cache.record_direct(f.direct_key, f.in).has_value());
+    DirectLookup hit = f.cache.lookup_direct(f.direct_key);
+    REQUIRE(hit.key == f.key);
+    CHECK(hit.absent_checked == 0);
+    past_the_window();
+    const fs::path shadow = f.inc1 / "sub" / "b.h";
+
+    SECTION("a new header in it") {
+        test::write_file(f.inc1 / "g.h", "\n");
+        DirectLookup r = f.cache.lookup_direct(f.direct_key);
+        CHECK_FALSE(r.key.has_value());
+        CHECK(r.why_not == (f.inc1 / "g.h").string() + " now exists and shadows a header");
+    }
+    SECTION("a new directory on the way to a path, then the header in it") {
+        fs::create_directories(f.inc1 / "sub");
+        DirectLookup r = f.cache.lookup_direct(f.direct_key);
+        CHECK(r.key == f.key);
+        CHECK(r.absent_checked > 0);
+        past_the_window();
+        test::write_file(shadow, "\n");
+        r = f.cache.lookup_direct(f.direct_key);
+        CHECK_FALSE(r.key.has_value());
+        CHECK(r.why_not == shadow.string() + " now exists and shadows a header");
+    }
+    SECTION("the directory replaced by a link to one that has the header") {
+        fs::create_directories(f.tmp / "other");
+        test::write_file(f.tmp / "other" / "c.h", "\n");
+        fs::rename(f.inc1, f.tmp / "inc1.old");
+        fs::create_directory_symlink(f.tmp / "other", f.inc1);
+        CHECK_FALSE(f.cache.lookup_direct(f.direct_key).key.has_value());
+    }
+    SECTION("the directory renamed away and back: its ctime moved") {
+        fs::rename(f.inc1, f.tmp / "inc1.old");
+        fs::rename(f.tmp / "inc1.old", f.inc1);
+        DirectLookup r = f.cache.lookup_direct(f.direct_key);
+        CHECK(r.key == f.key);
+        CHECK(r.absent_checked > 0);
+    }
+    SECTION("other names come and go: each path is checked, the hit stands, and is stamped again") {
+        test::write_file(f.inc1 / "more.h", "\n");
+        fs::remove(f.inc1 / "unrelated.h");
+        DirectLookup r = f.cache.lookup_direct(f.direct_key);
+        CHECK(r.key == f.key);
+        CHECK(r.absent_checked > 0);
+        past_the_window();
+        r = f.cache.lookup_direct(f.direct_key);
+        CHECK(r.key == f.key);
+        CHECK(r.absent_checked > 0);  // stamped again now, outside the window of the change
+        r = f.cache.lookup_direct(f.direct_key);
+        CHECK(r.key == f.key);
+        CHECK(r.absent_checked == 0);
+        test::write_file(f.inc1 / "c.h", "\n");
+        CHECK_FALSE(f.cache.lookup_direct(f.direct_key).key.has_value());
+    }
+}
+
+TEST_CASE("direct mode does not trust a directory stamped within the racy window",
+          "[cache][direct]") {
+    // Recorded right after the directory changed: a header added in the same
+    // clock tick would leave its timestamps as they are, so each path is
+    // checked until a lookup outside the window stamps it again.
+    StampFixture f;
+    REQUIRE(f.cache.record_direct(f.direct_key, f.in).has_value());
+    DirectLookup r = f.cache.lookup_direct(f.direct_key);
+    CHECK(r.key == f.key);
+    CHECK(r.absent_checked > 0);
+    test::write_file(f.inc1 / "d.h", "\n");
+    r = f.cache.lookup_direct(f.direct_key);
+    CHECK_FALSE(r.key.has_value());
+    CHECK(r.why_not == (f.inc1 / "d.h").string() + " now exists and shadows a header");
+}
+
+TEST_CASE("direct mode stamps no directory whose entry on the way to a path is a link",
+          "[cache][direct]") {
+    // inc1/sub is a dangling link when the record is made: b.h under it is
+    // absent, but appears without inc1 changing when the link's target does.
+    StampFixture f;
+    fs::create_directory_symlink(f.tmp / "elsewhere", f.inc1 / "sub");
+    past_the_window();
+    REQUIRE(f.cache.record_direct(f.direct_key, f.in).has_value());
+    REQUIRE(f.cache.lookup_direct(f.direct_key).key == f.key);
+    fs::create_directories(f.tmp / "elsewhere");
+    test::write_file(f.tmp / "elsewhere" / "b.h", "\n");
+    DirectLookup r = f.cache.lookup_direct(f.direct_key);
+    CHECK_FALSE(r.key.has_value());
+    CHECK(r.why_not == (f.inc1 / "sub" / "b.h").string() + " now exists and shadows a header");
 }
 
 TEST_CASE("direct mode refuses to record a header edited during the build", "[cache][direct]") {

@@ -27,6 +27,11 @@ std::vector<DirectRecord> reference(const json& j) {
                  FileStat{f.at("size").get<uint64_t>(), f.at("mtime_ns").get<int64_t>(),
                           f.at("ctime_ns").get<int64_t>(), true},
                  f.at("xxh128").get<std::string>()});
+        for (const auto& d : r.value("absent_dirs", json::array()))
+            record.absent_dirs.push_back(
+                {d.at("path").get<std::string>(),
+                 DirStamp{d.at("dev").get<uint64_t>(), d.at("ino").get<uint64_t>(),
+                          d.at("mtime_ns").get<int64_t>(), d.at("ctime_ns").get<int64_t>()}});
         out.push_back(std::move(record));
     }
     return out;
@@ -41,6 +46,11 @@ bool same(const std::vector<DirectRecord>& a, const std::vector<DirectRecord>& b
         for (size_t k = 0; k < a[i].files.size(); ++k) {
             const auto &x = a[i].files[k], &y = b[i].files[k];
             if (x.path != y.path || x.stat != y.stat || x.xxh128 != y.xxh128) return false;
+        }
+        if (a[i].absent_dirs.size() != b[i].absent_dirs.size()) return false;
+        for (size_t k = 0; k < a[i].absent_dirs.size(); ++k) {
+            const auto &x = a[i].absent_dirs[k], &y = b[i].absent_dirs[k];
+            if (x.path != y.path || x.stamp != y.stamp) return false;
         }
     }
     return true;
@@ -64,7 +74,15 @@ json sample() {
          {file_json("/inc/a \"quoted\" \\ back\\slash.h", 12, 1, 2),
           file_json("/inc/ctl\x01\x1f\t\n\r\b\f/x.h", 0, -5, INT64_MIN),
           file_json("/inc/caf\xc3\xa9/\xf0\x9f\x98\x80/\xe2\x82\xac.h", UINT64_MAX, INT64_MAX, 0)}},
-        {"absent", {"/first/x.h", "/first/sub/y.h", "/\x7f/z.h"}}};
+        {"absent", {"/first/x.h", "/first/sub/y.h", "/\x7f/z.h"}},
+        {"absent_dirs",
+         {{{"path", "/first"},
+           {"dev", UINT64_MAX},
+           {"ino", 7},
+           {"mtime_ns", INT64_MIN},
+           {"ctime_ns", INT64_MAX}},
+          {{"path", "/caf\xc3\xa9"}, {"dev", 0}, {"ino", 0}, {"mtime_ns", 0}, {"ctime_ns", 0}}}}};
+    // As a record written before directories were stamped: no "absent_dirs".
     json second = {
         {"key", "k2"}, {"written_ns", 0}, {"files", json::array()}, {"absent", json::array()}};
     return {{"format", 1}, {"records", {first, second}}};
@@ -82,6 +100,9 @@ TEST_CASE("the record reader gives back what the writer wrote", "[direct]") {
     CHECK(parse_direct_records(j.dump())[0].files[1].path == "/inc/ctl\x01\x1f\t\n\r\b\f/x.h");
     CHECK(parse_direct_records(j.dump())[0].files[2].stat.size == UINT64_MAX);
     CHECK(parse_direct_records(j.dump())[0].files[1].stat.ctime_ns == INT64_MIN);
+    CHECK(parse_direct_records(j.dump())[0].absent_dirs[0].stamp ==
+          DirStamp{UINT64_MAX, 7, INT64_MIN, INT64_MAX});
+    CHECK(parse_direct_records(j.dump())[1].absent_dirs.empty());
 }
 
 TEST_CASE("the record reader reads any JSON spelling of the same records", "[direct]") {
@@ -153,6 +174,13 @@ TEST_CASE("the record reader takes nothing else for records", "[direct]") {
              R"({"format": 1})",
              R"({"format": 1, "records": {}})",
              R"({"format": 1, "records": [{"key": "k", "written_ns": 1, "files": []}]})",
+             // a directory stamp missing a member, or with a negative device
+             R"({"format": 1, "records": [{"key": "k", "written_ns": 1, "files": [],
+                 "absent": [], "absent_dirs": [{"path": "/d", "dev": 1, "mtime_ns": 1,
+                 "ctime_ns": 1}]}]})",
+             R"({"format": 1, "records": [{"key": "k", "written_ns": 1, "files": [],
+                 "absent": [], "absent_dirs": [{"path": "/d", "dev": -1, "ino": 1,
+                 "mtime_ns": 1, "ctime_ns": 1}]}]})",
              R"({"format": 1, "records": []} x)",
              R"([{"format": 1, "records": []}])",
              R"({"format": 1, "records": [],})",
