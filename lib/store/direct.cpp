@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 
 #include <fmt/format.h>
 
@@ -75,17 +74,6 @@ class DirMemo {
     std::map<std::string, bool, std::less<>> entries_;
 };
 
-// The longest of `dirs` that holds `path` below it, or npos.
-size_t covering_dir(std::string_view path,
-                    const std::map<std::string_view, size_t, std::less<>>& dirs) {
-    for (size_t slash = path.rfind('/'); slash != std::string_view::npos && slash > 0;
-         slash = path.rfind('/', slash - 1)) {
-        auto it = dirs.find(path.substr(0, slash));
-        if (it != dirs.end()) return it->second;
-    }
-    return std::string_view::npos;
-}
-
 // The entry of the directory `dir_size` characters long on the way to `path`.
 std::string_view entry_toward(std::string_view path, size_t dir_size) {
     return path.substr(0, path.find('/', dir_size + 1));
@@ -136,50 +124,41 @@ struct AbsentCheck {
     size_t& checked;  // paths lstat'ed one by one
 };
 
-// That the record's absent paths are still absent (store/direct.hpp): by
-// their directory's stamp where it holds, else by the directory's entry on
-// the way, else by their own lstat. The stamps to record again: those of
-// directories whose every path was found absent after the stamp was taken.
+// That the record's absent paths are still absent (store/direct.hpp): those
+// listed whole by their own lstat; those of a directory by its stamp where it
+// holds, else by the directory's entry on the way to each, else by their own
+// lstat. The stamps to record again: those of directories found to be
+// directories before every entry toward their paths was found absent.
 std::expected<std::vector<std::pair<size_t, DirStamp>>, Error> check_absent(
     const DirectRecord& record, AbsentCheck check, std::chrono::nanoseconds window,
     const BaseDir& base) {
-    std::vector<std::string> dirs;
-    for (const auto& d : record.absent_dirs) {
-        auto path = Shown(base)(d.path);
-        if (!path) return std::unexpected(path.error());
-        dirs.push_back(**path);
-    }
-    std::map<std::string_view, size_t, std::less<>> index;
-    for (size_t i = 0; i < dirs.size(); ++i) index.emplace(dirs[i], i);
-    enum class State : char { Unseen, Holds, Entries, Unusable };
-    std::vector<State> state(dirs.size(), State::Unseen);
     Shown here(base);
     for (const auto& recorded : record.absent) {
         auto shown = here(recorded);
         if (!shown) return std::unexpected(shown.error());
-        const std::string& path = **shown;
-        size_t d = covering_dir(path, index);
-        if (d != std::string_view::npos && state[d] == State::Unseen) {
-            const auto& now = check.dirs.now(dirs[d]);
-            if (!now)
-                state[d] = State::Unusable;
-            else if (stamp_holds(record.absent_dirs[d].stamp, *now, record.written_ns, window))
-                state[d] = State::Holds;
-            else
-                state[d] = State::Entries;
-        }
-        if (d != std::string_view::npos && state[d] == State::Holds) continue;
         ++check.checked;
-        if (d != std::string_view::npos && state[d] == State::Entries) {
-            if (check.dirs.entry_absent(entry_toward(path, dirs[d].size()))) continue;
-            state[d] = State::Unusable;
-        }
-        if (check.paths.exists(path))
-            return fail(ErrorKind::Cache, path + " now exists and shadows a header");
+        if (check.paths.exists(**shown))
+            return fail(ErrorKind::Cache, **shown + " now exists and shadows a header");
     }
     std::vector<std::pair<size_t, DirStamp>> again;
-    for (size_t d = 0; d < dirs.size(); ++d)
-        if (state[d] == State::Entries) again.emplace_back(d, *check.dirs.now(dirs[d]));
+    for (size_t d = 0; d < record.absent_dirs.size(); ++d) {
+        const AbsentDir& group = record.absent_dirs[d];
+        auto shown = here(group.dir);
+        if (!shown) return std::unexpected(shown.error());
+        const std::string dir = **shown;
+        const auto& now = check.dirs.now(dir);
+        if (now && stamp_holds(group.stamp, *now, record.written_ns, window)) continue;
+        bool entries_absent = true;
+        for (const auto& name : group.names) {
+            std::string path = dir + "/" + name;
+            ++check.checked;
+            if (check.dirs.entry_absent(entry_toward(path, dir.size()))) continue;
+            entries_absent = false;
+            if (check.paths.exists(path))
+                return fail(ErrorKind::Cache, path + " now exists and shadows a header");
+        }
+        if (now && entries_absent) again.emplace_back(d, *now);
+    }
     return again;
 }
 
@@ -213,44 +192,55 @@ std::expected<bool, Error> check_record(DirectRecord& record, HashMemo& memo, Ab
     return worth_refreshing;
 }
 
-// Where the walk up from `path` stops: its nearest ancestor that lstat finds
-// (a link or a file included), or the first one lstat cannot tell missing;
-// nullopt at "/".
-std::optional<std::string> nearest_existing(std::string_view path) {
+// The nearest existing directory above `path` (lstat, so a link in its
+// place is none), or nullopt: none below "/", or one lstat cannot tell about.
+std::optional<std::string> nearest_dir(std::string_view path) {
     for (size_t slash = path.rfind('/'); slash != std::string_view::npos && slash > 0;
          slash = path.rfind('/', slash - 1)) {
         std::string dir(path.substr(0, slash));
         struct stat st;
-        if (lstat(dir.c_str(), &st) == 0 || errno != ENOENT) return dir;
+        if (lstat(dir.c_str(), &st) == 0) {
+            if (!S_ISDIR(st.st_mode)) return std::nullopt;
+            return dir;
+        }
+        if (errno != ENOENT) return std::nullopt;
     }
     return std::nullopt;
 }
 
-// The stamps of the directories `absent` (paths as checked) lie in, for the
-// lookup to take them as absent while a stamp holds (store/direct.hpp). Each
-// path's nearest existing directory is recorded, so that no directory above
-// it answers for the path; with a zero stamp (no directory has inode 0, so it
-// never holds) where it is no directory or its entry toward one of its paths
-// is present. Every stamp
-// is taken before any path's entry is checked against it.
-std::vector<StampedDir> stamp_absent_dirs(const std::vector<std::string>& absent) {
-    std::vector<StampedDir> dirs;
-    std::map<std::string_view, size_t, std::less<>> index;
-    std::vector<std::string> nearest;
-    for (const auto& path : absent)
-        if (auto dir = nearest_existing(path)) nearest.push_back(std::move(*dir));
-    std::set<std::string_view> seen;
-    for (const auto& dir : nearest)
-        if (seen.insert(dir).second)
-            dirs.push_back({dir, dir_stamp(dir.c_str()).value_or(DirStamp{})});
-    for (size_t i = 0; i < dirs.size(); ++i) index.emplace(dirs[i].path, i);
+// `absent` (paths as checked) grouped under their nearest existing
+// directories with their stamps (store/direct.hpp): every stamp is taken
+// before any entry toward a path is checked, and a path whose entry exists
+// then, or that has no such directory, is left to be checked whole (the
+// second of the pair).
+std::pair<std::vector<AbsentDir>, std::vector<std::string>> group_absent(
+    const std::vector<std::string>& absent) {
+    std::vector<AbsentDir> dirs;
+    std::vector<std::string> whole;
+    std::map<std::string, size_t, std::less<>> index;
+    std::vector<std::pair<size_t, const std::string*>> grouped;
     for (const auto& path : absent) {
-        size_t d = covering_dir(path, index);
-        if (d != std::string_view::npos &&
-            path_exists(std::string(entry_toward(path, dirs[d].path.size()))))
-            dirs[d].stamp = DirStamp{};
+        std::optional<std::string> dir = nearest_dir(path);
+        std::optional<DirStamp> stamp;
+        auto it = dir ? index.find(*dir) : index.end();
+        if (dir && it == index.end() && (stamp = dir_stamp(dir->c_str()))) {
+            it = index.emplace(*dir, dirs.size()).first;
+            dirs.push_back({*dir, *stamp, {}});
+        }
+        if (it == index.end())
+            whole.push_back(path);
+        else
+            grouped.emplace_back(it->second, &path);
     }
-    return dirs;
+    for (const auto& [d, path] : grouped) {
+        size_t size = dirs[d].dir.size();
+        if (path_exists(std::string(entry_toward(*path, size))))
+            whole.push_back(*path);
+        else
+            dirs[d].names.push_back(path->substr(size + 1));
+    }
+    std::erase_if(dirs, [](const AbsentDir& d) { return d.names.empty(); });
+    return {std::move(dirs), std::move(whole)};
 }
 
 std::expected<RecordedFile, Error> fingerprint(const DirectDependency& dep) {
@@ -369,10 +359,13 @@ std::expected<void, Error> add_direct_record(const CacheDir& cache, const fs::pa
                         path->string() + " exists, so it cannot be recorded as absent");
         }
         absent.push_back(path->string());
-        record.absent.push_back(base.hide(path->string()));
     }
-    for (auto& d : stamp_absent_dirs(absent))
-        record.absent_dirs.push_back({base.hide(d.path), d.stamp});
+    auto [dirs, whole] = group_absent(absent);
+    for (const auto& path : whole) record.absent.push_back(base.hide(path));
+    for (auto& d : dirs) {
+        d.dir = base.hide(d.dir);
+        record.absent_dirs.push_back(std::move(d));
+    }
     std::vector<DirectRecord> records = read_direct_records(cache, file);
     std::erase_if(records, [&](const DirectRecord& r) { return r.key == inputs.key; });
     records.insert(records.begin(), std::move(record));

@@ -22,14 +22,16 @@
 // lists such paths (see shadowing_paths) and the record fails if any exists.
 //
 // Most absent paths lie in a few directories that exist (a system include
-// directory searched before the one holding the header). The record stamps
-// each path's nearest existing directory D (lstat: device, inode, mtime,
-// ctime), taken before the entry of D on the way to the path was found
-// absent. A path can appear only through a new entry of D, which moves D's
-// mtime and ctime; so while D's stamp is unchanged, and its times lie outside
-// the racy window of the record's time (the same rule as files), its paths
-// are still absent without an lstat each. Otherwise each is checked by its
-// own lstat, and where all are absent the lookup stamps D again for the next.
+// directory searched before the one holding the header). The record groups
+// each path under its nearest existing directory D with D's stamp (lstat:
+// device, inode, mtime, ctime), taken before D's entry on the way to the path
+// was found absent. A path can appear only through a new entry of D, which
+// moves D's mtime and ctime; so while D's stamp is unchanged, and its times
+// lie outside the racy window of the record's time (the same rule as files),
+// its paths are still absent without an lstat each. Otherwise each is checked
+// through D's entry on the way to it, then by its own lstat, and where all
+// are absent the lookup stamps D again for the next. A path with no such
+// directory, or whose entry exists at record time, is listed whole.
 #pragma once
 
 #include <chrono>

@@ -26,11 +26,12 @@ json to_json(const DirectRecord& record) {
     }
     json dirs = json::array();
     for (const auto& d : record.absent_dirs) {
-        dirs.push_back({{"path", d.path},
+        dirs.push_back({{"path", d.dir},
                         {"dev", d.stamp.dev},
                         {"ino", d.stamp.ino},
                         {"mtime_ns", d.stamp.mtime_ns},
-                        {"ctime_ns", d.stamp.ctime_ns}});
+                        {"ctime_ns", d.stamp.ctime_ns},
+                        {"names", d.names}});
     }
     return {{"key", record.key},
             {"written_ns", record.written_ns},
@@ -103,17 +104,37 @@ class RecordReader {
                key && written && files && absent;
     }
 
-    bool dir(StampedDir& d) {
-        bool path = false, dev = false, ino = false, mtime = false, ctime = false;
+    bool dir(AbsentDir& d) {
+        bool path = false, dev = false, ino = false, mtime = false, ctime = false, names = false;
         return object([&](const std::string& name) {
-                   if (name == "path") return path = string(d.path);
+                   if (name == "path") return path = string(d.dir);
                    if (name == "dev") return dev = unsigned_integer(d.stamp.dev);
                    if (name == "ino") return ino = unsigned_integer(d.stamp.ino);
                    if (name == "mtime_ns") return mtime = integer(d.stamp.mtime_ns);
                    if (name == "ctime_ns") return ctime = integer(d.stamp.ctime_ns);
+                   if (name == "names") {
+                       d.names.clear();
+                       return names = array([&] {
+                                  d.names.emplace_back();
+                                  return string(d.names.back()) && relative_name(d.names.back());
+                              });
+                   }
                    return skip_value();
                }) &&
-               path && dev && ino && mtime && ctime;
+               path && dev && ino && mtime && ctime && names;
+    }
+
+    // A path below a directory: no empty, "." or ".." component, so it
+    // names nothing outside the directory.
+    static bool relative_name(std::string_view name) {
+        if (name.empty()) return false;
+        for (size_t start = 0;;) {
+            size_t slash = name.find('/', start);
+            std::string_view part = name.substr(start, slash - start);
+            if (part.empty() || part == "." || part == "..") return false;
+            if (slash == std::string_view::npos) return true;
+            start = slash + 1;
+        }
     }
 
     bool file(RecordedFile& f) {

@@ -4,12 +4,15 @@
 //   {"format": 1, "records": [{"key": "…", "written_ns": …,
 //     "files": [{"path": "…", "size": …, "mtime_ns": …, "ctime_ns": …,
 //                "xxh128": "…"}, …],
-//     "absent": ["/inc/first/x.h", …],
+//     "absent": ["/inc/first/sub/x.h", …],
 //     "absent_dirs": [{"path": "/inc/first", "dev": …, "ino": …,
-//                      "mtime_ns": …, "ctime_ns": …}, …]}, …]}
+//                      "mtime_ns": …, "ctime_ns": …,
+//                      "names": ["x.h", "bits/y.h", …]}, …]}, …]}
 //
-// "absent_dirs" (optional: records written before it have none) stamps the
-// nearest existing directory of absent paths (store/direct.hpp).
+// Absent paths are either listed whole ("absent") or grouped under their
+// nearest existing directory, with its stamp ("absent_dirs", store/direct.hpp;
+// optional: records written before it have none). A name is relative: not
+// empty, no leading or doubled '/', no "." or ".." component.
 //
 // The file is replaced whole by rename. Two builds adding records at the same
 // moment can lose one of the two; that costs a later direct miss, never a
@@ -34,17 +37,19 @@ struct RecordedFile {
     std::string xxh128;
 };
 
-struct StampedDir {
-    std::string path;
+// Absent paths under one directory that exists: `dir`/each of `names`.
+struct AbsentDir {
+    std::string dir;
     DirStamp stamp;
+    std::vector<std::string> names;
 };
 
 struct DirectRecord {
     std::string key;
     int64_t written_ns = 0;  // taken before any of `files` was examined
     std::vector<RecordedFile> files;
-    std::vector<std::string> absent;
-    std::vector<StampedDir> absent_dirs = {};
+    std::vector<std::string> absent;  // checked one by one
+    std::vector<AbsentDir> absent_dirs = {};
 };
 
 // Empty when the file is missing or unreadable: a broken record file is only

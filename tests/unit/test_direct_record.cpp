@@ -31,7 +31,8 @@ std::vector<DirectRecord> reference(const json& j) {
             record.absent_dirs.push_back(
                 {d.at("path").get<std::string>(),
                  DirStamp{d.at("dev").get<uint64_t>(), d.at("ino").get<uint64_t>(),
-                          d.at("mtime_ns").get<int64_t>(), d.at("ctime_ns").get<int64_t>()}});
+                          d.at("mtime_ns").get<int64_t>(), d.at("ctime_ns").get<int64_t>()},
+                 d.at("names").get<std::vector<std::string>>()});
         out.push_back(std::move(record));
     }
     return out;
@@ -50,7 +51,7 @@ bool same(const std::vector<DirectRecord>& a, const std::vector<DirectRecord>& b
         if (a[i].absent_dirs.size() != b[i].absent_dirs.size()) return false;
         for (size_t k = 0; k < a[i].absent_dirs.size(); ++k) {
             const auto &x = a[i].absent_dirs[k], &y = b[i].absent_dirs[k];
-            if (x.path != y.path || x.stamp != y.stamp) return false;
+            if (x.dir != y.dir || x.stamp != y.stamp || x.names != y.names) return false;
         }
     }
     return true;
@@ -76,12 +77,18 @@ json sample() {
           file_json("/inc/caf\xc3\xa9/\xf0\x9f\x98\x80/\xe2\x82\xac.h", UINT64_MAX, INT64_MAX, 0)}},
         {"absent", {"/first/x.h", "/first/sub/y.h", "/\x7f/z.h"}},
         {"absent_dirs",
-         {{{"path", "/first"},
+         {{{"path", "/second"},
            {"dev", UINT64_MAX},
            {"ino", 7},
            {"mtime_ns", INT64_MIN},
-           {"ctime_ns", INT64_MAX}},
-          {{"path", "/caf\xc3\xa9"}, {"dev", 0}, {"ino", 0}, {"mtime_ns", 0}, {"ctime_ns", 0}}}}};
+           {"ctime_ns", INT64_MAX},
+           {"names", {"x.h", "sub/y.h", "..h", ".x/y.h"}}},
+          {{"path", "/caf\xc3\xa9"},
+           {"dev", 0},
+           {"ino", 0},
+           {"mtime_ns", 0},
+           {"ctime_ns", 0},
+           {"names", {"\xe2\x82\xac.h"}}}}}};
     // As a record written before directories were stamped: no "absent_dirs".
     json second = {
         {"key", "k2"}, {"written_ns", 0}, {"files", json::array()}, {"absent", json::array()}};
@@ -174,19 +181,30 @@ TEST_CASE("the record reader takes nothing else for records", "[direct]") {
              R"({"format": 1})",
              R"({"format": 1, "records": {}})",
              R"({"format": 1, "records": [{"key": "k", "written_ns": 1, "files": []}]})",
-             // a directory stamp missing a member, or with a negative device
+             // a directory's group missing a member, with a negative device, or
+             // with a name that is not a path below it
              R"({"format": 1, "records": [{"key": "k", "written_ns": 1, "files": [],
                  "absent": [], "absent_dirs": [{"path": "/d", "dev": 1, "mtime_ns": 1,
-                 "ctime_ns": 1}]}]})",
+                 "ctime_ns": 1, "names": ["x.h"]}]}]})",
+             R"({"format": 1, "records": [{"key": "k", "written_ns": 1, "files": [],
+                 "absent": [], "absent_dirs": [{"path": "/d", "dev": 1, "ino": 1,
+                 "mtime_ns": 1, "ctime_ns": 1}]}]})",
              R"({"format": 1, "records": [{"key": "k", "written_ns": 1, "files": [],
                  "absent": [], "absent_dirs": [{"path": "/d", "dev": -1, "ino": 1,
-                 "mtime_ns": 1, "ctime_ns": 1}]}]})",
+                 "mtime_ns": 1, "ctime_ns": 1, "names": ["x.h"]}]}]})",
              R"({"format": 1, "records": []} x)",
              R"([{"format": 1, "records": []}])",
              R"({"format": 1, "records": [],})",
          }) {
         INFO(other);
         CHECK(parse_direct_records(other).empty());
+    }
+    for (const char* name :
+         {"", "/x.h", "a//x.h", "x.h/", ".", "..", "./x.h", "a/../x.h", "a/.."}) {
+        INFO(name);
+        json j = sample();
+        j["records"][0]["absent_dirs"][0]["names"].push_back(name);
+        CHECK(parse_direct_records(j.dump()).empty());
     }
     // Nesting deeper than a record file's, in a member the reader skips.
     CHECK(
