@@ -1,10 +1,12 @@
 #include "store/direct.hpp"
 
 #include <sys/stat.h>
+#include <sys/vfs.h>
 
 #include <cerrno>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 #include <fmt/format.h>
@@ -15,6 +17,14 @@
 namespace bekc {
 
 namespace {
+
+// record_ns less the racy window, or the earliest time where that is
+// earlier (a record's time is read from its file).
+int64_t window_start(int64_t record_ns, std::chrono::nanoseconds racy_window) {
+    int64_t w = racy_window.count();
+    return record_ns < std::numeric_limits<int64_t>::min() + w ? std::numeric_limits<int64_t>::min()
+                                                               : record_ns - w;
+}
 
 bool path_exists(const std::string& path) {
     struct stat st;
@@ -127,8 +137,10 @@ struct AbsentCheck {
 // That the record's absent paths are still absent (store/direct.hpp): those
 // listed whole by their own lstat; those of a directory by its stamp where it
 // holds, else by the directory's entry on the way to each, else by their own
-// lstat. The stamps to record again: those of directories found to be
-// directories before every entry toward their paths was found absent.
+// lstat. The stamps to record for the directories whose stamp did not hold:
+// the one found now where it is a directory and every entry toward its paths
+// was found absent after it, else one that never holds (no directory has
+// inode 0): a rewritten record's later time must not make the old stamp hold.
 std::expected<std::vector<std::pair<size_t, DirStamp>>, Error> check_absent(
     const DirectRecord& record, AbsentCheck check, std::chrono::nanoseconds window,
     const BaseDir& base) {
@@ -157,7 +169,7 @@ std::expected<std::vector<std::pair<size_t, DirStamp>>, Error> check_absent(
             if (check.paths.exists(path))
                 return fail(ErrorKind::Cache, path + " now exists and shadows a header");
         }
-        if (now && entries_absent) again.emplace_back(d, *now);
+        again.emplace_back(d, now && entries_absent ? *now : DirStamp{});
     }
     return again;
 }
@@ -187,7 +199,9 @@ std::expected<bool, Error> check_record(DirectRecord& record, HashMemo& memo, Ab
     }
     for (const auto& [d, stamp] : *stamps) {
         record.absent_dirs[d].stamp = stamp;
-        worth_refreshing |= stamp_holds(stamp, stamp, check_ns, window);
+        // A stamp that never holds is no reason to write: it matters only
+        // once something else moves the record's time.
+        worth_refreshing |= stamp != DirStamp{} && stamp_holds(stamp, stamp, check_ns, window);
     }
     return worth_refreshing;
 }
@@ -210,9 +224,10 @@ std::optional<std::string> nearest_dir(std::string_view path) {
 
 // `absent` (paths as checked) grouped under their nearest existing
 // directories with their stamps (store/direct.hpp): every stamp is taken
-// before any entry toward a path is checked, and a path whose entry exists
-// then, or that has no such directory, is left to be checked whole (the
-// second of the pair).
+// before any entry toward a path is checked. A path is left to be checked
+// whole (the second of the pair) where it has no such directory, its
+// directory's file system does not keep directory times, its entry there
+// exists, or its name below the directory is not a plain one ("a/../b").
 std::pair<std::vector<AbsentDir>, std::vector<std::string>> group_absent(
     const std::vector<std::string>& absent) {
     std::vector<AbsentDir> dirs;
@@ -223,7 +238,8 @@ std::pair<std::vector<AbsentDir>, std::vector<std::string>> group_absent(
         std::optional<std::string> dir = nearest_dir(path);
         std::optional<DirStamp> stamp;
         auto it = dir ? index.find(*dir) : index.end();
-        if (dir && it == index.end() && (stamp = dir_stamp(dir->c_str()))) {
+        if (dir && it == index.end() && keeps_dir_times(*dir) &&
+            (stamp = dir_stamp(dir->c_str()))) {
             it = index.emplace(*dir, dirs.size()).first;
             dirs.push_back({*dir, *stamp, {}});
         }
@@ -234,10 +250,11 @@ std::pair<std::vector<AbsentDir>, std::vector<std::string>> group_absent(
     }
     for (const auto& [d, path] : grouped) {
         size_t size = dirs[d].dir.size();
-        if (path_exists(std::string(entry_toward(*path, size))))
+        std::string name = path->substr(size + 1);
+        if (!is_name_below(name) || path_exists(std::string(entry_toward(*path, size))))
             whole.push_back(*path);
         else
-            dirs[d].names.push_back(path->substr(size + 1));
+            dirs[d].names.push_back(std::move(name));
     }
     std::erase_if(dirs, [](const AbsentDir& d) { return d.names.empty(); });
     return {std::move(dirs), std::move(whole)};
@@ -262,13 +279,30 @@ std::expected<RecordedFile, Error> fingerprint(const DirectDependency& dep) {
 bool stamp_holds(const DirStamp& recorded, const DirStamp& now, int64_t record_ns,
                  std::chrono::nanoseconds racy_window) {
     return recorded == now &&
-           std::max(now.mtime_ns, now.ctime_ns) < record_ns - racy_window.count();
+           std::max(now.mtime_ns, now.ctime_ns) < window_start(record_ns, racy_window);
 }
 
 bool must_rehash(const FileStat& recorded, const FileStat& now, int64_t record_ns,
                  std::chrono::nanoseconds racy_window) {
     if (recorded != now) return true;
-    return std::max(now.mtime_ns, now.ctime_ns) >= record_ns - racy_window.count();
+    return std::max(now.mtime_ns, now.ctime_ns) >= window_start(record_ns, racy_window);
+}
+
+bool keeps_dir_times(const std::string& dir) {
+    struct statfs fs;
+    if (::statfs(dir.c_str(), &fs) != 0) return false;
+    switch (static_cast<uint64_t>(fs.f_type)) {
+        case 0xEF53:      // ext2, ext3, ext4
+        case 0x58465342:  // xfs
+        case 0x9123683E:  // btrfs
+        case 0x01021994:  // tmpfs
+        case 0x794C7630:  // overlayfs
+        case 0x2FC12FC2:  // zfs
+        case 0xF2F52010:  // f2fs
+            return true;
+        default:
+            return false;
+    }
 }
 
 std::vector<fs::path> shadowing_paths(const std::vector<fs::path>& search_dirs,

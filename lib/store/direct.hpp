@@ -94,6 +94,14 @@ bool must_rehash(const FileStat& recorded, const FileStat& now, int64_t record_n
 bool stamp_holds(const DirStamp& recorded, const DirStamp& now, int64_t record_ns,
                  std::chrono::nanoseconds racy_window);
 
+// Whether the file system of `dir` keeps a directory's mtime and ctime
+// itself, on every entry added, removed or renamed, so that a stamp can answer
+// for its entries: the local ones (ext4, xfs, btrfs, tmpfs, overlayfs, zfs,
+// f2fs). Not network file systems (their attributes are cached), FUSE (a
+// daemon's times) or read-only images (whose times are often fixed). Paths
+// under any other are listed whole.
+bool keeps_dir_times(const std::string& dir);
+
 // Pure: the paths where a new file would be found before `dependency`,
 // which was found under the first of the ordered `search_dirs` that holds it,
 // by its path R relative to that directory: R under each of `quoted_dirs`

@@ -9,7 +9,11 @@ namespace bekc {
 
 namespace {
 
-constexpr int kRecordFormat = 1;
+// 2: "absent_dirs". A bekc that reads only 1 would skip them, and take the
+// paths they group for checked: it sees a 2 as a broken file (a miss). A 1
+// (no groups) reads as ever.
+constexpr int kRecordFormat = 2;
+constexpr int kOldestRecordFormat = 1;
 // Eight records of a few thousand headers each fit many times over.
 constexpr uint64_t kMaxRecordFileBytes = 64 << 20;
 
@@ -56,7 +60,8 @@ class RecordReader {
         bool ok = object([&](const std::string& key) {
             if (key == "format") {
                 int64_t format = 0;
-                return integer(format) && (format_seen = format == kRecordFormat);
+                return integer(format) &&
+                       (format_seen = format >= kOldestRecordFormat && format <= kRecordFormat);
             }
             if (key == "records") {
                 out.clear();
@@ -116,25 +121,12 @@ class RecordReader {
                        d.names.clear();
                        return names = array([&] {
                                   d.names.emplace_back();
-                                  return string(d.names.back()) && relative_name(d.names.back());
+                                  return string(d.names.back()) && is_name_below(d.names.back());
                               });
                    }
                    return skip_value();
                }) &&
                path && dev && ino && mtime && ctime && names;
-    }
-
-    // A path below a directory: no empty, "." or ".." component, so it
-    // names nothing outside the directory.
-    static bool relative_name(std::string_view name) {
-        if (name.empty()) return false;
-        for (size_t start = 0;;) {
-            size_t slash = name.find('/', start);
-            std::string_view part = name.substr(start, slash - start);
-            if (part.empty() || part == "." || part == "..") return false;
-            if (slash == std::string_view::npos) return true;
-            start = slash + 1;
-        }
     }
 
     bool file(RecordedFile& f) {
@@ -400,6 +392,17 @@ class RecordReader {
 };
 
 }  // namespace
+
+bool is_name_below(std::string_view name) {
+    if (name.empty()) return false;
+    for (size_t start = 0;;) {
+        size_t slash = name.find('/', start);
+        std::string_view part = name.substr(start, slash - start);
+        if (part.empty() || part == "." || part == "..") return false;
+        if (slash == std::string_view::npos) return true;
+        start = slash + 1;
+    }
+}
 
 std::vector<DirectRecord> parse_direct_records(std::string_view text) {
     std::vector<DirectRecord> records;

@@ -1,7 +1,7 @@
 // Internal to store/: the direct-mode record file, one JSON document per
 // direct key holding up to kMaxDirectRecords records, newest first.
 //
-//   {"format": 1, "records": [{"key": "…", "written_ns": …,
+//   {"format": 2, "records": [{"key": "…", "written_ns": …,
 //     "files": [{"path": "…", "size": …, "mtime_ns": …, "ctime_ns": …,
 //                "xxh128": "…"}, …],
 //     "absent": ["/inc/first/sub/x.h", …],
@@ -11,8 +11,7 @@
 //
 // Absent paths are either listed whole ("absent") or grouped under their
 // nearest existing directory, with its stamp ("absent_dirs", store/direct.hpp;
-// optional: records written before it have none). A name is relative: not
-// empty, no leading or doubled '/', no "." or ".." component.
+// format 2; a file of format 1 has none). Names: is_name_below.
 //
 // The file is replaced whole by rename. Two builds adding records at the same
 // moment can lose one of the two; that costs a later direct miss, never a
@@ -51,6 +50,11 @@ struct DirectRecord {
     std::vector<std::string> absent;  // checked one by one
     std::vector<AbsentDir> absent_dirs = {};
 };
+
+// Whether `name` is a path below a directory: not empty, and no empty, "." or
+// ".." component (so no leading, trailing or doubled '/'). What a record may
+// hold in AbsentDir::names.
+bool is_name_below(std::string_view name);
 
 // Empty when the file is missing or unreadable: a broken record file is only
 // a miss, and the next record_direct replaces it.

@@ -45,28 +45,44 @@ def wheel_binary_path() -> Optional[str]:
     """The ``bekc`` that pip installed together with this package from bekc's
     wheel (into the environment's ``bin/``), or None.
 
-    The wheel's file list (RECORD) says where pip put it, whatever the scheme
-    (a venv, ``--user``, ``--prefix``). It comes before ``PATH`` because it is
+    The wheel's file list (RECORD, in the ``bekc-*.dist-info`` that pip puts
+    beside the package directory whatever the scheme: a venv, ``--user``,
+    ``--prefix``) says where pip put it. It comes before ``PATH`` because it is
     the binary this loader was released with; a venv that is not activated has
     it off ``PATH``. The list is trusted only when it also holds this very
-    file, so another installation of bekc on ``sys.path`` is not mistaken for
-    this one.
+    file, so another installation of bekc is not mistaken for this one. Read
+    directly, not through ``importlib.metadata``, whose search of ``sys.path``
+    would cost every process that imports bekc milliseconds.
     """
+    here = os.path.realpath(__file__)
+    site = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     try:
-        from importlib import metadata
-        files = metadata.distribution("bekc").files or []
-        here = os.path.realpath(__file__)
-        if not any(f.name == "_binary.py" and os.path.realpath(f.locate()) == here
-                   for f in files):
-            return None
-        for f in files:
-            if f.name == "bekc" and f.parent.name == "bin":
-                path = os.path.realpath(f.locate())
-                if _is_exe(path):
-                    return path
-    except Exception:  # no metadata, or an unreadable RECORD: not a wheel install
+        infos = sorted(n for n in os.listdir(site)
+                       if n.startswith("bekc-") and n.endswith(".dist-info"))
+    except OSError:
         return None
+    for info in infos:
+        paths = _record_paths(os.path.join(site, info, "RECORD"), site)
+        if not any(os.path.basename(p) == "_binary.py" and os.path.realpath(p) == here
+                   for p in paths):
+            continue
+        for p in paths:
+            if os.path.basename(p) == "bekc" and os.path.basename(os.path.dirname(p)) == "bin":
+                real = os.path.realpath(p)
+                if _is_exe(real):
+                    return real
     return None
+
+
+def _record_paths(record: str, site: str) -> List[str]:
+    """The files a wheel's RECORD lists, as paths under ``site``; [] when it
+    cannot be read."""
+    import csv
+    try:
+        with open(record, newline="", encoding="utf-8") as f:
+            return [os.path.join(site, *row[0].split("/")) for row in csv.reader(f) if row]
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return []
 
 
 def _is_exe(path: str) -> bool:

@@ -2,7 +2,8 @@
 # Sourced by the GPU scripts (tests/gpu/start_benches.sh, frontier_checks.sh):
 # what $PY cannot import of brainevent and its dependencies, apache-tvm-ffi,
 # typing_extensions and ninja (tvm-ffi runs `ninja` on every load) is
-# installed from .whl/ (docs/gpu.md) into /tmp/bekc-bench-site, which goes on
+# installed from .whl/ (docs/gpu.md) into /tmp/bekc-bench-site, byte-compiled
+# as pip does (the benchmarks time imports), which goes on
 # PYTHONPATH and PATH. Expects $PY; returns non-zero when pip fails.
 SITE=/tmp/bekc-bench-site
 need=()
@@ -15,7 +16,7 @@ if ((${#need[@]})); then
     for w in .whl/"$n"-*.whl; do [[ -e $w ]] && wheels+=("$w"); done
   done
   if ((${#wheels[@]})); then
-    $PY -m pip install -q --no-index --no-deps --no-compile --target "$SITE" "${wheels[@]}" || return 1
+    $PY -m pip install -q --no-index --no-deps --target "$SITE" "${wheels[@]}" || return 1
     export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH} PATH=$SITE/bin:$PATH
   fi
 fi

@@ -140,3 +140,57 @@ def test_never_uses_a_shell(tmp_path):
     weird = "$(touch pwned); `x` | > ; '\""
     assert _binary.run_bekc([script, weird]) == {"argv": [weird]}
     assert not os.path.exists("pwned")
+
+
+def _fake_wheel_install(tmp_path, lists_this_package=True):
+    """A site-packages holding a copy of the package and a dist-info whose
+    RECORD names it and ../bin/bekc, as pip lays out a wheel."""
+    import shutil
+    site = tmp_path / "lib" / "site-packages"
+    shutil.copytree(os.path.dirname(bekc.__file__), site / "bekc",
+                    ignore=shutil.ignore_patterns("__pycache__", "bin", "lib"))
+    exe = _exe(tmp_path / "bin" / "bekc")
+    info = site / "bekc-0.1.0.dist-info"
+    info.mkdir()
+    own = "bekc/_binary.py" if lists_this_package else "other/_binary.py"
+    info.joinpath("RECORD").write_text(f"{own},sha256=x,1\n\"../../bin/bekc\",sha256=y,2\n"
+                                       f"bekc-0.1.0.dist-info/RECORD,,\n")
+    return site, exe
+
+
+_FIND_FROM_SITE = """
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+import bekc
+try:
+    found = bekc.find_binary()
+except bekc.BinaryNotFoundError:
+    found = None
+print(json.dumps({"found": found, "metadata": "importlib.metadata" in sys.modules,
+                  "package": os.path.dirname(bekc.__file__)}))
+"""
+
+
+def _find_from_site(site):
+    import json
+    import subprocess
+    env = {k: v for k, v in os.environ.items() if k not in ("BEKC", "PYTHONPATH")}
+    env["PATH"] = "/nonexistent"
+    out = subprocess.run([sys.executable, "-c", _FIND_FROM_SITE, str(site)], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_the_wheels_binary_is_found_from_its_record_without_importlib_metadata(tmp_path):
+    site, exe = _fake_wheel_install(tmp_path)
+    got = _find_from_site(site)
+    assert got["package"] == str(site / "bekc")
+    assert got["found"] == os.path.realpath(exe)
+    assert not got["metadata"], "finding the binary imported importlib.metadata"
+
+
+def test_a_record_that_does_not_list_this_package_is_not_trusted(tmp_path):
+    site, _ = _fake_wheel_install(tmp_path, lists_this_package=False)
+    got = _find_from_site(site)
+    assert got["package"] == str(site / "bekc") and got["found"] is None

@@ -92,7 +92,7 @@ json sample() {
     // As a record written before directories were stamped: no "absent_dirs".
     json second = {
         {"key", "k2"}, {"written_ns", 0}, {"files", json::array()}, {"absent", json::array()}};
-    return {{"format", 1}, {"records", {first, second}}};
+    return {{"format", 2}, {"records", {first, second}}};
 }
 
 }  // namespace
@@ -110,6 +110,20 @@ TEST_CASE("the record reader gives back what the writer wrote", "[direct]") {
     CHECK(parse_direct_records(j.dump())[0].absent_dirs[0].stamp ==
           DirStamp{UINT64_MAX, 7, INT64_MIN, INT64_MAX});
     CHECK(parse_direct_records(j.dump())[1].absent_dirs.empty());
+}
+
+TEST_CASE("record files of format 1, before directories were stamped, still read", "[direct]") {
+    json j = sample();
+    j["format"] = 1;
+    j["records"][0].erase("absent_dirs");
+    auto records = parse_direct_records(j.dump());
+    REQUIRE(records.size() == 2);
+    CHECK(records[0].absent ==
+          std::vector<std::string>{"/first/x.h", "/first/sub/y.h", "/\x7f/z.h"});
+    CHECK(records[0].absent_dirs.empty());
+    // A later format is another bekc's: none of it is taken.
+    j["format"] = 3;
+    CHECK(parse_direct_records(j.dump()).empty());
 }
 
 TEST_CASE("the record reader reads any JSON spelling of the same records", "[direct]") {
@@ -176,7 +190,7 @@ TEST_CASE("the record reader takes nothing else for records", "[direct]") {
         CHECK(parse_direct_records(records_with(bad)).empty());
     }
     for (const char* other : {
-             R"({"format": 2, "records": []})",
+             R"({"format": 3, "records": []})",
              R"({"records": []})",
              R"({"format": 1})",
              R"({"format": 1, "records": {}})",
