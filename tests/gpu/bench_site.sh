@@ -17,6 +17,10 @@ if ((${#need[@]})); then
   done
   if ((${#wheels[@]})); then
     $PY -m pip install -q --no-index --no-deps --target "$SITE" "${wheels[@]}" || return 1
+    # pip compiles nothing where PYTHONDONTWRITEBYTECODE is set (the GPU
+    # machines set it); compileall does, so the peers' imports are timed as
+    # an installed package's.
+    $PY -m compileall -q "$SITE" >/dev/null || return 1
     export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH} PATH=$SITE/bin:$PATH
   fi
 fi
