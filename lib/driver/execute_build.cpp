@@ -171,7 +171,7 @@ std::expected<ReportedDependencies, Error> compile(const BuildInputs& in, const 
     BuildGraph graph = plan_in(in, dir, slots.count(), true, ctx, &times);
     ExecuteOptions eo;
     eo.jobs = slots.count();
-    eo.tokens = slots.from_jobserver() ? &slots : nullptr;
+    eo.tokens = slots.jobserver();
     eo.echo = o.verbose ? stderr : nullptr;
     eo.expected_seconds = [&](const Step& s) -> std::optional<double> {
         auto name = timing_name(in, s);

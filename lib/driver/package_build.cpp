@@ -143,7 +143,7 @@ std::vector<ProcessResult> run_modules(Runner& runner, const std::vector<Command
     size_t done = 0;
     ParallelOptions po;
     po.keep_going = true;
-    po.tokens = slots.from_jobserver() ? &slots : nullptr;
+    po.tokens = slots.jobserver();
     auto started = runner.run(
         commands, slots.count(),
         [&](const ProgressEvent& e) {

@@ -63,6 +63,9 @@ class JobSlots {
     // or 1 where make named its jobserver but did not hand it over.
     int limit() const { return limit_; }
     bool from_jobserver() const { return write_fd_ >= 0; }
+    // This, when the slots come from a jobserver, else null: what
+    // ParallelOptions::tokens and ExecuteOptions::tokens take.
+    JobSlots* jobserver() { return from_jobserver() ? this : nullptr; }
     // $MAKEFLAGS names a jobserver of make's, reachable or not.
     bool named_by_make() const { return named_by_make_; }
     // One more slot: a token, read without waiting. False when none is free

@@ -31,57 +31,43 @@ bool path_exists(const std::string& path) {
     return lstat(path.c_str(), &st) == 0;  // a dangling symlink shadows too
 }
 
-// path_exists for the paths a record lists as absent, during one lookup. A
-// record lists a header under every earlier search directory, and most of
-// those are under a handful of directories that do not exist (<inc>/bits):
-// a directory that lstat says is not there (or is no directory) holds none
-// of them, so its paths need no lstat of their own.
-class AbsentMemo {
+// What one lookup learns of the paths its records list as absent and of the
+// directories they stamp, each lstat'ed once. A record lists a header under
+// every earlier search directory, and many of those are under directories
+// that do not exist (<inc>/bits): a directory that lstat says is not there
+// (or is no directory) holds none of them, so its paths need no lstat of
+// their own.
+class PathMemo {
   public:
-    bool exists(const std::string& path) {
+    bool exists(std::string_view path) {
         size_t slash = path.rfind('/');
-        if (slash != std::string::npos && slash > 0 &&
-            dir_missing(std::string_view(path).substr(0, slash)))
-            return false;
-        return path_exists(path);
+        if (slash != std::string_view::npos && slash > 0) {
+            int dir = lstat_errno(path.substr(0, slash));
+            if (dir == ENOENT || dir == ENOTDIR) return false;
+        }
+        return lstat_errno(path) == 0;  // a dangling symlink shadows too
     }
 
-  private:
-    bool dir_missing(std::string_view dir) {
-        auto it = dir_missing_.find(dir);
-        if (it != dir_missing_.end()) return it->second;
-        std::string owned(dir);
-        struct stat st;
-        bool missing = lstat(owned.c_str(), &st) != 0 && (errno == ENOENT || errno == ENOTDIR);
-        dir_missing_.emplace(std::move(owned), missing);
-        return missing;
-    }
-
-    std::map<std::string, bool, std::less<>> dir_missing_;
-};
-
-// The directories records stamp, and their entries on the way to absent
-// paths, as one lookup finds them: each lstat'ed once.
-class DirMemo {
-  public:
-    const std::optional<DirStamp>& now(const std::string& dir) {
-        auto it = dirs_.find(dir);
-        if (it == dirs_.end()) it = dirs_.emplace(dir, dir_stamp(dir.c_str())).first;
+    const std::optional<DirStamp>& stamp(const std::string& dir) {
+        auto it = stamps_.find(dir);
+        if (it == stamps_.end()) it = stamps_.emplace(dir, dir_stamp(dir.c_str())).first;
         return it->second;
     }
 
-    bool entry_absent(std::string_view entry) {
-        auto it = entries_.find(entry);
-        if (it != entries_.end()) return it->second;
-        std::string owned(entry);
-        bool absent = !path_exists(owned);
-        entries_.emplace(std::move(owned), absent);
-        return absent;
+  private:
+    // 0, or the errno lstat failed with.
+    int lstat_errno(std::string_view path) {
+        auto it = lstats_.find(path);
+        if (it != lstats_.end()) return it->second;
+        std::string owned(path);
+        struct stat st;
+        int result = lstat(owned.c_str(), &st) == 0 ? 0 : errno;
+        lstats_.emplace(std::move(owned), result);
+        return result;
     }
 
-  private:
-    std::map<std::string, std::optional<DirStamp>, std::less<>> dirs_;
-    std::map<std::string, bool, std::less<>> entries_;
+    std::map<std::string, int, std::less<>> lstats_;
+    std::map<std::string, std::optional<DirStamp>, std::less<>> stamps_;
 };
 
 // The entry of the directory `dir_size` characters long on the way to `path`.
@@ -129,8 +115,7 @@ class Shown {
 };
 
 struct AbsentCheck {
-    AbsentMemo& paths;
-    DirMemo& dirs;
+    PathMemo& paths;
     size_t& checked;  // paths lstat'ed one by one
 };
 
@@ -158,13 +143,13 @@ std::expected<std::vector<std::pair<size_t, DirStamp>>, Error> check_absent(
         auto shown = here(group.dir);
         if (!shown) return std::unexpected(shown.error());
         const std::string dir = **shown;
-        const auto& now = check.dirs.now(dir);
+        const auto& now = check.paths.stamp(dir);
         if (now && stamp_holds(group.stamp, *now, record.written_ns, window)) continue;
         bool entries_absent = true;
         for (const auto& name : group.names) {
             std::string path = dir + "/" + name;
             ++check.checked;
-            if (check.dirs.entry_absent(entry_toward(path, dir.size()))) continue;
+            if (!check.paths.exists(entry_toward(path, dir.size()))) continue;
             entries_absent = false;
             if (check.paths.exists(path))
                 return fail(ErrorKind::Cache, path + " now exists and shadows a header");
@@ -190,12 +175,12 @@ std::expected<bool, Error> check_record(DirectRecord& record, HashMemo& memo, Ab
         struct stat st;
         if (::stat(path.c_str(), &st) != 0)
             return fail(ErrorKind::Cache, path + " no longer exists");
-        std::optional<FileStat> now = file_stat_of(st);
-        if (!must_rehash(file.stat, *now, record.written_ns, window)) continue;
-        auto hash = memo.xxh128(path, *now, rehashed);
+        const FileStat now = file_stat_of(st);
+        if (!must_rehash(file.stat, now, record.written_ns, window)) continue;
+        auto hash = memo.xxh128(path, now, rehashed);
         if (!hash || *hash != file.xxh128) return fail(ErrorKind::Cache, path + " changed");
-        file.stat = *now;
-        worth_refreshing |= !must_rehash(*now, *now, check_ns, window);
+        file.stat = now;
+        worth_refreshing |= !must_rehash(now, now, check_ns, window);
     }
     for (const auto& [d, stamp] : *stamps) {
         record.absent_dirs[d].stamp = stamp;
@@ -206,16 +191,23 @@ std::expected<bool, Error> check_record(DirectRecord& record, HashMemo& memo, Ab
     return worth_refreshing;
 }
 
+struct StampedDir {
+    std::string path;
+    DirStamp stamp;
+};
+
 // The nearest existing directory above `path` (lstat, so a link in its
-// place is none), or nullopt: none below "/", or one lstat cannot tell about.
-std::optional<std::string> nearest_dir(std::string_view path) {
+// place is none) and its stamp from that lstat, or nullopt: none below "/",
+// or one lstat cannot tell about.
+std::optional<StampedDir> nearest_dir(std::string_view path) {
     for (size_t slash = path.rfind('/'); slash != std::string_view::npos && slash > 0;
          slash = path.rfind('/', slash - 1)) {
         std::string dir(path.substr(0, slash));
         struct stat st;
         if (lstat(dir.c_str(), &st) == 0) {
-            if (!S_ISDIR(st.st_mode)) return std::nullopt;
-            return dir;
+            auto stamp = dir_stamp_of(st);
+            if (!stamp) return std::nullopt;
+            return StampedDir{std::move(dir), *stamp};
         }
         if (errno != ENOENT) return std::nullopt;
     }
@@ -235,13 +227,11 @@ std::pair<std::vector<AbsentDir>, std::vector<std::string>> group_absent(
     std::map<std::string, size_t, std::less<>> index;
     std::vector<std::pair<size_t, const std::string*>> grouped;
     for (const auto& path : absent) {
-        std::optional<std::string> dir = nearest_dir(path);
-        std::optional<DirStamp> stamp;
-        auto it = dir ? index.find(*dir) : index.end();
-        if (dir && it == index.end() && keeps_dir_times(*dir) &&
-            (stamp = dir_stamp(dir->c_str()))) {
-            it = index.emplace(*dir, dirs.size()).first;
-            dirs.push_back({*dir, *stamp, {}});
+        std::optional<StampedDir> dir = nearest_dir(path);
+        auto it = dir ? index.find(dir->path) : index.end();
+        if (dir && it == index.end() && keeps_dir_times(dir->path)) {
+            it = index.emplace(dir->path, dirs.size()).first;
+            dirs.push_back({dir->path, dir->stamp, {}});
         }
         if (it == index.end())
             whole.push_back(path);
@@ -336,10 +326,9 @@ DirectLookup check_direct_file(const CacheDir& cache, const fs::path& file,
         return result;
     }
     HashMemo memo;
-    AbsentMemo absent;
-    DirMemo dirs;
+    PathMemo paths;
     for (auto& record : records) {
-        auto checked = check_record(record, memo, {absent, dirs, result.absent_checked}, check_ns,
+        auto checked = check_record(record, memo, {paths, result.absent_checked}, check_ns,
                                     racy_window, result.rehashed, base);
         if (!checked) {
             if (result.why_not.empty()) result.why_not = checked.error().message;

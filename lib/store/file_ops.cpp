@@ -22,7 +22,12 @@ std::optional<FileStat> stat_file(const fs::path& path) {
 
 std::optional<DirStamp> dir_stamp(const char* path) {
     struct stat st;
-    if (::lstat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return std::nullopt;
+    if (::lstat(path, &st) != 0) return std::nullopt;
+    return dir_stamp_of(st);
+}
+
+std::optional<DirStamp> dir_stamp_of(const struct stat& st) {
+    if (!S_ISDIR(st.st_mode)) return std::nullopt;
     return DirStamp{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
                     to_ns(st.st_mtim), to_ns(st.st_ctim)};
 }

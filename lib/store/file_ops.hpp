@@ -37,6 +37,8 @@ struct DirStamp {
 // The stamp of `path` by lstat; nullopt when it is not a directory (a link
 // to one included) or cannot be lstat'ed.
 std::optional<DirStamp> dir_stamp(const char* path);
+// What an lstat result says, as a DirStamp; nullopt when it is no directory.
+std::optional<DirStamp> dir_stamp_of(const struct stat& st);
 
 // For the user's files (headers, inputs): follows symlinks, as the compilers
 // do; nullopt when the path does not exist or cannot be stat'ed.
