@@ -21,6 +21,9 @@
 #                       largest files outlast the rest)
 #   BEKC_SUITE_PREBUILD 1: in the bekc run, `bekc build <package> -j N` first,
 #                       timed on its own (what a user or a wheel build does)
+#   BEKC_SUITE_REFERENCE a recorded run of brainevent's pipeline (a gzipped
+#                       JSON of outcomes, bench/brainevent/results/RELEASE/) to
+#                       compare with when RESULTS holds no brainevent run
 # Every test's outcome is appended to $RESULTS/outcomes-MODE/*.jsonl as it
 # finishes (brainevent_plugin.py), so shards cut short still count, and
 # `compare` merges every shard. The last line reads
@@ -104,4 +107,6 @@ case $MODE in
     wait; cat "$RESULTS/parallel-brainevent.out" "$RESULTS/parallel-bekc.out" ;;
   *) echo "usage: $0 [brainevent|bekc|both|parallel|compare] [DIR...]" >&2; exit 2 ;;
 esac
-$PY "$ROOT/tests/gpu/compare_suites.py" "$RESULTS"
+ref=()
+[[ -n ${BEKC_SUITE_REFERENCE:-} ]] && ref=(--reference "$BEKC_SUITE_REFERENCE")
+$PY "$ROOT/tests/gpu/compare_suites.py" "$RESULTS" "${ref[@]}"

@@ -1,7 +1,14 @@
 """Compares brainevent_suite.sh's runs: which tests brainevent's pipeline
 passes that bekc's run does not, and how many compiles kernix started in each.
 
-    python3 tests/gpu/compare_suites.py RESULTS_DIR
+    python3 tests/gpu/compare_suites.py RESULTS_DIR [--reference OUTCOMES.json.gz]
+
+With ``--reference`` (``$BEKC_SUITE_REFERENCE`` in brainevent_suite.sh), a run
+of brainevent's pipeline recorded earlier on the same release stands in for a
+brainevent run missing from RESULTS_DIR: a JSON object, gzipped or not, of
+``{node id: outcome}`` such as ``bench/brainevent/results/0.3.0/
+suite-outcomes-brainevent.json.gz``. The comparison is then bekc's run against
+that record, which saves the lent machine the pipeline's own run.
 
 Each mode's outcomes are merged from every shard: the per-test lines under
 ``outcomes-MODE/`` (written as each test finishes, so a shard stopped by its
@@ -13,6 +20,7 @@ Prints a table and ends with "brainevent suite: N passed, N failed".
 from __future__ import annotations
 
 import glob
+import gzip
 import json
 import os
 import re
@@ -75,8 +83,18 @@ def wall_seconds(results: str, mode: str) -> int:
     return total
 
 
-def main(results: str) -> int:
+def recorded_outcomes(path: str) -> dict:
+    """{node id: outcome} from a recorded run (bench/brainevent/results/)."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        return json.load(f)
+
+
+def main(results: str, reference: str = "") -> int:
     runs = {m: outcomes(results, m) for m in MODES}
+    if reference and not runs["brainevent"]:
+        runs["brainevent"] = recorded_outcomes(reference)
+        print(f"brainevent's pipeline: the run recorded in {reference}")
     runs = {m: r for m, r in runs.items() if r}
     print(f"\n{'run':<12}{'passed':>8}{'failed':>8}{'skipped':>9}{'kernix compiles':>17}"
           f"{'wall (all shards)':>19}")
@@ -110,4 +128,10 @@ def main(results: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    args = sys.argv[1:]
+    ref = ""
+    if "--reference" in args:
+        i = args.index("--reference")
+        ref = args[i + 1]
+        del args[i:i + 2]
+    sys.exit(main(args[0], ref))
