@@ -274,6 +274,8 @@ int run_package_build(const BuildOptions& o, BuildContext& ctx) {
     // one module at a time, and each module one command, as make expects.
     const int jobs = jobs_wanted(o);
     JobSlots make_slots = JobSlots::take(jobs, ctx.env);
+    if (o.verbose && !make_slots.refusal().empty())
+        std::fprintf(stderr, "bekc: note: %s\n", make_slots.refusal().c_str());
     std::optional<JobSlots> served;
     if (!make_slots.named_by_make() && !o.dry_run) {
         use_private_dir_places(cache_root, ctx);
