@@ -167,6 +167,8 @@ std::expected<ReportedDependencies, Error> compile(const BuildInputs& in, const 
     // Under `make -jN` (or a package's build) the slots come from the
     // jobserver, a token at a time (run/jobserver.hpp).
     JobSlots slots = JobSlots::take(jobs_wanted(o), ctx.env);
+    if (o.verbose && !slots.refusal().empty())
+        std::fprintf(stderr, "bekc: note: %s\n", slots.refusal().c_str());
     CompileTimes times(in.cache_root);
     BuildGraph graph = plan_in(in, dir, slots.count(), true, ctx, &times);
     ExecuteOptions eo;

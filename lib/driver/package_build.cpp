@@ -41,7 +41,17 @@ bool ships_header(const fs::path& root, const std::string& header) {
                 const std::string p = f.generic_string();
                 return p.size() > tail.size() &&
                        p.compare(p.size() - tail.size(), tail.size(), tail) == 0;
-            }).empty();
+            }).files.empty();
+}
+
+// The flags of the load a module reproduces, after the package's own; a file
+// only checked is linked without --no-undefined (`-zundefs` undoes it), so a
+// library its load would link, which bekc cannot know, cannot fail its check.
+void add_load_flags(CompileFlags& to, const PackageModule& m) {
+    for (auto field : {&CompileFlags::cuda_flags, &CompileFlags::cxx_flags, &CompileFlags::ldflags,
+                       &CompileFlags::linker_args})
+        (to.*field).insert((to.*field).end(), (m.flags.*field).begin(), (m.flags.*field).end());
+    if (m.load_site.empty()) to.linker_args.push_back("-zundefs");
 }
 
 }  // namespace
@@ -100,6 +110,7 @@ std::vector<Command> package_commands(const BuildOptions& o,
         BuildOptions child = common;
         child.inputs = {m.source.string()};
         child.name = m.name;
+        add_load_flags(child.flags, m);
         Command c;
         c.argv = {self.string(), "build"};
         for (auto& arg : to_argv(child)) c.argv.push_back(std::move(arg));
@@ -161,14 +172,42 @@ std::vector<ProcessResult> run_modules(Runner& runner, const std::vector<Command
     return results;
 }
 
-// What the children said: the modules built and those that failed, each
-// failure on stderr with the child's output.
+// What the children said: the modules built, those that failed, each
+// failure on stderr with the child's output, and the files only checked that
+// did not build, each a note: the package may build them with what bekc
+// cannot reproduce, so they are not failures.
 struct PackageOutcome {
     nlohmann::ordered_json built = nlohmann::ordered_json::array();
     nlohmann::ordered_json failures = nlohmann::ordered_json::array();
-    std::string failed_files;  // "a.cu (why), b.cu (why)" for the last line
+    nlohmann::ordered_json check_failures = nlohmann::ordered_json::array();
+    std::string failed_files;   // "a.cu (why), b.cu (why)" for the last line
+    std::string failed_checks;  // the same for the files only checked
     int hits = 0;
 };
+
+// Module `m`, which did not build for `why`: a failure, or a note when the
+// file is only checked.
+void record_failure(const BuildOptions& o, const PackagePlan& plan, const PackageModule& m,
+                    const ProcessResult& r, const std::string& why, PackageOutcome& out) {
+    const std::string rel = m.source.lexically_relative(plan.root).generic_string();
+    const nlohmann::ordered_json entry = {
+        {"source", m.source.string()}, {"name", m.name}, {"why", why}};
+    const bool checked = m.load_site.empty();
+    std::string& files = checked ? out.failed_checks : out.failed_files;
+    files += (files.empty() ? "" : ", ") + rel + " (" + why + ")";
+    (checked ? out.check_failures : out.failures).push_back(entry);
+    std::string output = r.output;
+    if (!output.empty() && output.back() != '\n') output += '\n';
+    if (!checked) {
+        std::fprintf(stderr, "bekc: error: %s (as %s) failed: %s\n%s", rel.c_str(), m.name.c_str(),
+                     why.c_str(), output.c_str());
+    } else if (!o.quiet) {
+        std::fprintf(stderr, "bekc: note: %s (only checked, as %s) did not build: %s%s\n",
+                     rel.c_str(), m.name.c_str(), why.c_str(),
+                     o.verbose ? "" : " (-v shows the compiler's output)");
+        if (o.verbose) std::fputs(output.c_str(), stderr);
+    }
+}
 
 // Why module `m` failed ("" when it built); `j`: the child's --json object.
 std::string module_failure(const PackagePlan& plan, const PackageModule& m, const ProcessResult& r,
@@ -194,15 +233,10 @@ PackageOutcome collect_modules(const BuildOptions& o, const PackagePlan& plan,
     for (size_t i = 0; i < results.size(); ++i) {
         const auto& r = results[i];
         const PackageModule& m = plan.modules[i];
-        const std::string rel = m.source.lexically_relative(plan.root).generic_string();
         nlohmann::json j;
         std::string why = module_failure(plan, m, r, include_dirs, j);
         if (!why.empty()) {
-            std::fprintf(stderr, "bekc: error: %s (as %s) failed: %s\n%s", rel.c_str(),
-                         m.name.c_str(), why.c_str(), r.output.c_str());
-            if (!r.output.empty() && r.output.back() != '\n') std::fputc('\n', stderr);
-            out.failed_files += (out.failed_files.empty() ? "" : ", ") + rel + " (" + why + ")";
-            out.failures.push_back({{"source", m.source.string()}, {"name", m.name}, {"why", why}});
+            record_failure(o, plan, m, r, why, out);
             continue;
         }
         out.hits += j.value("cache_hit", false) ? 1 : 0;
@@ -221,22 +255,28 @@ PackageOutcome collect_modules(const BuildOptions& o, const PackagePlan& plan,
 // the manifests' paths.
 void print_package_outcome(const BuildOptions& o, const PackagePlan& plan,
                            const PackageOutcome& out) {
-    const size_t failed = out.failures.size(), total = plan.modules.size();
+    const size_t failed = out.failures.size(), checks = out.check_failures.size();
+    const size_t total = plan.modules.size();
     if (!o.quiet) {
-        std::string line = "bekc: " + std::to_string(total - failed) + " of " +
+        std::string line = "bekc: " + std::to_string(total - failed - checks) + " of " +
                            std::to_string(total) + " modules built (" + std::to_string(out.hits) +
                            " cache hits)";
         if (failed) line += "; " + std::to_string(failed) + " failed: " + out.failed_files;
+        if (checks)
+            line += "; note: " + std::to_string(checks) + (checks == 1 ? " file" : " files") +
+                    " only checked did not build: " + out.failed_checks;
         std::fprintf(stderr, "%s\n", line.c_str());
     }
     if (o.json) {
         nlohmann::ordered_json skipped = nlohmann::ordered_json::array();
         for (const auto& s : plan.skipped)
             skipped.push_back({{"source", s.source.string()}, {"why", s.reason}});
-        nlohmann::ordered_json j = {{"package", plan.root.string()},
-                                    {"modules", out.built},
-                                    {"failed", out.failures},
-                                    {"not_built", skipped}};
+        nlohmann::ordered_json unread = nlohmann::ordered_json::array();
+        for (const auto& u : plan.unread)
+            unread.push_back({{"path", u.path.string()}, {"why", u.reason}});
+        nlohmann::ordered_json j = {
+            {"package", plan.root.string()},      {"modules", out.built}, {"failed", out.failures},
+            {"check_failed", out.check_failures}, {"not_built", skipped}, {"not_read", unread}};
         std::puts(j.dump().c_str());
     } else {
         for (const auto& m : out.built) std::puts(m["manifest"].get<std::string>().c_str());
@@ -274,6 +314,8 @@ int run_package_build(const BuildOptions& o, BuildContext& ctx) {
     // one module at a time, and each module one command, as make expects.
     const int jobs = jobs_wanted(o);
     JobSlots make_slots = JobSlots::take(jobs, ctx.env);
+    if (o.verbose && !make_slots.refusal().empty())
+        std::fprintf(stderr, "bekc: note: %s\n", make_slots.refusal().c_str());
     std::optional<JobSlots> served;
     if (!make_slots.named_by_make() && !o.dry_run) {
         use_private_dir_places(cache_root, ctx);

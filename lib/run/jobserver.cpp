@@ -25,23 +25,60 @@ std::optional<int> parse_fd(std::string_view s) {
     return fd;
 }
 
-// A descriptor of our own on `path`, which must be a FIFO; no link is followed.
-int open_fifo(const std::string& path, int flags) {
+// A descriptor of our own on `path`, which must be a FIFO: what is there is
+// looked at before it is opened (a device or a regular file is never opened),
+// no link is followed, and what was opened must be what was looked at. Sets
+// `why` when it cannot be used.
+int open_fifo(const std::string& path, int flags, std::string& why) {
+    struct stat seen, st;
+    if (::lstat(path.c_str(), &seen) != 0) {
+        why = errno_message("examine", path, errno);
+        return -1;
+    }
+    if (!S_ISFIFO(seen.st_mode)) {
+        why = path + " is not a FIFO";
+        return -1;
+    }
     int fd = ::open(path.c_str(), flags | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-    struct stat st;
-    if (fd >= 0 && (::fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode))) {
+    if (fd < 0) {
+        why = errno_message("open", path, errno);
+        return -1;
+    }
+    if (::fstat(fd, &st) != 0 || st.st_dev != seen.st_dev || st.st_ino != seen.st_ino) {
         ::close(fd);
+        why = path + " changed while it was opened";
         return -1;
     }
     return fd;
 }
 
+// Why inherited descriptors `r` and `w` are not make's pipe, empty when they
+// are: both ends of one pipe (one FIFO: the same device and inode), `r`
+// open for reading and `w` for writing, as make hands them out. Anything else
+// (a shell's standard input and output, a file, descriptors make closed) is
+// not read from or written to.
+std::string inherited_pipe_problem(int r, int w) {
+    const std::string named = "descriptors " + std::to_string(r) + "," + std::to_string(w);
+    struct stat rs, ws;
+    const int rflags = ::fcntl(r, F_GETFL), wflags = ::fcntl(w, F_GETFL);
+    if (rflags < 0 || wflags < 0) return named + " are not open";
+    if (::fstat(r, &rs) != 0 || ::fstat(w, &ws) != 0 || !S_ISFIFO(rs.st_mode) ||
+        !S_ISFIFO(ws.st_mode))
+        return named + " are not a pipe";
+    if (rs.st_dev != ws.st_dev || rs.st_ino != ws.st_ino)
+        return named + " are not the two ends of one pipe";
+    if ((rflags & O_ACCMODE) == O_WRONLY) return named + ": the read end is not open for reading";
+    if ((wflags & O_ACCMODE) == O_RDONLY) return named + ": the write end is not open for writing";
+    return "";
+}
+
 // Our own non-blocking descriptor on an inherited pipe end: reading it never
 // blocks, and make's descriptor keeps its flags.
-int reopen_inherited(int fd, int flags) {
-    struct stat st;
-    if (::fcntl(fd, F_GETFD) < 0 || ::fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode)) return -1;
-    return ::open(("/proc/self/fd/" + std::to_string(fd)).c_str(), flags | O_CLOEXEC | O_NONBLOCK);
+int reopen_inherited(int fd, int flags, std::string& why) {
+    int own =
+        ::open(("/proc/self/fd/" + std::to_string(fd)).c_str(), flags | O_CLOEXEC | O_NONBLOCK);
+    if (own < 0) why = errno_message("reopen", "descriptor " + std::to_string(fd), errno);
+    return own;
 }
 
 }  // namespace
@@ -77,19 +114,21 @@ JobSlots JobSlots::take(int wanted, const EnvLookup& env) {
     auto auth = flags ? parse_makeflags(*flags) : std::nullopt;
     if (!auth) return JobSlots(wanted, false);
     JobSlots s(wanted, true);
+    std::string why;
     if (!auth->fifo.empty()) {
-        s.read_fd_ = open_fifo(auth->fifo, O_RDONLY);
-        s.write_fd_ = open_fifo(auth->fifo, O_WRONLY);
-    } else {
-        s.read_fd_ = reopen_inherited(auth->read_fd, O_RDONLY);
-        s.write_fd_ = reopen_inherited(auth->write_fd, O_WRONLY);
+        s.read_fd_ = open_fifo(auth->fifo, O_RDONLY, why);
+        if (s.read_fd_ >= 0) s.write_fd_ = open_fifo(auth->fifo, O_WRONLY, why);
+    } else if (why = inherited_pipe_problem(auth->read_fd, auth->write_fd); why.empty()) {
+        s.read_fd_ = reopen_inherited(auth->read_fd, O_RDONLY, why);
+        if (s.read_fd_ >= 0) s.write_fd_ = reopen_inherited(auth->write_fd, O_WRONLY, why);
     }
     // make did not hand the jobserver to this recipe (a recipe without `+`
-    // or $(MAKE)): make itself runs it in one slot, and so does bekc.
+    // or $(MAKE)), or what MAKEFLAGS names is no jobserver: make itself runs
+    // the recipe in one slot, and so does bekc.
     if (s.read_fd_ < 0 || s.write_fd_ < 0) {
         if (s.read_fd_ >= 0) ::close(std::exchange(s.read_fd_, -1));
-        if (s.write_fd_ >= 0) ::close(std::exchange(s.write_fd_, -1));
         s.limit_ = 1;
+        s.refusal_ = "make's jobserver is not used: " + why;
     }
     return s;
 }
@@ -107,11 +146,11 @@ std::expected<JobSlots, Error> JobSlots::serve(int jobs) {
                                                       fifo.string(), std::strerror(errno)));
     // Ours open first, read end before write end: a FIFO keeps what is
     // written only while it is open.
-    s.read_fd_ = open_fifo(fifo.string(), O_RDONLY);
-    s.write_fd_ = open_fifo(fifo.string(), O_WRONLY);
+    std::string why;
+    s.read_fd_ = open_fifo(fifo.string(), O_RDONLY, why);
+    if (s.read_fd_ >= 0) s.write_fd_ = open_fifo(fifo.string(), O_WRONLY, why);
     if (s.read_fd_ < 0 || s.write_fd_ < 0)
-        return fail(ErrorKind::Cache,
-                    fmt::format("cannot open the jobserver FIFO {}", fifo.string()));
+        return fail(ErrorKind::Cache, "cannot use the jobserver FIFO it made: " + why);
     const std::string tokens(static_cast<size_t>(jobs - 1), '+');
     if (!tokens.empty() &&
         ::write(s.write_fd_, tokens.data(), tokens.size()) != static_cast<ssize_t>(tokens.size()))
@@ -158,6 +197,7 @@ JobSlots::JobSlots(JobSlots&& other) noexcept
       read_fd_(std::exchange(other.read_fd_, -1)),
       write_fd_(std::exchange(other.write_fd_, -1)),
       makeflags_(std::move(other.makeflags_)),
+      refusal_(std::move(other.refusal_)),
       served_dir_(std::move(other.served_dir_)) {
     other.tokens_.clear();
     other.served_dir_.clear();

@@ -68,6 +68,10 @@ class JobSlots {
     JobSlots* jobserver() { return from_jobserver() ? this : nullptr; }
     // $MAKEFLAGS names a jobserver of make's, reachable or not.
     bool named_by_make() const { return named_by_make_; }
+    // Why the jobserver $MAKEFLAGS names is not used ("make's jobserver is not
+    // used: descriptors 0,1 are not the two ends of one pipe"), for -v; empty
+    // when it is, or when none is named.
+    const std::string& refusal() const { return refusal_; }
     // One more slot: a token, read without waiting. False when none is free
     // (or there is no jobserver).
     bool try_take();
@@ -85,6 +89,7 @@ class JobSlots {
     std::string tokens_;                // the bytes read, written back as they were
     int read_fd_ = -1, write_fd_ = -1;  // ours, closed by the destructor
     std::string makeflags_;             // serve() only
+    std::string refusal_;               // take() only
     fs::path served_dir_;               // serve() only: removed by the destructor
 };
 

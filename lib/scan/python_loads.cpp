@@ -1,6 +1,7 @@
 #include "scan/python_loads.hpp"
 
 #include <cctype>
+#include <optional>
 
 namespace bekc {
 
@@ -11,8 +12,9 @@ bool is_ident(char c) {
 }
 
 // A string literal starting at text[i] (after an optional prefix already
-// skipped); returns the index after it. Triple quotes and escapes are honoured.
-size_t skip_string(std::string_view text, size_t i, std::string* value) {
+// skipped); returns the index after it. Triple quotes and escapes are
+// honoured. `closed`: whether its closing quote was found.
+size_t skip_string(std::string_view text, size_t i, std::string* value, bool* closed = nullptr) {
     char q = text[i];
     bool triple = text.substr(i, 3) == std::string_view(std::string(3, q));
     size_t j = i + (triple ? 3 : 1);
@@ -26,6 +28,7 @@ size_t skip_string(std::string_view text, size_t i, std::string* value) {
         }
         if (triple ? text.substr(j, 3) == std::string_view(std::string(3, q)) : c == q) {
             if (value) *value = out;
+            if (closed) *closed = true;
             return j + (triple ? 3 : 1);
         }
         if (!triple && c == '\n') break;  // unterminated: stop at the line end
@@ -33,6 +36,7 @@ size_t skip_string(std::string_view text, size_t i, std::string* value) {
         ++j;
     }
     if (value) value->clear();
+    if (closed) *closed = false;
     return j;
 }
 
@@ -50,6 +54,66 @@ bool string_start(std::string_view text, size_t i, size_t& quote, bool& plain) {
     quote = j;
     plain = prefix.find('f') == std::string::npos && prefix.find('b') == std::string::npos;
     return true;
+}
+
+// White space, line continuations and comments from text[i]: the index after them.
+size_t skip_blank(std::string_view text, size_t i) {
+    while (i < text.size()) {
+        if (text[i] == '#') {
+            while (i < text.size() && text[i] != '\n') ++i;
+        } else if (text[i] == '\\' && i + 1 < text.size() && text[i + 1] == '\n') {
+            i += 2;
+        } else if (std::isspace(static_cast<unsigned char>(text[i]))) {
+            ++i;
+        } else {
+            break;
+        }
+    }
+    return i;
+}
+
+// A plain string literal at text[i], closed and without a backslash (whose
+// meaning depends on its prefix) appended to `out`; the index after it, or
+// npos when there is none.
+size_t take_plain_literal(std::string_view text, size_t i, std::vector<std::string>& out) {
+    size_t quote = 0;
+    bool plain = false, closed = false;
+    if (!string_start(text, i, quote, plain) || !plain) return std::string_view::npos;
+    std::string value;
+    size_t end = skip_string(text, quote, &value, &closed);
+    if (!closed || text.substr(quote, end - quote).find('\\') != std::string_view::npos)
+        return std::string_view::npos;
+    out.push_back(std::move(value));
+    return end;
+}
+
+// A keyword argument's value as KernelLoad::string_lists takes it: one plain
+// literal, a list or tuple of them, or None; nullopt for anything else.
+std::optional<std::vector<std::string>> string_list_value(std::string_view v) {
+    std::vector<std::string> out;
+    size_t i = skip_blank(v, 0);
+    if (v.substr(i, 4) == "None" && skip_blank(v, i + 4) == v.size()) return out;
+    char close = 0;
+    if (i < v.size() && (v[i] == '[' || v[i] == '(')) {
+        close = v[i] == '[' ? ']' : ')';
+        i = skip_blank(v, i + 1);
+    }
+    for (;;) {
+        if (close && i < v.size() && v[i] == close) {
+            i = skip_blank(v, i + 1);
+            break;
+        }
+        size_t end = take_plain_literal(v, i, out);
+        if (end == std::string_view::npos) return std::nullopt;
+        i = skip_blank(v, end);
+        if (!close) break;
+        if (i < v.size() && v[i] == ',')
+            i = skip_blank(v, i + 1);
+        else if (i >= v.size() || v[i] != close)
+            return std::nullopt;
+    }
+    if (i != v.size()) return std::nullopt;
+    return out;
 }
 
 // One parse of an argument list: the argument being read and what is known
@@ -105,6 +169,9 @@ class CallParser {
         if (!arg_is_keyword_) ++load_.positional;
         if (pending_keyword_ == "name" && value_is_single_literal_ && tokens_in_value_ == 1)
             load_.name = value_literal_;
+        if (arg_is_keyword_)
+            if (auto list = string_list_value(text_.substr(value_start_, here - value_start_)))
+                load_.string_lists[pending_keyword_] = std::move(*list);
         in_first_ = false;
         any_token_in_arg_ = arg_is_keyword_ = false;
         pending_keyword_.clear();
@@ -141,6 +208,7 @@ class CallParser {
             pending_keyword_ = word;
             any_token_in_arg_ = true;
             tokens_in_value_ = 0;
+            value_start_ = k + 1;
             return k + 1;
         }
         value_token();
@@ -156,6 +224,7 @@ class CallParser {
     std::string value_literal_;
     size_t tokens_in_value_ = 0;
     size_t arg_start_ = 0;
+    size_t value_start_ = 0;  // of the keyword argument being read: after its `=`
 };
 
 // Parses the argument list whose '(' is at text[open]; fills `load`.

@@ -49,6 +49,15 @@ def make_site(root: Path, files: Dict[str, object]) -> Path:
     return site
 
 
+def with_brainevent_headers(files: Dict[str, object]) -> Dict[str, object]:
+    """`files` of a package, and the brainevent headers bekc ships in its
+    include/brainevent/, as make_site takes them."""
+    include = REPO / "runtime" / "include" / "brainevent"
+    out: Dict[str, object] = {f"include/brainevent/{h.name}": h for h in include.glob("*.h")}
+    out.update(files)
+    return out
+
+
 def without_venv(root: Path, **extra: str) -> dict:
     """No virtualenv active, no python3 with jaxlib on PATH, no $BEKC_XLA_INCLUDE:
     the jaxlib beside the package is the only one to find."""

@@ -214,3 +214,27 @@ def test_a_packages_modules_share_its_slots(bekc_path, tools, tmp_path):
     fourth to whichever module can use it, never more than four at once."""
     log = build_package(bekc_path, tools, tmp_path, make_package(tmp_path, 3), 4)
     assert most_at_once(log) == 4
+
+
+def test_stdin_and_stdout_named_as_a_jobserver_are_left_alone(bekc_path, tools, tmp_path):
+    """MAKEFLAGS that name descriptors 0 and 1, two different pipes here, name
+    no jobserver: bekc reads nothing from its standard input, writes nothing
+    but its --json line to its standard output, and -v says why."""
+    inputs = sources(tmp_path, 3)
+    build(bekc_path, tools, tmp_path, inputs, log_name="warm")  # bekc_rt.o, once
+    read_end, write_end = os.pipe()
+    os.write(write_end, b"++++")
+    env = dict(os.environ, FAKE_LOG=str(tmp_path / "log"), MAKEFLAGS="-j8 --jobserver-auth=0,1")
+    proc = subprocess.run(
+        [str(bekc_path), "build", *map(str, inputs), "--name", "m", "--force", "-j", "4",
+         "--cxx", str(tools / "g++"), "--cache-dir", str(tmp_path / "cache"), "--json", "-v"],
+        stdin=read_end, capture_output=True, text=True, env=env)
+    os.close(write_end)
+    left = os.read(read_end, 64)
+    os.close(read_end)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["manifest"], proc.stdout
+    assert left == b"++++"
+    assert "make's jobserver is not used" in proc.stderr
+    assert "not the two ends of one pipe" in proc.stderr

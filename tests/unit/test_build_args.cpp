@@ -202,7 +202,7 @@ TEST_CASE("the package prebuild's child commands parse to the options each modul
     o.remote_cache = "";
     o.force = true;
     o.depfile = "ignored.d";  // per build, not passed to the children
-    const std::vector<PackageModule> modules = {{package / "ops.cu", "my-ops", "ops.py:3", ""}};
+    const std::vector<PackageModule> modules = {{package / "ops.cu", "my-ops", "ops.py:3", "", {}}};
     const auto commands = package_commands(o, modules, "/bin/bekc", 3, std::nullopt, system_env());
     REQUIRE(commands.size() == 1);
     const auto& argv = commands[0].argv;

@@ -165,7 +165,7 @@ TEST_CASE("context: a package's children share a jobserver: make's, or the packa
     o.cache_dir = (tmp / "cache").string();
     test::write_file(tmp / "xla/xla/ffi/api/ffi.h", "");
     o.xla_include = (tmp / "xla").string();
-    std::vector<PackageModule> modules = {{tmp / "k.cu", "k", "", "checked"}};
+    std::vector<PackageModule> modules = {{tmp / "k.cu", "k", "", "checked", {}}};
     using Overrides = std::vector<std::pair<std::string, std::string>>;
     // Under make: the children inherit make's MAKEFLAGS, and so its jobserver.
     auto under_make =

@@ -169,6 +169,66 @@ TEST_CASE("jobserver: descriptors make did not pass mean one slot", "[jobserver]
     JobSlots s = JobSlots::take(8, makeflags("--jobserver-auth=900,901"));
     CHECK(s.count() == 1);
     CHECK_FALSE(s.try_take());
+    CHECK(s.refusal() == "make's jobserver is not used: descriptors 900,901 are not open");
+}
+
+TEST_CASE("jobserver: descriptors that are not the two ends of one pipe are not a jobserver",
+          "[jobserver]") {
+    // Two pipes, as a shell's stdin and stdout are: neither is read from
+    // nor written to, and -v can say why.
+    MakePipe in("++"), out("");
+    auto flags = [](int r, int w) {
+        return makeflags("-j --jobserver-auth=" + std::to_string(r) + "," + std::to_string(w));
+    };
+    {
+        JobSlots s = JobSlots::take(8, flags(in.fds[0], out.fds[1]));
+        CHECK_FALSE(s.from_jobserver());
+        CHECK(s.count() == 1);
+        CHECK_FALSE(s.try_take());
+        CHECK(s.refusal().find("not the two ends of one pipe") != std::string::npos);
+    }
+    CHECK(drain(in.fds[0]) == "++");
+    CHECK(drain(out.fds[0]).empty());
+    // One pipe, but the ends swapped or both the same: make hands out its
+    // read end readable and its write end writable.
+    MakePipe make("+");
+    for (auto [r, w] : {std::pair{make.fds[1], make.fds[0]}, std::pair{make.fds[1], make.fds[1]},
+                        std::pair{make.fds[0], make.fds[0]}}) {
+        JobSlots s = JobSlots::take(8, flags(r, w));
+        CHECK_FALSE(s.from_jobserver());
+        CHECK_FALSE(s.try_take());
+        CHECK_FALSE(s.refusal().empty());
+    }
+    CHECK(drain(make.fds[0]) == "+");
+    // A regular file in place of a descriptor.
+    test::TempDir tmp;
+    int file = ::open((tmp / "f").c_str(), O_RDWR | O_CREAT, 0600);
+    REQUIRE(file >= 0);
+    REQUIRE(::write(file, "++", 2) == 2);
+    JobSlots on_file = JobSlots::take(8, flags(file, file));
+    CHECK_FALSE(on_file.from_jobserver());
+    CHECK(on_file.refusal().find("not a pipe") != std::string::npos);
+    ::close(file);
+    // make's own pipe is still taken, with nothing to say.
+    JobSlots good = JobSlots::take(8, make.env());
+    CHECK(good.from_jobserver());
+    CHECK(good.refusal().empty());
+}
+
+TEST_CASE("jobserver: a fifo: path that is not a FIFO is neither opened nor used", "[jobserver]") {
+    test::TempDir tmp;
+    const fs::path file = tmp / "tokens";
+    test::write_file(file, "+++");
+    JobSlots on_file = JobSlots::take(4, makeflags("--jobserver-auth=fifo:" + file.string()));
+    CHECK_FALSE(on_file.from_jobserver());
+    CHECK(on_file.count() == 1);
+    CHECK_FALSE(on_file.try_take());
+    CHECK(on_file.refusal().find("not a FIFO") != std::string::npos);
+    CHECK(test::read_file(file) == "+++");
+    JobSlots missing =
+        JobSlots::take(4, makeflags("--jobserver-auth=fifo:" + (tmp / "none").string()));
+    CHECK_FALSE(missing.from_jobserver());
+    CHECK(missing.refusal().find("No such file") != std::string::npos);
 }
 
 TEST_CASE(

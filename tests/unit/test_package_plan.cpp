@@ -1,7 +1,13 @@
 // What `bekc build <package dir>` builds (driver/package_plan): the module
-// name of each kernel file, from the package's own Python source, and why a
-// file is only checked or not built.
+// name of each kernel file and the flags of its load, from the package's own
+// Python source, why a file is only checked or not built, and what below the
+// package cannot be read.
 #include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <string>
@@ -173,4 +179,156 @@ TEST_CASE("package defect: a quoted header the package does not ship", "[package
     CHECK(package_defect(pkg, pkg / "_t/shipped.cu", {pkg / "include"},
                          "fatal error: elsewhere.cuh: No such file or directory")
               .empty());
+}
+
+namespace {
+
+// Makes `parts` directories, each inside the one before, below `dir`,
+// relative to descriptors, so the whole path may be longer than PATH_MAX;
+// removes them again in the same way.
+struct NestedDirs {
+    fs::path dir;
+    std::vector<std::string> parts;
+
+    NestedDirs(fs::path at, std::vector<std::string> names)
+        : dir(std::move(at)), parts(std::move(names)) {
+        fs::create_directories(dir);
+        int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+        for (const auto& p : parts) {
+            REQUIRE(::mkdirat(fd, p.c_str(), 0755) == 0);
+            int next = ::openat(fd, p.c_str(), O_RDONLY | O_DIRECTORY);
+            ::close(fd);
+            fd = next;
+        }
+        REQUIRE(fd >= 0);
+        int file = ::openat(fd, "x.cpp", O_WRONLY | O_CREAT, 0644);
+        ::close(file);
+        ::close(fd);
+    }
+    ~NestedDirs() { remove(::open(dir.c_str(), O_RDONLY | O_DIRECTORY), 0); }
+
+    void remove(int fd, size_t level) {
+        if (level == parts.size()) {
+            ::unlinkat(fd, "x.cpp", 0);
+        } else {
+            remove(::openat(fd, parts[level].c_str(), O_RDONLY | O_DIRECTORY), level + 1);
+            ::unlinkat(fd, parts[level].c_str(), AT_REMOVEDIR);
+        }
+        ::close(fd);
+    }
+};
+
+// The process may hold at most `n` descriptors at once while this lives.
+struct OpenFilesLimit {
+    struct rlimit old {};
+    explicit OpenFilesLimit(rlim_t n) {
+        REQUIRE(::getrlimit(RLIMIT_NOFILE, &old) == 0);
+        struct rlimit lower = old;
+        lower.rlim_cur = n;
+        REQUIRE(::setrlimit(RLIMIT_NOFILE, &lower) == 0);
+    }
+    ~OpenFilesLimit() { ::setrlimit(RLIMIT_NOFILE, &old); }
+};
+
+}  // namespace
+
+TEST_CASE("package plan: a directory that cannot be read is named, and the rest is read",
+          "[package]") {
+    FakePackage pkg(Files{{"_a/one.cpp", ""}, {"_c/three.cpp", ""}});
+    // A path longer than PATH_MAX below _b: that directory cannot be opened.
+    NestedDirs deep(pkg.root / "_b", std::vector<std::string>(20, std::string(250, 'n')));
+    PackagePlan plan = plan_package(pkg.root);
+    CHECK(pkg.modules(plan) == std::vector<std::string>{"_a/one.cpp as a_one (checked)",
+                                                        "_c/three.cpp as c_three (checked)"});
+    REQUIRE(plan.unread.size() == 1);
+    const std::string unread = plan.unread[0].path.lexically_relative(pkg.root).generic_string();
+    CHECK(unread.rfind("_b/nnn", 0) == 0);
+    CHECK(plan.unread[0].reason.find("File name too long") != std::string::npos);
+    CHECK(plan.summary() == "bekc: package " + pkg.root.string() +
+                                ": 2 kernel files, 0 modules as the package loads them, 2 only "
+                                "checked (their first use compiles), 1 path bekc cannot read");
+    CHECK(plan.notes().back() == "bekc: note: " + unread + " cannot be read (" +
+                                     plan.unread[0].reason +
+                                     "): what is below it is neither built nor checked");
+}
+
+TEST_CASE("package plan: directories nested deeper than the open files limit are read whole",
+          "[package]") {
+    FakePackage pkg(Files{{"_a/one.cpp", ""}, {"_c/three.cpp", ""}});
+    NestedDirs deep(pkg.root / "_b", std::vector<std::string>(100, "d"));
+    OpenFilesLimit limit(64);
+    auto found = files_below(pkg.root, [](const fs::path& p) { return p.extension() == ".cpp"; });
+    CHECK(found.files.size() == 3);
+    CHECK(found.unread.empty());
+}
+
+TEST_CASE("package plan: links are not followed, in or out of the package", "[package]") {
+    FakePackage pkg(Files{{"_a/one.cpp", ""}});
+    test::write_file(pkg.tmp / "outside" / "k.cpp", "");
+    fs::create_directory_symlink(pkg.tmp / "outside", pkg.root / "_out");
+    fs::create_symlink(pkg.tmp / "outside" / "k.cpp", pkg.root / "_a" / "link.cpp");
+    PackagePlan plan = plan_package(pkg.root);
+    CHECK(pkg.modules(plan) == std::vector<std::string>{"_a/one.cpp as a_one (checked)"});
+    CHECK(plan.unread.empty());
+}
+
+TEST_CASE("package plan: flags a load passes as literals are the module's", "[package]") {
+    FakePackage pkg(Files{
+        {"_c/load.py",
+         "load_cpp_file(Path(__file__).parent / 'c.cpp', name='c',\n"
+         "    extra_cflags=['-DSCALE=2', \"-O1\"], extra_ldflags=('-lm',))\n"},
+        {"_c/c.cpp", ""},
+        {"_g/load.py",
+         "load_cuda_file(Path(__file__).parent / 'g.cu', name='g', extra_cuda_cflags='-lineinfo',\n"
+         "    extra_ldflags=['-lcublas'], verbose=False)\n"
+         // What the loader refuses, or does not take, is not reproduced.
+         "load_cuda_file(Path(__file__).parent / 'h.cu', extra_ldflags=['-Wl,-rpath,/x'])\n"
+         "load_cuda_file(Path(__file__).parent / 'i.cu', extra_cflags=['-DX'])\n"
+         "load_cpp_file(Path(__file__).parent / 'j.cpp', extra_cflags=['-DX', flag])\n"},
+        {"_g/g.cu", ""},
+        {"_g/h.cu", ""},
+        {"_g/i.cu", ""},
+        {"_g/j.cpp", ""},
+    });
+    PackagePlan plan = plan_package(pkg.root);
+    CHECK(pkg.modules(plan) == std::vector<std::string>{
+                                   "_c/c.cpp as c (_c/load.py:1)",
+                                   "_g/g.cu as g (_g/load.py:1)",
+                                   "_g/h.cu as g_h (checked)",
+                                   "_g/i.cu as g_i (checked)",
+                                   "_g/j.cpp as g_j (checked)",
+                               });
+    const PackageModule& c = module_of(plan, "c");
+    CHECK(c.flags.cxx_flags == std::vector<std::string>{"-DSCALE=2", "-O1"});
+    CHECK(c.flags.ldflags == std::vector<std::string>{"-lm"});
+    const PackageModule& g = module_of(plan, "g");
+    CHECK(g.flags.cuda_flags == std::vector<std::string>{"-lineinfo"});
+    CHECK(g.flags.linker_args == std::vector<std::string>{"-lcublas"});
+    CHECK(module_of(plan, "g_h").why_check ==
+          "the package loads it only in ways a prebuild cannot reproduce (_g/load.py:3: "
+          "extra_ldflags entry '-Wl,-rpath,/x', which the loader refuses)");
+    CHECK(module_of(plan, "g_i").why_check ==
+          "the package loads it only in ways a prebuild cannot reproduce (_g/load.py:4: "
+          "extra_cflags)");
+    CHECK(module_of(plan, "g_j").why_check ==
+          "the package loads it only in ways a prebuild cannot reproduce (_g/load.py:5: "
+          "extra_cflags)");
+
+    // The builds: the load's flags; a file only checked links without
+    // --no-undefined, so a library its load would link cannot fail it.
+    BuildOptions o;
+    o.inputs = {pkg.root.string()};
+    o.cache_dir = (pkg.tmp / "cache").string();
+    auto env = [](std::string_view) -> std::optional<std::string> { return std::nullopt; };
+    auto commands = package_commands(o, plan.modules, "/bin/bekc", 2, std::nullopt, env);
+    REQUIRE(commands.size() == 5);
+    auto has = [](const Command& cmd, const std::string& arg) {
+        return std::count(cmd.argv.begin(), cmd.argv.end(), arg) > 0;
+    };
+    CHECK(has(commands[0], "--cxx-flag=-DSCALE=2"));
+    CHECK(has(commands[0], "--ldflag=-lm"));
+    CHECK_FALSE(has(commands[0], "--linker-arg=-zundefs"));
+    CHECK(has(commands[1], "--cuda-flag=-lineinfo"));
+    CHECK(has(commands[1], "--linker-arg=-lcublas"));
+    for (size_t i = 2; i < 5; ++i) CHECK(has(commands[i], "--linker-arg=-zundefs"));
 }

@@ -3,6 +3,7 @@
 // (scan/python_loads, and what a load's path argument names: scan/python_path).
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <map>
 #include <string>
 
 #include "scan/includes.hpp"
@@ -81,6 +82,28 @@ TEST_CASE("find_kernel_loads: computed names and extra arguments are visible", "
     CHECK(loads[3].positional == 2);
     CHECK(loads[3].name.empty());
     CHECK(loads[3].line == 3);
+}
+
+TEST_CASE("find_kernel_loads: keyword values that are string literals, or lists of them",
+          "[python_loads]") {
+    auto loads = find_kernel_loads(
+        "load_cpp_file('k.cpp', a=['-DA=1', \"-DB\"], b=('-lm',), c='one', d=[], e=None,\n"
+        "    f = [  # a comment\n  'x',\n  'y',\n], g=(r'-DR', u'-DU'))\n"
+        "load_cpp_file('k.cpp', a=[f'-D{x}'], b=['a' 'b'], c=['a', b], d=['a'] + more,\n"
+        "    e=[r'\\d'], f=b'x', g=[['a']], h=('a'), i=x, j=['a',,])\n");
+    REQUIRE(loads.size() == 2);
+    using List = std::vector<std::string>;
+    const auto& lists = loads[0].string_lists;
+    CHECK(lists.at("a") == List{"-DA=1", "-DB"});
+    CHECK(lists.at("b") == List{"-lm"});
+    CHECK(lists.at("c") == List{"one"});
+    CHECK(lists.at("d").empty());
+    CHECK(lists.at("e").empty());  // None: no flags
+    CHECK(lists.at("f") == List{"x", "y"});
+    CHECK(lists.at("g") == List{"-DR", "-DU"});
+    // Anything computed, concatenated, escaped or nested is not a literal
+    // list; a parenthesised literal is the literal.
+    CHECK(loads[1].string_lists == std::map<std::string, List>{{"h", List{"a"}}});
 }
 
 TEST_CASE("find_kernel_loads: the path argument as written", "[python_loads]") {
