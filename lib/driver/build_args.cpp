@@ -93,6 +93,10 @@ void add_build_options(CLI::App& cmd, BuildOptions& o) {
                    "pass it while routing brainevent)");
     cmd.add_option("--cxx", o.cxx, "Host C++ compiler (default: $CXX, c++, g++, clang++)");
     cmd.add_option("-j,--jobs", o.jobs, "Parallel compiles (default: one per core)");
+    cmd.add_option("--package-defects", o.package_defects,
+                   "bekc build <package>: a file the package cannot build either (a header it "
+                   "does not ship) is a warning (warn, the default) or fails the build (error)")
+        ->check(CLI::IsMember({"warn", "error"}));
     cmd.add_flag("--json", o.json, "Print one JSON object instead of the manifest path");
     cmd.add_flag("--dry-run", o.dry_run, "Print the commands a build would run, run nothing");
     cmd.add_flag("--explain-key", o.explain_key, "Print the records the cache keys hash");
@@ -176,6 +180,8 @@ std::vector<std::string> to_argv(const BuildOptions& o) {
     w.value("--brainevent-nvcc", o.brainevent_nvcc);
     w.value("--cxx", o.cxx);
     if (o.jobs != defaults.jobs) w.raw("-j" + std::to_string(o.jobs));
+    if (o.package_defects != defaults.package_defects)
+        w.value("--package-defects", o.package_defects);
     w.flag("--json", o.json);
     w.flag("--dry-run", o.dry_run);
     w.flag("--explain-key", o.explain_key);

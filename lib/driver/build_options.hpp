@@ -34,6 +34,9 @@ struct BuildOptions {
     std::optional<std::string> remote_cache;  // --remote-cache URL, else $BEKC_REMOTE_CACHE
     bool remote_read_only = false;
     int jobs = 0;  // 0: one per core
+    // `bekc build <package>`: what a package's own defect (a header it does
+    // not ship) is, "warn" or "error" (--package-defects).
+    std::string package_defects = "warn";
     bool json = false, verbose = false, quiet = false, dry_run = false, explain_key = false;
 
     bool operator==(const BuildOptions&) const = default;

@@ -172,56 +172,81 @@ std::vector<ProcessResult> run_modules(Runner& runner, const std::vector<Command
     return results;
 }
 
-// What the children said: the modules built, those that failed, each
-// failure on stderr with the child's output, and the files only checked that
-// did not build, each a note: the package may build them with what bekc
-// cannot reproduce, so they are not failures.
-struct PackageOutcome {
-    nlohmann::ordered_json built = nlohmann::ordered_json::array();
-    nlohmann::ordered_json failures = nlohmann::ordered_json::array();
-    nlohmann::ordered_json check_failures = nlohmann::ordered_json::array();
-    std::string failed_files;   // "a.cu (why), b.cu (why)" for the last line
-    std::string failed_checks;  // the same for the files only checked
-    int hits = 0;
+// What a module that did not build is: a failure; the package's own defect
+// (it cannot build the file either), a warning unless --package-defects=error;
+// or, for a file only checked, a note: the package may build it with what
+// bekc cannot reproduce.
+enum class Shortfall { Failure, Defect, Check };
+
+// One list of modules that did not build: --json's objects, and "a.cu (why),
+// b.cu (why)" for the last line.
+struct Shortfalls {
+    nlohmann::ordered_json modules = nlohmann::ordered_json::array();
+    std::string files;
 };
 
-// Module `m`, which did not build for `why`: a failure, or a note when the
-// file is only checked.
-void record_failure(const BuildOptions& o, const PackagePlan& plan, const PackageModule& m,
-                    const ProcessResult& r, const std::string& why, PackageOutcome& out) {
-    const std::string rel = m.source.lexically_relative(plan.root).generic_string();
-    const nlohmann::ordered_json entry = {
-        {"source", m.source.string()}, {"name", m.name}, {"why", why}};
-    const bool checked = m.load_site.empty();
-    std::string& files = checked ? out.failed_checks : out.failed_files;
-    files += (files.empty() ? "" : ", ") + rel + " (" + why + ")";
-    (checked ? out.check_failures : out.failures).push_back(entry);
-    std::string output = r.output;
-    if (!output.empty() && output.back() != '\n') output += '\n';
-    if (!checked) {
-        std::fprintf(stderr, "bekc: error: %s (as %s) failed: %s\n%s", rel.c_str(), m.name.c_str(),
-                     why.c_str(), output.c_str());
-    } else if (!o.quiet) {
-        std::fprintf(stderr, "bekc: note: %s (only checked, as %s) did not build: %s%s\n",
-                     rel.c_str(), m.name.c_str(), why.c_str(),
-                     o.verbose ? "" : " (-v shows the compiler's output)");
-        if (o.verbose) std::fputs(output.c_str(), stderr);
+// What the children said: the modules built and those that did not, each
+// reported on stderr as its kind says, with the child's output.
+struct PackageOutcome {
+    nlohmann::ordered_json built = nlohmann::ordered_json::array();
+    Shortfalls failures, defects, checks;
+    int hits = 0;
+    Shortfalls& of(Shortfall kind) {
+        return kind == Shortfall::Failure ? failures : kind == Shortfall::Defect ? defects : checks;
     }
+};
+
+// Why a module did not build, and whether that is the package's defect.
+struct ModuleProblem {
+    std::string why;  // empty when it built
+    bool defect = false;
+};
+
+Shortfall shortfall_of(const BuildOptions& o, const PackageModule& m, const ModuleProblem& p) {
+    if (p.defect) return o.package_defects == "error" ? Shortfall::Failure : Shortfall::Defect;
+    return m.load_site.empty() ? Shortfall::Check : Shortfall::Failure;
 }
 
-// Why module `m` failed ("" when it built); `j`: the child's --json object.
-std::string module_failure(const PackagePlan& plan, const PackageModule& m, const ProcessResult& r,
-                           const std::vector<fs::path>& include_dirs, nlohmann::json& j) {
+// Module `m`, which did not build for `p.why`: reported and listed as its
+// kind says.
+void record_failure(const BuildOptions& o, const PackagePlan& plan, const PackageModule& m,
+                    const ProcessResult& r, const ModuleProblem& p, PackageOutcome& out) {
+    const std::string rel = m.source.lexically_relative(plan.root).generic_string();
+    const Shortfall kind = shortfall_of(o, m, p);
+    Shortfalls& list = out.of(kind);
+    list.files += (list.files.empty() ? "" : ", ") + rel + " (" + p.why + ")";
+    list.modules.push_back({{"source", m.source.string()}, {"name", m.name}, {"why", p.why}});
+    std::string output = r.output;
+    if (!output.empty() && output.back() != '\n') output += '\n';
+    const std::string as = (m.load_site.empty() ? "only checked, as " : "as ") + m.name;
+    if (kind == Shortfall::Failure) {
+        std::fprintf(stderr, "bekc: error: %s (%s) failed: %s\n%s", rel.c_str(), as.c_str(),
+                     p.why.c_str(), output.c_str());
+        return;
+    }
+    if (o.quiet) return;
+    std::fprintf(stderr, "bekc: %s: %s (%s) did not build: %s%s\n",
+                 kind == Shortfall::Defect ? "warning" : "note", rel.c_str(), as.c_str(),
+                 p.why.c_str(), o.verbose ? "" : " (-v shows the compiler's output)");
+    if (o.verbose) std::fputs(output.c_str(), stderr);
+}
+
+// Why module `m` failed (an empty `why` when it built); `j`: the child's
+// --json object.
+ModuleProblem module_failure(const PackagePlan& plan, const PackageModule& m,
+                             const ProcessResult& r, const std::vector<fs::path>& include_dirs,
+                             nlohmann::json& j) {
     if (!r.ok()) {
         std::string why = package_defect(plan.root, m.source, include_dirs, r.output);
-        return why.empty() ? "it does not build (" + r.describe() + ")" : why;
+        if (!why.empty()) return {why, true};
+        return {"it does not build (" + r.describe() + ")"};
     }
     // The child's last line is its --json object.
     std::string out = r.output;
     while (!out.empty() && out.back() == '\n') out.pop_back();
     j = nlohmann::json::parse(out.substr(out.rfind('\n') + 1), nullptr, false);
-    if (!j.is_object() || !j.contains("manifest")) return "bekc printed no manifest";
-    return "";
+    if (!j.is_object() || !j.contains("manifest")) return {"bekc printed no manifest"};
+    return {};
 }
 
 PackageOutcome collect_modules(const BuildOptions& o, const PackagePlan& plan,
@@ -234,9 +259,9 @@ PackageOutcome collect_modules(const BuildOptions& o, const PackagePlan& plan,
         const auto& r = results[i];
         const PackageModule& m = plan.modules[i];
         nlohmann::json j;
-        std::string why = module_failure(plan, m, r, include_dirs, j);
-        if (!why.empty()) {
-            record_failure(o, plan, m, r, why, out);
+        ModuleProblem problem = module_failure(plan, m, r, include_dirs, j);
+        if (!problem.why.empty()) {
+            record_failure(o, plan, m, r, problem, out);
             continue;
         }
         out.hits += j.value("cache_hit", false) ? 1 : 0;
@@ -255,16 +280,20 @@ PackageOutcome collect_modules(const BuildOptions& o, const PackagePlan& plan,
 // the manifests' paths.
 void print_package_outcome(const BuildOptions& o, const PackagePlan& plan,
                            const PackageOutcome& out) {
-    const size_t failed = out.failures.size(), checks = out.check_failures.size();
+    const size_t failed = out.failures.modules.size(), defects = out.defects.modules.size(),
+                 checks = out.checks.modules.size();
     const size_t total = plan.modules.size();
     if (!o.quiet) {
-        std::string line = "bekc: " + std::to_string(total - failed - checks) + " of " +
+        std::string line = "bekc: " + std::to_string(total - failed - defects - checks) + " of " +
                            std::to_string(total) + " modules built (" + std::to_string(out.hits) +
                            " cache hits)";
-        if (failed) line += "; " + std::to_string(failed) + " failed: " + out.failed_files;
+        if (failed) line += "; " + std::to_string(failed) + " failed: " + out.failures.files;
+        if (defects)
+            line += "; warning: " + std::to_string(defects) + (defects == 1 ? " file" : " files") +
+                    " the package cannot build either: " + out.defects.files;
         if (checks)
             line += "; note: " + std::to_string(checks) + (checks == 1 ? " file" : " files") +
-                    " only checked did not build: " + out.failed_checks;
+                    " only checked did not build: " + out.checks.files;
         std::fprintf(stderr, "%s\n", line.c_str());
     }
     if (o.json) {
@@ -274,9 +303,13 @@ void print_package_outcome(const BuildOptions& o, const PackagePlan& plan,
         nlohmann::ordered_json unread = nlohmann::ordered_json::array();
         for (const auto& u : plan.unread)
             unread.push_back({{"path", u.path.string()}, {"why", u.reason}});
-        nlohmann::ordered_json j = {
-            {"package", plan.root.string()},      {"modules", out.built}, {"failed", out.failures},
-            {"check_failed", out.check_failures}, {"not_built", skipped}, {"not_read", unread}};
+        nlohmann::ordered_json j = {{"package", plan.root.string()},
+                                    {"modules", out.built},
+                                    {"failed", out.failures.modules},
+                                    {"defects", out.defects.modules},
+                                    {"check_failed", out.checks.modules},
+                                    {"not_built", skipped},
+                                    {"not_read", unread}};
         std::puts(j.dump().c_str());
     } else {
         for (const auto& m : out.built) std::puts(m["manifest"].get<std::string>().c_str());
@@ -339,7 +372,7 @@ int run_package_build(const BuildOptions& o, BuildContext& ctx) {
     times.save();
     PackageOutcome outcome = collect_modules(o, plan, results);
     print_package_outcome(o, plan, outcome);
-    return outcome.failures.empty() ? kExitOk : kExitSourceError;
+    return outcome.failures.modules.empty() ? kExitOk : kExitSourceError;
 }
 
 }  // namespace bekc

@@ -125,18 +125,26 @@ def test_files_only_checked_or_broken_are_named_with_the_reason(bekc, site):
     assert built.stderr.splitlines()[1:4] == notes
     defect = ('the package\'s defect: it includes "missing_tile.h" (line 2), which the package '
               "does not ship, so the package's own loader cannot build it either")
-    # A file that is only checked and does not build is a note, not a failure.
+    # The package's own defect is a warning that names the file, not a failure.
     assert built.returncode == 0, built.stderr
     assert "bekc: error:" not in built.stderr
-    assert (f"bekc: note: _broken/tile.cpp (only checked, as broken_tile) did not build: "
+    assert (f"bekc: warning: _broken/tile.cpp (only checked, as broken_tile) did not build: "
             f"{defect} (-v shows the compiler's output)") in built.stderr
     assert built.stderr.splitlines()[-1] == (
-        f"bekc: 5 of 6 modules built (0 cache hits); note: 1 file only checked did not build: "
-        f"_broken/tile.cpp ({defect})")
+        f"bekc: 5 of 6 modules built (0 cache hits); warning: 1 file the package cannot build "
+        f"either: _broken/tile.cpp ({defect})")
     report = json.loads(built.stdout.strip().splitlines()[-1])
-    assert report["failed"] == []
-    assert report["check_failed"] == [{"source": str(package / "_broken" / "tile.cpp"),
-                                       "name": "broken_tile", "why": defect}]
+    assert report["failed"] == [] and report["check_failed"] == []
+    assert report["defects"] == [{"source": str(package / "_broken" / "tile.cpp"),
+                                  "name": "broken_tile", "why": defect}]
+    # --package-defects=error makes the same defect fail the prebuild, for a
+    # CI that wants the package to ship every header.
+    strict = prebuild(bekc, site, "-j", "2", "--package-defects=error")
+    assert strict.returncode == 1, strict.stderr
+    assert (f"bekc: error: _broken/tile.cpp (only checked, as broken_tile) failed: "
+            f"{defect}") in strict.stderr
+    assert strict.stderr.splitlines()[-1] == (
+        f"bekc: 5 of 6 modules built (5 cache hits); 1 failed: _broken/tile.cpp ({defect})")
     # The rest built; a second run is all hits.
     again = prebuild(bekc, site, "-j", "2")
     assert again.stderr.splitlines()[-1].startswith("bekc: 5 of 6 modules built (5 cache hits)")
