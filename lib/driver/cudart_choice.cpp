@@ -8,7 +8,6 @@
 #include "toolchain/nvcc_search.hpp"
 #include "toolchain/safe_paths.hpp"
 #include "util/fs.hpp"
-#include "util/text.hpp"
 
 namespace bekc {
 
@@ -58,18 +57,18 @@ void check_value(const Choice& c) {
 
 }  // namespace
 
-void take_cudart_option(CompileFlags& flags, bool cuda, const EnvLookup& env) {
+void take_cudart_option(CompileFlags& flags, bool cuda, const NvccEnvFlags& nvcc_env) {
     std::vector<Choice> chosen;
     if (!flags.cudart.empty()) chosen.push_back({flags.cudart, "--cudart=" + flags.cudart});
     if (cuda) {
         take_from(flags.cuda_flags, "--cuda-flag", true, chosen);
         take_from(flags.ldflags, "--ldflag", true, chosen);
-        if (auto append = env("NVCC_APPEND_FLAGS")) {
-            std::vector<std::string> words = split_words(*append);
+        // The environment's stay there: nvcc reads them whatever bekc does.
+        for (auto [words, name] : {std::pair{nvcc_env.prepend, "$NVCC_PREPEND_FLAGS' "},
+                                   std::pair{nvcc_env.append, "$NVCC_APPEND_FLAGS' "}}) {
             size_t before = chosen.size();
             take_from(words, "", false, chosen);
-            for (size_t i = before; i < chosen.size(); ++i)
-                chosen[i].from = "$NVCC_APPEND_FLAGS' " + chosen[i].from;
+            for (size_t i = before; i < chosen.size(); ++i) chosen[i].from = name + chosen[i].from;
         }
     }
     for (const auto& c : chosen) check_value(c);

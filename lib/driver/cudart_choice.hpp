@@ -5,19 +5,20 @@
 
 #include "driver/build_inputs.hpp"
 #include "driver/reporter.hpp"
-#include "util/env.hpp"
+#include "toolchain/compiler_env.hpp"
 
 namespace bekc {
 
 // nvcc's --cudart as flags.cudart ("shared", "static" or "" for the
 // default): bekc's --cudart, a -cudart option in the nvcc or link flags
 // (brainevent hands its extra_cuda_cflags to the nvcc that links), or one in
-// $NVCC_APPEND_FLAGS (which nvcc reads after bekc's own arguments). The
-// flags' options leave them, so the link names the runtime once. A value
-// other than shared or static, a -cudart without one, or two choices that
-// differ are a usage error naming where each came from. Without a CUDA
-// input (`cuda` false) only bekc's own --cudart is checked, and cleared.
-void take_cudart_option(CompileFlags& flags, bool cuda, const EnvLookup& env);
+// $NVCC_PREPEND_FLAGS or $NVCC_APPEND_FLAGS (which nvcc reads around bekc's
+// own arguments). The flags' options leave them, so the link names the
+// runtime once. A value other than shared or static, a -cudart without one,
+// or two choices that differ are a usage error naming where each came from.
+// Without a CUDA input (`cuda` false) only bekc's own --cudart is checked,
+// and cleared.
+void take_cudart_option(CompileFlags& flags, bool cuda, const NvccEnvFlags& nvcc_env);
 
 // flags.cudart made "shared" (with in.cudart_library) or "static" for a CUDA
 // build: shared by default, static where the toolkit has no libcudart.so.N,

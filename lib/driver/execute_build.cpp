@@ -202,7 +202,7 @@ std::expected<ReportedDependencies, Error> compile(const BuildInputs& in, const 
             or_fatal(publish_runtime_object(runtime_object_id(in), s.command.outputs.front()));
     };
     auto execute = [&] {
-        steps.emplace(cache, in, dir, ctx.runner, o.force);
+        steps.emplace(cache, in, dir, ctx.cwd, ctx.runner, o.force);
         return execute_graph(graph, ctx.runner, eo, cache_step);
     };
     auto done = execute();

@@ -7,6 +7,7 @@
 #include "plan/nvcc_phases.hpp"
 #include "store/hash.hpp"
 #include "store/runtime_headers.hpp"
+#include "toolchain/compiler_env.hpp"
 #include "toolchain/link_search.hpp"
 #include "toolchain/nvcc_search.hpp"
 #include "toolchain/python_env.hpp"
@@ -75,7 +76,8 @@ BuildGraph plan_graph(const BuildInputs& in, const GraphPaths& paths) {
         wrappers.push_back({input_name(f.path), f.path.string(), wrapper.string(), in.target_prefix,
                             f.functions, i});
         g.wrapper_texts.push_back(or_fatal(render_wrapper(wrappers.back())));
-        req.units.push_back({wrapper, f.cuda, f.path.string()});
+        req.units.push_back(
+            {wrapper, f.cuda, f.path.string(), f.cuda ? nvcc_source_path(in, i, wrapper) : ""});
     }
     req.handlers = paths.build_dir / "bekc_handlers.cpp";
     g.handlers_text = render_handlers(in.library_file(), wrappers);
@@ -115,6 +117,15 @@ std::string input_name(const fs::path& input) {
     return fs::absolute(input).lexically_normal().string();
 }
 
+std::string nvcc_source_path(const BuildInputs& in, size_t unit, const fs::path& wrapper) {
+    fs::path path = fs::path(input_name(in.files.at(unit).path)).parent_path() / wrapper.filename();
+    std::string name = path.string();
+    if (!in.base.empty() && path_is_under(path, in.base.dir()))
+        name = "./" + path.lexically_relative(in.base.dir()).string();
+    if (fits_nvcc_compiler_option(name)) return name;
+    return "/bekc-source/" + sha256_hex(name).substr(0, 32) + "/" + std::to_string(unit) + ".cu";
+}
+
 void split_nvcc_compiles(BuildGraph& graph, const BuildInputs& in, Runner& runner,
                          const ToolLookup& tools, const CompileTimes* module_ids) {
     if (!in.nvcc || (tools.env && tools.env("BEKC_SPLIT_NVCC") == "0")) return;
@@ -125,7 +136,8 @@ void split_nvcc_compiles(BuildGraph& graph, const BuildInputs& in, Runner& runne
             !in.files[*s.unit].cuda)
             continue;
         Command dry;
-        dry.argv = nvcc_dryrun_argv(s.command, in.flags.cuda_flags);
+        // The flags nvcc sees, its environment's too, decide on a device link.
+        dry.argv = nvcc_dryrun_argv(s.command, nvcc_env_flags(in.env).around(in.flags.cuda_flags));
         if (dry.argv.empty()) continue;
         dry.cwd = s.command.cwd;
         dry.description = "nvcc --dryrun";
@@ -133,14 +145,10 @@ void split_nvcc_compiles(BuildGraph& graph, const BuildInputs& in, Runner& runne
         if (!r.ok()) continue;
         auto pipeline = parse_nvcc_dryrun(r.output);
         if (!pipeline || !resolve_programs(*pipeline, tools)) continue;
-        // The input's own directory, with the wrapper's name.
-        const fs::path& input = in.files[*s.unit].path;
-        fs::path orig = fs::path(input_name(input)).parent_path() /
-                        fs::path(s.command.inputs.front()).filename();
-        std::optional<std::string> id =
-            module_ids ? module_ids->module_id(input_name(input)) : std::nullopt;
-        (void)split_nvcc_compile(graph, *pipeline,
-                                 {i, in.cxx.path, orig.string(), id.value_or("")});
+        const std::string input = input_name(in.files[*s.unit].path);
+        std::string orig = nvcc_source_path(in, *s.unit, s.command.inputs.front());
+        std::optional<std::string> id = module_ids ? module_ids->module_id(input) : std::nullopt;
+        (void)split_nvcc_compile(graph, *pipeline, {i, in.cxx.path, orig, id.value_or("")});
     }
 }
 

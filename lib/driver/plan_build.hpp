@@ -57,6 +57,16 @@ void split_nvcc_compiles(BuildGraph& graph, const BuildInputs& in, Runner& runne
 // normal path.
 std::string input_name(const fs::path& input);
 
+// What nvcc's front ends name input `unit`, compiled from `wrapper`, by
+// (PlanUnit::source_path, and SplitRequest::orig_src_path when the compile
+// is split): the input's own directory with the wrapper's file name,
+// relative to $BEKC_BASE_DIR under it ("./kernels/0_k.bekc.cu"). The
+// module id derived from it is then the same from build to build, and
+// from checkout to checkout, so one key gives one library. A name nvcc's
+// shell could not take as it is (white space, a comma, shell syntax) is
+// replaced by a digest of it.
+std::string nvcc_source_path(const BuildInputs& in, size_t unit, const fs::path& wrapper);
+
 // The graph with the directories that differ between builds and machines as
 // placeholders, without the launcher, and with every step (the runtime
 // steps whether or not the cache has their results).

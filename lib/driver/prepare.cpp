@@ -187,16 +187,17 @@ BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& re
         report.warn(w);
     if (!o.allow_default_stream && !o.quiet)
         report.print(render_all(default_stream_warnings(scanned.files)));
-    take_cudart_option(in.flags, any_cuda, ctx.env);
+    in.env = read_compiler_env(ctx.raw_env, any_cuda, ctx.cwd);
+    const NvccEnvFlags nvcc_env = nvcc_env_flags(in.env);
+    take_cudart_option(in.flags, any_cuda, nvcc_env);
     check_linker_args(in.flags.linker_args, any_cuda);
     if (any_cuda) check_nvcc_shell_args(in.flags);
-    in.flag_files = or_fatal(read_flag_files(in.flags, ctx.cwd));
+    in.flag_files = or_fatal(read_flag_files(in.flags, nvcc_env, ctx.cwd));
     in.flags.xla_include = resolve_xla_include(o, scanned, ctx.env, report);
     in.launcher = or_fatal(find_launcher(o.launcher, ctx.tools));
     ToolFacts facts(in.cache_root, ctx.runner);
     if (in.nvcc) in.nvcc_version = facts.version(*in.nvcc);
     in.cxx_version = facts.version(in.cxx);
-    in.env = read_compiler_env(ctx.raw_env, any_cuda, ctx.cwd);
     if (auto base = ctx.env("BEKC_BASE_DIR"); base && !base->empty())
         in.base = BaseDir(ctx.cwd / *base);
     if (in.nvcc) {

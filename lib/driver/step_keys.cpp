@@ -6,6 +6,7 @@
 #include "plan/nvcc_phases.hpp"
 #include "store/hash.hpp"
 #include "store/key.hpp"
+#include "toolchain/flag_files.hpp"
 #include "toolchain/tools.hpp"
 #include "util/text.hpp"
 
@@ -138,6 +139,12 @@ std::optional<StepReuse::Keyed> StepReuse::compute_key(const Step& s) const {
         k.add("input", input == module_id_file ? "$MODULE_ID" : normal(input))
             .add("input.sha256", sha256_hex(normal_file(std::move(*text))));
     }
+    // The files its flags make it read: the argument names them, the bytes count.
+    auto flag_files = read_command_flag_files(
+        s.command.argv, s.command.cwd.empty() ? cwd_ : fs::path(s.command.cwd));
+    if (!flag_files) return std::nullopt;
+    for (const auto& f : *flag_files)
+        k.add("flag_file", normal(f.path.string())).add("flag_file.sha256", f.sha256);
     return Keyed{k.digest(), names_macros};
 }
 

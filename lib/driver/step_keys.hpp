@@ -2,8 +2,9 @@
 // (store/step_cache.hpp), and the key of each. The key derives from the step
 // itself, as the graph holds it: its phase, the identity of the program and
 // of the toolkit, its arguments and the variables it gets, and the bytes of
-// every file it reads. The build directory, a new one for each build, is a
-// placeholder in all of them.
+// every file it reads, those its flags name included (a response file, a
+// -specs= file: toolchain/flag_files.hpp). The build directory, a new one
+// for each build, is a placeholder in all of them.
 //
 // Kept: cicc and ptxas (one architecture's device code) and the host
 // compile of a split nvcc compile (plan/nvcc_phases.hpp). The host compile
@@ -35,11 +36,14 @@ namespace bekc {
 class StepReuse {
   public:
     // `replace` (--force): what the steps compile takes the place of the
-    // results the cache holds under their keys.
-    StepReuse(Cache& cache, const BuildInputs& in, fs::path build_dir, Runner& runner, bool replace)
+    // results the cache holds under their keys. `cwd`: where a step without
+    // a directory of its own runs.
+    StepReuse(Cache& cache, const BuildInputs& in, fs::path build_dir, fs::path cwd, Runner& runner,
+              bool replace)
         : cache_(cache),
           in_(in),
           build_dir_(std::move(build_dir)),
+          cwd_(std::move(cwd)),
           runner_(runner),
           replace_(replace) {}
 
@@ -72,6 +76,7 @@ class StepReuse {
     Cache& cache_;
     const BuildInputs& in_;
     fs::path build_dir_;
+    fs::path cwd_;
     Runner& runner_;
     bool replace_;
     std::map<const Step*, std::optional<Keyed>> keys_;

@@ -79,6 +79,9 @@ CompileStep compile_step(const PlanRequest& r, const PlanUnit& u) {
     if (u.cuda) {
         for (const auto& d : r.toolkit_includes) a.push_back("-I" + d.string());
         for (const auto& d : r.toolkit_system_includes) append(a, {"-isystem", d.string()});
+        // nvcc gives its own --orig_src_path_name first: this one wins.
+        if (!u.source_path.empty())
+            append(a, {"-Xcudafe", "--orig_src_path_name=" + u.source_path});
     }
     append(a, u.cuda ? r.flags.cuda_flags : r.flags.cxx_flags);
     append(a, {"-MD", "-MF", s.depfile.string(), "-c", u.wrapper.string(), "-o", out.string()});

@@ -27,6 +27,12 @@ struct PlanUnit {
     fs::path wrapper;  // generated translation unit (.cu or .cpp) in the staging dir
     bool cuda = false;
     std::string display;  // the user's source as named on the command line, for progress
+    // What nvcc's front ends (cudafe++, cicc) name a CUDA unit by instead of
+    // the wrapper's path (-Xcudafe --orig_src_path_name=): they derive the
+    // module id from it, which names the unit's internal device symbols
+    // (an anonymous namespace's kernels), and the wrapper's directory is new
+    // for each build. A plain path nvcc's shell takes as it is; empty: none.
+    std::string source_path;
 };
 
 struct PlanRequest {

@@ -50,9 +50,9 @@ std::string fatbin_symbol(size_t unit) {
 }
 
 std::vector<std::string> nvcc_dryrun_argv(const Command& compile,
-                                          const std::vector<std::string>& cuda_flags) {
+                                          const std::vector<std::string>& nvcc_flags) {
     const auto& a = compile.argv;
-    if (a.empty() || fs::path(a[0]).filename() != "nvcc" || flags_ask_device_link(cuda_flags))
+    if (a.empty() || fs::path(a[0]).filename() != "nvcc" || flags_ask_device_link(nvcc_flags))
         return {};
     std::vector<std::string> out = {a[0], "--dryrun"};
     for (size_t i = 1; i < a.size(); ++i) {
@@ -226,6 +226,10 @@ std::expected<NvccPhase, std::string> classify(std::vector<std::string> argv) {
     } else {
         return std::unexpected("the command " + tool);
     }
+    // Relocatable device code, asked for by whatever nvcc read (its
+    // environment, nvcc.profile): the registration nvcc's own fatbin.c does
+    // for it is not the one bekc writes.
+    if (has(argv, "--device-c")) return std::unexpected(tool + " --device-c");
     for (const auto& f : p.inputs)
         if (f.empty()) return std::unexpected(tool + " without the file it reads");
     for (const auto& f : p.outputs)

@@ -64,13 +64,16 @@ struct NvccPipeline {
 // architectures side by side itself). Empty when the compile cannot be
 // split: a launcher in front, or flags that ask for relocatable device code,
 // a device link or anything the split does not know (plan/compile_plan.hpp,
-// flags_ask_device_link).
+// flags_ask_device_link). `nvcc_flags`: every flag nvcc sees, those it
+// reads from the environment included (toolchain/compiler_env.hpp,
+// NvccEnvFlags).
 std::vector<std::string> nvcc_dryrun_argv(const Command& compile,
-                                          const std::vector<std::string>& cuda_flags);
+                                          const std::vector<std::string>& nvcc_flags);
 
 // Reads what `nvcc --dryrun` printed. An error names the first line bekc
-// does not know how to run exactly as nvcc would: the compile then stays
-// one nvcc process.
+// does not know how to run exactly as nvcc would, or relocatable device
+// code (a tool given --device-c, whatever asked for it: only nvcc's device
+// link completes it): the compile then stays one nvcc process.
 std::expected<NvccPipeline, std::string> parse_nvcc_dryrun(std::string_view text);
 
 // nvcc names cudafe++'s output and the stub it includes after the last

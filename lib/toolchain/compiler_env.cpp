@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "util/text.hpp"
+
 namespace bekc {
 
 RawEnvLookup process_environment() {
@@ -51,6 +53,22 @@ CompilerEnv read_compiler_env(const RawEnvLookup& env, bool uses_nvcc, const fs:
         out.values.emplace_back(std::string(var.name), std::move(*value));
     }
     if (auto tmpdir = env("TMPDIR"); tmpdir && !tmpdir->empty()) out.tmpdir = *tmpdir;
+    return out;
+}
+
+std::vector<std::string> NvccEnvFlags::around(const std::vector<std::string>& flags) const {
+    std::vector<std::string> out = prepend;
+    out.insert(out.end(), flags.begin(), flags.end());
+    out.insert(out.end(), append.begin(), append.end());
+    return out;
+}
+
+NvccEnvFlags nvcc_env_flags(const CompilerEnv& env) {
+    NvccEnvFlags out;
+    for (const auto& [name, value] : env.values) {
+        if (name == "NVCC_PREPEND_FLAGS") out.prepend = split_words(value);
+        if (name == "NVCC_APPEND_FLAGS") out.append = split_words(value);
+    }
     return out;
 }
 

@@ -156,6 +156,20 @@ struct CompilerEnv {
 // `cwd` resolves relative and empty elements of the path variables.
 CompilerEnv read_compiler_env(const RawEnvLookup& env, bool uses_nvcc, const fs::path& cwd);
 
+// The options nvcc reads from the environment, as words (nvcc splits the
+// variables at white space): with `CompileFlags::cuda_flags`, every option a
+// CUDA compile and nvcc's link see. Whatever decides from nvcc's options
+// (relocatable device code and the device link, the CUDA runtime, the files
+// options name) reads these too. Empty in a build that runs no nvcc:
+// read_compiler_env keeps the variables only then.
+struct NvccEnvFlags {
+    std::vector<std::string> prepend;  // $NVCC_PREPEND_FLAGS: before the command line
+    std::vector<std::string> append;   // $NVCC_APPEND_FLAGS: after it
+    // `flags` between the two, in the order nvcc reads them.
+    std::vector<std::string> around(const std::vector<std::string>& flags) const;
+};
+NvccEnvFlags nvcc_env_flags(const CompilerEnv& env);
+
 // The variables of `env` the host compiler reads, "NAME=value\n" each: what
 // can change the handler support object bekc_rt.o (store/runtime_headers.hpp).
 std::string host_compiler_env(const CompilerEnv& env);

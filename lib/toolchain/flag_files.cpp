@@ -62,9 +62,12 @@ class Collector {
     }
 
     // A flag whose value is the next word (`-optf FILE`, `-Xcompiler @FILE`).
-    void words(const std::vector<std::string>& list, const std::string& what, int depth) {
+    // Each word is shown as `what`, or as itself after `origin` (where the
+    // list came from: "$NVCC_APPEND_FLAGS' ").
+    void words(const std::vector<std::string>& list, const std::string& what, int depth,
+               const std::string& origin = "") {
         for (size_t i = 0; i < list.size(); ++i) {
-            std::string shown = what.empty() ? list[i] : what;
+            std::string shown = what.empty() ? origin + list[i] : what;
             bool optf = std::find(kNvccOptionFiles.begin(), kNvccOptionFiles.end(), list[i]) !=
                         kNvccOptionFiles.end();
             bool passes_next = list[i] == "-Xcompiler" || list[i] == "--compiler-options" ||
@@ -156,13 +159,23 @@ std::vector<std::string> response_file_words(std::string_view text) {
 }
 
 std::expected<std::vector<FlagFile>, Error> read_flag_files(const CompileFlags& flags,
+                                                            const NvccEnvFlags& nvcc_env,
                                                             const fs::path& cwd) {
     Collector c(cwd);
     c.words(flags.cxx_flags, "", 0);
     c.words(flags.cuda_flags, "", 0);
+    c.words(nvcc_env.prepend, "", 0, "$NVCC_PREPEND_FLAGS' ");
+    c.words(nvcc_env.append, "", 0, "$NVCC_APPEND_FLAGS' ");
     c.words(flags.ldflags, "", 0);
     // Each reaches the linker as one argument; GNU ld expands @FILE itself.
     for (const auto& a : flags.linker_args) c.word(a, "--linker-arg=" + a, 0);
+    return c.take();
+}
+
+std::expected<std::vector<FlagFile>, Error> read_command_flag_files(
+    const std::vector<std::string>& argv, const fs::path& cwd) {
+    Collector c(cwd);
+    if (!argv.empty()) c.words({argv.begin() + 1, argv.end()}, "", 0);
     return c.take();
 }
 

@@ -2,8 +2,10 @@
 // reports as a dependency: response files (`@FILE`, recursively, as GCC and
 // GNU ld expand them), nvcc's `--options-file`/`-optf`, and the files of
 // `-specs=`, `-fprofile-use=`, `-fplugin=` and their kin. Their bytes are read
-// before the build and keyed (driver/keys.cpp); after the build each is read
-// again, and one that changed makes the build uncached (driver/build.cpp).
+// before the build and keyed (driver/keys.cpp), and each step's key holds
+// those of the files its own command names (driver/step_keys.cpp); after the
+// build each is read again, and one that changed makes the build uncached
+// (driver/build.cpp).
 #pragma once
 
 #include <cstdint>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "plan/flags.hpp"
+#include "toolchain/compiler_env.hpp"
 #include "util/error.hpp"
 #include "util/fs.hpp"
 
@@ -23,11 +26,21 @@ struct FlagFile {
     std::string sha256;
 };
 
-// The files the flags name, each once, in the order met. Relative paths
-// count from `cwd`, as the compilers see them. A usage error for a named
-// file that is not a regular file bekc can read, saying which flag.
+// The files the flags name, each once, in the order met: bekc's flags and
+// the options nvcc reads from the environment. Relative paths count from
+// `cwd`, as the compilers see them. A usage error for a named file that is
+// not a regular file bekc can read, saying which flag.
 std::expected<std::vector<FlagFile>, Error> read_flag_files(const CompileFlags& flags,
+                                                            const NvccEnvFlags& nvcc_env,
                                                             const fs::path& cwd);
+
+// The files one command line (`argv`, its program first) makes the program
+// read, found as read_flag_files finds them: what a step of the build reads
+// besides the files it names (driver/step_keys.hpp). A step's command
+// passes on what bekc's flags said (nvcc hands -Xcompiler's values to the
+// host compiler), so its files are among those read_flag_files keyed.
+std::expected<std::vector<FlagFile>, Error> read_command_flag_files(
+    const std::vector<std::string>& argv, const fs::path& cwd);
 
 // The first of `files` whose bytes are not the keyed ones any more, or which
 // was written since `start_ns` (it may have been read in between).

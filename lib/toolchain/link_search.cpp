@@ -11,7 +11,6 @@
 #include "plan/compile_plan.hpp"
 #include "toolchain/nvcc_search.hpp"
 #include "util/env.hpp"
-#include "util/text.hpp"
 
 namespace bekc {
 
@@ -137,23 +136,20 @@ std::vector<fs::path> nvcc_library_dirs(const Tool& nvcc) {
 // nvcc options from the environment that ask for the device link or name
 // link inputs: any word but an option that only tunes a compile.
 bool env_asks_device_link(const CompilerEnv& env) {
-    for (const auto& [name, value] : env.values) {
-        if (name == "LIBRARIES" || name == "NVLINK_FLAGS") {
-            if (value.find_first_not_of(" \t\n") != std::string::npos) return true;
-            continue;
-        }
-        if (name != "NVCC_PREPEND_FLAGS" && name != "NVCC_APPEND_FLAGS") continue;
-        std::vector<std::string> words = split_words(value);
-        if (flags_ask_device_link(words)) return true;
-        // nvcc's own options that begin like a -l library.
-        auto nvcc_option = [](std::string_view w) {
-            return w == "-lineinfo" || w == "-lib" || w.starts_with("-ldir");
-        };
-        for (const auto& w : words)
-            if (w[0] != '-' || (w.starts_with("-l") && !nvcc_option(w)) || w.starts_with("-Wl") ||
-                w.starts_with("-Xlinker") || w.starts_with("-static") || w.starts_with("@"))
-                return true;
-    }
+    for (const auto& [name, value] : env.values)
+        if ((name == "LIBRARIES" || name == "NVLINK_FLAGS") &&
+            value.find_first_not_of(" \t\n") != std::string::npos)
+            return true;
+    const std::vector<std::string> words = nvcc_env_flags(env).around({});
+    if (flags_ask_device_link(words)) return true;
+    // nvcc's own options that begin like a -l library.
+    auto nvcc_option = [](std::string_view w) {
+        return w == "-lineinfo" || w == "-lib" || w.starts_with("-ldir");
+    };
+    for (const auto& w : words)
+        if (w[0] != '-' || (w.starts_with("-l") && !nvcc_option(w)) || w.starts_with("-Wl") ||
+            w.starts_with("-Xlinker") || w.starts_with("-static") || w.starts_with("@"))
+            return true;
     return false;
 }
 

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from support.kernels import SCALE_ANONYMOUS_CU
+
 FAST = "-O0"  # optimisation is not the point here; -O0 compiles 3x faster
 
 
@@ -465,6 +467,28 @@ def test_forcing_a_cuda_rebuild_gives_the_same_library(bekc, kernels, nvcc):
     first = bekc.build(*args)
     before = first.library.read_bytes()
     again = bekc.build(*args, "--force")
+    assert again.key == first.key
+    assert "differs" not in again.stderr, again.stderr
+    assert again.library.read_bytes() == before
+
+
+@pytest.mark.parametrize("flags", [[], ["--cuda-flag=-rdc=true"]], ids=["whole-program", "rdc"])
+def test_forcing_a_cuda_rebuild_in_one_nvcc_process_gives_the_same_library(bekc, nvcc, flags):
+    """A compile that stays one nvcc process ($BEKC_SPLIT_NVCC=0, -rdc, a
+    launcher) rebuilds the very same library under --force too: nvcc names
+    a source's internal device symbols (an anonymous namespace's kernel and
+    variable) after a module id it derives from the source's path, and bekc
+    gives it a path that stays the same from build to build, not the
+    private build directory's."""
+    (bekc.workdir / "scale.h").write_text("#define SCALE 2.0f\n")
+    src = bekc.workdir / "scale.cu"
+    src.write_text(SCALE_ANONYMOUS_CU)
+    env = {k: v for k, v in os.environ.items() if k != "BEKC_CACHE_DIR"}
+    env["BEKC_SPLIT_NVCC"] = "0"
+    args = [src, "--arch", "80", FAST, *flags]
+    first = bekc.build(*args, env=env)
+    before = first.library.read_bytes()
+    again = bekc.build(*args, "--force", env=env)
     assert again.key == first.key
     assert "differs" not in again.stderr, again.stderr
     assert again.library.read_bytes() == before

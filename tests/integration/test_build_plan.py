@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from support.kernels import RDC_CALLEE, RDC_CALLER
+
 
 def plan_lines(proc):
     """Every step of the dry run: (kind, argv), kind "#..." for what bekc
@@ -418,29 +420,6 @@ def test_dry_run_shows_the_waves_and_nvccs_threads(bekc, cu_src, cpp_src, nvcc):
 
 
 # --------------------------------------------------------------------------- device link
-RDC_CALLER = """\
-#include "brainevent/common.h"
-extern __device__ float shift(float x);  // defined in another input
-__global__ void shifted_kernel(const float* in, float* out, int64_t n) {
-    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-    if (i < n) out[i] = shift(in[i]);
-}
-// @BE shifted
-void shifted(const BE::Tensor x, BE::Tensor out, int64_t stream) {
-    int64_t n = x.numel();
-    shifted_kernel<<<(unsigned)((n + 255) / 256), 256, 0, (cudaStream_t)stream>>>(
-        static_cast<const float*>(x.data_ptr()), static_cast<float*>(out.data_ptr()), n);
-}
-"""
-
-RDC_CALLEE = """\
-#include "brainevent/common.h"
-__device__ float shift(float x) { return x + 2.0f; }
-// @BE shift_scalar
-void shift_scalar(const BE::Tensor x, BE::Tensor out) {}
-"""
-
-
 def nvcc_major(nvcc):
     out = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
     release = out.split("release ")[-1].split(",")[0]

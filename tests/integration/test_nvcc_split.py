@@ -9,6 +9,8 @@ kernels and compares cuobjdump's SASS and PTX.
 
 from __future__ import annotations
 
+import ctypes
+import json
 import os
 import re
 import shutil
@@ -21,6 +23,7 @@ pytestmark = pytest.mark.skipif(shutil.which("objcopy") is None, reason="binutil
 
 from support.kernels import SCALE_ANONYMOUS_CU as KERNEL
 from support.kernels import SCALE_PLAIN_CU as PLAIN
+from support.kernels import RDC_CALLEE, RDC_CALLER
 
 
 @pytest.fixture
@@ -210,3 +213,53 @@ def test_a_step_compiled_with_another_compiler_environment_is_not_reused(bekc, s
     same = bekc.run("build", "-v", "--force", "--cache-dir", bekc.cache_dir, source, "--arch",
                     "80,90", env=env(SOURCE_DATE_EPOCH="1800000000"))
     assert same.returncode == 0 and reused(same.stderr) == [], "--force reuses nothing"
+
+
+def undefined_symbols(library: Path) -> str:
+    return subprocess.run(["nm", "-D", "--undefined-only", str(library)], capture_output=True,
+                          text=True, check=True).stdout
+
+
+@pytest.mark.parametrize("given", ["--cuda-flag", "NVCC_APPEND_FLAGS"])
+def test_a_file_a_flag_makes_the_host_compiler_read_is_in_its_step_key(bekc, source, nvcc, given):
+    """The bytes of a file that a flag makes a phase read (a response file
+    handed to the host compiler, -specs=, -fprofile-use=, ...), given to bekc
+    or to nvcc through its environment, are in the build's key and in that
+    phase's step key: when they change, the host compile runs again, and the
+    library is the one a build in an empty cache makes."""
+    rsp = bekc.workdir / "flags.rsp"
+    rsp.write_text("\n")
+    flag = "-Xcompiler=@flags.rsp"
+    args = (source, "--arch", "80") + ((f"--cuda-flag={flag}",) if given == "--cuda-flag" else ())
+    e = env() if given == "--cuda-flag" else env(NVCC_APPEND_FLAGS=flag)
+    first = bekc.build(*args, env=e)
+    assert "__cyg_profile_func_enter" not in undefined_symbols(first.library)
+    rsp.write_text("-finstrument-functions\n")
+    changed = bekc.run("build", "-v", "--json", "--cache-dir", bekc.cache_dir, *args, env=e)
+    assert changed.returncode == 0, changed.stderr
+    assert "nvcc" not in reused(changed.stderr), changed.stderr
+    library = Path(json.loads(changed.stdout.splitlines()[-1])["library"])
+    assert "__cyg_profile_func_enter" in undefined_symbols(library)
+
+
+@pytest.mark.parametrize("variable", ["NVCC_APPEND_FLAGS", "NVCC_PREPEND_FLAGS"])
+def test_relocatable_device_code_asked_by_the_environment_is_not_split(bekc, source, nvcc,
+                                                                       variable):
+    """nvcc reads more of its flags from $NVCC_PREPEND_FLAGS and
+    $NVCC_APPEND_FLAGS. Relocatable device code asked for there keeps each
+    compile one nvcc process, as --cuda-flag=-rdc=true does: the device link
+    resolves a __device__ function that another input defines, and the key
+    differs from the build without it."""
+    caller = bekc.workdir / "caller.cu"
+    caller.write_text(RDC_CALLER)
+    callee = bekc.workdir / "callee.cu"
+    callee.write_text(RDC_CALLEE)
+    rdc = env(**{variable: "-rdc=true"})
+    args = (caller, callee, "--name", "rdc", "--arch", "80")
+    planned = bekc.run("build", "--dry-run", "--cache-dir", bekc.cache_dir, *args, env=rdc)
+    assert planned.returncode == 0, planned.stderr
+    assert "/cicc " not in planned.stdout and "-nodlink" not in planned.stdout, planned.stdout
+    built = bekc.build(*args, env=rdc)
+    ctypes.CDLL(str(built.library), mode=os.RTLD_LOCAL)  # nothing left unresolved
+    assert bekc.build(source, "--arch", "80", env=rdc).key != \
+        bekc.build(source, "--arch", "80", env=env()).key

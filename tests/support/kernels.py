@@ -122,3 +122,27 @@ SCALE_PLAIN_CU = (SCALE_ANONYMOUS_CU.replace("namespace {\n", "")
                   .replace("}  // namespace\n", "")
                   .replace("__device__ float bias", "__device__ float scale_bias")
                   .replace("+ bias;", "+ scale_bias;"))
+
+# Relocatable device code: a __device__ function called from one input and
+# defined in the other, which only the device link resolves.
+RDC_CALLER = """\
+#include "brainevent/common.h"
+extern __device__ float shift(float x);  // defined in another input
+__global__ void shifted_kernel(const float* in, float* out, int64_t n) {
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i < n) out[i] = shift(in[i]);
+}
+// @BE shifted
+void shifted(const BE::Tensor x, BE::Tensor out, int64_t stream) {
+    int64_t n = x.numel();
+    shifted_kernel<<<(unsigned)((n + 255) / 256), 256, 0, (cudaStream_t)stream>>>(
+        static_cast<const float*>(x.data_ptr()), static_cast<float*>(out.data_ptr()), n);
+}
+"""
+
+RDC_CALLEE = """\
+#include "brainevent/common.h"
+__device__ float shift(float x) { return x + 2.0f; }
+// @BE shift_scalar
+void shift_scalar(const BE::Tensor x, BE::Tensor out) {}
+"""

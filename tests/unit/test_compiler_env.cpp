@@ -71,6 +71,18 @@ TEST_CASE("compiler env: nvcc's variables only for builds that run nvcc", "[env]
           std::vector<std::string>{"CPATH", "NVCC_APPEND_FLAGS", "INCLUDES"});
 }
 
+TEST_CASE("compiler env: nvcc's options from the environment go around its command line", "[env]") {
+    auto env = read_compiler_env(
+        fake_env({{"NVCC_APPEND_FLAGS", " -rdc=true\t-lineinfo "}, {"NVCC_PREPEND_FLAGS", "-G"}}),
+        true, "/w");
+    CHECK(nvcc_env_flags(env).around({"-O3"}) ==
+          std::vector<std::string>{"-G", "-O3", "-rdc=true", "-lineinfo"});
+    // A build that runs no nvcc reads none.
+    CHECK(nvcc_env_flags(read_compiler_env(fake_env({{"NVCC_APPEND_FLAGS", "-G"}}), false, "/w"))
+              .around({})
+              .empty());
+}
+
 TEST_CASE("compiler env: the path variables become search directories", "[env]") {
     auto env = read_compiler_env(fake_env({{"CPATH", "/c1:c2"},
                                            {"CPLUS_INCLUDE_PATH", "/s"},

@@ -12,16 +12,18 @@ using namespace bekc;
 
 namespace {
 
-EnvLookup cudart_env(std::map<std::string, std::string> vars) {
-    return [vars](std::string_view name) -> std::optional<std::string> {
+// nvcc's options from an environment of these variables.
+NvccEnvFlags cudart_env(std::map<std::string, std::string> vars) {
+    RawEnvLookup lookup = [vars](std::string_view name) -> std::optional<std::string> {
         auto it = vars.find(std::string(name));
         if (it == vars.end()) return std::nullopt;
         return it->second;
     };
+    return nvcc_env_flags(read_compiler_env(lookup, true, "/"));
 }
 
 // The usage error take_cudart_option ends with; fails the test when none.
-std::string cudart_refusal(CompileFlags f, bool cuda = true, EnvLookup env = cudart_env({})) {
+std::string cudart_refusal(CompileFlags f, bool cuda = true, NvccEnvFlags env = cudart_env({})) {
     try {
         take_cudart_option(f, cuda, env);
     } catch (const FatalError& e) {
@@ -54,8 +56,10 @@ TEST_CASE("cudart: --cudart, or nvcc's option in the nvcc or link flags, which l
     CHECK(none.cudart.empty());  // the default, decided by resolve_cudart
 }
 
-TEST_CASE("cudart: $NVCC_APPEND_FLAGS, which nvcc reads after bekc's arguments, chooses too",
-          "[cudart]") {
+TEST_CASE(
+    "cudart: $NVCC_PREPEND_FLAGS and $NVCC_APPEND_FLAGS, which nvcc reads around "
+    "bekc's arguments, choose too",
+    "[cudart]") {
     CompileFlags f;
     take_cudart_option(f, true,
                        cudart_env({{"NVCC_APPEND_FLAGS", " -lineinfo  -cudart\tstatic "}}));
@@ -64,6 +68,12 @@ TEST_CASE("cudart: $NVCC_APPEND_FLAGS, which nvcc reads after bekc's arguments, 
     CHECK(cudart_refusal(f, true, cudart_env({{"NVCC_APPEND_FLAGS", "--cudart=static"}})) ==
           "--cudart=shared and $NVCC_APPEND_FLAGS' --cudart=static choose different CUDA "
           "runtimes; give one");
+    CHECK(cudart_refusal(f, true, cudart_env({{"NVCC_PREPEND_FLAGS", "-cudart static"}})) ==
+          "--cudart=shared and $NVCC_PREPEND_FLAGS' -cudart static choose different CUDA "
+          "runtimes; give one");
+    CompileFlags g;
+    take_cudart_option(g, true, cudart_env({{"NVCC_PREPEND_FLAGS", "-cudart=static"}}));
+    CHECK(g.cudart == "static");
 }
 
 TEST_CASE("cudart: a missing, unknown or contradicting value names where it came from",

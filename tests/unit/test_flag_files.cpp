@@ -40,7 +40,7 @@ TEST_CASE("files named by flags are keyed, response files recursively", "[flag_f
     f.cxx_flags = {"@outer.rsp", "-O2"};
     f.cuda_flags = {"-Xcompiler=-fplugin=" + (t / "plugin.so").string(), "-optf", "opts.txt"};
     f.ldflags = {"-Wl,@ld.rsp"};
-    auto files = read_flag_files(f, t.path()).value();
+    auto files = read_flag_files(f, {}, t.path()).value();
     CHECK(paths_of(files, t) == std::vector<std::string>{"outer.rsp", "inner.rsp", "my specs",
                                                          "plugin.so", "opts.txt", "ld.rsp"});
     CHECK(files[1].sha256 == sha256_hex("-DY=2\n"));
@@ -51,7 +51,7 @@ TEST_CASE("a response file that names itself is refused", "[flag_files]") {
     write_file(t / "loop.rsp", "@loop.rsp");
     CompileFlags f;
     f.cxx_flags = {"@loop.rsp"};
-    std::string msg = bekc::test::fatal_message([&] { return read_flag_files(f, t.path()); });
+    std::string msg = bekc::test::fatal_message([&] { return read_flag_files(f, {}, t.path()); });
     CHECK(msg.find("nest more than 16 deep") != std::string::npos);
 }
 
@@ -60,14 +60,14 @@ TEST_CASE("a flag naming no regular file is refused, naming the flag", "[flag_fi
     std::filesystem::create_directories(t / "profiles");
     CompileFlags f;
     f.cxx_flags = {"-fprofile-use=profiles"};
-    CHECK(bekc::test::fatal_message([&] { return read_flag_files(f, t.path()); }) ==
+    CHECK(bekc::test::fatal_message([&] { return read_flag_files(f, {}, t.path()); }) ==
           "bekc: error: '-fprofile-use=profiles' makes the compiler read a file bekc must key: "
           "cannot read " +
               (t / "profiles").string() +
               ": it is a directory; name a regular file, or pass its flags directly");
     f.cxx_flags = {"@missing.rsp"};
     CHECK(bekc::test::fatal_message([&] {
-              return read_flag_files(f, t.path());
+              return read_flag_files(f, {}, t.path());
           }).find("missing.rsp") != std::string::npos);
 }
 
@@ -76,8 +76,40 @@ TEST_CASE("a flag file changed after it was keyed is noticed", "[flag_files]") {
     write_file(t / "a.rsp", "-DA=1");
     CompileFlags f;
     f.cxx_flags = {"@a.rsp"};
-    auto files = read_flag_files(f, t.path()).value();
+    auto files = read_flag_files(f, {}, t.path()).value();
     CHECK_FALSE(flag_file_changed(files, std::numeric_limits<int64_t>::max()));
     write_file(t / "a.rsp", "-DA=2");
     CHECK(flag_file_changed(files, std::numeric_limits<int64_t>::max()) == (t / "a.rsp").string());
+}
+
+TEST_CASE("files named in nvcc's options from the environment are keyed, naming the variable",
+          "[flag_files]") {
+    TempDir t;
+    write_file(t / "env.rsp", "-DE=1");
+    NvccEnvFlags nvcc_env;
+    nvcc_env.append = {"-Xcompiler=@env.rsp"};
+    auto files = read_flag_files(CompileFlags{}, nvcc_env, t.path()).value();
+    CHECK(paths_of(files, t) == std::vector<std::string>{"env.rsp"});
+    nvcc_env.append.clear();
+    nvcc_env.prepend = {"-optf", "missing.txt"};
+    CHECK(bekc::test::fatal_message([&] {
+              return read_flag_files(CompileFlags{}, nvcc_env, t.path());
+          }).find("'$NVCC_PREPEND_FLAGS' -optf missing.txt'") != std::string::npos);
+}
+
+TEST_CASE("the files one command line makes its program read", "[flag_files]") {
+    TempDir t;
+    write_file(t / "host.rsp", "-finstrument-functions @more.rsp");
+    write_file(t / "more.rsp", "-DM=1");
+    write_file(t / "my.specs", "*cpp:\n");
+    // A host compile as nvcc runs it with -Xcompiler=@host.rsp,-specs=my.specs.
+    auto files = read_command_flag_files({"/usr/bin/g++", "-c", "-x", "c++", "@host.rsp",
+                                          "-specs=my.specs", "x.cudafe1.cpp", "-o", "x.o"},
+                                         t.path())
+                     .value();
+    CHECK(paths_of(files, t) == std::vector<std::string>{"host.rsp", "more.rsp", "my.specs"});
+    CHECK(files[0].sha256 == sha256_hex("-finstrument-functions @more.rsp"));
+    // The program itself is no flag.
+    CHECK(read_command_flag_files({"@host.rsp"}, t.path()).value().empty());
+    CHECK_FALSE(read_command_flag_files({"/usr/bin/g++", "@missing.rsp"}, t.path()));
 }

@@ -5,6 +5,7 @@
 // options added later too, as long as they reach a command.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <functional>
 
 #include "../helpers/driver_fixture.hpp"
@@ -154,4 +155,47 @@ TEST_CASE("key: with $BEKC_BASE_DIR, checkouts at two places have one key", "[ke
     // The bytes still count.
     test::write_file(b.tmp / "src/b.cpp", read_file(b.tmp / "src/b.cpp").value() + "// x\n");
     CHECK(a.key() != b.key());
+}
+
+namespace {
+
+// What nvcc's front ends are told to name the first input by, in `g`.
+std::string nvcc_source_of(const BuildGraph& g) {
+    for (const auto& s : g.steps) {
+        if (s.kind != StepKind::Compile || s.unit != 0u) continue;
+        const auto& a = s.command.argv;
+        auto at = std::find(a.begin(), a.end(), std::string("-Xcudafe"));
+        if (at != a.end() && at + 1 != a.end()) return *(at + 1);
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("key: nvcc names a CUDA input by its own directory, never the build directory's",
+          "[key][property]") {
+    // cudafe++ derives the module id, which names the input's internal
+    // device symbols, from that name.
+    DriverFixture f;
+    auto graph = [&f] {
+        BuildContext c = f.context();
+        return key_graph(prepare_build(f.o, c));
+    };
+    const std::string own = "--orig_src_path_name=" + (f.tmp / "src/0_a.bekc.cu").string();
+    CHECK(nvcc_source_of(graph()) == own);
+    BuildContext c = f.context();
+    BuildInputs in = prepare_build(f.o, c);
+    GraphPaths elsewhere;
+    elsewhere.build_dir = f.tmp / "build.1234";
+    CHECK(nvcc_source_of(plan_graph(in, elsewhere)) == own);
+    // Relative to the base, as checkouts share it.
+    f.env["BEKC_BASE_DIR"] = f.tmp.path().string();
+    CHECK(nvcc_source_of(graph()) == "--orig_src_path_name=./src/0_a.bekc.cu");
+    // A directory nvcc's shell could not take as it is: a digest of it.
+    f.env.erase("BEKC_BASE_DIR");
+    test::write_file(f.tmp / "my src/a.cu", read_file(f.tmp / "src/a.cu").value());
+    f.o.inputs = {(f.tmp / "my src/a.cu").string()};
+    std::string digest = nvcc_source_of(graph());
+    CHECK(digest.starts_with("--orig_src_path_name=/bekc-source/"));
+    CHECK(digest.ends_with("/0.cu"));
 }

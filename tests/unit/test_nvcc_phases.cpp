@@ -182,6 +182,12 @@ TEST_CASE("nvcc phases: a line bekc would not run as nvcc does is refused with i
           std::string::npos);
     CHECK(refused("#$ ptxas $_HERE_ a.ptx -o x 2>/tmp/e extra").find("after a redirection") !=
           std::string::npos);
+    // Relocatable device code, whatever asked nvcc for it (its environment,
+    // nvcc.profile), is completed by nvcc's device link alone.
+    CHECK(refused("#$ cicc -arch compute_80 --device-c --module_id_file_name m a.ii -o a.ptx")
+              .find("--device-c") != std::string::npos);
+    CHECK(refused("#$ fatbinary --create=f --image3=kind=elf,sm=80,file=x --device-c")
+              .find("--device-c") != std::string::npos);
     auto spaced = parse_nvcc_dryrun("#$ V=\"a b\"\n#$ ptxas $V.ptx -o x\n");
     REQUIRE_FALSE(spaced);
     CHECK(spaced.error().find("one plain word") != std::string::npos);

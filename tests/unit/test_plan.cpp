@@ -275,6 +275,21 @@ TEST_CASE("plan: --cuda-flag goes to nvcc compiles only, --cxx-flag to C++ compi
     CHECK_FALSE(has(plan.link.argv, "-Wall"));
 }
 
+TEST_CASE("plan: nvcc's front ends name a CUDA unit by its source path, before the user's flags",
+          "[plan][flags]") {
+    PlanUnit named = cu("0_a");
+    named.source_path = "/src/0_a.bekc.cu";
+    PlanRequest r = request({named, cu("1_b"), cpp("2_c")});
+    r.flags.cuda_flags = {"-lineinfo"};
+    BuildPlan plan = make_build_plan(r);
+    const Argv& a = plan.compiles[0].command.argv;
+    INFO(joined(a));
+    CHECK(has_sequence(a, {"-Xcudafe", "--orig_src_path_name=/src/0_a.bekc.cu", "-lineinfo"}));
+    // Without one, nvcc's own.
+    CHECK_FALSE(has(plan.compiles[1].command.argv, "-Xcudafe"));
+    CHECK_FALSE(has(plan.compiles[2].command.argv, "-Xcudafe"));
+}
+
 TEST_CASE("plan: --ldflag goes to the link, after the objects", "[plan][flags]") {
     PlanRequest r = request({cu("0_a"), cpp("1_b")});
     r.flags.ldflags = {"-L/opt/lib", "-lcublas"};
