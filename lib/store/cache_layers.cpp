@@ -35,6 +35,13 @@ std::expected<fs::path, Error> default_own_cache(const EnvLookup& env) {
     return fs::absolute(*dir).lexically_normal();
 }
 
+// `dir` as the caches are compared and named: absolute, normal, without a
+// trailing '/'.
+fs::path plain_dir(const fs::path& dir) {
+    fs::path out = dir.lexically_normal();
+    return out.has_relative_path() && !out.has_filename() ? out.parent_path() : out;
+}
+
 }  // namespace
 
 std::string SkippedLayer::message() const {
@@ -59,7 +66,8 @@ std::expected<OwnCache, Error> resolve_own_cache(const std::optional<std::string
     if (!named) return std::unexpected(named.error());
     if (!read_only_here(*named)) return OwnCache{*named, std::nullopt};
     auto fallback = default_own_cache(env);
-    if (!fallback || *fallback == named->lexically_normal()) return OwnCache{*named, std::nullopt};
+    if (!fallback || plain_dir(*fallback) == plain_dir(*named))
+        return OwnCache{*named, std::nullopt};
     return OwnCache{*fallback, *named};
 }
 
@@ -69,7 +77,7 @@ std::vector<fs::path> named_read_only_caches(const std::optional<std::string>& f
     std::vector<fs::path> out;
     if (!list) return out;
     for (const std::string& element : split_path_list(*list)) {
-        fs::path dir = (cwd / element).lexically_normal();  // an absolute element stays
+        fs::path dir = plain_dir(cwd / element);  // an absolute element stays as it is
         if (std::find(out.begin(), out.end(), dir) == out.end()) out.push_back(std::move(dir));
     }
     return out;
@@ -99,9 +107,9 @@ std::expected<CacheLayers, Error> resolve_cache_layers(
     CacheLayers layers{own->root, own->demoted, {}, {}};
     if (own->demoted) layers.read_only.push_back(*own->demoted);
     auto known = [&](const fs::path& dir) {
-        return dir == layers.own.lexically_normal() ||
+        return dir == plain_dir(layers.own) ||
                std::any_of(layers.read_only.begin(), layers.read_only.end(),
-                           [&](const fs::path& layer) { return layer.lexically_normal() == dir; });
+                           [&](const fs::path& layer) { return plain_dir(layer) == dir; });
     };
     for (const fs::path& dir : named_read_only_caches(read_only_flag, env, cwd)) {
         if (known(dir)) continue;

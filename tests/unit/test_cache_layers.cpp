@@ -137,11 +137,11 @@ TEST_CASE("layers: the own cache, then the read-only ones in order; bad ones ski
     test::write_file(tmp / "file", "");
     fs::create_directories(tmp / "plain");
     auto env = env_of({{"BEKC_READ_ONLY_CACHES",
-                        "b:missing::link:" + (tmp / "a").string() + ":file:plain:b:own:"}});
+                        "b:missing::link:" + (tmp / "a").string() + ":file:plain:b/:./own/:"}});
 
-    auto layers = resolve_cache_layers((tmp / "own").string(), std::nullopt, env, tmp.path());
+    auto layers = resolve_cache_layers((tmp / "own/").string(), std::nullopt, env, tmp.path());
     REQUIRE(layers.has_value());
-    CHECK(layers->own == tmp / "own");
+    CHECK(layers->own == tmp / "own/");
     CHECK_FALSE(layers->demoted);
     // Relative elements are taken from the working directory; a cache named
     // twice, or naming the own cache, is looked in once.
