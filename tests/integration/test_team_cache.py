@@ -288,3 +288,14 @@ def test_a_team_cache_read_only_for_the_victim_serves_hits_and_misses_build_into
     proc, again = victim_build(team, mine, *args, env=env)
     assert again["cache_hit"] and again["manifest"] == miss["manifest"], describe(proc)
     assert listing(published) == before, "the victim's builds wrote into the team's cache"
+
+
+def test_a_read_only_cache_the_victim_cannot_read_is_skipped_with_a_warning(
+        team, published, kernels):
+    shared = source(team, kernels, "shared")
+    publish(team, published, shared)
+    os.chmod(published, 0o700)
+    proc, built = victim_build(team, shared, env={"BEKC_READ_ONLY_CACHES": str(published)})
+    assert not built["cache_hit"], describe(proc)
+    assert (f"bekc: warning: read-only cache {published} skipped: it cannot be read: "
+            f"Permission denied\n") in proc.stderr, describe(proc)
