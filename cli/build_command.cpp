@@ -13,6 +13,7 @@
 #include "driver/inputs.hpp"
 #include "driver/package_build.hpp"
 #include "driver/reporter.hpp"
+#include "store/cache_layers.hpp"
 #include "store/layout.hpp"
 #include "util/error.hpp"
 
@@ -24,16 +25,25 @@ using Clock = std::chrono::steady_clock;
 
 // A cache that cannot be used (not writable, another user's, a $HOME
 // without .cache): the error, then which cache it is and the three ways to
-// choose another. Nothing for other errors.
+// choose another; for a bekc cache read-only here, also how to keep it as a
+// read-only cache. Nothing for other errors.
 std::optional<std::string> cache_way_out(const Error& e, const BuildOptions& o,
                                          const EnvLookup& env) {
     if (e.kind != ErrorKind::Cache) return std::nullopt;
-    auto root = resolve_cache_root(o.cache_dir, env);
-    if (!root || root->empty() || e.render().find(root->string()) == std::string::npos)
+    auto own = resolve_own_cache(o.cache_dir, env);
+    if (!own || own->root.empty() || e.render().find(own->root.string()) == std::string::npos)
         return std::nullopt;
-    return "the cache is " + root->string() +
-           "; choose another with --cache-dir DIR, $BEKC_CACHE_DIR=DIR, or "
-           "bekc.set_cache_dir(DIR) from Python";
+    std::string root = own->root.string();
+    std::string note = "the cache is " + root;
+    if (read_only_here(own->root))
+        note += " (read-only here: it serves hits, but a miss needs a cache you can write)";
+    note +=
+        "; choose another with --cache-dir DIR, $BEKC_CACHE_DIR=DIR, or bekc.set_cache_dir(DIR) "
+        "from Python";
+    if (read_only_here(own->root))
+        note += ", and keep this one as a read-only cache: read_only_caches = " + root +
+                " in bekc.conf, or $BEKC_READ_ONLY_CACHES=" + root;
+    return note;
 }
 
 // A build under way: main() hands a failure on the fatal path to

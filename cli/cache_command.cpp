@@ -8,6 +8,7 @@
 #include "commands.hpp"
 #include "driver/fatal.hpp"
 #include "store/cache.hpp"
+#include "store/cache_layers.hpp"
 #include "store/layout.hpp"
 #include "store/size.hpp"
 #include "store/stats.hpp"
@@ -152,11 +153,25 @@ int max_size(Cache& cache, const std::string& value, const Settings& settings) {
     return kExitOk;
 }
 
+// The cache named is read-only here, so builds build into another: say which,
+// since these commands act on the one named.
+void note_demoted(const std::optional<std::string>& cache_dir, const EnvLookup& env) {
+    auto own = resolve_own_cache(cache_dir, env);
+    if (!own || !own->demoted) return;
+    std::fprintf(stderr,
+                 "bekc: note: %s is read-only here: builds take hits from it and build misses "
+                 "into %s (bekc cache --cache-dir %s for that one)\n",
+                 own->demoted->c_str(), own->root.c_str(), own->root.c_str());
+}
+
 }  // namespace
 
 Action add_cache_command(CLI::App& app) {
     auto o = std::make_shared<CacheOptions>();
-    CLI::App* cmd = app.add_subcommand("cache", "Look at and maintain the build cache");
+    CLI::App* cmd = app.add_subcommand(
+        "cache",
+        "Look at and maintain the build cache, the one --cache-dir names; read-only caches "
+        "(read_only_caches) are never touched");
     cmd->require_subcommand(1);
     cmd->add_option("--cache-dir", o->cache_dir,
                     "Cache directory (default: $BEKC_CACHE_DIR, cache_dir in bekc.conf, "
@@ -187,6 +202,7 @@ Action add_cache_command(CLI::App& app) {
             std::printf("%s\n", cache.path().c_str());
             return static_cast<int>(kExitOk);
         }
+        note_demoted(o->cache_dir, settings.lookup());
         if (ls->parsed()) return list(cache);
         if (st->parsed()) return stats(cache, settings, o->zero);
         if (mx->parsed()) return max_size(cache, o->new_max_size, settings);

@@ -28,10 +28,11 @@ constexpr const char* kExitCodes =
     "written, or standard output could not be written; 70 internal error.";
 
 // Options whose empty value means something: `--remote-cache ""` turns off a
-// remote cache set in the environment (docs/cache.md).
+// remote cache set in the environment, `--read-only-caches ""` the
+// read-only caches (docs/cache.md).
 bool empty_value_allowed(const CLI::Option& opt) {
     for (const auto& l : opt.get_lnames())
-        if (l == "remote-cache") return true;
+        if (l == "remote-cache" || l == "read-only-caches") return true;
     return false;
 }
 

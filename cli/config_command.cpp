@@ -7,6 +7,7 @@
 #include "config/setting_options.hpp"
 #include "driver/fatal.hpp"
 #include "store/cache.hpp"
+#include "store/cache_layers.hpp"
 #include "store/size.hpp"
 #include "util/error.hpp"
 
@@ -16,7 +17,7 @@ namespace {
 
 struct ConfigOptions {
     bool show = false;
-    std::optional<std::string> cache_dir, remote_cache, launcher;
+    std::optional<std::string> cache_dir, read_only_caches, remote_cache, launcher;
     bool remote_read_only = false;
 };
 
@@ -24,6 +25,7 @@ struct ConfigOptions {
 std::optional<std::string> from_flag(const SettingInfo& s, const ConfigOptions& o) {
     if (s.key == "cache_dir" && o.cache_dir) return fs::absolute(*o.cache_dir).string();
     if (s.key == "remote_cache") return o.remote_cache;
+    if (s.key == "read_only_caches") return o.read_only_caches;
     if (s.key == "launcher") return o.launcher;
     if (s.key == "remote_read_only" && o.remote_read_only) return "1";
     return std::nullopt;
@@ -40,6 +42,21 @@ SettingValue default_of(const SettingInfo& s, const fs::path& root, const EnvLoo
     }
     if (s.key == "remote_read_only") return {"0", "default"};
     return {"", "default"};
+}
+
+// The caches a build looks in, in order (store/cache_layers.hpp), and those
+// it skips.
+void show_layers(const ConfigOptions& o, const EnvLookup& env) {
+    CacheLayers layers =
+        or_fatal(resolve_cache_layers(o.cache_dir, o.read_only_caches, env, fs::current_path()));
+    std::printf("# caches a build looks in, in order:\n");
+    std::printf("#   %s (your own: misses build into it)\n", layers.own.c_str());
+    for (const auto& dir : layers.read_only)
+        std::printf(
+            "#   %s (read-only%s)\n", dir.c_str(),
+            layers.demoted && dir == *layers.demoted ? ": cache_dir, not writable here" : "");
+    for (const auto& skipped : layers.skipped)
+        std::printf("#   %s (read-only, skipped: %s)\n", skipped.dir.c_str(), skipped.why.c_str());
 }
 
 int show(const ConfigOptions& o) {
@@ -64,6 +81,7 @@ int show(const ConfigOptions& o) {
         std::printf("(%s) %s = %s\n", v.origin.c_str(), std::string(s.key).c_str(),
                     v.value.c_str());
     }
+    show_layers(o, env);
     return kExitOk;
 }
 
@@ -88,7 +106,8 @@ Action add_config_command(CLI::App& app) {
         "Show the settings bekc uses (bekc.conf, the environment, the command line) and where "
         "each comes from");
     cmd->add_flag("--show", o->show, "Print every setting as '(origin) key = value'");
-    add_setting_options(cmd, o->cache_dir, o->remote_cache, o->remote_read_only, o->launcher);
+    add_setting_options(cmd, o->cache_dir, o->read_only_caches, o->remote_cache,
+                        o->remote_read_only, o->launcher);
     return [o] {
         if (!o->show)
             fatal(

@@ -6,6 +6,7 @@
 #include "run/process.hpp"
 #include "run/runner.hpp"
 #include "store/cache.hpp"
+#include "store/cache_layers.hpp"
 #include "store/runtime_headers.hpp"
 #include "store/size.hpp"
 #include "toolchain/gpu_detect.hpp"
@@ -44,25 +45,42 @@ void show_nvcc(const ToolLookup& lookup) {
     if (!wheels.empty()) std::printf("%-14s %s\n", "CUDA wheels", wheels.c_str());
 }
 
-int doctor(const std::optional<std::string>& cache_dir) {
+void show_cache(const char* what, const Cache& cache) {
+    if (auto s = cache.stats())
+        std::printf("%-14s %s (%zu entries, %s)\n", what, cache.path().c_str(), s->entries,
+                    format_size(s->bytes).c_str());
+    else
+        std::printf("%-14s %s (%s)\n", what, cache.path().c_str(), s.error().message.c_str());
+}
+
+// The own cache, then each read-only cache a build looks in after it, or why
+// it is skipped (store/cache_layers.hpp).
+void show_caches(const CacheLayers& layers) {
+    show_cache("cache", Cache(layers.own));
+    for (const auto& dir : layers.read_only)
+        show_cache("read-only", Cache(dir, {}, CacheAccess::ReadOnly));
+    for (const auto& skipped : layers.skipped)
+        std::printf("%-14s %s (skipped: %s)\n", "read-only", skipped.dir.c_str(),
+                    skipped.why.c_str());
+}
+
+int doctor(const std::optional<std::string>& cache_dir,
+           const std::optional<std::string>& read_only_caches) {
     Settings settings = load_settings_or_exit(cache_dir);
     ToolLookup lookup = ToolLookup::system();
     lookup.env = settings.lookup();
     std::printf("bekc           %s\n", kVersion);
     show_nvcc(lookup);
     show_tool("host compiler", find_cxx(std::nullopt, lookup));
-    fs::path root = or_fatal(resolve_cache_root(cache_dir, lookup.env));
+    CacheLayers layers =
+        or_fatal(resolve_cache_layers(cache_dir, read_only_caches, lookup.env, fs::current_path()));
+    const fs::path& root = layers.own;
     ProcessRunner runner;
     GpuDetection gpus = detect_gpus(root, runner, lookup);
     std::printf("%-14s %s (%s)\n", "GPUs",
                 gpus.archs.empty() ? "none" : arch_list_string(gpus.archs).c_str(),
                 gpus.how.c_str());
-    Cache cache(root);
-    if (auto s = cache.stats())
-        std::printf("%-14s %s (%zu entries, %s)\n", "cache", root.c_str(), s->entries,
-                    format_size(s->bytes).c_str());
-    else
-        std::printf("%-14s %s (%s)\n", "cache", root.c_str(), s.error().message.c_str());
+    show_caches(layers);
     std::printf("%-14s %s\n", "runtime hdrs", runtime_include_dir(root).c_str());
     std::optional<fs::path> python = lookup.find("python3");
     std::string jax = "python3 not found on PATH";
@@ -85,10 +103,13 @@ int doctor(const std::optional<std::string>& cache_dir) {
 
 Action add_doctor_command(CLI::App& app) {
     auto dir = std::make_shared<std::optional<std::string>>();
+    auto read_only = std::make_shared<std::optional<std::string>>();
     CLI::App* cmd =
-        app.add_subcommand("doctor", "Show the toolchain, GPUs, cache and Python bekc would use");
+        app.add_subcommand("doctor", "Show the toolchain, GPUs, caches and Python bekc would use");
     cmd->add_option("--cache-dir", *dir, "Cache directory");
-    return [dir] { return doctor(*dir); };
+    cmd->add_option("--read-only-caches", *read_only,
+                    "Read-only caches, DIR[:DIR...] (default: $BEKC_READ_ONLY_CACHES)");
+    return [dir, read_only] { return doctor(*dir, *read_only); };
 }
 
 }  // namespace bekc::cli

@@ -15,11 +15,14 @@ namespace bekc {
 namespace {
 
 // cache_dir and log_file choose where bekc writes; remote_cache where the
-// token goes and whose libraries are loaded; remote_read_only whether the
-// token is used to write there; launcher runs a program on every miss.
-constexpr std::array<SettingInfo, 7> kSettings{{
+// token goes and whose libraries are loaded, and read_only_caches whose
+// libraries are loaded; remote_read_only whether the token is used to write
+// there; launcher runs a program on every miss.
+constexpr std::array<SettingInfo, 8> kSettings{{
     {"cache_dir", "BEKC_CACHE_DIR", "--cache-dir", SettingType::Path, SettingTrust::OwnedFile},
     {"max_size", "BEKC_CACHE_MAX_SIZE", "", SettingType::Size, SettingTrust::AnyFile},
+    {"read_only_caches", "BEKC_READ_ONLY_CACHES", "--read-only-caches", SettingType::PathList,
+     SettingTrust::OwnedFile},
     {"remote_cache", "BEKC_REMOTE_CACHE", "--remote-cache", SettingType::Url,
      SettingTrust::OwnedFile},
     {"remote_read_only", "BEKC_REMOTE_CACHE_READONLY", "--remote-cache-read-only",
@@ -53,10 +56,38 @@ std::string known_keys() {
     return out;
 }
 
+// A path as written in a file: relative to the file's directory; '~' is not
+// expanded, so it is an error.
+std::expected<std::string, Error> convert_path(const SettingInfo& s, std::string_view value,
+                                               const fs::path& dir) {
+    if (value.front() == '~')
+        return fail(
+            ErrorKind::Usage,
+            fmt::format("{}: '~' is not expanded in bekc.conf; write the absolute path", s.key));
+    return (dir / fs::path(value)).lexically_normal().string();
+}
+
+// Each path of a ':'-separated list as convert_path makes it; empty elements
+// (`a::b`, a leading or trailing ':') stand for nothing and are dropped.
+std::expected<std::string, Error> convert_path_list(const SettingInfo& s, std::string_view value,
+                                                    const fs::path& dir) {
+    std::string out;
+    for (const std::string& element : split_path_list(value)) {
+        auto path = convert_path(s, element, dir);
+        if (!path) return path;
+        if (path->find(':') != std::string::npos)
+            return fail(ErrorKind::Usage,
+                        fmt::format("{}: {} holds a ':', which separates the paths of the list",
+                                    s.key, *path));
+        out += (out.empty() ? "" : ":") + *path;
+    }
+    return out;
+}
+
 // The value as the environment variable would hold it, or why it is bad.
 std::expected<std::string, Error> convert(const SettingInfo& s, std::string_view value,
                                           const fs::path& dir) {
-    if (value.empty() && s.type != SettingType::Url)
+    if (value.empty() && s.type != SettingType::Url && s.type != SettingType::PathList)
         return fail(ErrorKind::Usage, fmt::format("{} needs a value", s.key));
     if (has_control_char(value))
         return fail(ErrorKind::Usage, fmt::format("{} contains control characters", s.key));
@@ -80,17 +111,14 @@ std::expected<std::string, Error> convert(const SettingInfo& s, std::string_view
                                 s.key, value));
             return std::string(value);
         }
+        case SettingType::PathList:
+            return convert_path_list(s, value, dir);
         case SettingType::Launcher:
             // A bare name is looked up on PATH, as on the command line.
             if (value.find('/') == std::string_view::npos) return std::string(value);
             [[fallthrough]];
         case SettingType::Path:
-            if (value.front() == '~')
-                return fail(
-                    ErrorKind::Usage,
-                    fmt::format("{}: '~' is not expanded in bekc.conf; write the absolute path",
-                                s.key));
-            return (dir / fs::path(value)).lexically_normal().string();
+            return convert_path(s, value, dir);
     }
     return std::string(value);
 }

@@ -31,6 +31,7 @@ enum class SettingType {
     Bool,      // true/false, yes/no, on/off, 1/0
     Url,       // http:// or https://; empty turns the remote cache off
     Launcher,  // a name on PATH, or a path (relative: to the file's directory)
+    PathList,  // paths separated by ':' (relative: to the file's directory); empty: none
 };
 
 // Who may set a setting in a file. A cache shared by a team is writable by

@@ -5,11 +5,15 @@
 namespace bekc {
 
 void add_setting_options(CLI::App* cmd, std::optional<std::string>& cache_dir,
+                         std::optional<std::string>& read_only_caches,
                          std::optional<std::string>& remote_cache, bool& remote_read_only,
                          std::optional<std::string>& launcher) {
     cmd->add_option("--cache-dir", cache_dir,
                     "Cache directory (default: $BEKC_CACHE_DIR, cache_dir in bekc.conf, "
                     "$XDG_CACHE_HOME/bekc or ~/.cache/bekc)");
+    cmd->add_option("--read-only-caches", read_only_caches,
+                    "Caches to look in after your own, never written: DIR[:DIR...] (default: "
+                    "$BEKC_READ_ONLY_CACHES, read_only_caches in bekc.conf; \"\": none)");
     cmd->add_option("--remote-cache", remote_cache,
                     "HTTP cache shared by several machines (GET/PUT of whole entries; default: "
                     "$BEKC_REMOTE_CACHE; token from $BEKC_REMOTE_TOKEN)");

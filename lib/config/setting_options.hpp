@@ -12,6 +12,7 @@ class App;
 namespace bekc {
 
 void add_setting_options(CLI::App* cmd, std::optional<std::string>& cache_dir,
+                         std::optional<std::string>& read_only_caches,
                          std::optional<std::string>& remote_cache, bool& remote_read_only,
                          std::optional<std::string>& launcher);
 

@@ -87,6 +87,11 @@ BuildResult planned_result(const PlannedBuild& planned) {
     return result;
 }
 
+// The cache an entry came from: the own one, or the read-only `layer`.
+Cache serving(const Cache& own, const fs::path& layer) {
+    return layer.empty() ? own : Cache(layer, {}, CacheAccess::ReadOnly);
+}
+
 void take_delivered(BuildResult& result, const Delivered& delivered, BuildClock::time_point start) {
     result.manifest = delivered.manifest;
     result.library = delivered.library;
@@ -121,7 +126,9 @@ Attempt build_attempt(const BuildOptions& o, BuildContext& ctx) {
         published = publish(in, o, planned.direct_key, built, cache, found.remote, ctx, report);
     }
     const Entry& entry = found.entry ? *found.entry : published->entry;
-    take_delivered(result, deliver(in, o, cache, entry, result.cache_hit, report), start);
+    take_delivered(result,
+                   deliver(in, o, serving(cache, found.layer), entry, result.cache_hit, report),
+                   start);
     return {result, std::nullopt};
 }
 
@@ -154,7 +161,8 @@ std::optional<BuildResult> run_build_if_cached(const BuildOptions& o, BuildConte
     if (!local.entry) return std::nullopt;
     BuildResult result = planned_result(planned);
     result.cache_hit = true;
-    take_delivered(result, deliver(in, o, cache, *local.entry, true, report), start);
+    take_delivered(result, deliver(in, o, serving(cache, local.layer), *local.entry, true, report),
+                   start);
     return result;
 }
 

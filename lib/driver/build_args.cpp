@@ -77,7 +77,8 @@ void add_build_options(CLI::App& cmd, BuildOptions& o) {
     cmd.add_option("--compile-commands", o.compile_commands,
                    "Write (merge) compile_commands.json entries for the sources, with the "
                    "include paths bekc adds, for clangd");
-    add_setting_options(&cmd, o.cache_dir, o.remote_cache, o.remote_read_only, o.launcher);
+    add_setting_options(&cmd, o.cache_dir, o.read_only_caches, o.remote_cache, o.remote_read_only,
+                        o.launcher);
     cmd.add_option("--nvcc", o.nvcc,
                    "nvcc to use (default: $BEKC_NVCC, $CUDA_HOME, $CUDA_PATH, a pip toolkit, "
                    "PATH, /usr/local/cuda)");
@@ -171,6 +172,7 @@ std::vector<std::string> to_argv(const BuildOptions& o) {
     w.value("--depfile", o.depfile);
     w.value("--compile-commands", o.compile_commands);
     w.value("--cache-dir", o.cache_dir);
+    w.value("--read-only-caches", o.read_only_caches);
     w.value("--remote-cache", o.remote_cache);
     w.flag("--remote-cache-read-only", o.remote_read_only);
     w.value("--launcher", o.launcher);

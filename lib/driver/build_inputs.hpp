@@ -49,7 +49,10 @@ struct BuildInputs {
     std::vector<FlagFile> flag_files;
     std::optional<fs::path> launcher;  // never changes the output: not keyed
     CompilerEnv env;                   // what the compilers and the linker read
+    // The user's own cache, which a miss builds into, and the read-only
+    // caches looked in after it, in order (store/cache_layers.hpp).
     fs::path cache_root;
+    std::vector<fs::path> read_only_caches;
     // $BEKC_BASE_DIR: paths under it are keyed and recorded relative to it
     // and mapped out of what the compilers write (store/base_dir.hpp).
     BaseDir base;

@@ -32,6 +32,9 @@ struct BuildOptions {
     std::vector<std::string> python_sites;
     std::optional<std::string> launcher;      // --launcher, else $BEKC_LAUNCHER
     std::optional<std::string> remote_cache;  // --remote-cache URL, else $BEKC_REMOTE_CACHE
+    // --read-only-caches DIR[:DIR...], else $BEKC_READ_ONLY_CACHES
+    // (store/cache_layers.hpp); "" turns them off.
+    std::optional<std::string> read_only_caches;
     bool remote_read_only = false;
     int jobs = 0;  // 0: one per core
     // `bekc build <package>`: what a package's own defect (a header it does

@@ -10,6 +10,7 @@
 #include "driver/inputs.hpp"
 #include "store/build_history.hpp"
 #include "store/cache.hpp"
+#include "store/cache_layers.hpp"
 #include "store/stats.hpp"
 #include "util/error.hpp"
 
@@ -38,12 +39,13 @@ Identity identity_of(const BuildOptions& o) {
     return id;
 }
 
-// The build's cache, when it exists and is bekc's.
+// The build's own cache (store/cache_layers.hpp), when it exists and is
+// bekc's: a hit from a read-only cache is counted there too.
 std::optional<Cache> cache_of(const BuildOptions& o, const EnvLookup& settings) {
-    auto root = resolve_cache_root(o.cache_dir, settings);
-    if (!root) return std::nullopt;
+    auto own = resolve_own_cache(o.cache_dir, settings);
+    if (!own) return std::nullopt;
     std::optional<Cache> cache;
-    cache.emplace(*root);
+    cache.emplace(own->root);
     auto ok = cache->is_cache();
     if (!ok || !*ok) return std::nullopt;
     return cache;
@@ -101,6 +103,22 @@ std::expected<void, Error> append_line(const fs::path& path, const std::string& 
     if (n != static_cast<ssize_t>(line.size()))
         return fail(ErrorKind::Cache, errno_message("write", log, n < 0 ? err : EIO));
     if (!closed) return fail(ErrorKind::Cache, errno_message("write", log, errno));
+    return {};
+}
+
+// A log inside a read-only cache: bekc never writes one.
+std::expected<void, Error> refuse_read_only_log(const fs::path& path, const BuildOptions& o,
+                                                const EnvLookup& settings,
+                                                const std::optional<fs::path>& demoted) {
+    fs::path log = fs::absolute(path).lexically_normal();
+    std::vector<fs::path> read_only =
+        named_read_only_caches(o.read_only_caches, settings, fs::current_path());
+    if (demoted) read_only.push_back(*demoted);
+    for (const fs::path& layer : read_only)
+        if (path_is_under(log, layer.lexically_normal()))
+            return fail(ErrorKind::Cache, log.string() + " is in the read-only cache " +
+                                              layer.string() +
+                                              ", which bekc never writes; log elsewhere");
     return {};
 }
 
@@ -162,7 +180,11 @@ std::expected<void, Error> log_build(const BuildOptions& o, const BuildResult* r
     };
     std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     std::optional<fs::path> cache_root;
-    if (auto root = resolve_cache_root(o.cache_dir, settings)) cache_root = *root;
+    if (auto own = resolve_own_cache(o.cache_dir, settings)) {
+        cache_root = own->root;
+        if (auto refused = refuse_read_only_log(*path, o, settings, own->demoted); !refused)
+            return refused;
+    }
     return append_line(*path, text, cache_root);
 }
 

@@ -1,12 +1,11 @@
 #include "driver/deliver.hpp"
 
-#include <unistd.h>
-
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
 
 #include "driver/fatal.hpp"
+#include "store/cache_layers.hpp"
 #include "store/layout.hpp"
 #include "util/error.hpp"
 
@@ -15,16 +14,18 @@ namespace bekc {
 namespace {
 
 // `-o DIR`: the library and the chosen manifest at a stable path. A hard link
-// when the cache is on the same filesystem, else a copy; both appear by rename,
-// manifest last, so a reader of DIR never sees a manifest without its library.
-Delivered place_outputs(const fs::path& dir, const Delivered& from) {
+// when the cache is on the same filesystem and `link`, else a copy; both
+// appear by rename, manifest last, so a reader of DIR never sees a manifest
+// without its library. A read-only cache's library is copied: a link would
+// change its ctime, and so its stamp.
+Delivered place_outputs(const fs::path& dir, const Delivered& from, bool link) {
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) fatal(Error::make(ErrorKind::Usage, "-o " + dir.string() + ": " + ec.message()));
     fs::path lib = dir / from.library.filename();
     fs::path tmp = dir / (".bekc." + unique_suffix());
-    fs::create_hard_link(from.library, tmp, ec);
-    if (ec) {
+    if (link) fs::create_hard_link(from.library, tmp, ec);
+    if (!link || ec) {
         ec.clear();
         fs::copy_file(from.library, tmp, ec);
     }
@@ -82,17 +83,29 @@ void write_depfile(const fs::path& file, const Cache& cache, const Entry& entry,
         fatal(Error::make(ErrorKind::Cache, "--depfile: " + w.error().message));
 }
 
+// With -v or --explain-key: which cache served the hit.
+void report_hit(const BuildOptions& o, const Cache& cache, const Reporter& report) {
+    if (!o.verbose && !o.explain_key) return;
+    std::string line = "cache hit in " +
+                       std::string(cache.read_only() ? "the read-only cache " : "") +
+                       cache.path().string();
+    // The own cache, read-only here with no other to build into: hits are
+    // served as they are, and what a hit would record is skipped.
+    if (!cache.read_only() && read_only_here(cache.path()))
+        line += " (read-only here: serving hits from it, writing nothing)";
+    if (o.verbose)
+        report.info(line);
+    else
+        report.print("bekc: " + line + "\n");
+}
+
 }  // namespace
 
 Delivered deliver(const BuildInputs& in, const BuildOptions& o, const Cache& cache, const Entry& e,
                   bool hit, const Reporter& report) {
-    // A cache a team prebuilt and mounted read-only, or another user's:
-    // hits are served as they are, and what a hit would record is skipped.
-    if (hit && ::access(in.cache_root.c_str(), W_OK) != 0)
-        report.info("the cache " + in.cache_root.string() +
-                    " is read-only here: serving hits from it, writing nothing");
+    if (hit) report_hit(o, cache, report);
     Delivered d{e.manifest(!o.no_cuda_graph), e.library};
-    if (o.output_dir) d = place_outputs(fs::path(*o.output_dir), d);
+    if (o.output_dir) d = place_outputs(fs::path(*o.output_dir), d, !cache.read_only());
     if (o.depfile) write_depfile(fs::path(*o.depfile), cache, e, in.files, d.manifest, in.base);
     return d;
 }

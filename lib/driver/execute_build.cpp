@@ -269,7 +269,7 @@ Executed execute(const BuildInputs& in, const BuildOptions& o, const std::string
     x.dependencies = std::move(*compiled);
     if ((x.edited = input_changed_since_read(in.files, x.start_ns))) return x;
     // Where the host compiler's system headers and libraries are.
-    x.multiarch = ToolFacts(in.cache_root, ctx.runner).multiarch(in.cxx);
+    x.multiarch = ToolFacts(in.cache_root, ctx.runner, in.read_only_caches).multiarch(in.cxx);
     x.seconds = seconds_since(start);
     return x;
 }

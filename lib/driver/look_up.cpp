@@ -18,18 +18,36 @@ std::optional<RemoteCache> remote_cache(const BuildOptions& o, BuildContext& ctx
         *config, [report](const std::string& m) { report.warn(m); }, ctx.runner, ctx.tools);
 }
 
+// One cache's answer.
+LocalLookup find_in(Cache& cache, const std::string& direct_key, const BaseDir& base,
+                    const Reporter& report, bool repair) {
+    DirectLookup d = cache.lookup_direct(direct_key, base);
+    if (!d.key) return {std::nullopt, d.why_not, {}};
+    auto e = cache.lookup(*d.key, repair);
+    if (e) return {std::move(*e), "", {}};
+    if (e.error().kind == Miss::Kind::Corrupt && cache.read_only())
+        report.warn("cache entry " + *d.key + " in the read-only cache " + cache.path().string() +
+                    " is corrupt (" + e.error().reason + "); not used, and left as it is");
+    else if (e.error().kind == Miss::Kind::Corrupt)
+        report.warn("cache entry " + *d.key + " is corrupt (" + e.error().reason + "); rebuilding");
+    return {std::nullopt, e.error().reason.empty() ? "entry missing" : e.error().reason, {}};
+}
+
 }  // namespace
 
 LocalLookup find_local(Cache& cache, const std::string& direct_key, const BuildInputs& in,
                        bool force, const Reporter& report, bool repair) {
-    if (force) return {std::nullopt, "--force"};
-    DirectLookup d = cache.lookup_direct(direct_key, in.base);
-    if (!d.key) return {std::nullopt, d.why_not};
-    auto e = cache.lookup(*d.key, repair);
-    if (e) return {std::move(*e), ""};
-    if (e.error().kind == Miss::Kind::Corrupt)
-        report.warn("cache entry " + *d.key + " is corrupt (" + e.error().reason + "); rebuilding");
-    return {std::nullopt, e.error().reason.empty() ? "entry missing" : e.error().reason};
+    if (force) return {std::nullopt, "--force", {}};
+    LocalLookup own = find_in(cache, direct_key, in.base, report, repair);
+    if (own.entry) return own;
+    for (const fs::path& root : in.read_only_caches) {
+        Cache layer(root, {}, CacheAccess::ReadOnly);
+        LocalLookup found = find_in(layer, direct_key, in.base, report, false);
+        if (!found.entry) continue;
+        found.layer = root;
+        return found;
+    }
+    return own;
 }
 
 LookUp look_up(const BuildInputs& in, const BuildOptions& o, const std::string& direct_key,
@@ -38,6 +56,7 @@ LookUp look_up(const BuildInputs& in, const BuildOptions& o, const std::string& 
     LocalLookup local = find_local(cache, direct_key, in, o.force, report);
     if (local.entry) {
         found.entry = std::move(local.entry);
+        found.layer = std::move(local.layer);
         return found;
     }
     found.miss_reason = local.miss_reason;
@@ -52,6 +71,7 @@ LookUp look_up(const BuildInputs& in, const BuildOptions& o, const std::string& 
     local = find_local(cache, direct_key, in, o.force, report);
     if (local.entry) {
         found.entry = std::move(local.entry);
+        found.layer = std::move(local.layer);
         return found;
     }
     found.miss_reason = local.miss_reason;

@@ -1,7 +1,8 @@
-// The look-up phase of `bekc build` (driver/build.hpp): the local cache
-// through the direct record, then, on a miss, the per-key lock (one process
-// compiles, the others wait) and the local cache again, then --remote-cache.
-// A miss ends holding the lock, which publish needs.
+// The look-up phase of `bekc build` (driver/build.hpp): the local caches
+// through the direct record (the user's own, then each read-only cache:
+// store/cache_layers.hpp), then, on a miss, the per-key lock in the own cache
+// (one process compiles, the others wait) and the local caches again, then
+// --remote-cache. A miss ends holding the lock, which publish needs.
 #pragma once
 
 #include <optional>
@@ -17,6 +18,7 @@ namespace bekc {
 struct LookUp {
     std::optional<Entry> entry;  // a hit, local or remote
     bool remote_hit = false;
+    fs::path layer;  // the read-only cache that served the hit; empty: the own cache
     // Why the local cache missed (for -v and --json; "--force", "no record",
     // ...): set on a miss and on a hit after one.
     std::string miss_reason;
@@ -26,13 +28,17 @@ struct LookUp {
     std::optional<RemoteCache> remote;  // --remote-cache, for publish to upload to
 };
 
-// What the local cache holds for a direct key: the entry (the direct
-// record's, with its integrity checked: store/cache.hpp), or why none (a
-// miss is an answer, not an error). Takes no lock. `force`: none.
-// `repair`: a corrupt entry is removed (Cache::lookup).
+// What the local caches hold for a direct key: the entry (the direct
+// record's, with its integrity checked: store/cache.hpp) of the first that
+// holds it, `cache` (the own one) first, then each of
+// in.read_only_caches; or why none (the own cache's reason: a miss is an
+// answer, not an error). Takes no lock and writes nothing to a read-only
+// cache, whose damaged entry is a warning and a miss there. `force`: none.
+// `repair`: a corrupt entry of the own cache is removed (Cache::lookup).
 struct LocalLookup {
     std::optional<Entry> entry;
     std::string miss_reason;
+    fs::path layer;  // the read-only cache of the entry; empty: the own cache
 };
 LocalLookup find_local(Cache& cache, const std::string& direct_key, const BuildInputs& in,
                        bool force, const Reporter& report, bool repair = true);

@@ -12,6 +12,7 @@
 #include "toolchain/nvcc_search.hpp"
 #include "toolchain/python_env.hpp"
 #include "toolchain/safe_paths.hpp"
+#include "util/text.hpp"
 
 namespace bekc {
 

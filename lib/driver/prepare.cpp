@@ -10,6 +10,7 @@
 #include "driver/fatal.hpp"
 #include "plan/arch.hpp"
 #include "scan/symbols.hpp"
+#include "store/cache_layers.hpp"
 #include "store/layout.hpp"
 #include "toolchain/flag_files.hpp"
 #include "toolchain/gpu_detect.hpp"
@@ -141,6 +142,21 @@ std::string resolve_xla_include(const BuildOptions& o, const ScannedInputs& scan
     return found && (needing || found->explicit_choice) ? found->dir.string() : std::string();
 }
 
+// The own cache and the read-only ones; a warning for each skipped, and with
+// -v a note when cache_dir is read-only here.
+void take_cache_layers(BuildInputs& in, const BuildOptions& o, const BuildContext& ctx,
+                       const Reporter& report) {
+    CacheLayers layers =
+        or_fatal(resolve_cache_layers(o.cache_dir, o.read_only_caches, ctx.env, ctx.cwd));
+    for (const auto& skipped : layers.skipped) report.warn(skipped.message());
+    if (layers.demoted)
+        report.info("the cache " + layers.demoted->string() +
+                    " is read-only here: serving hits from it, building misses into " +
+                    layers.own.string());
+    in.cache_root = std::move(layers.own);
+    in.read_only_caches = std::move(layers.read_only);
+}
+
 }  // namespace
 
 BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& report) {
@@ -170,7 +186,7 @@ BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& re
     bool any_cuda = false;
     for (const auto& f : scanned.files) any_cuda |= f.cuda;
     if (any_cuda) in.archs = explicit_archs(o);
-    in.cache_root = or_fatal(resolve_cache_root(o.cache_dir, ctx.env));
+    take_cache_layers(in, o, ctx, report);
     use_private_dir_places(in.cache_root, ctx);
     in.cxx = or_fatal(find_cxx(o.cxx, ctx.tools));
     if (any_cuda) {
@@ -195,7 +211,7 @@ BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& re
     in.flag_files = or_fatal(read_flag_files(in.flags, nvcc_env, ctx.cwd));
     in.flags.xla_include = resolve_xla_include(o, scanned, ctx.env, report);
     in.launcher = or_fatal(find_launcher(o.launcher, ctx.tools));
-    ToolFacts facts(in.cache_root, ctx.runner);
+    ToolFacts facts(in.cache_root, ctx.runner, in.read_only_caches);
     if (in.nvcc) in.nvcc_version = facts.version(*in.nvcc);
     in.cxx_version = facts.version(in.cxx);
     if (auto base = ctx.env("BEKC_BASE_DIR"); base && !base->empty())

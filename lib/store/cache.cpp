@@ -74,7 +74,8 @@ std::expected<void, Error> Staging::move_in(const std::string& name, const fs::p
     return {};
 }
 
-Cache::Cache(fs::path root, CacheOptions options) : layout_(std::move(root)), options_(options) {}
+Cache::Cache(fs::path root, CacheOptions options, CacheAccess access)
+    : layout_(std::move(root), access), options_(options) {}
 
 std::expected<void, Error> Cache::ensure_created() const {
     if (dir().stat(kMarkerFile)) return {};
@@ -153,6 +154,7 @@ std::expected<Entry, Miss> Cache::probe(std::string_view key) const {
 
 std::expected<Entry, Miss> Cache::lookup(std::string_view key, bool repair) {
     auto entry = probe(key);
+    if (read_only()) return entry;  // a damaged entry stays, and nothing is marked
     if (repair && !entry && entry.error().kind == Miss::Kind::Corrupt) {
         // Only remove it while holding the key's lock: a builder holding it
         // may be replacing this very entry, and will remove it itself.

@@ -134,9 +134,14 @@ struct SizeLimit {
 
 class Cache {
   public:
-    explicit Cache(fs::path root, CacheOptions options = {});
+    // `access` ReadOnly: a read-only layer (store/cache_layers.hpp), which
+    // serves hits and is never written: no last-use mark, no repair, no
+    // lock, no record or stamp refreshed (store/cache_dir.hpp refuses them).
+    explicit Cache(fs::path root, CacheOptions options = {},
+                   CacheAccess access = CacheAccess::ReadWrite);
 
     const fs::path& path() const { return layout_.root(); }
+    bool read_only() const { return dir().read_only(); }
     const CacheLayout& layout() const { return layout_; }
     const CacheDir& dir() const { return layout_.dir(); }
 

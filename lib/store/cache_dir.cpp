@@ -109,7 +109,15 @@ uint64_t bytes_at(int dirfd) {
 
 }  // namespace
 
+std::expected<void, Error> CacheDir::writable(const fs::path& rel) const {
+    if (!read_only()) return {};
+    return fail(ErrorKind::Cache, fmt::format("cannot write {}: it is in a read-only cache, which "
+                                              "bekc never writes",
+                                              path(rel).string()));
+}
+
 std::expected<int, Error> CacheDir::root_fd(bool create) const {
+    create = create && !read_only();
     if (root_fd_ && root_fd_->valid()) return root_fd_->get();
     UniqueFd fd(::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!fd.valid() && errno == ENOENT && create) {
@@ -124,6 +132,7 @@ std::expected<int, Error> CacheDir::root_fd(bool create) const {
 }
 
 std::expected<UniqueFd, Error> CacheDir::open_dir(const fs::path& rel, bool create) const {
+    create = create && !read_only();
     auto root = root_fd(create);
     if (!root) return std::unexpected(root.error());
     auto parts = components(rel);
@@ -206,12 +215,14 @@ std::expected<UniqueFd, Error> CacheDir::open_read(const fs::path& rel) const {
 }
 
 std::expected<void, Error> CacheDir::write(const fs::path& rel, std::string_view content) const {
+    if (auto w = writable(rel); !w) return std::unexpected(w.error());
     auto parent = parent_of(rel, true);
     if (!parent) return std::unexpected(parent.error());
     return write_atomic_at(parent->first.get(), parent->second, content, path(rel));
 }
 
 std::expected<UniqueFd, Error> CacheDir::open_rw(const fs::path& rel) const {
+    if (auto w = writable(rel); !w) return std::unexpected(w.error());
     auto parent = parent_of(rel, true);
     if (!parent) return std::unexpected(parent.error());
     UniqueFd fd(::openat(parent->first.get(), parent->second.c_str(),
@@ -228,6 +239,7 @@ std::expected<UniqueFd, Error> CacheDir::open_rw(const fs::path& rel) const {
 
 std::expected<uint64_t, Error> CacheDir::append(const fs::path& rel,
                                                 std::string_view content) const {
+    if (auto w = writable(rel); !w) return std::unexpected(w.error());
     auto parent = parent_of(rel, true);
     if (!parent) return std::unexpected(parent.error());
     UniqueFd fd(::openat(parent->first.get(), parent->second.c_str(),
@@ -246,6 +258,7 @@ std::expected<uint64_t, Error> CacheDir::append(const fs::path& rel,
 }
 
 void CacheDir::touch(const fs::path& rel) const {
+    if (read_only()) return;
     auto parent = parent_of(rel, false);
     if (!parent) return;
     UniqueFd fd(::openat(parent->first.get(), parent->second.c_str(),
@@ -256,6 +269,7 @@ void CacheDir::touch(const fs::path& rel) const {
 }
 
 std::expected<void, Error> CacheDir::rename(const fs::path& from, const fs::path& to) const {
+    if (auto w = writable(from); !w) return std::unexpected(w.error());
     auto src = parent_of(from, false);
     if (!src) return std::unexpected(src.error());
     auto dst = parent_of(to, true);
@@ -269,6 +283,7 @@ std::expected<void, Error> CacheDir::rename(const fs::path& from, const fs::path
 }
 
 std::expected<void, Error> CacheDir::make_dir(const fs::path& rel) const {
+    if (auto w = writable(rel); !w) return std::unexpected(w.error());
     auto parent = parent_of(rel, true);
     if (!parent) return std::unexpected(parent.error());
     // mkdir honours the umask, so a shared cache's group can read entries.
@@ -278,6 +293,7 @@ std::expected<void, Error> CacheDir::make_dir(const fs::path& rel) const {
 }
 
 std::expected<void, Error> CacheDir::remove_file(const fs::path& rel) const {
+    if (auto w = writable(rel); !w) return std::unexpected(w.error());
     auto parent = parent_of(rel, false);
     if (!parent) return std::unexpected(parent.error());
     if (::unlinkat(parent->first.get(), parent->second.c_str(), 0) != 0 && errno != ENOENT)
@@ -286,6 +302,7 @@ std::expected<void, Error> CacheDir::remove_file(const fs::path& rel) const {
 }
 
 std::expected<void, Error> CacheDir::remove_tree(const fs::path& rel) const {
+    if (auto w = writable(rel); !w) return std::unexpected(w.error());
     auto parent = parent_of(rel, false);
     if (!parent) {
         // A missing parent means nothing to remove.

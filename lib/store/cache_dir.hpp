@@ -11,6 +11,11 @@
 //
 // Errors are strings that name the full path and the errno's text, so that a
 // read-only or permission-denied cache is reported as what it is.
+//
+// A cache opened with CacheAccess::ReadOnly (a read-only layer:
+// store/cache_layers.hpp) is never changed: every operation that would write,
+// create, rename, remove or touch fails (touch does nothing) before it asks
+// the kernel, whatever the permissions would allow.
 #pragma once
 
 #include <cstdint>
@@ -30,11 +35,15 @@ namespace bekc {
 
 namespace fs = std::filesystem;
 
+enum class CacheAccess { ReadWrite, ReadOnly };
+
 class CacheDir {
   public:
-    explicit CacheDir(fs::path root) : root_(std::move(root)) {}
+    explicit CacheDir(fs::path root, CacheAccess access = CacheAccess::ReadWrite)
+        : root_(std::move(root)), access_(access) {}
 
     const fs::path& root() const { return root_; }
+    bool read_only() const { return access_ == CacheAccess::ReadOnly; }
     fs::path path(const fs::path& rel) const { return rel.empty() ? root_ : root_ / rel; }
 
     // The directory `rel` (empty: the root), opened without following links;
@@ -85,6 +94,10 @@ class CacheDir {
     // only when it exists and cannot be read.
     std::expected<std::vector<Item>, Error> list(const fs::path& rel) const;
 
+    // The error every write to `rel` gets in a read-only cache; nothing in
+    // another. For writes through a descriptor of open_dir().
+    std::expected<void, Error> writable(const fs::path& rel) const;
+
     // Bytes of every regular file under `rel`, links not followed.
     uint64_t tree_bytes(const fs::path& rel) const;
 
@@ -97,6 +110,7 @@ class CacheDir {
     std::expected<int, Error> root_fd(bool create) const;
 
     fs::path root_;
+    CacheAccess access_;
     mutable std::shared_ptr<UniqueFd> root_fd_;
 };
 

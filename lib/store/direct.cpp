@@ -334,7 +334,10 @@ DirectLookup check_direct_file(const CacheDir& cache, const fs::path& file,
             if (result.why_not.empty()) result.why_not = checked.error().message;
             continue;
         }
-        if (*checked) {
+        if (cache.read_only()) {
+            // A read-only layer's record is used as it is: its racy files
+            // and stale stamps cost a hash each time, never a write.
+        } else if (*checked) {
             record.written_ns = check_ns;
             (void)write_direct_records(cache, file, records);
         } else {

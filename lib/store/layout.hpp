@@ -84,7 +84,8 @@ bool is_hex(std::string_view s, size_t n);
 
 class CacheLayout {
   public:
-    explicit CacheLayout(fs::path root) : dir_(std::move(root)) {}
+    explicit CacheLayout(fs::path root, CacheAccess access = CacheAccess::ReadWrite)
+        : dir_(std::move(root), access) {}
 
     const fs::path& root() const { return dir_.root(); }
     const CacheDir& dir() const { return dir_; }

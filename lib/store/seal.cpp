@@ -106,6 +106,7 @@ std::expected<Seal, Error> Seal::read(const CacheDir& cache, const fs::path& dir
 }
 
 std::expected<void, Error> Seal::write(const CacheDir& cache, const fs::path& dir) const {
+    if (auto w = cache.writable(dir / kStampFile); !w) return w;
     json files = json::object();
     for (const auto& [name, f] : this->files)
         files[name] = {{"size", f.size}, {"sha256", f.sha256}};
@@ -187,7 +188,7 @@ std::expected<SealedContents, Error> check_seal(const CacheDir& cache, const fs:
             return fail(ErrorKind::Cache, fmt::format("{} was modified after publishing", name));
         contents[name] = std::move(*text);
     }
-    if (restamp) {
+    if (restamp && !cache.read_only()) {
         // Best effort: a read-only cache still serves hits, without the shortcut.
         seal.library = std::move(*restamp);
         (void)seal.write(cache, dir);

@@ -5,20 +5,9 @@
 #include <algorithm>
 #include <cstdlib>
 
-namespace bekc {
+#include "util/text.hpp"
 
-std::vector<std::string> split_path_list(const std::string& list) {
-    std::vector<std::string> out;
-    size_t start = 0;
-    while (start <= list.size()) {
-        size_t colon = list.find(':', start);
-        std::string part = list.substr(start, colon == std::string::npos ? colon : colon - start);
-        if (!part.empty()) out.push_back(part);
-        if (colon == std::string::npos) break;
-        start = colon + 1;
-    }
-    return out;
-}
+namespace bekc {
 
 std::vector<fs::path> python_prefixes(const EnvLookup& env) {
     std::vector<fs::path> prefixes;

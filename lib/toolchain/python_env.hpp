@@ -22,7 +22,4 @@ std::vector<fs::path> python_prefixes(const EnvLookup& env);
 // <prefix>/lib/python3.*/{site,dist}-packages that exist, newest Python first.
 std::vector<fs::path> site_packages_dirs(const fs::path& prefix);
 
-// The non-empty elements of a colon-separated list ($PATH).
-std::vector<std::string> split_path_list(const std::string& list);
-
 }  // namespace bekc

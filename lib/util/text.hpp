@@ -46,4 +46,20 @@ inline std::vector<std::string> split_words(std::string_view s) {
     return words;
 }
 
+// The non-empty elements of a colon-separated list of paths ($PATH,
+// read_only_caches).
+inline std::vector<std::string> split_path_list(std::string_view list) {
+    std::vector<std::string> out;
+    size_t start = 0;
+    while (start <= list.size()) {
+        size_t colon = list.find(':', start);
+        std::string_view part =
+            list.substr(start, colon == std::string_view::npos ? colon : colon - start);
+        if (!part.empty()) out.emplace_back(part);
+        if (colon == std::string_view::npos) break;
+        start = colon + 1;
+    }
+    return out;
+}
+
 }  // namespace bekc

@@ -50,6 +50,11 @@ def get_cache_dir() -> str:
     env = os.environ.get("BEKC_CACHE_DIR")
     if env:
         return os.path.abspath(os.path.expanduser(env))
+    return _default_cache_dir()
+
+
+def _default_cache_dir() -> str:
+    """The cache when none is chosen: ``$XDG_CACHE_HOME/bekc``, else ``~/.cache/bekc``."""
     xdg = os.environ.get("XDG_CACHE_HOME")
     if xdg and os.path.isabs(xdg):
         return os.path.join(xdg, "bekc")
@@ -93,11 +98,18 @@ def _remove_inline_sources(name: Optional[str]) -> None:
 
 
 def _inline_source_path(text: str, name: str, ext: str) -> str:
-    return _inline_sources.inline_source_path(get_cache_dir(), text, name, ext)
+    """In the cache this module chooses; when that is a bekc cache this process
+    cannot write and it lacks the source, in the default cache, where bekc
+    builds the misses of a read-only cache (docs/cache.md, "Layered caches")."""
+    root = get_cache_dir()
+    path = _inline_sources.inline_source_path(root, text, name, ext)
+    if not _inline_sources.read_only_cache(root) or _inline_sources.holds(root, path, text):
+        return path
+    return _inline_sources.inline_source_path(_default_cache_dir(), text, name, ext)
 
 
 def _ensure_source_file(path: str, text: str) -> None:
-    _inline_sources.ensure_source_file(get_cache_dir(), path, text)
+    _inline_sources.ensure_source_file(_inline_sources.cache_of(path), path, text)
 
 
 # --------------------------------------------------------------------------- include dirs
@@ -263,7 +275,7 @@ def _load_inline(name, sources, ext, flag_kind, functions, extra_flags, *, repla
     try:
         _ensure_source_file(src, text)
     except OSError as e:
-        root = get_cache_dir()
+        root = _inline_sources.cache_of(src)
         raise CacheError(
             f"cannot write the inline source {src} into bekc's cache {root}: "
             f"{e.strerror or e}; choose another cache with bekc.set_cache_dir(DIR), "

@@ -101,6 +101,40 @@ def inline_source_path(cache: str, text: str, name: str, ext: str) -> str:
     return os.path.join(cache, "src", sha, safe_file_stem(name) + ext)
 
 
+def cache_of(path: str) -> str:
+    """The cache an inline_source_path() is in."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(path)))
+
+
+def read_only_cache(cache: str) -> bool:
+    """Whether ``cache`` is a bekc cache whose src/ this process cannot write
+    (a team's, mounted read-only), as bekc's own check (store/cache_layers)."""
+    if not os.path.isfile(os.path.join(cache, "bekc-cache.json")):
+        return False
+    src = os.path.join(cache, "src")
+    effective = os.access in os.supports_effective_ids
+
+    def writable(d: str) -> bool:
+        return os.access(d, os.W_OK | os.X_OK, effective_ids=effective)
+
+    return not writable(cache) or (os.path.isdir(src) and not writable(src))
+
+
+def holds(cache: str, path: str, text: str) -> bool:
+    """Whether the inline source ``path`` below ``cache`` holds ``text``
+    (read without following a link)."""
+    data = text.encode("utf-8")
+    rel = os.path.relpath(path, cache).split(os.sep)
+    try:
+        d = open_dir_nofollow(cache, rel[:-1], create=False)
+    except OSError:
+        return False
+    try:
+        return _read_regular_at(d, rel[-1], len(data)) == data
+    finally:
+        os.close(d)
+
+
 def open_dir_nofollow(root: str, parts: List[str], create: bool) -> int:
     """A descriptor of root/parts..., each component opened without following
     a link (the cache may be shared: a planted link must not send a write
@@ -145,12 +179,12 @@ def _read_regular_at(dir_fd: int, name: str, limit: int) -> Optional[bytes]:
 def ensure_source_file(root: str, path: str, text: str) -> None:
     """Writes ``text`` at ``path`` below the cache ``root`` (atomically, no
     component a link) unless the file already holds exactly it."""
+    if holds(root, path, text):
+        return
     data = text.encode("utf-8")
     rel = os.path.relpath(path, root).split(os.sep)
     d = open_dir_nofollow(root, rel[:-1], create=True)
     try:
-        if _read_regular_at(d, rel[-1], len(data)) == data:
-            return
         tmp = f".tmp-{os.getpid()}-{secrets.token_hex(8)}{os.path.splitext(path)[1]}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666, dir_fd=d)
         try:

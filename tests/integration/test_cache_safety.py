@@ -478,12 +478,14 @@ def run_unprivileged(bekc, tree: Path, *args) -> subprocess.CompletedProcess:
                           timeout=300)
 
 
-def read_only_cache(bekc, kernels, tree: Path):
-    """A cache with one entry (source src/k.cpp), then made read-only."""
+def read_only_cache(bekc, kernels, tree: Path, cache: Path = None):
+    """A cache (default <tree>/cache) with one entry (source src/k.cpp), then
+    made read-only."""
+    cache = cache or tree / "cache"
     src = kernels.cpp(tree / "src" / "k.cpp")
     os.chmod(src, 0o644)
-    built = bekc.build(src, FAST, cache_dir=tree / "cache")
-    make_read_only(tree / "cache")
+    built = bekc.build(src, FAST, cache_dir=cache)
+    make_read_only(cache)
     return src, built
 
 
@@ -503,15 +505,38 @@ def test_clear_and_prune_of_a_read_only_cache_fail(bekc, kernels, shared_tree):
         assert built.manifest_path.is_file() and built.library.is_file()
 
 
-def test_a_miss_on_a_read_only_cache_names_the_real_error(bekc, kernels, shared_tree):
+def test_a_miss_on_a_read_only_cache_builds_into_the_default_cache(bekc, kernels, shared_tree):
+    """The read-only cache becomes a read-only layer over the user's default
+    cache (docs/cache.md, "Layered caches")."""
     read_only_cache(bekc, kernels, shared_tree)
     other = kernels.cpp(shared_tree / "src" / "other.cpp", value="2.0f")
     os.chmod(other, 0o644)
     proc = run_unprivileged(bekc, shared_tree, "build", other, FAST,
                             "--cache-dir", shared_tree / "cache", "--json")
+    assert proc.returncode == 0, describe(proc)
+    info = json.loads(proc.stdout.strip().splitlines()[-1])
+    default = shared_tree / "home" / ".cache" / "bekc"
+    assert info["cache_hit"] is False and Path(info["manifest"]).is_relative_to(default)
+
+
+def test_a_miss_on_a_read_only_default_cache_names_the_real_error_and_the_way_out(
+        bekc, kernels, shared_tree):
+    """No other cache to build into: the error, and how to keep the cache as
+    a read-only one over a cache of the user's own."""
+    cache = shared_tree / "home" / ".cache" / "bekc"
+    read_only_cache(bekc, kernels, shared_tree, cache)
+    other = kernels.cpp(shared_tree / "src" / "other.cpp", value="2.0f")
+    os.chmod(other, 0o644)
+    proc = run_unprivileged(bekc, shared_tree, "build", other, FAST, "--json")
     assert proc.returncode == CACHE_ERROR, describe(proc)
     assert "Permission denied" in proc.stderr, describe(proc)
     assert "No such file or directory" not in proc.stderr, describe(proc)
+    assert proc.stderr.endswith(
+        f"note: the cache is {cache} (read-only here: it serves hits, but a miss needs a cache "
+        f"you can write); choose another with --cache-dir DIR, $BEKC_CACHE_DIR=DIR, or "
+        f"bekc.set_cache_dir(DIR) from Python, and keep this one as a read-only cache: "
+        f"read_only_caches = {cache} in bekc.conf, or $BEKC_READ_ONLY_CACHES={cache}\n"), \
+        describe(proc)
 
 
 def test_a_hit_on_a_read_only_cache_succeeds(bekc, kernels, shared_tree):

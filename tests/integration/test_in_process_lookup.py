@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from support.trees import listing
+
 REPO = Path(__file__).resolve().parents[2]
 FAST = "-O0"
 
@@ -212,6 +214,23 @@ def test_a_hits_warnings_reach_python_as_the_binarys_do(bekc, kernel, lookup_lib
     spawned = run_bekc_counting(argv, BEKC_IN_PROCESS_LOOKUP="0")
     assert (in_process["spawned"], spawned["spawned"]) == (0, 1)
     assert in_process["warnings"] == spawned["warnings"] != []
+
+
+def test_a_hit_from_a_read_only_cache_is_answered_in_process_and_writes_nothing(
+        bekc, kernel, lookup_library, tmp_path):
+    """The own cache is new and empty; the build is in a read-only cache
+    (docs/cache.md, "Layered caches"), whose tool versions serve too."""
+    binary_hit = bekc.build(kernel, FAST)
+    team = bekc.cache_dir
+    before = listing(team)
+    argv = bekc.build_argv(kernel, FAST, cache_dir=tmp_path / "own")
+    found = lookup(lookup_library, argv, BEKC_READ_ONLY_CACHES=str(team))
+    assert found is not None, "a read-only cache's hit was left to the binary"
+    assert found["json"]["manifest"] == str(binary_hit.manifest_path)
+    assert found["messages"] == ""
+    warm = run_bekc_counting(argv, BEKC_READ_ONLY_CACHES=str(team))
+    assert warm["spawned"] == 0 and warm["out"]["manifest"] == str(binary_hit.manifest_path)
+    assert listing(team) == before
 
 
 def test_run_bekc_on_a_warm_cache_starts_no_process(bekc, kernel, lookup_library):

@@ -261,7 +261,7 @@ def snapshot(root: Path) -> dict:
 def test_read_only_prebuilt_cache_serves_hits_and_writes_nothing(bekc, kernels, tmp_path):
     """A cache a team prebuilt, which this user cannot write (another user's,
     or mounted read-only): every hit is served, nothing is written, and -v
-    says so once."""
+    says once that it is read-only here and that it served the hit."""
     import shutil
     import stat
     src = kernels.cpp(bekc.workdir / "k.cpp")
@@ -290,6 +290,7 @@ def test_read_only_prebuilt_cache_serves_hits_and_writes_nothing(bekc, kernels, 
     assert r.stdout.strip() == str(first.manifest_path)
     notes = [l for l in r.stderr.splitlines() if "read-only" in l]
     assert notes == [f"bekc: the cache {bekc.cache_dir} is read-only here: serving hits from "
-                     f"it, writing nothing"], r.stderr
+                     f"it, building misses into {tmp_path / '.cache' / 'bekc'}",
+                     f"bekc: cache hit in the read-only cache {bekc.cache_dir}"], r.stderr
     assert "warning" not in r.stderr
     assert snapshot(bekc.cache_dir) == before

@@ -17,12 +17,17 @@ the member chose.
 (A /tmp/bekc-<uid> made first by the member does not stop the victim's
 build: test_cache_safety.py::test_another_users_tmp_directory_does_not_stop_the_build.)
 
+A team cache one member publishes and the others may only read is a
+read-only cache for them (docs/cache.md, "Layered caches"): its hits are
+theirs, their misses build into their own cache, and nothing in it changes.
+
 Needs root (to become two users) and setpriv; skipped otherwise.
 """
 
 from __future__ import annotations
 
 import http.server
+import json
 import os
 import shutil
 import subprocess
@@ -32,6 +37,7 @@ from pathlib import Path
 import pytest
 
 from other_users import require_setpriv, shared_base  # tests/integration/other_users.py
+from support.trees import listing
 
 FAST = "-O0"
 VICTIM, MEMBER, TEAM = 60101, 60102, 60110
@@ -230,3 +236,66 @@ def test_settings_of_a_root_owned_team_file_still_apply(team, kernels):
     assert proc.returncode == 0, describe(proc)
     assert mark.exists(), describe(proc)
     assert "warning" not in proc.stderr, describe(proc)
+
+
+# --------------------------------------------------------------------------- read-only team cache
+@pytest.fixture
+def published(team) -> Path:
+    """A cache the member publishes (theirs, mode 755): the victim can read it
+    and write nothing in it."""
+    root = team.base / "published"
+    root.mkdir()
+    os.chown(root, MEMBER, MEMBER)
+    os.chmod(root, 0o755)
+    return root
+
+
+def publish(team: Team, published: Path, src: Path) -> dict:
+    proc = team.run(MEMBER, "build", src, FAST, "--cache-dir", published, "--json")
+    assert proc.returncode == 0, describe(proc)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def victim_build(team: Team, src: Path, *args, env=None):
+    """The victim's build; (proc, --json object)."""
+    proc = team.run(VICTIM, "build", src, FAST, "--json", "-v", *args, env=env)
+    assert proc.returncode == 0, describe(proc)
+    return proc, json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("named_by", ["read_only_caches", "cache_dir"])
+def test_a_team_cache_read_only_for_the_victim_serves_hits_and_misses_build_into_their_own(
+        team, published, kernels, named_by):
+    """Named as a read-only cache, or as the cache itself: the victim cannot
+    write it, so it is a read-only cache over their default cache."""
+    args, env = ((), {"BEKC_READ_ONLY_CACHES": str(published)})
+    if named_by == "cache_dir":
+        args, env = ("--cache-dir", published), None
+    shared = source(team, kernels, "shared")
+    theirs = publish(team, published, shared)
+    before = listing(published)
+    own = team.homes[VICTIM] / ".cache" / "bekc"
+
+    proc, hit = victim_build(team, shared, *args, env=env)
+    assert hit["cache_hit"] and hit["manifest"] == theirs["manifest"], describe(proc)
+    assert f"bekc: cache hit in the read-only cache {published}\n" in proc.stderr, describe(proc)
+    mine = source(team, kernels, "mine", value="2.0f")
+    proc, miss = victim_build(team, mine, *args, env=env)
+    assert not miss["cache_hit"] and Path(miss["manifest"]).is_relative_to(own), describe(proc)
+    demoted = (f"bekc: the cache {published} is read-only here: serving hits from it, building "
+               f"misses into {own}\n")
+    assert (demoted in proc.stderr) == (named_by == "cache_dir"), describe(proc)
+    proc, again = victim_build(team, mine, *args, env=env)
+    assert again["cache_hit"] and again["manifest"] == miss["manifest"], describe(proc)
+    assert listing(published) == before, "the victim's builds wrote into the team's cache"
+
+
+def test_a_read_only_cache_the_victim_cannot_read_is_skipped_with_a_warning(
+        team, published, kernels):
+    shared = source(team, kernels, "shared")
+    publish(team, published, shared)
+    os.chmod(published, 0o700)
+    proc, built = victim_build(team, shared, env={"BEKC_READ_ONLY_CACHES": str(published)})
+    assert not built["cache_hit"], describe(proc)
+    assert (f"bekc: warning: read-only cache {published} skipped: it cannot be read: "
+            f"Permission denied\n") in proc.stderr, describe(proc)

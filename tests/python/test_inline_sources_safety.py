@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from bekc import _compat
+from bekc import _compat, _inline_sources
 
 
 @pytest.fixture
@@ -96,3 +96,46 @@ def test_a_linked_src_directory_is_left_alone(cache, tmp_path):
     _compat._remove_inline_sources(None)
     _compat._remove_inline_sources("mod")
     assert (outside / "x" / "mod.cpp").read_text() == "keep\n"
+
+
+@pytest.fixture
+def read_only_team(tmp_path, monkeypatch):
+    """A bekc cache this process may not write (as another user's is), chosen
+    as the cache; the default cache is under tmp_path/xdg."""
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "bekc-cache.json").write_text('{"bekc_cache": 1}\n')
+    real_access = os.access
+
+    def access(path, mode, **kw):
+        if mode & os.W_OK and os.path.abspath(path).startswith(str(team)):
+            return False
+        return real_access(path, mode, **kw)
+
+    monkeypatch.setattr(os, "access", access)
+    monkeypatch.setattr(_compat, "_CACHE_DIR_OVERRIDE", str(team))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    return team
+
+
+def test_an_inline_source_a_read_only_cache_lacks_goes_to_the_default_cache(read_only_team,
+                                                                            tmp_path):
+    """bekc builds the misses of a read-only cache into the default cache
+    (docs/cache.md, "Layered caches"); the source goes there too."""
+    path = _compat._inline_source_path("int z;\n", "mod", ".cpp")
+    assert path.startswith(str(tmp_path / "xdg" / "bekc" / "src")), path
+    _compat._ensure_source_file(path, "int z;\n")
+    assert open(path).read() == "int z;\n"
+    assert sorted(os.listdir(read_only_team)) == ["bekc-cache.json"]
+
+
+def test_an_inline_source_a_read_only_cache_holds_is_used_there(read_only_team):
+    """Its builds are keyed by the source's path: the team's own path hits."""
+    sha_dir = os.path.dirname(_inline_sources.inline_source_path(str(read_only_team), "int w;\n",
+                                                                 "mod", ".cpp"))
+    os.makedirs(sha_dir)
+    with open(os.path.join(sha_dir, "mod.cpp"), "w") as f:
+        f.write("int w;\n")
+    path = _compat._inline_source_path("int w;\n", "mod", ".cpp")
+    assert path == os.path.join(sha_dir, "mod.cpp")
+    _compat._ensure_source_file(path, "int w;\n")  # already there: nothing written

@@ -107,6 +107,10 @@ const std::vector<std::pair<const char*, OptionSetter>>& option_setters() {
         // The one option whose empty value means something: no remote cache.
         {"remote_cache", [](BuildOptions& o, std::mt19937& r,
                             const TextPick& p) { o.remote_cache = r() % 3 ? p() : std::string(); }},
+        {"read_only_caches",
+         [](BuildOptions& o, std::mt19937& r, const TextPick& p) {
+             o.read_only_caches = r() % 3 ? p() : std::string();
+         }},
         {"remote_read_only",
          [](BuildOptions& o, std::mt19937&, const TextPick&) { o.remote_read_only = true; }},
         {"jobs",

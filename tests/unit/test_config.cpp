@@ -92,6 +92,33 @@ TEST_CASE("bekc.conf: every bad line is an error naming the file and line") {
     CHECK(errors[7] == "/etc/x/bekc.conf:9: error: launcher needs a value");
 }
 
+TEST_CASE("bekc.conf: read_only_caches is a ':' list of paths relative to the file; empty: none") {
+    auto parsed = parse_config("read_only_caches = team:/abs/x::../y:\n", "/etc/x/bekc.conf");
+    REQUIRE(parsed);
+    CHECK(parsed->values.at("BEKC_READ_ONLY_CACHES").value == "/etc/x/team:/abs/x:/etc/y");
+    auto none = parse_config("read_only_caches =\n", "/etc/x/bekc.conf");
+    REQUIRE(none);
+    CHECK(none->values.at("BEKC_READ_ONLY_CACHES").value.empty());
+    CHECK(parse_errors("read_only_caches = /a:~/team\n") ==
+          std::vector<std::string>{"/etc/x/bekc.conf:1: error: read_only_caches: '~' is not "
+                                   "expanded in bekc.conf; write the absolute path"});
+    CHECK(find_setting("read_only_caches")->flag == "--read-only-caches");
+}
+
+TEST_CASE("settings: read_only_caches is read only from a file no one else can write") {
+    // It chooses whose libraries a build loads.
+    test::TempDir dir;
+    const fs::path team = dir / "c/bekc.conf";
+    test::write_file(team, "read_only_caches = /evil\n");
+    ::chmod(team.c_str(), 0664);
+    auto settings = load_settings((dir / "c").string(), env_of({{"HOME", (dir / "h").string()}}));
+    REQUIRE(settings);
+    CHECK_FALSE(settings->lookup()("BEKC_READ_ONLY_CACHES"));
+    REQUIRE(settings->warnings().size() == 1);
+    CHECK(settings->warnings()[0].starts_with(team.string() +
+                                              ":1: warning: read_only_caches ignored"));
+}
+
 TEST_CASE("settings: the environment overrides the files, the specific file the user's") {
     test::TempDir dir;
     test::write_file(dir / "home/.config/bekc/bekc.conf",
