@@ -112,7 +112,7 @@ bool resolve_programs(NvccPipeline& p, const ToolLookup& tools) {
 }  // namespace
 
 std::string input_name(const fs::path& input) {
-    return fs::absolute(input).lexically_normal().string();
+    return physical_normal(input).string();
 }
 
 void split_nvcc_compiles(BuildGraph& graph, const BuildInputs& in, Runner& runner,
