@@ -8,7 +8,11 @@ what the new library does: the kernels export `bekc_probe()` (or
 through ctypes in a child Python, so every call loads the library afresh.
 Controls assert a hit when nothing changed. The kinds:
 
-* source; headers (quoted beside the source, quoted and <> through -I);
+* source; headers (quoted beside the source, quoted and <> through -I; one
+  reached by "../" from a directory that is a link, which the compiler opens
+  where the kernel resolves it); include directories given as compiler flags
+  (--cxx-flag, --cuda-flag, nvcc's -Xcompiler), with a header appearing
+  where the compiler looks first;
 * environment the compilers read: CPATH (also a header appearing in an
   earlier CPATH directory), CPLUS_INCLUDE_PATH, SOURCE_DATE_EPOCH, LIBRARY_PATH,
   LD_RUN_PATH, and for nvcc NVCC_APPEND_FLAGS, NVCC_PREPEND_FLAGS and INCLUDES
