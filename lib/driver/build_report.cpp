@@ -34,7 +34,7 @@ Identity identity_of(const BuildOptions& o) {
     std::vector<fs::path> files =
         expand_inputs(o.inputs).value_or(std::vector<fs::path>(o.inputs.begin(), o.inputs.end()));
     Identity id;
-    for (const auto& f : files) id.inputs.push_back(fs::absolute(f).lexically_normal().string());
+    for (const auto& f : files) id.inputs.push_back(physical_normal(f).string());
     id.module = !o.name.empty() ? o.name : files.empty() ? "" : files.front().stem().string();
     return id;
 }

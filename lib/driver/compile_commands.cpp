@@ -15,7 +15,7 @@ nlohmann::ordered_json entries(const BuildInputs& r, const fs::path& runtime_inc
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
     std::string cwd = fs::current_path().string();
     for (const auto& f : r.files) {
-        std::string file = fs::absolute(f.path).lexically_normal().string();
+        std::string file = physical_normal(f.path).string();
         std::vector<std::string> args = {"clang++"};
         if (f.cuda) {
             args.insert(args.end(), {"-x", "cuda"});

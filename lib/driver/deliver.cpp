@@ -58,8 +58,7 @@ void write_depfile(const fs::path& file, const Cache& cache, const Entry& entry,
                    const std::vector<SourceFile>& inputs, const fs::path& target,
                    const BaseDir& base) {
     std::vector<std::string> prereqs;
-    for (const auto& f : inputs)
-        prereqs.push_back(fs::absolute(f.path).lexically_normal().string());
+    for (const auto& f : inputs) prereqs.push_back(physical_normal(f.path).string());
     if (auto text = cache.dir().read(CacheLayout::entry(entry.key) / kDependenciesFile)) {
         auto j = nlohmann::json::parse(*text, nullptr, false);
         if (j.is_array())

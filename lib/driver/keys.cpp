@@ -6,6 +6,7 @@
 
 #include "driver/fatal.hpp"
 #include "driver/plan_build.hpp"
+#include "driver/search_order.hpp"
 #include "scan/includes.hpp"
 #include "store/file_ops.hpp"
 #include "store/hash.hpp"
@@ -68,7 +69,7 @@ KeyBuilder direct_key_builder(const BuildInputs& in) {
     k.add("bekc_version", kVersion).add("embedded", embedded_files_hash());
     // The inputs' bytes; their paths are in the wrappers' #include lines.
     for (const auto& f : in.files) {
-        k.add("input.path", b.hide(fs::absolute(f.path).lexically_normal().string()));
+        k.add("input.path", b.hide(physical_normal(f.path).string()));
         k.add("input.sha256", sha256_hex(f.text));
     }
     // Files the flags make the tools read (toolchain/flag_files.hpp).
@@ -94,6 +95,11 @@ KeyBuilder direct_key_builder(const BuildInputs& in) {
     dirs("env.include_dirs", in.env.include_dirs);
     dirs("env.system_include_dirs", in.env.system_include_dirs);
     dirs("env.library_dirs", in.env.library_dirs);
+    // The include directories in the compile flags, as the directories they
+    // mean here: a relative -Iinc names another from another directory.
+    std::vector<fs::path> flag_dirs;
+    for (const auto& d : flag_include_dirs(in)) flag_dirs.push_back(physical_normal(d));
+    dirs("flags.include_dirs", flag_dirs);
     // Every step of the build, as it would run with the build and cache
     // directories as placeholders: whatever changes a command or a file
     // bekc writes changes the key, with no list of options kept here.
@@ -131,15 +137,6 @@ bool is_toolchain_header(const fs::path& p, const BuildInputs& in) {
 
 namespace {
 
-// The host compiler's search order for <...> after the -I directories and the
-// include-path variables, with its multiarch directory where it has one.
-std::vector<fs::path> system_include_dirs(const std::string& multiarch) {
-    std::vector<fs::path> dirs = {"/usr/local/include"};
-    if (!multiarch.empty()) dirs.push_back(fs::path("/usr/include") / multiarch);
-    dirs.emplace_back("/usr/include");
-    return dirs;
-}
-
 // Paths where a new file would be found before `dep` (SPEC: "a header that
 // newly shadows a recorded one must miss"; store/direct.hpp,
 // shadowing_paths). Those that exist now cannot have been passed over and are
@@ -172,15 +169,6 @@ bool is_system_library(const fs::path& p) {
     return false;
 }
 
-// Objects a compiler driver links and deletes right after (g++'s /tmp/cc*.o,
-// nvcc's /tmp/tmpxft_*): directly in the system's temporary directory, or
-// the tools' $TMPDIR.
-bool is_driver_temporary(const fs::path& p, const std::optional<fs::path>& tmpdir) {
-    fs::path dir = (p.parent_path() / "").lexically_normal();
-    if (dir == fs::path("/tmp/")) return true;
-    return tmpdir && dir == (*tmpdir / "").lexically_normal();
-}
-
 // Paths where a new library would be found before `lib`, which the linker
 // found for one of the -l names: the same file names in every directory it
 // searched first, and a shared library beside the static one it settled for.
@@ -192,7 +180,7 @@ void library_shadows(const fs::path& lib, const LinkerSearch& s, std::set<fs::pa
         auto at = std::find(files.begin(), files.end(), lib.filename().string());
         if (at == files.end()) continue;
         auto add = [&](const fs::path& c) {
-            if (presence(c) == Presence::Absent) absent.insert(c.lexically_normal());
+            if (presence(c) == Presence::Absent) absent.insert(c);
         };
         // Found outside every known directory (nvcc's toolkit -L): all of
         // the user's directories come first.
@@ -205,19 +193,21 @@ void library_shadows(const fs::path& lib, const LinkerSearch& s, std::set<fs::pa
 }
 
 // A `__has_include` found in `file`: the directories it searches, in order.
-// Quoted operands look beside the file first; `_next` resumes after the
-// directory `file` was found in (from the start when it is in none, as GCC
-// does for a primary source).
+// Quoted operands look beside the file first, then in the -iquote
+// directories; `_next` resumes after the directory `file` was found in (from
+// the start when it is in none, as GCC does for a primary source).
 std::vector<fs::path> has_include_chain(const HasIncludeOperand& o, const fs::path& file,
-                                        const std::vector<fs::path>& order) {
+                                        const SearchOrder& order) {
+    const std::vector<fs::path>& dirs = order.dirs;
     std::vector<fs::path> chain;
     if (o.next) {
-        auto it = std::find_if(order.begin(), order.end(),
+        auto it = std::find_if(dirs.begin(), dirs.end(),
                                [&](const fs::path& d) { return path_is_under(file, d); });
-        if (it != order.end()) return {it + 1, order.end()};
+        if (it != dirs.end()) return {it + 1, dirs.end()};
     }
     if (!o.angled) chain.push_back(file.parent_path());
-    chain.insert(chain.end(), order.begin(), order.end());
+    auto from = o.angled ? dirs.begin() + static_cast<long>(order.quote_only) : dirs.begin();
+    chain.insert(chain.end(), from, dirs.end());
     return chain;
 }
 
@@ -230,22 +220,27 @@ class Classifier {
         : in_(in), build_dir_(build_dir) {
         // Before any file is examined: the direct record's time (store/direct.hpp).
         out_.direct.examined_ns = now_ns();
-        for (const auto& f : in.files) inputs_.insert(fs::absolute(f.path).lexically_normal());
+        for (const auto& f : in.files) inputs_.insert(paths_.normal(f.path));
         std::error_code ec;
         runtime_root_ = fs::weakly_canonical(runtime_include.parent_path(), ec);
         runtime_dir_ = fs::weakly_canonical(runtime_include, ec);
-        for (const auto& d : in.flags.include_dirs)
-            if (spelled_through_base(d)) relative_roots_.push_back(fs::path(d).lexically_normal());
+        if (!in.base.empty()) real_base_ = resolved_path(in.base.dir());
+        std::vector<fs::path> dirs = flag_include_dirs(in);
+        dirs.insert(dirs.end(), in.flags.include_dirs.begin(), in.flags.include_dirs.end());
+        for (const auto& d : dirs)
+            if (fs::path n = paths_.normal(d); spelled_through_base(d, n))
+                relative_roots_.push_back(std::move(n));
     }
 
     // What the compilers read: bekc's runtime headers set aside, the rest
     // keyed but for the inputs, the build directory and the toolchain's.
     void add_compiled(const std::vector<std::string>& reported) {
         for (const auto& d : reported) {
+            // As the compiler opened it: "src/../x.h" leaves where src leads.
             fs::path spelled = fs::absolute(d);
-            fs::path p = spelled.lexically_normal();
+            fs::path p = paths_.normal(spelled);
             if (!seen_.insert(p).second) continue;
-            if (spelled_through_base(spelled)) relative_roots_.push_back(p.parent_path());
+            if (spelled_through_base(spelled, p)) relative_roots_.push_back(p.parent_path());
             if (is_runtime(p)) {
                 // A user's directory searched before them may come to hold
                 // one of their names.
@@ -276,46 +271,37 @@ class Classifier {
                 continue;
             libraries_.push_back(p);
             if (is_toolchain_header(p, in_)) continue;
-            if (presence(p) == Presence::Absent && is_driver_temporary(p, in_.env.tmpdir)) continue;
+            if (presence(p) == Presence::Absent && is_driver_temporary(p)) continue;
             key_file(p, false);
             if (!is_system_library(p)) out_.user_headers.push_back(p.string());
         }
     }
 
-    // The compilers' search order: the -I order of preprocessor_flags() (the
-    // user's directories, bekc's runtime headers, XLA's headers), then
-    // $CPATH as more -I, then $CPLUS_INCLUDE_PATH as -isystem, then the
-    // system's directories.
-    std::vector<fs::path> search_order() const {
-        std::vector<fs::path> order;
-        for (const auto& d : in_.flags.include_dirs)
-            order.push_back(fs::path(d).lexically_normal());
-        order.push_back(runtime_dir_);
-        if (!in_.flags.xla_include.empty()) order.emplace_back(in_.flags.xla_include);
-        const CompilerEnv& env = in_.env;
-        order.insert(order.end(), env.include_dirs.begin(), env.include_dirs.end());
-        order.insert(order.end(), env.system_include_dirs.begin(), env.system_include_dirs.end());
-        auto system_dirs = system_include_dirs(in_.multiarch);
-        order.insert(order.end(), system_dirs.begin(), system_dirs.end());
-        return order;
+    // The compilers' search orders (driver/search_order.hpp).
+    std::vector<SearchOrder> search_orders() {
+        return bekc::search_orders(in_, runtime_dir_, paths_);
     }
 
-    // Where a new header or library would be found before one read.
-    void add_shadows(const std::vector<fs::path>& order, const LinkerSearch& search) {
+    // Where a new header or library would be found before one read, by any
+    // of the compilers: a header may have been read by either.
+    void add_shadows(const std::vector<SearchOrder>& orders, const LinkerSearch& search) {
         // Quoted includes look next to the including file first: the inputs'
         // and the user headers' directories.
         std::set<fs::path> includer_set;
         for (const auto& i : inputs_) includer_set.insert(i.parent_path());
         for (const auto& h : user_headers_) includer_set.insert(h.parent_path());
         std::vector<fs::path> includers(includer_set.begin(), includer_set.end());
-        for (const auto& p : runtime_used_)
-            for (auto& c : shadow_candidates(p, order, includers, out_.present_shadows))
-                absent_.insert(std::move(c));
-        for (const auto& p : recorded_) {
-            bool system = is_system_header(p, in_.multiarch);
-            for (auto& c : shadow_candidates(p, order, system ? std::vector<fs::path>{} : includers,
-                                             out_.present_shadows))
-                absent_.insert(std::move(c));
+        for (const auto& order : orders) {
+            for (const auto& p : runtime_used_)
+                for (auto& c : shadow_candidates(p, order.dirs, includers, out_.present_shadows))
+                    absent_.insert(std::move(c));
+            for (const auto& p : recorded_) {
+                bool system = is_system_header(p, in_.multiarch);
+                for (auto& c :
+                     shadow_candidates(p, order.dirs, system ? std::vector<fs::path>{} : includers,
+                                       out_.present_shadows))
+                    absent_.insert(std::move(c));
+            }
         }
         for (const auto& lib : libraries_) library_shadows(lib, search, absent_);
     }
@@ -323,24 +309,37 @@ class Classifier {
     // `__has_include` in the inputs and the user's headers: every place the
     // compiler looked without finding the header must stay empty, and the
     // file it found (included or not) must stay as it is.
-    void add_has_includes(const std::vector<fs::path>& order) {
-        std::vector<std::pair<fs::path, std::string>> texts;
-        for (const auto& f : in_.files)
-            texts.emplace_back(fs::absolute(f.path).lexically_normal(), f.text);
-        for (const auto& h : user_headers_) texts.emplace_back(h, std::move(texts_read_[h]));
-        for (const auto& [file, text] : texts)
-            for (const auto& o : find_has_includes(text, file.string()))
-                for (const auto& dir : has_include_chain(o, file, order)) {
-                    fs::path c = (dir / o.header).lexically_normal();
-                    Presence there = presence(c);
-                    if (there == Presence::Absent) absent_.insert(c);
-                    if (there != Presence::File) continue;  // a directory is no header: look on
-                    if (seen_.insert(c).second && !inputs_.count(c) &&
-                        !path_is_under(c, build_dir_) && !is_runtime(c) &&
-                        !is_toolchain_header(c, in_))
-                        key_file(c, false);
-                    break;
-                }
+    // An input is searched for by its own compiler, a user header by any.
+    void add_has_includes(const std::vector<SearchOrder>& orders) {
+        struct Text {
+            fs::path file;
+            std::string text;
+            std::optional<bool> cuda;  // the compiler that reads it, or any
+        };
+        std::vector<Text> texts;
+        for (const auto& f : in_.files) texts.push_back({paths_.normal(f.path), f.text, f.cuda});
+        for (const auto& h : user_headers_)
+            texts.push_back({h, std::move(texts_read_[h]), std::nullopt});
+        for (const auto& t : texts)
+            for (const auto& o : find_has_includes(t.text, t.file.string()))
+                for (const auto& order : orders)
+                    if (!t.cuda || *t.cuda == order.cuda)
+                        look_for(o.header, has_include_chain(o, t.file, order));
+    }
+
+    // One `__has_include` through `chain`: every place it looked without
+    // finding the header stays absent, and the file it found is keyed.
+    void look_for(const std::string& header, const std::vector<fs::path>& chain) {
+        for (const auto& dir : chain) {
+            fs::path c = paths_.normal(dir / header);
+            Presence there = presence(c);
+            if (there == Presence::Absent) absent_.insert(c);
+            if (there != Presence::File) continue;  // a directory is no header: look on
+            if (seen_.insert(c).second && !inputs_.count(c) && !path_is_under(c, build_dir_) &&
+                !is_runtime(c) && !is_toolchain_header(c, in_))
+                key_file(c, false);
+            return;
+        }
     }
 
     DependencySet finish() {
@@ -362,18 +361,30 @@ class Classifier {
     // relative path (`#include "../common/val.h"`, `-I ../common`) is
     // recorded as <base>/../common/val.h, so that another checkout checks its
     // own ../common, not this one's. Directories so reached: relative_roots_.
-    bool spelled_through_base(const fs::path& spelled) const {
+    // `normal`: where `spelled` leads (PhysicalPaths).
+    bool spelled_through_base(const fs::path& spelled, const fs::path& normal) const {
         const std::string& base = in_.base.dir();
         const std::string& s = spelled.native();
         return !base.empty() && s.size() > base.size() + 1 &&
                s.compare(0, base.size(), base) == 0 && s[base.size()] == '/' &&
-               !path_is_under(spelled.lexically_normal(), base);
+               !path_is_under(normal, base);
     }
+    // Relative to the base's real path: "<base>/.." leaves that, as the
+    // kernel reads it.
     fs::path anchored(const fs::path& p) const {
-        const std::string& base = in_.base.dir();
         for (const auto& r : relative_roots_)
-            if (path_is_under(p, r)) return fs::path(base) / p.lexically_relative(base);
+            if (path_is_under(p, r))
+                return fs::path(in_.base.dir()) / p.lexically_relative(real_base_);
         return p;
+    }
+
+    // Objects a compiler driver links and deletes right after (g++'s
+    // /tmp/cc*.o, nvcc's /tmp/tmpxft_*): directly in the system's temporary
+    // directory, or the tools' $TMPDIR.
+    bool is_driver_temporary(const fs::path& p) {
+        fs::path dir = p.parent_path();
+        if (dir == fs::path("/tmp")) return true;
+        return in_.env.tmpdir && dir == paths_.normal(*in_.env.tmpdir);
     }
 
     // One read per file: both digests, and the bytes of the user's headers,
@@ -393,11 +404,11 @@ class Classifier {
 
     // The linker's --dependency-file names paths escaped or not: the
     // spelling that exists.
-    static std::vector<fs::path> linker_reported_files(const std::vector<LinkerDependency>& link) {
+    std::vector<fs::path> linker_reported_files(const std::vector<LinkerDependency>& link) {
         std::vector<fs::path> files;
         for (const auto& l : link) {
-            fs::path written = fs::absolute(l.as_written).lexically_normal();
-            fs::path unescaped = fs::absolute(l.unescaped).lexically_normal();
+            fs::path written = paths_.normal(l.as_written);
+            fs::path unescaped = paths_.normal(l.unescaped);
             files.push_back(presence(written) == Presence::Absent &&
                                     presence(unescaped) != Presence::Absent
                                 ? unescaped
@@ -409,6 +420,9 @@ class Classifier {
     const BuildInputs& in_;
     fs::path build_dir_, runtime_root_, runtime_dir_;
     RealPaths real_paths_;
+    // Every path is made absolute and normal by it, as the kernel opens it.
+    PhysicalPaths paths_;
+    fs::path real_base_;
     std::vector<fs::path> relative_roots_;
     std::set<fs::path> inputs_, seen_, absent_;
     std::map<fs::path, std::string> texts_read_;
@@ -426,9 +440,9 @@ DependencySet classify_dependencies(const ReportedDependencies& reported, const 
     c.add_compiled(reported.compile);
     LinkerSearch search = linker_search(in.flags, in.env, in.multiarch);
     c.add_linked(reported, search);
-    std::vector<fs::path> order = c.search_order();
-    c.add_shadows(order, search);
-    c.add_has_includes(order);
+    std::vector<SearchOrder> orders = c.search_orders();
+    c.add_shadows(orders, search);
+    c.add_has_includes(orders);
     return c.finish();
 }
 

@@ -115,7 +115,7 @@ bool resolve_programs(NvccPipeline& p, const ToolLookup& tools) {
 }  // namespace
 
 std::string input_name(const fs::path& input) {
-    return fs::absolute(input).lexically_normal().string();
+    return physical_normal(input).string();
 }
 
 std::string nvcc_source_path(const BuildInputs& in, size_t unit, const fs::path& wrapper) {

@@ -24,7 +24,7 @@ std::vector<fs::path> split_search_path(std::string_view value, const fs::path& 
             start, colon == std::string_view::npos ? std::string_view::npos : colon - start);
         fs::path dir = element.empty() ? cwd : fs::path(element);
         if (dir.is_relative()) dir = cwd / dir;
-        out.push_back(dir.lexically_normal());
+        out.push_back(physical_normal(dir));  // as the compilers open it
         if (colon == std::string_view::npos) break;
         start = colon + 1;
     }

@@ -102,7 +102,7 @@ class Collector {
             return refuse("'" + shown +
                           "' names no file bekc can follow (or response files nest more than 16 "
                           "deep)");
-        fs::path p = (cwd_ / fs::path(name)).lexically_normal();
+        fs::path p = physical_normal(cwd_ / fs::path(name));  // as the tools open it
         auto digest = digest_file(p, keep);
         if (!digest || !digest->stat.is_regular)
             return refuse("'" + shown + "' makes the compiler read a file bekc must key: " +

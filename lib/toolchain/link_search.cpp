@@ -49,7 +49,9 @@ LinkerSearch linker_search(const PlanFlags& flags, const CompilerEnv& env,
         }
     }
     args.insert(args.end(), flags.linker_args.begin(), flags.linker_args.end());
-    auto path = [](std::string_view a) { return fs::absolute(fs::path(a)).lexically_normal(); };
+    // As the linker opens them (util/fs.hpp: physical_normal).
+    PhysicalPaths paths;
+    auto path = [&paths](std::string_view a) { return paths.normal(fs::path(a)); };
     LinkerSearch s;
     for (size_t i = 0; i < args.size(); ++i) {
         std::string_view a = args[i];
@@ -93,7 +95,7 @@ namespace {
 fs::path find_library(const std::string& name, const std::vector<fs::path>& order) {
     for (const auto& dir : order)
         for (const auto& file : library_file_names(name))
-            if (presence(dir / file) == Presence::File) return (dir / file).lexically_normal();
+            if (presence(dir / file) == Presence::File) return physical_normal(dir / file);
     return {};
 }
 

@@ -38,7 +38,7 @@ ToolLookup ToolLookup::system() {
 
 std::expected<Tool, Error> identify_tool(const fs::path& path) {
     std::error_code ec;
-    fs::path abs = fs::absolute(path).lexically_normal();
+    fs::path abs = physical_normal(path);
     fs::path real = fs::canonical(abs, ec);
     if (ec) real = abs;
     struct stat st;

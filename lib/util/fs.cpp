@@ -413,6 +413,57 @@ fs::path RealPaths::resolve(const fs::path& path) {
 
 namespace {
 
+// Whether `s` has a ".." component.
+bool has_dot_dot(std::string_view s) {
+    for (size_t at = s.find(".."); at != std::string_view::npos; at = s.find("..", at + 2))
+        if ((at == 0 || s[at - 1] == '/') && (at + 2 == s.size() || s[at + 2] == '/')) return true;
+    return false;
+}
+
+}  // namespace
+
+const std::string& PhysicalPaths::up(const std::string& dir) {
+    if (auto it = up_.find(dir); it != up_.end()) return it->second;
+    std::string from = dir;
+    struct stat st;
+    if (!dir.empty() && ::lstat(dir.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+        std::error_code ec;
+        fs::path real = fs::canonical(dir, ec);
+        // A dangling link or a loop: the kernel would not get past it, and
+        // no compiler reported a file through it.
+        if (!ec) from = real.native();
+    }
+    size_t slash = from.rfind('/');
+    return up_.emplace(dir, slash == std::string::npos ? std::string() : from.substr(0, slash))
+        .first->second;
+}
+
+fs::path PhysicalPaths::normal(const fs::path& path) {
+    fs::path abs = fs::absolute(path);
+    fs::path lexical = abs.lexically_normal();
+    if (!has_dot_dot(abs.native())) return lexical;
+    std::string out;  // "" stands for "/"
+    for (const auto& part : abs.relative_path()) {
+        const std::string& c = part.native();
+        if (c.empty() || c == ".") continue;
+        if (c == "..") {
+            out = up(out);
+        } else {
+            out += '/';
+            out += c;
+        }
+    }
+    if (lexical.native().ends_with('/')) out += '/';  // a directory, as spelt
+    return out.empty() ? fs::path("/") : fs::path(out);
+}
+
+fs::path physical_normal(const fs::path& path) {
+    PhysicalPaths paths;
+    return paths.normal(path);
+}
+
+namespace {
+
 // An absolute path without empty, "." or ".." components (a trailing '/'
 // allowed): one whose components its spelling shows.
 bool is_plain_absolute(std::string_view s) {

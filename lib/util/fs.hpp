@@ -172,6 +172,29 @@ class RealPaths {
     bool failed_ = false;  // a component could not be examined
 };
 
+// `path` made absolute and normal, with each ".." resolved as the kernel
+// resolves it: it leaves the directory the components before it lead to.
+// Lexically, "proj/src/../common/x.h" is "proj/common/x.h"; where proj/src
+// is a link to ../real/src, the kernel (and so a compiler) opens
+// "real/common/x.h". Links that no ".." follows keep their spelling, so the
+// path still shows the way the file was reached. Without "..", nothing is
+// read, and the path is lexically_normal's (a trailing '/' kept).
+fs::path physical_normal(const fs::path& path);
+
+// physical_normal with the directories that ".." leaves looked at once per
+// spelling (/usr/local/cuda/bin/../targets/...: every header of the
+// toolkit). For one pass over paths that do not change meanwhile.
+class PhysicalPaths {
+  public:
+    fs::path normal(const fs::path& path);
+
+  private:
+    // Where "<dir>/.." leads, `dir` being absolute and normal ("" for "/").
+    const std::string& up(const std::string& dir);
+
+    std::unordered_map<std::string, std::string> up_;
+};
+
 // "cannot <what> <path>: <strerror(err)>", the message shape of this layer.
 std::string errno_message(std::string_view what, const fs::path& path, int err);
 

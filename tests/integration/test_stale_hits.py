@@ -8,7 +8,11 @@ what the new library does: the kernels export `bekc_probe()` (or
 through ctypes in a child Python, so every call loads the library afresh.
 Controls assert a hit when nothing changed. The kinds:
 
-* source; headers (quoted beside the source, quoted and <> through -I);
+* source; headers (quoted beside the source, quoted and <> through -I; one
+  reached by "../" from a directory that is a link, which the compiler opens
+  where the kernel resolves it); include directories given as compiler flags
+  (--cxx-flag, --cuda-flag, nvcc's -Xcompiler), with a header appearing
+  where the compiler looks first;
 * environment the compilers read: CPATH (also a header appearing in an
   earlier CPATH directory), CPLUS_INCLUDE_PATH, SOURCE_DATE_EPOCH, LIBRARY_PATH,
   LD_RUN_PATH, and for nvcc NVCC_APPEND_FLAGS, NVCC_PREPEND_FLAGS and INCLUDES
@@ -217,6 +221,141 @@ def test_header_edit(bekc, where):
     assert bekc.build(*args).hit is True
     write(header, "#define VAL 2\n")
     miss_then(bekc, *args, expect=2)
+
+
+# --------------------------------------------------------------------------- paths through a linked directory
+def source_behind_a_link(d: Path) -> Path:
+    """proj/src, a link to ../real/src, whose k.cpp includes "../common/x.h".
+    The kernel resolves ".." after the link, so the compiler opens
+    real/common/x.h, never proj/common/x.h. Returns proj/src/k.cpp."""
+    probe_source(d / "real" / "src" / "k.cpp", "VAL", before='#include "../common/x.h"')
+    (d / "proj").mkdir()
+    os.symlink("../real/src", d / "proj" / "src")
+    return d / "proj" / "src" / "k.cpp"
+
+
+def make_prereqs(depfile: Path) -> list:
+    return depfile.read_text().replace("\\\n", " ").split(":", 1)[1].split()
+
+
+def test_header_reached_by_dot_dot_after_a_linked_directory(bekc, tmp_path):
+    """The header the compiler read through "src/../common/x.h" is keyed:
+    editing it misses. A file where the path leads on paper
+    (proj/common/x.h) is not keyed, and dependencies.json and --depfile name
+    the header read."""
+    d = Path(os.path.realpath(bekc.workdir))
+    src = source_behind_a_link(d)
+    header = write(d / "real" / "common" / "x.h", "#define VAL 1\n")
+    decoy = write(d / "proj" / "common" / "x.h", "#define VAL 100\n")
+    depfile = tmp_path / "k.d"
+    args = (src, FAST, "--depfile", depfile)
+    assert probe(bekc.build(*args, env=env())) == 1
+    assert bekc.build(*args, env=env()).hit is True
+    write(header, "#define VAL 2\n")
+    second = miss_then(bekc, *args, expect=2)
+    write(decoy, "#define VAL 200\n")  # read by no compiler
+    again = bekc.build(*args, env=env())
+    assert again.hit is True and probe(again) == 2
+    deps = json.loads((second.manifest_path.parent / "dependencies.json").read_text())
+    assert str(header) in deps and str(decoy) not in deps, deps
+    prereqs = make_prereqs(depfile)
+    assert str(header) in prereqs and str(decoy) not in prereqs, prereqs
+
+
+def test_header_reached_by_dot_dot_after_a_linked_directory_builds(bekc):
+    """With nothing where the path leads on paper (proj/common/x.h), the
+    build succeeds as g++ does, and the next one hits."""
+    d = Path(os.path.realpath(bekc.workdir))
+    src = source_behind_a_link(d)
+    write(d / "real" / "common" / "x.h", "#define VAL 3\n")
+    assert probe(bekc.build(src, FAST, env=env())) == 3
+    assert bekc.build(src, FAST, env=env()).hit is True
+
+
+# --------------------------------------------------------------------------- include directories in compile flags
+@pytest.mark.parametrize("flag", [("-I", "inc_a"), ("-Iinc_a",), ("-isystem", "inc_a"),
+                                  ("-idirafter", "inc_a"), ("-iquote", "inc_a")])
+def test_header_appearing_before_a_cxx_flag_include_directory(bekc, flag):
+    """An include directory given by --cxx-flag (relative, as it counts from
+    the working directory) is guarded as bekc's own -I is: the same header
+    name appearing beside the source (searched first by a quoted include),
+    or in bekc's -I directory (searched before every -I, -isystem and
+    -idirafter of the flags), is used from then on."""
+    d = bekc.workdir
+    (d / "first").mkdir()
+    write(d / "inc_a" / "val.h", "#define VAL 1\n")
+    src = probe_source(d / "src" / "k.cpp", "VAL", before='#include "val.h"')
+    args = (src, FAST, "-I", d / "first", *[f"--cxx-flag={w}" for w in flag])
+    assert probe(bekc.build(*args, env=env())) == 1
+    assert bekc.build(*args, env=env()).hit is True
+    write(d / "src" / "val.h", "#define VAL 2\n")
+    miss_then(bekc, *args, expect=2)
+    (d / "src" / "val.h").unlink()
+    assert probe(bekc.build(*args, env=env())) == 1
+    if flag[0] != "-iquote":  # searched before bekc's -I
+        write(d / "first" / "val.h", "#define VAL 3\n")
+        miss_then(bekc, *args, expect=3)
+
+
+def test_cxx_flag_relative_include_directory_follows_the_working_directory(bekc):
+    """--cxx-flag=-Iinc means another directory from another working
+    directory."""
+    d = bekc.workdir
+    write(d / "one" / "inc" / "cfg.h", "#define CFG 1\n")
+    write(d / "two" / "inc" / "cfg.h", "#define CFG 2\n")
+    src = probe_source(d / "k.cpp", "CFG", before="#include <cfg.h>")
+    assert probe(bekc.build(src, FAST, "--cxx-flag=-Iinc", cwd=d / "one", env=env())) == 1
+    r = bekc.build(src, FAST, "--cxx-flag=-Iinc", cwd=d / "two", env=env())
+    assert r.hit is False and probe(r) == 2
+
+
+def cu_probe_build(bekc, nvcc, include: Path, flag: tuple) -> tuple:
+    """Builds src/k.cu, whose library holds "PROBE<VAL,0,0>" with VAL from
+    "val.h" (1 now), with `-I include` and each word of `flag` as a
+    --cuda-flag; asserts that the build hits again. Returns its arguments."""
+    src = write(bekc.workdir / "src" / "k.cu",
+                '#include "val.h"\n#define APPENDED VAL\n' + NVCC_KERNEL)
+    args = (src, "--arch", "sm_80", FAST, "--nvcc", nvcc, "-I", include,
+            *[f"--cuda-flag={w}" for w in flag])
+    assert probe_bytes(bekc.build(*args, env=env()).library) == "1,0,0"
+    assert bekc.build(*args, env=env()).hit is True
+    return args
+
+
+def cu_miss_then(bekc, args: tuple, expect: int):
+    r = bekc.build(*args, env=env())
+    assert r.hit is False, "stale hit: the changed input was not noticed"
+    assert probe_bytes(r.library) == f"{expect},0,0", "the library was not built from the new input"
+
+
+@pytest.mark.parametrize("flag", [("-I", "inc_a"), ("--include-path=inc_a",),
+                                  ("-isystem=inc_a",)])
+def test_header_appearing_before_a_cuda_flag_include_directory(bekc, nvcc, flag):
+    """nvcc's include options in --cuda-flag are guarded as bekc's own -I is:
+    beside the source first, then bekc's -I directory."""
+    d = bekc.workdir
+    write(d / "inc_a" / "val.h", "#define VAL 1\n")
+    (d / "first").mkdir()
+    args = cu_probe_build(bekc, nvcc, d / "first", flag)
+    write(d / "src" / "val.h", "#define VAL 2\n")
+    cu_miss_then(bekc, args, expect=2)
+    (d / "src" / "val.h").unlink()
+    write(d / "first" / "val.h", "#define VAL 3\n")
+    cu_miss_then(bekc, args, expect=3)
+
+
+@pytest.mark.parametrize("flag", [("-Xcompiler=-Iinc_a",), ("-Xcompiler", "-I,inc_a"),
+                                  ("--compiler-options=-iquote inc_a",)])
+def test_header_appearing_in_a_directory_nvcc_passes_the_host_compiler(bekc, nvcc, flag):
+    """nvcc puts what -Xcompiler passes the host compiler before its own -I:
+    a header appearing in such an -I (or -iquote, for a quoted include)
+    directory shadows one found in bekc's -I directory."""
+    d = bekc.workdir
+    (d / "inc_a").mkdir()
+    write(d / "later" / "val.h", "#define VAL 1\n")
+    args = cu_probe_build(bekc, nvcc, d / "later", flag)
+    write(d / "inc_a" / "val.h", "#define VAL 2\n")
+    cu_miss_then(bekc, args, expect=2)
 
 
 # --------------------------------------------------------------------------- environment

@@ -89,6 +89,33 @@ TEST_CASE("RealPaths resolves as weakly_canonical does, links and missing parts 
     CHECK(resolver.resolve(real / "abs" / "h.h") == real / "a" / "b" / "h.h");
 }
 
+TEST_CASE("physical_normal: '..' leaves where the link before it leads, as the kernel's does",
+          "[fs]") {
+    test::TempDir tmp;
+    fs::path real = fs::canonical(tmp.path());
+    test::write_file(real / "real" / "src" / "k.cpp", "k");
+    test::write_file(real / "real" / "common" / "x.h", "x");
+    fs::create_directories(real / "proj" / "sub");
+    fs::create_directory_symlink("../real/src", real / "proj" / "src");
+    fs::create_directory_symlink(real / "proj", real / "alias");  // a link to a plain directory
+    PhysicalPaths paths;
+    for (int round = 0; round < 2; ++round) {  // the second from the memo
+        // Lexically proj/common/x.h; the kernel opens real/common/x.h.
+        CHECK(paths.normal(real / "proj/src/../common/x.h") == real / "real/common/x.h");
+        CHECK(paths.normal(real / "proj/src/./../../real/src/k.cpp") == real / "real/src/k.cpp");
+        // A link that no '..' follows keeps its spelling.
+        CHECK(paths.normal(real / "proj/src/k.cpp") == real / "proj/src/k.cpp");
+        CHECK(paths.normal(real / "alias/src/k.cpp") == real / "alias/src/k.cpp");
+        // '..' after a plain directory, below a link: the link's own directory.
+        CHECK(paths.normal(real / "alias/sub/../src/k.cpp") == real / "alias/src/k.cpp");
+        // What does not exist, and '..' at the root, go lexically.
+        CHECK(paths.normal(real / "missing/../real/common/x.h") == real / "real/common/x.h");
+        CHECK(paths.normal("/../usr/./include/") == fs::path("/usr/include/"));
+    }
+    CHECK(physical_normal(real / "proj/src/../common") == real / "real/common");
+    CHECK(physical_normal("rel/../x.h") == fs::current_path() / "x.h");
+}
+
 TEST_CASE("path_is_under: a directory and what is below it, by components", "[fs]") {
     CHECK(path_is_under("/a/b/c.h", "/a/b"));
     CHECK(path_is_under("/a/b/c.h", "/a/b/"));

@@ -9,6 +9,7 @@
 
 #include "../helpers/temp_dir.hpp"
 #include "driver/keys.hpp"
+#include "driver/search_order.hpp"
 #include "util/error.hpp"
 
 using namespace bekc;
@@ -36,6 +37,17 @@ struct Fixture {
         write_file(p, text);
         in.files = {SourceFile{p, false, text, {}}};
         return p;
+    }
+
+    // The one input, proj/src/k.cpp with `text`, where proj/src is a link
+    // to ../real/src. Returns the temporary directory's real path.
+    fs::path linked_source(const std::string& text) {
+        const fs::path t = fs::canonical(tmp.path());
+        write_file(t / "real/src/k.cpp", text);
+        fs::create_directories(t / "proj");
+        fs::create_directory_symlink("../real/src", t / "proj/src");
+        in.files = {SourceFile{t / "proj/src/k.cpp", false, text, {}}};
+        return t;
     }
 
     DependencySet classify(std::vector<std::string> compile,
@@ -241,4 +253,124 @@ TEST_CASE("keys: without the linker's list, the link flags name the inputs", "[k
     CHECK(keyed(d, f.tmp / "abs/libbar.a"));
     CHECK(keyed(d, f.tmp / "l/libfoo.so"));
     CHECK(d.hashed.size() == 2);
+}
+
+TEST_CASE("keys: a header reached by '..' after a linked directory is the file the kernel opens",
+          "[keys][symlink]") {
+    Fixture f;
+    const fs::path t = f.linked_source("#include \"../common/x.h\"\n");
+    write_file(t / "real/common/x.h", "#define X 1\n");
+    // As g++ writes them: the input as the wrapper names it, the header
+    // beside it as "<its directory>/../common/x.h".
+    std::vector<std::string> reported = {(t / "proj/src/k.cpp").string(),
+                                         (t / "proj/src/../common/x.h").string()};
+    SECTION("nothing where the path leads lexically") {
+        auto d = f.classify(reported);
+        CHECK(keyed(d, t / "real/common/x.h"));
+        CHECK(in_depfile(d, t / "real/common/x.h"));
+        CHECK(d.hashed.size() == 1);  // the input itself is not a dependency
+    }
+    SECTION("another file where the path leads lexically") {
+        write_file(t / "proj/common/x.h", "#define X 2\n");
+        auto d = f.classify(reported);
+        CHECK(keyed(d, t / "real/common/x.h"));
+        CHECK_FALSE(keyed(d, t / "proj/common/x.h"));
+        CHECK_FALSE(in_depfile(d, t / "proj/common/x.h"));
+        REQUIRE(d.direct.dependencies.size() == 1);
+        CHECK(d.direct.dependencies[0].path == t / "real/common/x.h");
+    }
+}
+
+TEST_CASE("keys: a __has_include of '../x.h' after a linked directory looks where the kernel does",
+          "[keys][symlink][has_include]") {
+    Fixture f;
+    const fs::path t = f.linked_source("#if __has_include(\"../common/opt.h\")\n#endif\n");
+    fs::create_directories(t / "real/common");
+    fs::create_directories(t / "proj/common");
+    auto d = f.classify({});
+    CHECK(absent(d, t / "real/common/opt.h"));
+    CHECK_FALSE(absent(d, t / "proj/common/opt.h"));
+}
+
+TEST_CASE("keys: include directories in --cxx-flag are guarded like -I's, in the compiler's order",
+          "[keys][search_order]") {
+    Fixture f;
+    for (const char* d : {"q", "i", "a", "b", "s", "after", "cpath"})
+        fs::create_directories(f.tmp / d);
+    write_file(f.tmp / "after/x.h", "");
+    f.in.flags.include_dirs = {(f.tmp / "i").string()};
+    f.in.flags.cxx_flags = {"-I",
+                            (f.tmp / "a").string(),
+                            "-I" + (f.tmp / "b").string(),
+                            "-iquote",
+                            (f.tmp / "q").string(),
+                            "-isystem",
+                            (f.tmp / "s").string(),
+                            "-idirafter",
+                            (f.tmp / "after").string()};
+    f.in.env.include_dirs = {f.tmp / "cpath"};
+    f.source("#include \"x.h\"\n");
+    auto d = f.classify({(f.tmp / "after/x.h").string()});
+    CHECK(keyed(d, f.tmp / "after/x.h"));
+    for (const char* before : {"src", "q", "i", "a", "b", "cpath", "s"}) {
+        INFO(before);
+        CHECK(absent(d, f.tmp / before / "x.h"));
+    }
+    CHECK(absent(d, "/usr/include/x.h"));
+}
+
+TEST_CASE("keys: an angled __has_include skips the -iquote directories", "[keys][search_order]") {
+    Fixture f;
+    write_file(f.tmp / "q/opt.h", "");  // found only by a quoted include
+    fs::create_directories(f.tmp / "a");
+    f.in.flags.cxx_flags = {"-iquote", (f.tmp / "q").string(), "-I", (f.tmp / "a").string()};
+    f.source("#if __has_include(<opt.h>)\n#endif\n");
+    auto d = f.classify({});
+    CHECK_FALSE(keyed(d, f.tmp / "q/opt.h"));
+    CHECK(absent(d, f.tmp / "a/opt.h"));  // searched, found nothing: must stay so
+}
+
+TEST_CASE("search order: each compiler's chains as it searches them", "[keys][search_order]") {
+    using Dirs = std::vector<fs::path>;
+    BuildInputs in;
+    in.files = {SourceFile{"/w/k.cpp", false, "", {}}, SourceFile{"/w/k.cu", true, "", {}}};
+    in.multiarch = "x86_64-linux-gnu";
+    in.flags.include_dirs = {"/w/i"};
+    in.flags.xla_include = "/w/xla";
+    in.env.include_dirs = {"/w/cpath"};
+    in.env.system_include_dirs = {"/w/cplus"};
+    const Dirs system = {"/usr/local/include", "/usr/include/x86_64-linux-gnu", "/usr/include"};
+    auto with_system = [&](Dirs head, const Dirs& tail) {
+        head.insert(head.end(), system.begin(), system.end());
+        head.insert(head.end(), tail.begin(), tail.end());
+        return head;
+    };
+    PhysicalPaths paths;
+    SECTION("the host compiler's for .cpp, nvcc's for .cu, -Xcompiler's before bekc's -I") {
+        in.flags.cxx_flags = {"-isystem", "/w/cs",      "-I",    "/w/ca",  "-iquote",
+                              "/w/cq",    "-idirafter", "/w/cd", "-I/w/cb"};
+        in.flags.cuda_flags = {"-I", "/w/na", "-isystem=/w/ns", "-Xcompiler",
+                               "-I/w/xa,-isystem,/w/xs,-iquote,/w/xq,-idirafter,/w/xd"};
+        auto orders = search_orders(in, "/cache/rt", paths);
+        REQUIRE(orders.size() == 2);
+        CHECK_FALSE(orders[0].cuda);
+        CHECK(orders[0].dirs == with_system({"/w/cq", "/w/i", "/cache/rt", "/w/xla", "/w/ca",
+                                             "/w/cb", "/w/cpath", "/w/cs", "/w/cplus"},
+                                            {"/w/cd"}));
+        CHECK(orders[0].quote_only == 1);
+        CHECK(orders[1].cuda);
+        CHECK(orders[1].dirs == with_system({"/w/xq", "/w/xa", "/w/i", "/cache/rt", "/w/xla",
+                                             "/w/na", "/w/cpath", "/w/xs", "/w/ns", "/w/cplus"},
+                                            {"/w/xd"}));
+        CHECK(orders[1].quote_only == 1);
+    }
+    SECTION("a directory named twice counts where it is searched last") {
+        in.files.pop_back();
+        in.flags.cxx_flags = {"-I/usr/include", "-iquote", "/w/i/", "-I", "/w/x/../i"};
+        auto orders = search_orders(in, "/cache/rt", paths);
+        REQUIRE(orders.size() == 1);
+        CHECK(orders[0].dirs ==
+              with_system({"/cache/rt", "/w/xla", "/w/i", "/w/cpath", "/w/cplus"}, {}));
+        CHECK(orders[0].quote_only == 0);
+    }
 }

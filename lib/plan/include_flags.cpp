@@ -1,0 +1,173 @@
+#include "plan/include_flags.hpp"
+
+#include <optional>
+#include <string_view>
+
+namespace bekc {
+
+namespace {
+
+enum class Chain { Quote, Angled, System, After };
+
+// A host compiler's options that add an include directory. `attached`: the
+// directory may follow the option in the same word (-Iinc); the long
+// spellings take it after '=' or as the next word.
+struct HostOption {
+    std::string_view name;
+    Chain chain;
+    bool attached;
+};
+constexpr HostOption kHostOptions[] = {
+    {"-I", Chain::Angled, true},
+    {"-iquote", Chain::Quote, true},
+    {"-isystem", Chain::System, true},
+    {"-idirafter", Chain::After, true},
+    {"--include-directory", Chain::Angled, false},
+    {"--include-directory-after", Chain::After, false},
+};
+
+// Options whose next word is a value of their own, never an option: a
+// linker's -I (its dynamic linker) after -Xlinker is no include directory.
+constexpr std::string_view kHostValueOptions[] = {
+    "-Xlinker", "-Xassembler", "-Xclang", "-o", "-D",       "-U",        "-include", "-imacros",
+    "-MF",      "-MT",         "-MQ",     "-x", "-iprefix", "-isysroot", "--sysroot"};
+constexpr std::string_view kNvccValueOptions[] = {"-Xlinker",
+                                                  "--linker-options",
+                                                  "-Xptxas",
+                                                  "--ptxas-options",
+                                                  "-Xnvlink",
+                                                  "--nvlink-options",
+                                                  "-Xarchive",
+                                                  "--archive-options",
+                                                  "-o",
+                                                  "--output-file",
+                                                  "-D",
+                                                  "--define-macro",
+                                                  "-U",
+                                                  "--undefine-macro",
+                                                  "-include",
+                                                  "--pre-include",
+                                                  "-ccbin",
+                                                  "--compiler-bindir",
+                                                  "-x",
+                                                  "-optf",
+                                                  "--options-file",
+                                                  "-odir",
+                                                  "--output-directory",
+                                                  "-MF",
+                                                  "--dependency-output",
+                                                  "-MT",
+                                                  "--dependency-target-name"};
+
+template <size_t N>
+bool takes_value(const std::string_view (&options)[N], std::string_view word) {
+    for (auto o : options)
+        if (word == o) return true;
+    return false;
+}
+
+std::vector<std::string>& chain_of(IncludeFlagDirs& d, Chain c) {
+    switch (c) {
+        case Chain::Quote:
+            return d.quote;
+        case Chain::System:
+            return d.system;
+        case Chain::After:
+            return d.after;
+        case Chain::Angled:
+            break;
+    }
+    return d.angled;
+}
+
+// `text` split at `separators`, without empty pieces.
+std::vector<std::string> split(std::string_view text, std::string_view separators) {
+    std::vector<std::string> out;
+    for (size_t at = 0; at <= text.size();) {
+        size_t end = std::min(text.find_first_of(separators, at), text.size());
+        if (end > at) out.emplace_back(text.substr(at, end - at));
+        at = end + 1;
+    }
+    return out;
+}
+
+// The words the preprocessor gets: -Wp, lists split at commas, and the value
+// of each -Xpreprocessor, in place.
+std::vector<std::string> preprocessor_words(const std::vector<std::string>& words) {
+    std::vector<std::string> out;
+    for (size_t i = 0; i < words.size(); ++i) {
+        std::string_view w = words[i];
+        if (w.starts_with("-Wp,")) {
+            for (auto& piece : split(w.substr(4), ",")) out.push_back(std::move(piece));
+        } else if (w == "-Xpreprocessor" && i + 1 < words.size()) {
+            out.push_back(words[++i]);
+        } else {
+            out.emplace_back(w);
+        }
+    }
+    return out;
+}
+
+// The value `words[i]` gives option `name`: the next word (consumed), after
+// '=', or attached when `attached`. nullopt when the word is not `name`.
+std::optional<std::string_view> value_of(const std::vector<std::string>& words, size_t& i,
+                                         std::string_view name, bool attached) {
+    std::string_view w = words[i];
+    if (w == name) {
+        if (i + 1 >= words.size()) return std::nullopt;
+        return std::string_view(words[++i]);
+    }
+    if (!w.starts_with(name)) return std::nullopt;
+    std::string_view rest = w.substr(name.size());
+    if (rest.starts_with('=')) return rest.substr(1);
+    if (attached) return rest;
+    return std::nullopt;
+}
+
+}  // namespace
+
+IncludeFlagDirs host_include_dirs(const std::vector<std::string>& given) {
+    const std::vector<std::string> words = preprocessor_words(given);
+    IncludeFlagDirs out;
+    for (size_t i = 0; i < words.size(); ++i) {
+        if (takes_value(kHostValueOptions, words[i])) {
+            ++i;
+            continue;
+        }
+        for (const auto& o : kHostOptions) {
+            auto value = value_of(words, i, o.name, o.attached);
+            if (!value) continue;
+            // "-I-" splits the chains (deprecated): no directory.
+            if (!value->empty() && *value != "-") chain_of(out, o.chain).emplace_back(*value);
+            break;
+        }
+    }
+    return out;
+}
+
+NvccIncludeDirs nvcc_include_dirs(const std::vector<std::string>& flags) {
+    NvccIncludeDirs out;
+    std::vector<std::string> host;
+    for (size_t i = 0; i < flags.size(); ++i) {
+        if (takes_value(kNvccValueOptions, flags[i])) {
+            ++i;
+            continue;
+        }
+        std::optional<std::string_view> v;
+        if ((v = value_of(flags, i, "-Xcompiler", false)) ||
+            (v = value_of(flags, i, "--compiler-options", false))) {
+            for (const auto& piece : split(*v, ","))
+                for (auto& word : split(piece, " \t\n")) host.push_back(std::move(word));
+        } else if ((v = value_of(flags, i, "-I", true)) ||
+                   (v = value_of(flags, i, "--include-path", false))) {
+            for (auto& d : split(*v, ",")) out.angled.push_back(std::move(d));
+        } else if ((v = value_of(flags, i, "-isystem", false)) ||
+                   (v = value_of(flags, i, "--system-include", false))) {
+            for (auto& d : split(*v, ",")) out.system.push_back(std::move(d));
+        }
+    }
+    out.host = host_include_dirs(host);
+    return out;
+}
+
+}  // namespace bekc
