@@ -12,6 +12,7 @@
 #include "store/cache.hpp"
 #include "store/stats.hpp"
 #include "util/error.hpp"
+#include "util/json_text.hpp"
 
 namespace bekc {
 
@@ -160,7 +161,7 @@ std::expected<void, Error> log_build(const BuildOptions& o, const BuildResult* r
         {"manifest", r ? r->manifest.string() : ""},
         {"why", why},
     };
-    std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    std::string text = dump_json(line) + "\n";
     std::optional<fs::path> cache_root;
     if (auto root = resolve_cache_root(o.cache_dir, settings)) cache_root = *root;
     return append_line(*path, text, cache_root);

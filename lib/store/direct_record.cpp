@@ -5,6 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/json_text.hpp"
+#include "util/text.hpp"
+
 namespace bekc {
 
 namespace {
@@ -179,20 +182,10 @@ class RecordReader {
     }
 
     bool hex4(uint32_t& v) {
-        if (s_.size() - i_ < 4) return false;
-        v = 0;
-        for (int k = 0; k < 4; ++k) {
-            char c = s_[i_++];
-            v <<= 4;
-            if (c >= '0' && c <= '9')
-                v |= static_cast<uint32_t>(c - '0');
-            else if (c >= 'a' && c <= 'f')
-                v |= static_cast<uint32_t>(c - 'a' + 10);
-            else if (c >= 'A' && c <= 'F')
-                v |= static_cast<uint32_t>(c - 'A' + 10);
-            else
-                return false;
-        }
+        std::optional<uint32_t> digits = escape_digits(s_.substr(i_, 4));
+        if (!digits) return false;
+        i_ += 4;
+        v = *digits;
         return true;
     }
 
@@ -214,22 +207,12 @@ class RecordReader {
         }
     }
 
-    // One UTF-8 sequence at i_ (RFC 3629: no overlong form, no surrogate,
-    // nothing above U+10FFFF), copied to `out`.
+    // One UTF-8 sequence at i_, copied to `out`.
     bool utf8_sequence(std::string& out) {
-        auto byte = [&](size_t k) { return static_cast<unsigned char>(s_[i_ + k]); };
-        unsigned char b0 = byte(0);
-        size_t n = b0 >= 0xF0 ? 4 : b0 >= 0xE0 ? 3 : 2;
-        if (b0 < 0xC2 || b0 > 0xF4 || s_.size() - i_ < n) return false;
-        for (size_t k = 1; k < n; ++k)
-            if ((byte(k) & 0xC0) != 0x80) return false;
-        unsigned char b1 = byte(1);
-        if ((b0 == 0xE0 && b1 < 0xA0) || (b0 == 0xED && b1 > 0x9F) || (b0 == 0xF0 && b1 < 0x90) ||
-            (b0 == 0xF4 && b1 > 0x8F))
-            return false;
+        size_t n = utf8_length_at(s_, i_);
         out.append(s_.substr(i_, n));
         i_ += n;
-        return true;
+        return n > 0;
     }
 
     bool string(std::string& out) {
@@ -284,7 +267,14 @@ class RecordReader {
                 case 'u': {
                     uint32_t cp = 0;
                     if (!hex4(cp)) return false;
-                    if (cp >= 0xDC00 && cp <= 0xDFFF) return false;
+                    // A lone low surrogate: a byte that is not UTF-8
+                    // (util/json_text.hpp), or not a record file.
+                    if (cp >= 0xDC00 && cp <= 0xDFFF) {
+                        std::optional<char> byte = escaped_byte(cp);
+                        if (!byte) return false;
+                        out += *byte;
+                        break;
+                    }
                     if (cp >= 0xD800 && cp <= 0xDBFF) {
                         uint32_t low = 0;
                         if (s_.size() - i_ < 2 || s_[i_] != '\\' || s_[i_ + 1] != 'u') return false;
@@ -420,15 +410,7 @@ std::expected<void, Error> write_direct_records(const CacheDir& cache, const fs:
                                                 const std::vector<DirectRecord>& records) {
     json j = {{"format", kRecordFormat}, {"records", json::array()}};
     for (const auto& r : records) j["records"].push_back(to_json(r));
-    std::string text;
-    try {
-        text = j.dump() + "\n";
-    } catch (const json::exception&) {
-        // JSON strings are UTF-8; a file name that is not cannot be recorded.
-        return fail(ErrorKind::Cache,
-                    "a dependency path is not valid UTF-8: " + cache.path(file).string());
-    }
-    return cache.write(file, text);
+    return cache.write(file, dump_json(j) + "\n");
 }
 
 }  // namespace bekc

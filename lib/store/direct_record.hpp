@@ -11,7 +11,9 @@
 //
 // Absent paths are either listed whole ("absent") or grouped under their
 // nearest existing directory, with its stamp ("absent_dirs", store/direct.hpp;
-// format 2; a file of format 1 has none). Names: is_name_below.
+// format 2; a file of format 1 has none). Names: is_name_below. A path is
+// bytes: one that is not UTF-8 is written and read with util/json_text.hpp's
+// escapes.
 //
 // The file is replaced whole by rename. Two builds adding records at the same
 // moment can lose one of the two; that costs a later direct miss, never a

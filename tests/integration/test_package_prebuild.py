@@ -16,12 +16,14 @@ test_brainevent_kernels.py.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from prebuild import (REPO, jaxlib_package, loads_through_bekc, make_site,  # noqa: E402
-                      modules_by_name, prebuild)
+from prebuild import (REPO, TIMEOUT_S, jaxlib_package, loads_through_bekc, make_site,  # noqa: E402
+                      modules_by_name, prebuild, without_venv)
 from support.kernels import add_value_cpp  # noqa: E402
 
 OPS_PY = """\
@@ -130,3 +132,27 @@ def test_files_only_checked_or_broken_are_named_with_the_reason(bekc, site):
     # The rest built; a second run is all hits.
     again = prebuild(bekc, site, "-j", "2")
     assert again.stderr.splitlines()[-1].startswith("bekc: 5 of 6 modules built (5 cache hits)")
+
+
+def test_a_package_below_a_directory_whose_name_is_not_utf8(bekc, tmp_path):
+    """A package below a directory named b"caf\\xe9" (a legal Linux name):
+    every module builds, and --json names each source and manifest byte for
+    byte."""
+    if jaxlib_package() is None:
+        pytest.skip("jaxlib is not installed")
+    files = {k: v for k, v in fake_package().items() if not k.startswith("_broken/")}
+    site = make_site(tmp_path / os.fsdecode(b"caf\xe9"), files)
+    argv = [str(bekc.binary), "build", str(site / "brainevent"), "--cache-dir",
+            str(bekc.cache_dir), "-j", "2", "--json"]
+    # Bytes: the summary on stderr names the package's directory.
+    proc = subprocess.run(argv, capture_output=True, timeout=TIMEOUT_S,
+                          env=without_venv(site.parent))
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout.splitlines()[-1])
+    package = (site / "brainevent").resolve()
+    assert report["package"] == str(package)
+    assert {m["source"] for m in report["modules"]} == {
+        str(package / rel) for rel in ("_ops/ops.cpp", "_ops/kern.cpp", "_ops/sub/deep.cpp",
+                                       "_other/ops.cpp", "_other/twin.cpp")}
+    for m in report["modules"]:
+        assert Path(m["manifest"]).is_file(), m
