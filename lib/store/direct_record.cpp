@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "store/base_dir.hpp"
+#include "store/layout.hpp"
 #include "util/json_text.hpp"
 #include "util/text.hpp"
 
@@ -84,7 +86,7 @@ class RecordReader {
     bool record(DirectRecord& r) {
         bool key = false, written = false, files = false, absent = false;
         return object([&](const std::string& name) {
-                   if (name == "key") return key = string(r.key);
+                   if (name == "key") return key = string(r.key) && is_valid_key(r.key);
                    if (name == "written_ns") return written = integer(r.written_ns);
                    if (name == "files") {
                        r.files.clear();
@@ -97,7 +99,7 @@ class RecordReader {
                        r.absent.clear();
                        return absent = array([&] {
                                   r.absent.emplace_back();
-                                  return string(r.absent.back());
+                                  return path(r.absent.back());
                               });
                    }
                    if (name == "absent_dirs") {
@@ -115,7 +117,7 @@ class RecordReader {
     bool dir(AbsentDir& d) {
         bool path = false, dev = false, ino = false, mtime = false, ctime = false, names = false;
         return object([&](const std::string& name) {
-                   if (name == "path") return path = string(d.dir);
+                   if (name == "path") return path = this->path(d.dir);
                    if (name == "dev") return dev = unsigned_integer(d.stamp.dev);
                    if (name == "ino") return ino = unsigned_integer(d.stamp.ino);
                    if (name == "mtime_ns") return mtime = integer(d.stamp.mtime_ns);
@@ -136,14 +138,22 @@ class RecordReader {
         bool path = false, size = false, mtime = false, ctime = false, hash = false;
         f.stat.is_regular = true;
         return object([&](const std::string& name) {
-                   if (name == "path") return path = string(f.path);
+                   if (name == "path") return path = this->path(f.path);
                    if (name == "size") return size = unsigned_integer(f.stat.size);
                    if (name == "mtime_ns") return mtime = integer(f.stat.mtime_ns);
                    if (name == "ctime_ns") return ctime = integer(f.stat.ctime_ns);
-                   if (name == "xxh128") return hash = string(f.xxh128);
+                   if (name == "xxh128") return hash = string(f.xxh128) && is_hex(f.xxh128, 32);
                    return skip_value();
                }) &&
                path && size && mtime && ctime && hash;
+    }
+
+    // A path as the writer records it: absolute, or under the base directory
+    // ("$BEKC_BASE_DIR/..."), and without a NUL, which no file name holds
+    // (the system would take only what comes before it).
+    bool path(std::string& out) {
+        return string(out) && (out.starts_with('/') || out.starts_with(BaseDir::kToken)) &&
+               out.find('\0') == std::string::npos;
     }
 
     void skip_space() {
@@ -384,7 +394,7 @@ class RecordReader {
 }  // namespace
 
 bool is_name_below(std::string_view name) {
-    if (name.empty()) return false;
+    if (name.empty() || name.find('\0') != std::string_view::npos) return false;
     for (size_t start = 0;;) {
         size_t slash = name.find('/', start);
         std::string_view part = name.substr(start, slash - start);

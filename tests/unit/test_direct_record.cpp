@@ -1,14 +1,23 @@
 // The direct-mode record file's reader (store/direct_record.hpp): it reads
 // what the writer (util/json_text.hpp's dump_json) produces, exactly, and takes nothing else
-// for a record.
+// for a record; a damaged record file is a miss.
 #include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <functional>
+#include <random>
 
 #include <nlohmann/json.hpp>
 
+#include "../helpers/temp_dir.hpp"
+#include "store/direct.hpp"
 #include "store/direct_record.hpp"
+#include "store/layout.hpp"
 #include "util/json_text.hpp"
 
 using namespace bekc;
+using namespace std::chrono_literals;
+using namespace std::string_literals;
 using nlohmann::json;
 
 namespace {
@@ -248,4 +257,139 @@ TEST_CASE("the record reader takes nothing else for records", "[direct]") {
     // Nesting deeper than a record file's, in a member the reader skips.
     CHECK(
         parse_direct_records(R"({"x": )" + std::string(100000, '[') + ", \"format\": 1}").empty());
+}
+
+TEST_CASE("a record the store cannot use makes the whole file a broken one", "[direct]") {
+    // The key names an entry directory and the paths are checked where they
+    // are: a key that is not a cache key, a hash that is not an XXH3-128, a
+    // path that is neither absolute nor under the base directory, or one that
+    // holds a NUL (which no file name does) is damage, as a cut file is.
+    using Damage = std::function<void(json&)>;
+    auto first = [](json& j) -> json& { return j["records"][0]; };
+    const std::vector<std::pair<const char*, Damage>> damages = {
+        {"a key with a character that is not a hex digit",
+         [&](json& j) { first(j)["key"] = kKey1.substr(0, 10) + "g" + kKey1.substr(11); }},
+        {"a key in capitals", [&](json& j) { first(j)["key"] = std::string(64, 'A'); }},
+        {"a key one digit short", [&](json& j) { first(j)["key"] = kKey1.substr(1); }},
+        {"an empty key", [&](json& j) { first(j)["key"] = ""; }},
+        {"the second record's key", [](json& j) { j["records"][1]["key"] = "k2"; }},
+        {"a hash that is not 32 hex digits",
+         [&](json& j) { first(j)["files"][0]["xxh128"] = kXxh.substr(1) + "g"; }},
+        {"a relative file", [&](json& j) { first(j)["files"][0]["path"] = "inc/a.h"; }},
+        {"an empty file path", [&](json& j) { first(j)["files"][0]["path"] = ""; }},
+        {"a file path with a NUL",
+         [&](json& j) { first(j)["files"][0]["path"] = std::string("/inc/a\0.h", 9); }},
+        {"a relative absent path", [&](json& j) { first(j)["absent"][0] = "first/x.h"; }},
+        {"an absent path with a NUL",
+         [&](json& j) { first(j)["absent"][0] = std::string("/first\0/x.h", 11); }},
+        {"a relative directory", [&](json& j) { first(j)["absent_dirs"][0]["path"] = "second"; }},
+        {"a name with a NUL",
+         [&](json& j) { first(j)["absent_dirs"][0]["names"][0] = std::string("x\0.h", 4); }},
+    };
+    REQUIRE(parse_direct_records(dump_json(sample())).size() == 2);
+    for (const auto& [what, damage] : damages) {
+        INFO(what);
+        json j = sample();
+        damage(j);
+        CHECK(parse_direct_records(dump_json(j)).empty());
+    }
+    // What the writer records under a base directory is a path.
+    json j = sample();
+    first(j)["files"][0]["path"] = "$BEKC_BASE_DIR/inc/a.h";
+    first(j)["absent"][0] = "$BEKC_BASE_DIR/first/x.h";
+    first(j)["absent_dirs"][0]["path"] = "$BEKC_BASE_DIR";
+    CHECK(parse_direct_records(dump_json(j)).size() == 2);
+}
+
+namespace {
+
+// A record file of one record for `key` over one header, in `cache`.
+struct RecordedHeader {
+    test::TempDir tmp;
+    CacheDir cache{tmp / "cache"};
+    fs::path file = "direct/ab/record.json";
+    fs::path header = tmp / "inc" / "a.h";
+
+    RecordedHeader() {
+        test::write_file(header, "#define A 1\n");
+        fs::create_directories(tmp / "cache" / "direct" / "ab");
+        DirectInputs in{kKey1, {{header, ""}}, {tmp / "first" / "a.h"}};
+        REQUIRE(add_direct_record(cache, file, in).has_value());
+    }
+    std::string text() const { return test::read_file(cache.path(file)); }
+    void write(const std::string& text) const { test::write_file(cache.path(file), text); }
+};
+
+}  // namespace
+
+TEST_CASE("a record with a damaged key is a miss and no valid record file", "[direct]") {
+    RecordedHeader r;
+    REQUIRE(check_direct_file(r.cache, r.file, 0s).key == kKey1);
+    std::string text = r.text();
+    size_t at = text.find(kKey1);
+    REQUIRE(at != std::string::npos);
+    text[at + 10] = 'x';
+    r.write(text);
+    DirectLookup found = check_direct_file(r.cache, r.file, 0s);
+    CHECK_FALSE(found.key.has_value());
+    CHECK(found.why_not == "no direct-mode record");
+    CHECK_FALSE(direct_file_is_valid(r.cache, r.file));
+}
+
+TEST_CASE("fuzz: a damaged record file gives a valid record or a miss", "[direct][fuzz]") {
+    // Random damage to a record file that holds: every lookup of it answers
+    // a cache key or misses, every record read from it has a cache key
+    // (CacheLayout takes it) and paths of the writer's kinds, and nothing
+    // crashes (the suite also runs under ASan and UBSan).
+    RecordedHeader r;
+    const std::string good = r.text();
+    std::mt19937 random(20240611);
+    auto pick = [&](size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(random); };
+    auto any_byte = [&] { return static_cast<char>(pick(256)); };
+    const std::string likely = "0123456789abcdefgABF\"\\/:,{}[] -.e\x00\xc3\xe9\x80"s;
+    size_t hits = 0, misses = 0;
+    for (int round = 0; round < 1000; ++round) {
+        std::string text = good;
+        for (size_t n = 1 + pick(3); n > 0; --n) {
+            size_t at = pick(text.size());
+            char c = pick(2) ? likely[pick(likely.size())] : any_byte();
+            switch (pick(4)) {
+                case 0:
+                    text[at] = c;
+                    break;
+                case 1:
+                    text.insert(at, 1, c);
+                    break;
+                case 2:
+                    text.erase(at, 1 + pick(4));
+                    break;
+                default:  // within the key, where one character is the usual damage
+                    text[text.find(kKey1) == std::string::npos ? at : text.find(kKey1) + pick(64)] =
+                        c;
+            }
+        }
+        INFO(text);
+        const std::vector<DirectRecord> records = parse_direct_records(text);
+        for (const DirectRecord& record : records) {
+            CHECK(is_valid_key(record.key));
+            CHECK_NOTHROW(CacheLayout::entry(record.key));
+            for (const auto& f : record.files) CHECK((!f.path.empty() && f.path[0] == '/'));
+        }
+        r.write(text);
+        DirectLookup found = check_direct_file(r.cache, r.file, 0s);
+        if (found.key) {
+            ++hits;
+            CHECK(is_valid_key(*found.key));
+            CHECK_NOTHROW(CacheLayout::entry(*found.key));
+            CHECK(std::any_of(records.begin(), records.end(), [&](const DirectRecord& record) {
+                return record.key == *found.key;
+            }));
+        } else {
+            ++misses;
+            CHECK_FALSE(found.why_not.empty());
+        }
+    }
+    // Both outcomes were exercised.
+    CHECK(hits > 0);
+    CHECK(misses > 0);
 }
