@@ -16,6 +16,7 @@
 #include "store/cache_layers.hpp"
 #include "store/layout.hpp"
 #include "util/error.hpp"
+#include "util/json_text.hpp"
 
 namespace bekc::cli {
 
@@ -88,7 +89,7 @@ int build(const BuildOptions& o, BuildAttempt& attempt) {
     attempt.env.reset();
     if (o.dry_run) return kExitOk;
     nlohmann::ordered_json j = report_build(o, r, env, Reporter(o));
-    std::puts(o.json ? j.dump().c_str() : r.manifest.c_str());
+    std::puts(o.json ? dump_json(j).c_str() : r.manifest.c_str());
     return kExitOk;
 }
 

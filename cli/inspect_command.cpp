@@ -7,6 +7,7 @@
 #include "driver/fatal.hpp"
 #include "driver/inputs.hpp"
 #include "util/error.hpp"
+#include "util/json_text.hpp"
 
 namespace bekc::cli {
 
@@ -43,7 +44,7 @@ int inspect(const InspectOptions& o) {
                                {"line", fn.annotation.line}});
             files.push_back({{"path", f.path.string()}, {"functions", fns}});
         }
-        std::puts(nlohmann::ordered_json{{"files", files}}.dump(2).c_str());
+        std::puts(dump_json(nlohmann::ordered_json{{"files", files}}, 2).c_str());
         return kExitOk;
     }
     for (const auto& f : scanned.files)

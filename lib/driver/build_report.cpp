@@ -13,6 +13,7 @@
 #include "store/cache_layers.hpp"
 #include "store/stats.hpp"
 #include "util/error.hpp"
+#include "util/json_text.hpp"
 
 namespace bekc {
 
@@ -178,7 +179,7 @@ std::expected<void, Error> log_build(const BuildOptions& o, const BuildResult* r
         {"manifest", r ? r->manifest.string() : ""},
         {"why", why},
     };
-    std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    std::string text = dump_json(line) + "\n";
     std::optional<fs::path> cache_root;
     if (auto own = resolve_own_cache(o.cache_dir, settings)) {
         cache_root = own->root;

@@ -6,6 +6,7 @@
 #include "driver/fatal.hpp"
 #include "plan/compile_plan.hpp"
 #include "util/error.hpp"
+#include "util/json_text.hpp"
 
 namespace bekc {
 
@@ -84,7 +85,7 @@ void write_compile_commands(const fs::path& file, const BuildInputs& in,
             !ours.count(e["file"].get<std::string>()))
             merged.push_back(std::move(e));
     for (auto& e : fresh) merged.push_back(std::move(e));
-    if (auto w = write_atomic(file, merged.dump(2) + "\n"); !w)
+    if (auto w = write_atomic(file, dump_json(merged, 2) + "\n"); !w)
         fatal(Error::make(ErrorKind::Cache, "--compile-commands: " + w.error().message));
 }
 

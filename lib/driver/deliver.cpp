@@ -8,6 +8,7 @@
 #include "store/cache_layers.hpp"
 #include "store/layout.hpp"
 #include "util/error.hpp"
+#include "util/json_text.hpp"
 
 namespace bekc {
 
@@ -60,7 +61,7 @@ void write_depfile(const fs::path& file, const Cache& cache, const Entry& entry,
     std::vector<std::string> prereqs;
     for (const auto& f : inputs) prereqs.push_back(physical_normal(f.path).string());
     if (auto text = cache.dir().read(CacheLayout::entry(entry.key) / kDependenciesFile)) {
-        auto j = nlohmann::json::parse(*text, nullptr, false);
+        auto j = parse_json(*text).value_or(nullptr);
         if (j.is_array())
             for (const auto& h : j)
                 if (h.is_string())

@@ -7,6 +7,7 @@
 #include "driver/fatal.hpp"
 #include "scan/symbols.hpp"
 #include "util/error.hpp"
+#include "util/json_text.hpp"
 
 namespace bekc {
 
@@ -96,19 +97,12 @@ std::expected<nlohmann::ordered_json, Error> parse_user_json(std::string_view te
         return std::unexpected(
             Error::at(ErrorKind::Usage, path.string(), static_cast<int>(line),
                       "JSON nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels"));
-    try {
-        // Ordered, so that what is read keeps the order the file gives it.
-        return nlohmann::ordered_json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-        // Drop the "[json.exception.parse_error.101] " prefix: it helps no user.
-        // What remains names the line and column.
-        std::string what = e.what();
-        if (size_t close = what.find("] ");
-            what.rfind("[json.exception", 0) == 0 && close != what.npos)
-            what.erase(0, close + 2);
+    // Ordered, so that what is read keeps the order the file gives it.
+    auto j = parse_json<nlohmann::ordered_json>(text);
+    if (!j)
         return std::unexpected(
-            Error::at(ErrorKind::Usage, path.string(), 0, "not valid JSON: " + what));
-    }
+            Error::at(ErrorKind::Usage, path.string(), 0, "not valid JSON: " + j.error()));
+    return std::move(*j);
 }
 
 namespace {
@@ -236,7 +230,7 @@ std::vector<ExplicitSpec> read_functions_json(const fs::path& path) {
         ExplicitSpec spec{name, {}, path.string()};
         for (const auto& t : tokens) {
             if (!t.is_string()) {
-                std::string shown = t.dump();
+                std::string shown = dump_json(t);
                 if (shown.size() > 60) shown = shown.substr(0, 57) + "...";
                 usage("the spec of '" + name + "' has a token that is not a string: " + shown +
                       shape);

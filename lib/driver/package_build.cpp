@@ -25,6 +25,7 @@
 #include "toolchain/xla_headers.hpp"
 #include "util/env.hpp"
 #include "util/error.hpp"
+#include "util/json_text.hpp"
 
 namespace bekc {
 
@@ -244,7 +245,7 @@ ModuleProblem module_failure(const PackagePlan& plan, const PackageModule& m,
     // The child's last line is its --json object.
     std::string out = r.output;
     while (!out.empty() && out.back() == '\n') out.pop_back();
-    j = nlohmann::json::parse(out.substr(out.rfind('\n') + 1), nullptr, false);
+    j = parse_json(out.substr(out.rfind('\n') + 1)).value_or(nullptr);
     if (!j.is_object() || !j.contains("manifest")) return {"bekc printed no manifest"};
     return {};
 }
@@ -310,7 +311,7 @@ void print_package_outcome(const BuildOptions& o, const PackagePlan& plan,
                                     {"check_failed", out.checks.modules},
                                     {"not_built", skipped},
                                     {"not_read", unread}};
-        std::puts(j.dump().c_str());
+        std::puts(dump_json(j).c_str());
     } else {
         for (const auto& m : out.built) std::puts(m["manifest"].get<std::string>().c_str());
     }

@@ -11,6 +11,7 @@
 #include "store/manifest.hpp"
 #include "store/runtime_headers.hpp"
 #include "util/error.hpp"
+#include "util/json_text.hpp"
 
 namespace bekc {
 
@@ -32,7 +33,7 @@ std::expected<void, Error> stage_entry(const Staging& staging, const BuildInputs
     // Relative to the base directory, for --depfile in any checkout.
     nlohmann::json headers = nlohmann::json::array();
     for (const auto& h : deps.user_headers) headers.push_back(in.base.hide(h));
-    if (auto w = staging.write(kDependenciesFile, headers.dump()); !w) return w;
+    if (auto w = staging.write(kDependenciesFile, dump_json(headers)); !w) return w;
     return staging.write(kManifestFile, render_manifest(manifest, m, true));
 }
 

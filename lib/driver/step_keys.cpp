@@ -8,6 +8,7 @@
 #include "store/key.hpp"
 #include "toolchain/flag_files.hpp"
 #include "toolchain/tools.hpp"
+#include "util/json_text.hpp"
 #include "util/text.hpp"
 
 namespace bekc {
@@ -278,7 +279,7 @@ std::optional<std::string> StepReuse::macro_probe(const Step& s,
 }
 
 bool StepReuse::host_compile_fits(const Step& s, const std::string& meta_text) {
-    auto meta = nlohmann::json::parse(meta_text, nullptr, false);
+    auto meta = parse_json(meta_text).value_or(nullptr);
     if (!meta.is_object() || !headers_unchanged(meta)) return false;
     if (!meta.value("macros_named", true)) return true;
     std::vector<std::string> now, then;
@@ -317,7 +318,7 @@ void StepReuse::keep(const Step& s) {
     if (s.phase == "host-compile") {
         auto m = host_compile_meta(s, key->names_macros);
         if (!m) return;
-        meta = m->dump();
+        meta = dump_json(*m);
     }
     (void)StepCache(cache_).store(key->digest, outputs, meta, replace_);
 }

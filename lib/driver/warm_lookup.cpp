@@ -8,6 +8,7 @@
 #include "driver/build_report.hpp"
 #include "driver/package_build.hpp"
 #include "driver/reporter.hpp"
+#include "util/json_text.hpp"
 
 namespace bekc {
 
@@ -90,7 +91,7 @@ std::optional<WarmHit> warm_lookup(const std::vector<std::string>& args) {
         return std::nullopt;
     }
     if (!r) return std::nullopt;
-    hit.json = report_build(*o, *r, env, report).dump();
+    hit.json = dump_json(report_build(*o, *r, env, report));
     return hit;
 }
 

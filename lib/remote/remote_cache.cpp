@@ -14,6 +14,7 @@
 #include "store/layout.hpp"
 #include "toolchain/tools.hpp"
 #include "util/fs.hpp"
+#include "util/json_text.hpp"
 
 namespace bekc {
 
@@ -219,7 +220,7 @@ std::expected<void, Error> RemoteCache::download_entry(const std::string& key,
         if (!travels(name, *entry))
             return fail(ErrorKind::Cache, "unexpected file '" + name + "' in the entry");
     if (auto deps = read_file(staging / kDependenciesFile, ReadOptions{kMaxRecordBytes, false})) {
-        auto j = nlohmann::json::parse(*deps, nullptr, false);
+        auto j = parse_json(*deps).value_or(nullptr);
         if (!j.is_array())
             return fail(ErrorKind::Cache, std::string(kDependenciesFile) + " is not a JSON array");
     }
@@ -274,13 +275,10 @@ void RemoteCache::publish(const Cache& cache, const Entry& entry, const std::str
     if (remote.state == RemoteRecords::State::Failed) return;
     DirectInputs latest = deps;
     latest.key = entry.key;
-    auto text = render_remote_records(merge_remote_records(std::move(remote.records), latest));
-    if (!text) {
-        warn_("remote cache: not uploading the direct record: " + text.error().message);
-        return;
-    }
+    std::string text =
+        render_remote_records(merge_remote_records(std::move(remote.records), latest));
     fs::path file = scratch->file("record.json");
-    if (auto w = write_atomic(file, *text); !w) {
+    if (auto w = write_atomic(file, text); !w) {
         warn_("remote cache: " + w.error().message);
         return;
     }

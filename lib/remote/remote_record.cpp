@@ -14,6 +14,7 @@
 #include "store/hash.hpp"
 #include "store/layout.hpp"
 #include "util/fs.hpp"
+#include "util/json_text.hpp"
 
 namespace bekc {
 
@@ -125,7 +126,7 @@ std::expected<LocalHash, OutOfTime> local_sha256(const fs::path& path, const Loc
 }  // namespace
 
 std::expected<std::vector<DirectInputs>, Error> parse_remote_records(std::string_view text) {
-    auto j = json::parse(text, nullptr, false);
+    auto j = parse_json(text).value_or(nullptr);
     if (!j.is_object()) return fail(ErrorKind::Cache, "not a JSON object");
     std::vector<DirectInputs> records;
     try {
@@ -141,7 +142,7 @@ std::expected<std::vector<DirectInputs>, Error> parse_remote_records(std::string
     return records;
 }
 
-std::expected<std::string, Error> render_remote_records(const std::vector<DirectInputs>& records) {
+std::string render_remote_records(const std::vector<DirectInputs>& records) {
     json list = json::array();
     for (const auto& r : records) {
         json files = json::array(), absent = json::array();
@@ -151,11 +152,7 @@ std::expected<std::string, Error> render_remote_records(const std::vector<Direct
         list.push_back({{"key", r.key}, {"files", files}, {"absent", absent}});
     }
     json doc = {{"format", kRemoteRecordFormat}, {"records", list}};
-    try {
-        return doc.dump() + "\n";
-    } catch (const json::exception&) {
-        return fail(ErrorKind::Cache, "a dependency path is not valid UTF-8");
-    }
+    return dump_json(doc) + "\n";
 }
 
 std::vector<DirectInputs> merge_remote_records(std::vector<DirectInputs> existing,

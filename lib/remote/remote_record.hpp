@@ -38,8 +38,9 @@ namespace bekc {
 // not a cache key, a relative path, a SHA-256 that is not 64 hex digits.
 std::expected<std::vector<DirectInputs>, Error> parse_remote_records(std::string_view text);
 
-// The error says which path cannot be written (JSON strings are UTF-8).
-std::expected<std::string, Error> render_remote_records(const std::vector<DirectInputs>& records);
+// The record file's text; paths that are not UTF-8 with util/json_text.hpp's
+// escapes, which parse_remote_records reads back.
+std::string render_remote_records(const std::vector<DirectInputs>& records);
 
 // `latest` first, then the others without any for the same key, at most
 // kMaxDirectRecords in all.

@@ -8,6 +8,7 @@
 
 #include "store/key.hpp"
 #include "store/layout.hpp"
+#include "util/json_text.hpp"
 
 namespace bekc {
 
@@ -47,7 +48,7 @@ KeyChange change(const PartId& id, std::string_view before, std::string_view now
 std::optional<nlohmann::json> read_history(const CacheDir& cache, const fs::path& rel) {
     auto text = cache.read(rel, kMaxHistoryBytes);
     if (!text) return std::nullopt;
-    auto j = nlohmann::json::parse(*text, nullptr, false);
+    auto j = parse_json(*text).value_or(nullptr);
     auto it = j.is_object() ? j.find("record") : j.end();
     if (!j.is_object() || it == j.end() || !it->is_string()) return std::nullopt;
     return j;
@@ -89,9 +90,7 @@ void remember_record(const CacheDir& cache, std::string_view id, std::string_vie
     // Unchanged: touched, so that prune sees it used, like a hit's entry.
     if (previous == record) return cache.touch(CacheLayout::history_record(id));
     (void)cache.write(CacheLayout::history_record(id),
-                      nlohmann::json{{"record", record}}.dump(
-                          -1, ' ', false, nlohmann::json::error_handler_t::replace) +
-                          "\n");
+                      dump_json(nlohmann::json{{"record", record}}) + "\n");
 }
 
 bool history_file_is_valid(const CacheDir& cache, const fs::path& rel) {

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "store/size.hpp"
+#include "util/json_text.hpp"
 
 namespace bekc {
 
@@ -30,7 +31,7 @@ CacheError io_error(std::string message) {
 nlohmann::json read_marker(const CacheDir& dir) {
     auto text = dir.read(kMarkerFile, 1 << 16);
     if (!text) return nullptr;
-    auto j = nlohmann::json::parse(*text, nullptr, false);
+    auto j = parse_json(*text).value_or(nullptr);
     if (!j.is_object()) return nullptr;
     // Not j.value("bekc_cache", 0): it throws when the member is not a number.
     auto it = j.find("bekc_cache");
@@ -376,7 +377,7 @@ std::expected<void, Error> Cache::store_size_limit(uint64_t bytes) const {
     auto marker = read_marker(dir());
     if (!marker.is_object()) marker = {{"bekc_cache", 1}};
     marker["max_size"] = bytes;
-    return dir().write(kMarkerFile, marker.dump() + "\n");
+    return dir().write(kMarkerFile, dump_json(marker) + "\n");
 }
 
 }  // namespace bekc

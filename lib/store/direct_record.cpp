@@ -5,6 +5,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "store/base_dir.hpp"
+#include "store/layout.hpp"
+#include "util/json_text.hpp"
+#include "util/text.hpp"
+
 namespace bekc {
 
 namespace {
@@ -81,7 +86,7 @@ class RecordReader {
     bool record(DirectRecord& r) {
         bool key = false, written = false, files = false, absent = false;
         return object([&](const std::string& name) {
-                   if (name == "key") return key = string(r.key);
+                   if (name == "key") return key = string(r.key) && is_valid_key(r.key);
                    if (name == "written_ns") return written = integer(r.written_ns);
                    if (name == "files") {
                        r.files.clear();
@@ -94,7 +99,7 @@ class RecordReader {
                        r.absent.clear();
                        return absent = array([&] {
                                   r.absent.emplace_back();
-                                  return string(r.absent.back());
+                                  return path(r.absent.back());
                               });
                    }
                    if (name == "absent_dirs") {
@@ -112,7 +117,7 @@ class RecordReader {
     bool dir(AbsentDir& d) {
         bool path = false, dev = false, ino = false, mtime = false, ctime = false, names = false;
         return object([&](const std::string& name) {
-                   if (name == "path") return path = string(d.dir);
+                   if (name == "path") return path = this->path(d.dir);
                    if (name == "dev") return dev = unsigned_integer(d.stamp.dev);
                    if (name == "ino") return ino = unsigned_integer(d.stamp.ino);
                    if (name == "mtime_ns") return mtime = integer(d.stamp.mtime_ns);
@@ -133,14 +138,22 @@ class RecordReader {
         bool path = false, size = false, mtime = false, ctime = false, hash = false;
         f.stat.is_regular = true;
         return object([&](const std::string& name) {
-                   if (name == "path") return path = string(f.path);
+                   if (name == "path") return path = this->path(f.path);
                    if (name == "size") return size = unsigned_integer(f.stat.size);
                    if (name == "mtime_ns") return mtime = integer(f.stat.mtime_ns);
                    if (name == "ctime_ns") return ctime = integer(f.stat.ctime_ns);
-                   if (name == "xxh128") return hash = string(f.xxh128);
+                   if (name == "xxh128") return hash = string(f.xxh128) && is_hex(f.xxh128, 32);
                    return skip_value();
                }) &&
                path && size && mtime && ctime && hash;
+    }
+
+    // A path as the writer records it: absolute, or under the base directory
+    // ("$BEKC_BASE_DIR/..."), and without a NUL, which no file name holds
+    // (the system would take only what comes before it).
+    bool path(std::string& out) {
+        return string(out) && (out.starts_with('/') || out.starts_with(BaseDir::kToken)) &&
+               out.find('\0') == std::string::npos;
     }
 
     void skip_space() {
@@ -179,20 +192,10 @@ class RecordReader {
     }
 
     bool hex4(uint32_t& v) {
-        if (s_.size() - i_ < 4) return false;
-        v = 0;
-        for (int k = 0; k < 4; ++k) {
-            char c = s_[i_++];
-            v <<= 4;
-            if (c >= '0' && c <= '9')
-                v |= static_cast<uint32_t>(c - '0');
-            else if (c >= 'a' && c <= 'f')
-                v |= static_cast<uint32_t>(c - 'a' + 10);
-            else if (c >= 'A' && c <= 'F')
-                v |= static_cast<uint32_t>(c - 'A' + 10);
-            else
-                return false;
-        }
+        std::optional<uint32_t> digits = escape_digits(s_.substr(i_, 4));
+        if (!digits) return false;
+        i_ += 4;
+        v = *digits;
         return true;
     }
 
@@ -214,22 +217,12 @@ class RecordReader {
         }
     }
 
-    // One UTF-8 sequence at i_ (RFC 3629: no overlong form, no surrogate,
-    // nothing above U+10FFFF), copied to `out`.
+    // One UTF-8 sequence at i_, copied to `out`.
     bool utf8_sequence(std::string& out) {
-        auto byte = [&](size_t k) { return static_cast<unsigned char>(s_[i_ + k]); };
-        unsigned char b0 = byte(0);
-        size_t n = b0 >= 0xF0 ? 4 : b0 >= 0xE0 ? 3 : 2;
-        if (b0 < 0xC2 || b0 > 0xF4 || s_.size() - i_ < n) return false;
-        for (size_t k = 1; k < n; ++k)
-            if ((byte(k) & 0xC0) != 0x80) return false;
-        unsigned char b1 = byte(1);
-        if ((b0 == 0xE0 && b1 < 0xA0) || (b0 == 0xED && b1 > 0x9F) || (b0 == 0xF0 && b1 < 0x90) ||
-            (b0 == 0xF4 && b1 > 0x8F))
-            return false;
+        size_t n = utf8_length_at(s_, i_);
         out.append(s_.substr(i_, n));
         i_ += n;
-        return true;
+        return n > 0;
     }
 
     bool string(std::string& out) {
@@ -284,7 +277,14 @@ class RecordReader {
                 case 'u': {
                     uint32_t cp = 0;
                     if (!hex4(cp)) return false;
-                    if (cp >= 0xDC00 && cp <= 0xDFFF) return false;
+                    // A lone low surrogate: a byte that is not UTF-8
+                    // (util/json_text.hpp), or not a record file.
+                    if (cp >= 0xDC00 && cp <= 0xDFFF) {
+                        std::optional<char> byte = escaped_byte(cp);
+                        if (!byte) return false;
+                        out += *byte;
+                        break;
+                    }
                     if (cp >= 0xD800 && cp <= 0xDBFF) {
                         uint32_t low = 0;
                         if (s_.size() - i_ < 2 || s_[i_] != '\\' || s_[i_ + 1] != 'u') return false;
@@ -394,7 +394,7 @@ class RecordReader {
 }  // namespace
 
 bool is_name_below(std::string_view name) {
-    if (name.empty()) return false;
+    if (name.empty() || name.find('\0') != std::string_view::npos) return false;
     for (size_t start = 0;;) {
         size_t slash = name.find('/', start);
         std::string_view part = name.substr(start, slash - start);
@@ -420,15 +420,7 @@ std::expected<void, Error> write_direct_records(const CacheDir& cache, const fs:
                                                 const std::vector<DirectRecord>& records) {
     json j = {{"format", kRecordFormat}, {"records", json::array()}};
     for (const auto& r : records) j["records"].push_back(to_json(r));
-    std::string text;
-    try {
-        text = j.dump() + "\n";
-    } catch (const json::exception&) {
-        // JSON strings are UTF-8; a file name that is not cannot be recorded.
-        return fail(ErrorKind::Cache,
-                    "a dependency path is not valid UTF-8: " + cache.path(file).string());
-    }
-    return cache.write(file, text);
+    return cache.write(file, dump_json(j) + "\n");
 }
 
 }  // namespace bekc

@@ -5,6 +5,7 @@
 
 #include "store/hash.hpp"
 #include "store/layout.hpp"
+#include "util/json_text.hpp"
 
 namespace bekc {
 
@@ -25,7 +26,7 @@ std::string string_field(const nlohmann::json& j, const char* field) {
 
 std::expected<ManifestFacts, Error> parse_manifest(std::string_view name, const std::string& text,
                                                    std::string_view key) {
-    auto j = nlohmann::json::parse(text, nullptr, false);
+    auto j = parse_json(text).value_or(nullptr);
     std::string n(name);
     if (!j.is_object()) return fail(ErrorKind::Cache, n + " is not a JSON object");
     auto schema = j.find("schema");

@@ -29,8 +29,10 @@ class JsonMemo {
 
     // Replaces the file with `memo` (an object) in one rename: a reader sees
     // the old file or the new one whole, and of two writers one wins whole.
-    // A read-only cache keeps its old memo.
-    void write(const nlohmann::json& memo, int indent = -1) const;
+    // A read-only cache keeps its old memo. Keys and values are any bytes
+    // (input and compiler paths need not be UTF-8: util/json_text.hpp).
+    // Never throws, so that a destructor may write.
+    void write(const nlohmann::json& memo, int indent = -1) const noexcept;
 
   private:
     fs::path cache_root_, name_;

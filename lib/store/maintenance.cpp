@@ -11,6 +11,7 @@
 #include "store/build_history.hpp"
 #include "store/cache.hpp"
 #include "store/lock.hpp"
+#include "util/json_text.hpp"
 
 namespace bekc {
 
@@ -57,7 +58,7 @@ WallClock::time_point last_use_of(const CacheDir& dir, const fs::path& entry) {
 std::string manifest_name(const CacheDir& dir, const fs::path& entry) {
     auto text = dir.read(entry / kManifestFile, 16 << 20);
     if (!text) return "";
-    auto j = nlohmann::json::parse(*text, nullptr, false);
+    auto j = parse_json(*text).value_or(nullptr);
     auto it = j.is_object() ? j.find("name") : j.end();
     return j.is_object() && it != j.end() && it->is_string() ? it->get<std::string>() : "";
 }
@@ -294,7 +295,7 @@ std::expected<void, Error> Cache::enforce_limit(const Entry& published, std::str
     if (!lock) return {};
     constexpr int kPublishesPerCount = 16;
     auto text = dir().read(CacheLayout::size_state(), 1 << 16);
-    nlohmann::json state = text ? nlohmann::json::parse(*text, nullptr, false) : nullptr;
+    nlohmann::json state = text ? parse_json(*text).value_or(nullptr) : nullptr;
     uint64_t estimate = 0;
     int publishes = kPublishesPerCount;  // no state yet: count now
     if (state.is_object() && state["bytes"].is_number_unsigned() &&
@@ -321,8 +322,9 @@ std::expected<void, Error> Cache::enforce_limit(const Entry& published, std::str
             }
         }
     }
-    (void)dir().write(CacheLayout::size_state(),
-                      nlohmann::json{{"bytes", estimate}, {"publishes", publishes}}.dump() + "\n");
+    (void)dir().write(
+        CacheLayout::size_state(),
+        dump_json(nlohmann::json{{"bytes", estimate}, {"publishes", publishes}}) + "\n");
     return outcome;
 }
 
@@ -384,7 +386,7 @@ std::expected<VerifyReport, Error> Cache::verify() {
             st->file.is_regular
                 ? dir().read(memo, 1 << 20)
                 : std::expected<std::string, Error>(fail(ErrorKind::Cache, "not a regular file"));
-        if (!text || !nlohmann::json::parse(*text, nullptr, false).is_object())
+        if (!text || !parse_json(*text).value_or(nullptr).is_object())
             remove_bad(memo, "not a JSON object", false);
     }
     auto stale = remove_stale_temps();

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "scan/symbols.hpp"
+#include "util/json_text.hpp"
 #include "util/version.hpp"
 
 namespace bekc {
@@ -58,7 +59,7 @@ std::string render_manifest(const ManifestInputs& in, const ManifestOutput& out,
           {"ldflags", in.flags.ldflags}}},
         {"targets", targets},
     };
-    return m.dump(2) + "\n";
+    return dump_json(m, 2) + "\n";
 }
 
 }  // namespace bekc

@@ -5,6 +5,7 @@
 
 #include "store/hash.hpp"
 #include "store/layout.hpp"
+#include "util/json_text.hpp"
 
 namespace bekc {
 
@@ -79,7 +80,7 @@ std::expected<std::optional<LibraryStamp>, Error> check_library(const CacheDir& 
 std::expected<Seal, Error> Seal::read(const CacheDir& cache, const fs::path& dir) {
     auto text = cache.read(dir / kStampFile, kMaxSealBytes);
     if (!text) return fail(ErrorKind::Cache, std::string(kStampFile) + " is missing or unreadable");
-    auto j = json::parse(*text, nullptr, false);
+    auto j = parse_json(*text).value_or(nullptr);
     try {
         if (!j.is_object() || j.at("seal") != 1) throw std::runtime_error("format");
         Seal seal;
@@ -117,13 +118,7 @@ std::expected<void, Error> Seal::write(const CacheDir& cache, const fs::path& di
                         {"mtime_ns", library->stat.mtime_ns},
                         {"ctime_ns", library->stat.ctime_ns},
                         {"xxh128", library->xxh128}};
-    std::string text;
-    try {
-        text = j.dump() + "\n";
-    } catch (const json::exception&) {
-        return fail(ErrorKind::Cache,
-                    "a file name in " + cache.path(dir).string() + " is not valid UTF-8");
-    }
+    std::string text = dump_json(j) + "\n";
     // Into the directory as it is, never re-created: a hit refreshing the
     // stamp of an entry that prune or verify has just removed must not bring
     // back a directory holding nothing but stamp.json.

@@ -11,6 +11,7 @@
 
 #include "store/layout.hpp"
 #include "store/lock.hpp"
+#include "util/json_text.hpp"
 
 namespace bekc {
 
@@ -34,7 +35,7 @@ std::expected<void, Error> write_counters(const CacheDir& cache, const BuildCoun
                         {"misses", c.misses},
                         {"errors", c.errors},
                         {"zeroed_at", c.zeroed_at}};
-    return cache.write(CacheLayout::stats_file(), j.dump() + "\n");
+    return cache.write(CacheLayout::stats_file(), dump_json(j) + "\n");
 }
 
 constexpr const char* kCounters[] = {"local_hits", "remote_hits", "misses", "errors"};
@@ -57,7 +58,7 @@ uint64_t tally(const CacheDir& cache, size_t i, bool take) {
 BuildCounters read_folded(const CacheDir& cache) {
     auto text = cache.read(CacheLayout::stats_file(), 1 << 16);
     if (!text) return {};
-    auto j = nlohmann::json::parse(*text, nullptr, false);
+    auto j = parse_json(*text).value_or(nullptr);
     if (!j.is_object()) return {};
     BuildCounters c;
     for (size_t i = 0; i < std::size(kCounters); ++i) field(c, i) = count_of(j, kCounters[i]);

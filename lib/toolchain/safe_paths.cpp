@@ -5,8 +5,33 @@
 #include "store/file_ops.hpp"
 #include "store/hash.hpp"
 #include "util/error.hpp"
+#include "util/text.hpp"
 
 namespace bekc {
+
+namespace {
+
+// /tmp/bekc-<uid>/paths/<hash> -> dir, created (atomically) when missing or
+// pointing elsewhere.
+std::expected<fs::path, Error> plain_link(const fs::path& dir) {
+    auto mine = private_user_dir();
+    if (!mine) return std::unexpected(mine.error());
+    fs::path base = *mine / "paths";
+    fs::path link = base / sha256_hex(dir.string()).substr(0, 20);
+    std::error_code ec;
+    if (fs::is_symlink(link, ec) && fs::read_symlink(link, ec) == dir) return link;
+    fs::create_directories(base, ec);
+    fs::path tmp = base / ("." + unique_suffix());
+    fs::create_directory_symlink(dir, tmp, ec);
+    if (ec || ::rename(tmp.c_str(), link.c_str()) != 0) {
+        fs::remove(tmp, ec);
+        return fail(ErrorKind::Cache, "cannot create " + link.string() +
+                                          ", the plain-named link nvcc needs for " + dir.string());
+    }
+    return link;
+}
+
+}  // namespace
 
 bool needs_safe_path(const fs::path& dir) {
     return !shell_safe_path(dir);
@@ -30,21 +55,12 @@ std::expected<fs::path, Error> safe_ccbin(const fs::path& compiler) {
 
 std::expected<fs::path, Error> safe_path_for_nvcc(const fs::path& dir) {
     if (!needs_safe_path(dir)) return dir;
-    auto mine = private_user_dir();
-    if (!mine) return std::unexpected(mine.error());
-    fs::path base = *mine / "paths";
-    fs::path link = base / sha256_hex(dir.string()).substr(0, 20);
-    std::error_code ec;
-    if (fs::is_symlink(link, ec) && fs::read_symlink(link, ec) == dir) return link;
-    fs::create_directories(base, ec);
-    fs::path tmp = base / ("." + unique_suffix());
-    fs::create_directory_symlink(dir, tmp, ec);
-    if (ec || ::rename(tmp.c_str(), link.c_str()) != 0) {
-        fs::remove(tmp, ec);
-        return fail(ErrorKind::Cache, "cannot create " + link.string() +
-                                          ", the plain-named link nvcc needs for " + dir.string());
-    }
-    return link;
+    return plain_link(dir);
+}
+
+std::expected<fs::path, Error> own_path_for_nvcc(const fs::path& dir) {
+    if (!needs_safe_path(dir) && is_utf8(dir.native())) return dir;
+    return plain_link(dir);
 }
 
 }  // namespace bekc

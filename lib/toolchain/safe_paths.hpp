@@ -23,4 +23,11 @@ std::expected<fs::path, Error> safe_ccbin(const fs::path& compiler);
 // created (atomically) when missing or pointing elsewhere.
 std::expected<fs::path, Error> safe_path_for_nvcc(const fs::path& dir);
 
+// The same for a directory of bekc's own in the cache (the runtime headers,
+// bekc_rt.o), which also gets the link when it is not UTF-8 (a cache below
+// b"caf\xe9"): nvcc's front end (cudafe++) refuses a string that is not, as
+// the __FILE__ the runtime headers expand is. Nothing bekc records names
+// these directories, so the link's name is never seen.
+std::expected<fs::path, Error> own_path_for_nvcc(const fs::path& dir);
+
 }  // namespace bekc

@@ -26,6 +26,31 @@ inline bool has_control_char(std::string_view s) {
     });
 }
 
+// The length of the UTF-8 sequence that starts at s[at] (RFC 3629: no
+// overlong form, no surrogate, nothing above U+10FFFF), or 0 where none does.
+inline size_t utf8_length_at(std::string_view s, size_t at) {
+    auto byte = [&](size_t k) { return static_cast<unsigned char>(s[at + k]); };
+    unsigned char b0 = byte(0);
+    if (b0 < 0x80) return 1;
+    size_t n = b0 >= 0xF0 ? 4 : b0 >= 0xE0 ? 3 : 2;
+    if (b0 < 0xC2 || b0 > 0xF4 || s.size() - at < n) return 0;
+    for (size_t k = 1; k < n; ++k)
+        if ((byte(k) & 0xC0) != 0x80) return 0;
+    unsigned char b1 = byte(1);
+    if ((b0 == 0xE0 && b1 < 0xA0) || (b0 == 0xED && b1 > 0x9F) || (b0 == 0xF0 && b1 < 0x90) ||
+        (b0 == 0xF4 && b1 > 0x8F))
+        return 0;
+    return n;
+}
+
+// Whether `s` is UTF-8 throughout. A Linux file name need not be (a Latin-1
+// directory, b"caf\xe9").
+inline bool is_utf8(std::string_view s) {
+    for (size_t i = 0, n; i < s.size(); i += n)
+        if ((n = utf8_length_at(s, i)) == 0) return false;
+    return true;
+}
+
 // An ASCII letter, digit or '_': a character of a C identifier (and of the
 // names nvcc and its tools give variables, macros and module ids).
 inline bool is_c_identifier_char(char c) {

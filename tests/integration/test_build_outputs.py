@@ -335,3 +335,126 @@ def test_path_with_a_double_quote_is_refused_clearly(bekc, kernels):
     r = bekc.build(src, FAST, ok=False)
     assert r.rc == 2
     assert "rename" in r.stderr
+
+
+# --------------------------------------------------------------------------- paths not UTF-8
+# A Linux file name is bytes: b"caf\xe9" (Latin-1) is a legal directory name.
+# Python spells it "caf\udce9" (os.fsdecode), and JSON text holds it as the
+# escape "\udce9", which json.loads reads back to that spelling.
+NOT_UTF8 = os.fsdecode(b"caf\xe9")
+
+
+def build_bytes(bekc, *args, cache_dir=None, env=None):
+    """`bekc build ARGS --json` with bytes for output (its messages may hold
+    such paths): the process, and the --json object when it exited 0."""
+    argv = bekc.build_argv(*args, cache_dir=cache_dir)
+    proc = subprocess.run(argv, cwd=bekc.workdir, env=env, capture_output=True, timeout=300)
+    info = json.loads(proc.stdout.splitlines()[-1]) if proc.returncode == 0 else None
+    return proc, info
+
+
+def json_of(path: Path):
+    return json.loads(Path(path).read_bytes())
+
+
+def test_a_build_below_a_directory_whose_name_is_not_utf8(bekc, kernels, tmp_path):
+    """The input, its header, -I, -D, -o, --depfile, --compile-commands and
+    the build log below such a directory: the build succeeds, every JSON file
+    bekc writes holds the paths byte for byte, and the second build is a hit."""
+    d = bekc.workdir / NOT_UTF8
+    (d / "inc").mkdir(parents=True)
+    header = d / "inc" / "val.h"
+    header.write_text("#define VAL 2.0f\n")
+    src = kernels.cpp(d / "k.cpp", includes=["val.h"], value="VAL")
+    out, depfile, commands, log = d / "out", d / "k.d", d / "cc.json", d / "log.jsonl"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BEKC_")}
+    env["BEKC_LOG"] = str(log)
+    args = [src, FAST, "-I", d / "inc", "-D", f"WHERE={d}", "-o", out, "--depfile", depfile,
+            "--compile-commands", commands]
+    proc, first = build_bytes(bekc, *args, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert first["cache_hit"] is False
+    assert first["manifest"] == str(out / "manifest.json")
+    manifest = json_of(out / "manifest.json")
+    assert manifest["targets"][0]["source"] == f"{src}:3"
+    assert manifest["flags"]["include_dirs"] == [str(d / "inc")]
+    assert manifest["flags"]["defines"] == [f"WHERE={d}"]
+    assert manifest["library_sha256"] == sha256(out / "libk.so")
+    _, prereqs = parse_make_prereqs(os.fsdecode(depfile.read_bytes()))
+    assert prereqs == [str(src), str(header)]
+    assert [e["file"] for e in json_of(commands)] == [str(src)]
+    assert json.loads(log.read_bytes().splitlines()[0])["inputs"] == [str(src)]
+    assert str(src) in json_of(bekc.cache_dir / "timings.json")
+    (entry,) = bekc.entries()
+    assert json_of(entry / "dependencies.json") == [str(header)]
+
+    proc, second = build_bytes(bekc, *args, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert second["cache_hit"] is True
+    assert [e["file"] for e in json_of(commands)] == [str(src)]
+    assert bekc.cache("verify").returncode == 0
+    header.write_text("#define VAL 3.0f\n")
+    assert build_bytes(bekc, *args, env=env)[1]["cache_hit"] is False
+
+
+def test_a_compiler_at_a_path_that_is_not_utf8(bekc, kernels, tmp_path):
+    """--cxx below such a directory: the build succeeds, the manifest and
+    tools.json name the compiler as it is, and the next build is a hit."""
+    gxx = shutil.which("g++") or shutil.which("c++")
+    if gxx is None:
+        pytest.skip("no host compiler")
+    cxx = tmp_path / NOT_UTF8 / "g++"
+    cxx.parent.mkdir()
+    cxx.write_text(f'#!/bin/sh\nexec "{gxx}" "$@"\n')
+    cxx.chmod(0o755)
+    src = kernels.cpp(bekc.workdir / "k.cpp")
+    proc, first = build_bytes(bekc, src, FAST, "--cxx", cxx)
+    assert proc.returncode == 0, proc.stderr
+    assert json_of(first["manifest"])["toolchain"]["cxx"]["path"] == str(cxx)
+    assert any(k.startswith(str(cxx)) for k in json_of(bekc.cache_dir / "tools.json"))
+    proc, second = build_bytes(bekc, src, FAST, "--cxx", cxx)
+    assert proc.returncode == 0 and second["cache_hit"] is True, proc.stderr
+
+
+def test_a_cache_directory_whose_name_is_not_utf8(bekc, kernels, tmp_path):
+    """--cache-dir below such a directory: --json names the manifest and the
+    library byte for byte, a second build hits, and the cache commands work."""
+    cache = tmp_path / NOT_UTF8 / "cache"
+    src = kernels.cpp(bekc.workdir / "k.cpp")
+    for hit in (False, True):
+        proc, info = build_bytes(bekc, src, FAST, cache_dir=cache)
+        assert proc.returncode == 0, proc.stderr
+        assert info["cache_hit"] is hit
+        assert Path(info["manifest"]).is_relative_to(cache)
+        assert Path(info["library"]).is_file()
+    for command in ("stats", "ls", "verify"):
+        proc = subprocess.run([str(bekc.binary), "cache", command, "--cache-dir", str(cache)],
+                              capture_output=True, timeout=60)
+        assert proc.returncode == 0, (command, proc.stderr)
+
+
+def test_a_cuda_build_with_a_cache_and_include_dir_whose_names_are_not_utf8(bekc, kernels, nvcc,
+                                                                           tmp_path):
+    """nvcc's front end refuses a __FILE__ that is not UTF-8, as bekc's
+    runtime headers expand it: a cache below such a directory reaches nvcc
+    through a plain-named link. The build succeeds and then hits, and the
+    user's header is recorded as the user named it."""
+    latin = tmp_path / NOT_UTF8
+    (latin / "inc").mkdir(parents=True)
+    (latin / "inc" / "val.h").write_text("#define VAL 2.0f\n")
+    cu = kernels.cu(bekc.workdir / "dev.cu", fn="dev_fn", includes=["val.h"], value="VAL")
+    args = [cu, "--arch", "sm_90", FAST, "-I", latin / "inc"]
+    for hit in (False, True):
+        proc, info = build_bytes(bekc, *args, cache_dir=latin / "cache")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert info["cache_hit"] is hit
+    assert json_of(Path(info["manifest"]).parent / "dependencies.json") == [
+        str(latin / "inc" / "val.h")]
+
+
+def test_inspect_json_of_an_input_whose_path_is_not_utf8(bekc, kernels):
+    src = kernels.cpp(bekc.workdir / NOT_UTF8 / "k.cpp")
+    proc = subprocess.run([str(bekc.binary), "inspect", str(src), "--json"],
+                          capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert [f["path"] for f in json.loads(proc.stdout)["files"]] == [str(src)]

@@ -100,6 +100,36 @@ def test_verify_reports_and_removes_a_corrupt_entry(bekc, kernels):
     assert rebuilt.hit is False and sha256(rebuilt.library) == rebuilt.manifest["library_sha256"]
 
 
+def damage_direct_record_key(bekc, key: str) -> Path:
+    """Changes one character of `key` in the cache's only direct-mode record
+    to one that is not a hex digit; returns the record file."""
+    records = list(Path(bekc.cache_dir).glob("direct/*/*.json"))
+    assert len(records) == 1, records
+    text = records[0].read_text()
+    assert key in text
+    records[0].write_text(text.replace(key, key[:10] + "x" + key[11:]))
+    return records[0]
+
+
+def test_a_direct_record_with_a_damaged_key_is_a_miss_and_verify_removes_it(bekc, kernels):
+    """A direct-mode record whose key is no longer a cache key is a broken
+    record: the build misses and compiles again (exit 0), the next build hits,
+    and `cache verify` removes such a record."""
+    src, first = built(bekc, kernels)
+    damage_direct_record_key(bekc, first.key)
+    again = bekc.build(src, FAST)
+    assert again.hit is False and again.key == first.key
+    assert again.info["miss_reason"] == "no direct-mode record", again.info
+    assert bekc.build(src, FAST).hit is True
+
+    record = damage_direct_record_key(bekc, first.key)
+    proc = bekc.cache("verify")
+    assert "not a direct-mode record" in proc.stdout, proc.stdout + proc.stderr
+    assert not record.exists()
+    assert bekc.cache("verify").returncode == 0
+    assert bekc.build(src, FAST).hit is False
+
+
 # --------------------------------------------------------------------------- path
 def test_cache_path_resolution(bekc, tmp_path):
     base = {k: v for k, v in os.environ.items()

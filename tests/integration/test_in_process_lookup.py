@@ -186,6 +186,41 @@ def test_a_tampered_library_is_refused_as_the_binary_refuses_it(bekc, kernel, lo
     assert "is corrupt" in rebuilt.stderr and "rebuilding" in rebuilt.stderr
 
 
+def test_a_direct_record_with_a_damaged_key_is_a_miss_in_process_too(bekc, kernel,
+                                                                      lookup_library):
+    """A direct-mode record whose key is not a cache key (one character
+    changed) is a miss in the library as in the binary: the load compiles
+    again and succeeds."""
+    first = bekc.build(kernel, FAST)
+    record = next(Path(bekc.cache_dir).glob("direct/*/*.json"))
+    record.write_text(record.read_text().replace(first.key, first.key[:10] + "x" +
+                                                 first.key[11:]))
+    argv = bekc.build_argv(kernel, FAST)
+    assert lookup(lookup_library, argv) is None
+    rebuilt = run_bekc_counting(argv)
+    assert rebuilt["spawned"] == 1 and not rebuilt["out"]["cache_hit"]
+    assert lookup(lookup_library, argv) is not None
+
+
+def test_a_hit_below_a_directory_whose_name_is_not_utf8(bekc, kernels, lookup_library,
+                                                         tmp_path):
+    """An input, its header and the cache below a directory named b"caf\\xe9"
+    (a legal Linux name): the library answers the hit as the binary does,
+    paths byte for byte."""
+    latin = tmp_path / os.fsdecode(b"caf\xe9")
+    (latin / "inc").mkdir(parents=True)
+    (latin / "inc" / "value.h").write_text("#define VALUE 1.0f\n")
+    src = kernels.cpp(latin / "k.cpp", includes=["inc/value.h"], value="VALUE")
+    argv = bekc.build_argv(src, FAST, cache_dir=latin / "cache")
+    assert subprocess.run(argv, capture_output=True, timeout=300).returncode == 0
+    binary_hit = subprocess.run(argv, capture_output=True, timeout=300)
+    expected = json.loads(binary_hit.stdout)
+    assert expected["cache_hit"] and expected["manifest"].startswith(str(latin / "cache"))
+    found = lookup(lookup_library, argv)
+    assert found is not None
+    assert without_timings(found["json"]) == without_timings(expected)
+
+
 @pytest.mark.parametrize("extra", [["-v"], ["--force"], ["--dry-run"], ["--explain-key"],
                                    ["--compile-commands", "cc.json"], ["--name="],
                                    ["--help"]])

@@ -312,3 +312,27 @@ def test_a_directory_deeper_than_the_open_files_limit_is_read_whole(bekc_path, t
         f"bekc: package {package}: 3 kernel files, 0 modules as the package loads them, 2 only "
         f"checked (their first use compiles), 1 not built")
     assert len(proc.stdout.splitlines()) == 2
+
+
+def test_a_package_below_a_directory_whose_name_is_not_utf8(bekc, tmp_path):
+    """A package below a directory named b"caf\\xe9" (a legal Linux name):
+    every module builds, and --json names each source and manifest byte for
+    byte."""
+    if jaxlib_package() is None:
+        pytest.skip("jaxlib is not installed")
+    files = {k: v for k, v in fake_package().items() if not k.startswith("_broken/")}
+    site = make_site(tmp_path / os.fsdecode(b"caf\xe9"), files)
+    argv = [str(bekc.binary), "build", str(site / "brainevent"), "--cache-dir",
+            str(bekc.cache_dir), "-j", "2", "--json"]
+    # Bytes: the summary on stderr names the package's directory.
+    proc = subprocess.run(argv, capture_output=True, timeout=TIMEOUT_S,
+                          env=without_venv(site.parent))
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout.splitlines()[-1])
+    package = (site / "brainevent").resolve()
+    assert report["package"] == str(package)
+    assert {m["source"] for m in report["modules"]} == {
+        str(package / rel) for rel in ("_ops/ops.cpp", "_ops/kern.cpp", "_ops/sub/deep.cpp",
+                                       "_other/ops.cpp", "_other/twin.cpp")}
+    for m in report["modules"]:
+        assert Path(m["manifest"]).is_file(), m

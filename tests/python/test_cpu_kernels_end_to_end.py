@@ -88,6 +88,29 @@ def test_4_file_and_jit(tmp_path):
     np.testing.assert_allclose(jax.jit(mod.vector_add)(a, b), a + b, rtol=1e-6)
 
 
+def test_a_file_and_a_cache_below_a_directory_whose_name_is_not_utf8(tmp_path):
+    """A Linux file name is bytes: load_cpp_file of a file below a directory
+    named b"caf\\xe9", with the cache below one too, builds, loads and calls,
+    and loading it again is a hit."""
+    latin = tmp_path / os.fsdecode(b"caf\xe9")
+    src = latin / "my_kernel.cpp"
+    latin.mkdir()
+    src.write_text(VECTOR_ADD_CPP)
+    previous = bekc.get_cache_dir()
+    bekc.set_cache_dir(str(latin / "cache"))
+    try:
+        prefix = unique_prefix("latin")
+        mod = bekc.load_cpp_file(src, target_prefix=prefix)
+        a, b = rand(16), rand(16)
+        np.testing.assert_allclose(mod.vector_add(a, b), a + b, rtol=1e-6)
+        assert mod.manifest_path.startswith(str(latin / "cache"))
+        assert mod.manifest["targets"][0]["source"].startswith(f"{src}:")
+        again = bekc.load_cpp_file(src, target_prefix=prefix, replace=True)
+        assert again.manifest_path == mod.manifest_path
+    finally:
+        bekc.set_cache_dir(previous)
+
+
 # --------------------------------------------------------------------------- loader behaviour
 def test_idempotent_reload_is_fast():
     name = unique_prefix("reload")

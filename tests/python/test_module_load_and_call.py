@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import struct
@@ -33,6 +34,26 @@ def test_load_register_and_call(ref_manifest):
     np.testing.assert_allclose(r, a + b, rtol=1e-6)
     np.testing.assert_allclose(mod.ref_scale(a, scale=3.0), a * 3.0, rtol=1e-6)
     assert f"{prefix}.ref_add" in bekc.registered_targets()
+
+
+def test_a_manifest_below_a_directory_whose_name_is_not_utf8_loads(ref_libs, tmp_path):
+    """A manifest and its library in a directory named b"caf\\xe9" (a legal
+    Linux name), naming paths below it as bekc writes them ("\\udce9"),
+    load and run."""
+    latin = tmp_path / os.fsdecode(b"caf\xe9")
+    prefix = unique_prefix()
+    path = make_manifest(latin / "build", ref_libs[1], prefix)
+    with open(path, encoding="utf-8") as f:
+        manifest = json.load(f)
+    for target in manifest["targets"]:
+        target["source"] = f"{latin}/ref_ffi.cc:1"
+    manifest["toolchain"]["cxx"]["path"] = f"{latin}/g++"
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(manifest, f)
+    assert b"\\udce9" in open(path, "rb").read()
+    mod = bekc.load(path)
+    a, b = rand(8), rand(8)
+    np.testing.assert_allclose(mod.ref_add(a, b), a + b, rtol=1e-6)
 
 
 def test_module_introspection(ref_manifest):

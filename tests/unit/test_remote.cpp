@@ -270,9 +270,8 @@ TEST_CASE("the archive reader never writes through a symlink already in the dire
 TEST_CASE("remote direct records round-trip, merge and are validated", "[remote]") {
     DirectInputs a{key_of("a"), {{"/inc/a.h", sha256_hex("a")}}, {"/inc/first/a.h"}};
     DirectInputs b{key_of("b"), {{"/inc/a.h", sha256_hex("b")}}, {}};
-    auto text = render_remote_records({a, b});
-    REQUIRE(text);
-    auto back = parse_remote_records(*text);
+    std::string text = render_remote_records({a, b});
+    auto back = parse_remote_records(text);
     REQUIRE(back);
     REQUIRE(back->size() == 2);
     CHECK((*back)[0].key == a.key);
@@ -306,6 +305,18 @@ TEST_CASE("remote direct records round-trip, merge and are validated", "[remote]
     CHECK(bad(R"({"format":1})"));
     CHECK(bad("[]"));
     CHECK(bad("<html>"));
+}
+
+TEST_CASE("remote direct records keep paths that are not UTF-8 byte for byte", "[remote]") {
+    // A Linux file name need not be UTF-8: a Latin-1 directory, b"caf\xe9".
+    DirectInputs a{key_of("a"),
+                   {{"/src/caf\xe9/a.h", sha256_hex("a")}},
+                   {"/src/caf\xe9/first/a.h", "$BEKC_BASE_DIR/\xff.h"}};
+    auto back = parse_remote_records(render_remote_records({a}));
+    REQUIRE(back);
+    REQUIRE(back->size() == 1);
+    CHECK((*back)[0].dependencies[0].path == "/src/caf\xe9/a.h");
+    CHECK((*back)[0].must_not_exist == a.must_not_exist);
 }
 
 TEST_CASE("a remote record is used only when this machine's files match it", "[remote]") {
