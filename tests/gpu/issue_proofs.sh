@@ -18,6 +18,12 @@ ROOT=$PWD
 export PYTHON=${PYTHON:-python3} BEKC=${BEKC:-$ROOT/build/bekc}
 OUT=${OUT:-/tmp/bekc-proofs}
 mkdir -p "$OUT"
+# brainevent and what its tests need, from .whl/ when not installed (docs/gpu.md).
+if ! $PYTHON -c 'import brainevent, brainstate, braintools' 2>/dev/null; then
+  $PYTHON -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+      --target /tmp/bekc-suite-site .whl/*.whl || exit 1
+  export PYTHONPATH=/tmp/bekc-suite-site${PYTHONPATH:+:$PYTHONPATH}
+fi
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 last=$((ngpu - 1))
 if [[ -n ${PREBUILD_021:-} ]]; then
@@ -25,7 +31,9 @@ if [[ -n ${PREBUILD_021:-} ]]; then
   "$BEKC" build "$PREBUILD_021" -j "$(nproc)" --cache-dir /tmp/bekc-021 > "$OUT/prebuild-021.log" 2>&1
   echo "brainevent 0.2.1 prebuild: exit $?, $((SECONDS - t0)) s: $(tail -1 "$OUT/prebuild-021.log")"
 fi
-(CUDA_VISIBLE_DEVICES=$last PYTHONPATH=$ROOT/python BEKC_BINARY=$BEKC \
+# Command buffers on for custom calls, as tests/gpu/run_all.sh sets them.
+(CUDA_VISIBLE_DEVICES=$last PYTHONPATH=$ROOT/python${PYTHONPATH:+:$PYTHONPATH} BEKC_BINARY=$BEKC \
+   XLA_FLAGS="${XLA_FLAGS:-} --xla_gpu_enable_command_buffer=FUSION,CUSTOM_CALL --xla_gpu_graph_min_graph_size=1" \
    timeout "${SUITE_LIMIT:-380}" $PYTHON -m pytest -q -p no:cacheprovider tests/gpu \
    > "$OUT/pytest-gpu.log" 2>&1; echo "pytest tests/gpu: exit $?: $(tail -1 "$OUT/pytest-gpu.log")" \
    > "$OUT/pytest-gpu.status") &
