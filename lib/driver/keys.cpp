@@ -251,7 +251,7 @@ class Classifier {
             if (inputs_.count(p) || path_is_under(p, build_dir_) || is_toolchain_header(p, in_))
                 continue;
             bool user = !is_system_header(p, in_.multiarch);
-            key_file(p, user);
+            key_file(p, user, spelled);
             if (user) user_headers_.push_back(p);
             recorded_.push_back(p);
         }
@@ -389,7 +389,12 @@ class Classifier {
 
     // One read per file: both digests, and the bytes of the user's headers,
     // whose __has_include add_has_includes looks at.
-    void key_file(const fs::path& p, bool keep_text) {
+    // `spelled`: the path as the compiler reached `p`, when it did through a
+    // link followed by ".." (src/../x.h, src a link). The direct record then
+    // also checks that spelling, which the kernel resolves through the link
+    // as it points at each lookup: a link pointed elsewhere leads to another
+    // file, and so to a miss.
+    void key_file(const fs::path& p, bool keep_text, const fs::path& spelled = {}) {
         auto digest = digest_file(p, keep_text);
         if (!digest)
             fatal(Error::make(ErrorKind::Source, "cannot read dependency " + p.string() + ": " +
@@ -398,6 +403,9 @@ class Classifier {
         out_.hashed.emplace_back(recorded.string(), digest->sha256);
         out_.direct.dependencies.push_back(
             {recorded, digest->sha256, digest->stat, digest->xxh128});
+        if (!spelled.empty() && spelled.lexically_normal() != p)
+            out_.direct.dependencies.push_back(
+                {spelled, digest->sha256, digest->stat, digest->xxh128});
         if (digest->changed && !out_.changed_while_read) out_.changed_while_read = p.string();
         if (keep_text) texts_read_[p] = std::move(digest->text);
     }

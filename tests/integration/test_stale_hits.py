@@ -272,6 +272,41 @@ def test_header_reached_by_dot_dot_after_a_linked_directory_builds(bekc):
     assert bekc.build(src, FAST, env=env()).hit is True
 
 
+@pytest.mark.parametrize("spelling", ["quoted", "include_dir", "inside_the_include"])
+def test_link_pointed_elsewhere_before_a_dot_dot_is_a_miss(bekc, spelling):
+    """A link followed by ".." decides which header the compiler opens: when
+    the link is pointed at another tree whose header differs, the next build
+    misses and reads that header, whether the ".." is in the source's quoted
+    include ("../common/x.h" from a linked source directory), in an -I
+    directory written through the link (-I proj/src/../common) or inside the
+    include itself ("lnk/../x.h" with lnk a link)."""
+    d = Path(os.path.realpath(bekc.workdir))
+    for n in (1, 2):
+        write(d / f"tree{n}" / "common" / "x.h", f"#define VAL {n}\n")
+        (d / f"tree{n}" / "src" / "sub").mkdir(parents=True)
+    (d / "proj").mkdir()
+    if spelling == "quoted":
+        for n in (1, 2):
+            probe_source(d / f"tree{n}" / "src" / "k.cpp", "VAL",
+                         before='#include "../common/x.h"')
+        link, args = d / "proj" / "src", (d / "proj" / "src" / "k.cpp", FAST)
+    elif spelling == "include_dir":
+        link = d / "proj" / "src"
+        args = (probe_source(d / "k.cpp", "VAL", before="#include <x.h>"), FAST,
+                "-I", f"{link}/../common")
+    else:
+        link = d / "lnk"
+        args = (probe_source(d / "k.cpp", "VAL", before='#include "lnk/../common/x.h"'), FAST)
+    target = "tree{}/src" if spelling == "inside_the_include" else "../tree{}/src"
+    os.symlink(target.format(1), link)
+    assert probe(bekc.build(*args, env=env())) == 1
+    assert bekc.build(*args, env=env()).hit is True
+    os.unlink(link)
+    os.symlink(target.format(2), link)
+    miss_then(bekc, *args, expect=2)
+    assert bekc.build(*args, env=env()).hit is True
+
+
 # --------------------------------------------------------------------------- include directories in compile flags
 @pytest.mark.parametrize("flag", [("-I", "inc_a"), ("-Iinc_a",), ("-isystem", "inc_a"),
                                   ("-idirafter", "inc_a"), ("-iquote", "inc_a")])
