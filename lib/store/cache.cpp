@@ -353,7 +353,12 @@ std::expected<void, Error> Cache::record_direct(std::string_view direct_key,
                                                 const DirectInputs& inputs, const BaseDir& base) {
     if (!is_valid_key(inputs.key)) return fail(ErrorKind::Cache, "not a cache key: " + inputs.key);
     if (auto made = ensure_created(); !made) return made;
-    return add_direct_record(dir(), CacheLayout::direct_record(direct_key), inputs, base);
+    fs::path rel = CacheLayout::direct_record(direct_key);
+    // A directory (or anything but a regular file) in the record's place
+    // would fail every write: it goes first (a link itself, not its target).
+    if (auto st = dir().stat(rel); st && !st->file.is_regular)
+        if (auto gone = discard(rel); !gone) return gone;
+    return add_direct_record(dir(), rel, inputs, base);
 }
 
 std::expected<SizeLimit, Error> Cache::size_limit(const EnvLookup& env) const {

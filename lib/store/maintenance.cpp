@@ -20,11 +20,15 @@ namespace {
 using WallClock = std::chrono::system_clock;
 using Visit = std::function<void(const std::string& key, const fs::path& rel)>;
 
+// What for_each_keyed visits: directories, regular files, or any kind
+// (links included, never followed).
+enum class Items { Dirs, Files, Any };
+
 // Every keyed item (entry directory, record or lock file) under `top`:
-// top/ab/<rest><extension>, where ab + rest is a key. Links and foreign
-// names are skipped.
+// top/ab/<rest><extension>, where ab + rest is a key. Foreign names, and
+// items not of `kind`, are skipped.
 void for_each_keyed(const CacheDir& dir, const fs::path& top, std::string_view extension,
-                    bool directories, const Visit& visit) {
+                    Items kind, const Visit& visit) {
     auto fans = dir.list(top);
     if (!fans) return;
     for (const auto& fan : *fans) {
@@ -32,7 +36,8 @@ void for_each_keyed(const CacheDir& dir, const fs::path& top, std::string_view e
         auto items = dir.list(top / fan.name);
         if (!items) continue;
         for (const auto& item : *items) {
-            if (directories ? !item.is_dir : !item.is_regular) continue;
+            if (kind == Items::Dirs ? !item.is_dir : kind == Items::Files && !item.is_regular)
+                continue;
             std::string key = CacheLayout::key_of(fan.name, item.name, extension);
             if (!key.empty()) visit(key, top / fan.name / item.name);
         }
@@ -96,7 +101,7 @@ std::vector<SealedTree> sealed_trees(const CacheDir& dir) {
         }
     }
     std::erase_if(trees, [&](const SealedTree& t) { return !dir.stat(t.rel); });
-    for_each_keyed(dir, CacheLayout::steps(), "", true,
+    for_each_keyed(dir, CacheLayout::steps(), "", Items::Dirs,
                    [&](const std::string& key, const fs::path& rel) {
                        trees.push_back({rel, CacheLayout::lock(key)});
                    });
@@ -130,7 +135,7 @@ std::expected<std::vector<EntryInfo>, Error> Cache::list() const {
     auto ok = require_cache(*this);
     if (!ok) return std::unexpected(ok.error());
     std::vector<EntryInfo> infos;
-    for_each_keyed(dir(), CacheLayout::entries(), "", true,
+    for_each_keyed(dir(), CacheLayout::entries(), "", Items::Dirs,
                    [&](const std::string& key, const fs::path& rel) {
                        EntryInfo info{key,
                                       manifest_name(dir(), rel),
@@ -156,12 +161,12 @@ std::expected<CacheStats, Error> Cache::stats() const {
     auto ok = require_cache(*this);
     if (!ok) return std::unexpected(ok.error());
     CacheStats stats;
-    for_each_keyed(dir(), CacheLayout::entries(), "", true,
+    for_each_keyed(dir(), CacheLayout::entries(), "", Items::Dirs,
                    [&](const std::string&, const fs::path& rel) {
                        ++stats.entries;
                        stats.entry_bytes += dir().tree_bytes(rel);
                    });
-    for_each_keyed(dir(), CacheLayout::direct(), ".json", false,
+    for_each_keyed(dir(), CacheLayout::direct(), ".json", Items::Files,
                    [&](const std::string&, const fs::path&) { ++stats.direct_records; });
     stats.bytes = *ok ? dir().tree_bytes("") : 0;
     return stats;
@@ -173,7 +178,7 @@ std::expected<size_t, Error> Cache::clear(const std::optional<std::string>& name
     if (!*ok) return 0;
     size_t removed = 0;
     std::string error;
-    for_each_keyed(dir(), CacheLayout::entries(), "", true,
+    for_each_keyed(dir(), CacheLayout::entries(), "", Items::Dirs,
                    [&](const std::string&, const fs::path& rel) {
                        if (!error.empty() || (name && manifest_name(dir(), rel) != *name)) return;
                        if (auto d = discard(rel); !d) {
@@ -184,9 +189,9 @@ std::expected<size_t, Error> Cache::clear(const std::optional<std::string>& name
                    });
     if (!name && error.empty()) {
         for (const fs::path& records : {CacheLayout::direct(), CacheLayout::history()})
-            for_each_keyed(dir(), records, ".json", false,
+            for_each_keyed(dir(), records, ".json", Items::Any,
                            [&](const std::string&, const fs::path& rel) {
-                               if (auto d = dir().remove_file(rel); !d && error.empty())
+                               if (auto d = discard(rel); !d && error.empty())
                                    error = d.error().message;
                            });
         for (const fs::path& memo : CacheLayout::root_memos()) {
@@ -200,7 +205,7 @@ std::expected<size_t, Error> Cache::clear(const std::optional<std::string>& name
                 if (r.is_dir && is_hex(r.name, 16))
                     if (auto d = discard(CacheLayout::runtime() / r.name); !d && error.empty())
                         error = d.error().message;
-        for_each_keyed(dir(), CacheLayout::steps(), "", true,
+        for_each_keyed(dir(), CacheLayout::steps(), "", Items::Dirs,
                        [&](const std::string&, const fs::path& rel) {
                            if (auto d = discard(rel); !d && error.empty())
                                error = d.error().message;
@@ -231,17 +236,19 @@ std::expected<PruneReport, Error> Cache::prune_to(uint64_t max_bytes,
     report.stale_temps_removed = *stale;
     std::vector<Item> items;
     for_each_keyed(
-        dir(), CacheLayout::entries(), "", true, [&](const std::string& key, const fs::path& rel) {
+        dir(), CacheLayout::entries(), "", Items::Dirs,
+        [&](const std::string& key, const fs::path& rel) {
             items.push_back({key, rel, dir().tree_bytes(rel), last_use_of(dir(), rel), true});
         });
-    for_each_keyed(dir(), CacheLayout::steps(), "", true,
+    for_each_keyed(dir(), CacheLayout::steps(), "", Items::Dirs,
                    [&](const std::string& key, const fs::path& rel) {
                        items.push_back(
                            {key, rel, dir().tree_bytes(rel), last_use_of(dir(), rel), false, true});
                    });
     for (const fs::path& records : {CacheLayout::direct(), CacheLayout::history()})
         for_each_keyed(
-            dir(), records, ".json", false, [&](const std::string& key, const fs::path& rel) {
+            dir(), records, ".json", Items::Files,
+            [&](const std::string& key, const fs::path& rel) {
                 auto st = dir().stat(rel);
                 items.push_back({key, rel, st ? st->file.size : 0, mtime_of(dir(), rel), false});
             });
@@ -354,7 +361,7 @@ std::expected<VerifyReport, Error> Cache::verify() {
         }
         if ((why = problem())) remove_bad(rel, *why, true);
     };
-    for_each_keyed(dir(), CacheLayout::entries(), "", true,
+    for_each_keyed(dir(), CacheLayout::entries(), "", Items::Dirs,
                    [&](const std::string& key, const fs::path& rel) {
                        ++report.checked;
                        remove_bad_tree(rel, CacheLayout::lock(key), [&] {
@@ -366,18 +373,20 @@ std::expected<VerifyReport, Error> Cache::verify() {
         remove_bad_tree(tree.rel, tree.lock,
                         [&] { return failure_of(check_seal(dir(), tree.rel, CheckLevel::Full)); });
     }
-    for_each_keyed(dir(), CacheLayout::direct(), ".json", false,
-                   [&](const std::string&, const fs::path& rel) {
-                       ++report.checked_other;
-                       if (!direct_file_is_valid(dir(), rel))
-                           remove_bad(rel, "not a direct-mode record", false);
-                   });
-    for_each_keyed(dir(), CacheLayout::history(), ".json", false,
-                   [&](const std::string&, const fs::path& rel) {
-                       ++report.checked_other;
-                       if (!history_file_is_valid(dir(), rel))
-                           remove_bad(rel, "not a build history record", false);
-                   });
+    // A record is a regular file (lstat): a directory, FIFO or link in its
+    // place is removed too (a link itself, never what it names).
+    auto check_records = [&](const fs::path& top, bool (*valid)(const CacheDir&, const fs::path&),
+                             const std::string& what) {
+        for_each_keyed(dir(), top, ".json", Items::Any,
+                       [&](const std::string&, const fs::path& rel) {
+                           ++report.checked_other;
+                           auto st = dir().stat(rel);
+                           if (!st || !st->file.is_regular || !valid(dir(), rel))
+                               remove_bad(rel, what, true);
+                       });
+    };
+    check_records(CacheLayout::direct(), direct_file_is_valid, "not a direct-mode record");
+    check_records(CacheLayout::history(), history_file_is_valid, "not a build history record");
     for (const fs::path& memo : CacheLayout::root_json_files()) {
         auto st = dir().stat(memo);
         if (!st) continue;
@@ -436,7 +445,7 @@ std::expected<size_t, Error> Cache::remove_stale_temps() const {
 }
 
 void Cache::remove_idle_locks() const {
-    for_each_keyed(dir(), CacheLayout::locks(), ".lock", false,
+    for_each_keyed(dir(), CacheLayout::locks(), ".lock", Items::Files,
                    [&](const std::string&, const fs::path& rel) {
                        // Deleting while holding it is safe: acquire() re-checks the path.
                        if (auto lock = FileLock::try_acquire(dir(), rel))

@@ -29,6 +29,23 @@ constexpr std::array<std::string_view, 11> kFileOptions = {"-specs=",
                                                            "-fprofile-dir="};
 // nvcc's: the value (after '=' or as the next word) is a response file.
 constexpr std::array<std::string_view, 2> kNvccOptionFiles = {"--options-file", "-optf"};
+// Options whose value is a comma list of arguments for another tool (GCC's
+// for the assembler, the linker and the preprocessor; nvcc's for the host
+// compiler, the linker, ptxas and nvlink): each item is read as a word.
+constexpr std::array<std::string_view, 9> kCommaLists = {"-Wa,",
+                                                         "-Wl,",
+                                                         "-Wp,",
+                                                         "-Xcompiler=",
+                                                         "--compiler-options=",
+                                                         "-Xlinker=",
+                                                         "--linker-options=",
+                                                         "-Xptxas=",
+                                                         "-Xnvlink="};
+// Options whose next word is one argument (or, for nvcc, a comma list of
+// them) for another tool.
+constexpr std::array<std::string_view, 6> kPassesNext = {"-Xcompiler",  "--compiler-options",
+                                                         "-Xlinker",    "--linker-options",
+                                                         "-Xassembler", "-Xpreprocessor"};
 // A nesting this deep is a loop or a mistake.
 constexpr int kMaxDepth = 16;
 
@@ -47,9 +64,7 @@ class Collector {
                 key(w.substr(o.size()), shown, false, depth);
                 return;
             }
-        // nvcc's lists for the host compiler and the linker.
-        for (std::string_view list : {"-Xcompiler=", "--compiler-options=", "-Xlinker=",
-                                      "--linker-options=", "-Wl,", "-Wp,", "-Xptxas=", "-Xnvlink="})
+        for (auto list : kCommaLists)
             if (w.starts_with(list)) {
                 std::string_view rest = w.substr(list.size());
                 while (!rest.empty()) {
@@ -70,8 +85,8 @@ class Collector {
             std::string shown = what.empty() ? origin + list[i] : what;
             bool optf = std::find(kNvccOptionFiles.begin(), kNvccOptionFiles.end(), list[i]) !=
                         kNvccOptionFiles.end();
-            bool passes_next = list[i] == "-Xcompiler" || list[i] == "--compiler-options" ||
-                               list[i] == "-Xlinker" || list[i] == "--linker-options";
+            bool passes_next =
+                std::find(kPassesNext.begin(), kPassesNext.end(), list[i]) != kPassesNext.end();
             if ((optf || passes_next) && i + 1 < list.size()) {
                 ++i;
                 if (optf)

@@ -130,6 +130,59 @@ def test_a_direct_record_with_a_damaged_key_is_a_miss_and_verify_removes_it(bekc
     assert bekc.build(src, FAST).hit is False
 
 
+def replace_direct_record(bekc, kind: str, outside: Path) -> Path:
+    """Puts a directory (holding a file), a FIFO or a link to `outside` in
+    place of the cache's only direct-mode record; returns its path."""
+    records = list(Path(bekc.cache_dir).glob("direct/*/*.json"))
+    assert len(records) == 1, records
+    record = records[0]
+    record.unlink()
+    if kind == "directory":
+        record.mkdir()
+        (record / "inside").write_text("x")
+    elif kind == "fifo":
+        os.mkfifo(record)
+    else:
+        record.symlink_to(outside)
+    return record
+
+
+NON_FILES = ["directory", "fifo", "link"]
+
+
+@pytest.mark.parametrize("kind", NON_FILES)
+def test_a_direct_record_that_is_not_a_file_is_replaced_by_the_next_build(bekc, kernels,
+                                                                          tmp_path, kind):
+    """A directory, FIFO or link where a direct-mode record belongs: the
+    build misses without a warning and writes a record in its place (a
+    link's target is left alone), so the build after it hits."""
+    src, first = built(bekc, kernels)
+    outside = tmp_path / "outside.json"
+    outside.write_text("{}")
+    record = replace_direct_record(bekc, kind, outside)
+    again = bekc.build(src, FAST)
+    assert again.hit is False and again.key == first.key
+    assert again.stderr == "", again.stderr
+    assert record.is_file() and not record.is_symlink()
+    assert outside.read_text() == "{}"
+    assert bekc.build(src, FAST).hit is True
+
+
+@pytest.mark.parametrize("kind", NON_FILES)
+def test_verify_removes_a_direct_record_that_is_not_a_file(bekc, kernels, tmp_path, kind):
+    """`cache verify` removes a directory, FIFO or link in place of a
+    direct-mode record (never what a link points to)."""
+    built(bekc, kernels)
+    outside = tmp_path / "outside.json"
+    outside.write_text("{}")
+    record = replace_direct_record(bekc, kind, outside)
+    proc = bekc.cache("verify")
+    assert "not a direct-mode record" in proc.stdout, proc.stdout + proc.stderr
+    assert not os.path.lexists(record)
+    assert outside.read_text() == "{}"
+    assert bekc.cache("verify").returncode == 0
+
+
 # --------------------------------------------------------------------------- path
 def test_cache_path_resolution(bekc, tmp_path):
     base = {k: v for k, v in os.environ.items()

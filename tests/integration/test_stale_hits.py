@@ -987,6 +987,29 @@ def test_nested_response_file_edit(bekc):
     miss_then(bekc, *args, expect=22)
 
 
+# The value of `bekc_asm_val` comes from the assembler's `--defsym`.
+_ASM_VALUE = ('extern "C" const int bekc_asm_val;\n'
+              'asm(".pushsection .rodata\\n.globl bekc_asm_val\\n.p2align 2\\n"\n'
+              '    "bekc_asm_val: .long BEKC_AS_VAL\\n.popsection");')
+
+
+@pytest.mark.parametrize("flags", [("--cxx-flag=-Wa,@{rsp}",),
+                                   ("--cxx-flag=-Xassembler", "--cxx-flag=@{rsp}"),
+                                   ("--cxx-flag=-Wa,-g,@{rsp}",)],
+                         ids=["-Wa,@FILE", "-Xassembler @FILE", "inside a longer -Wa, list"])
+def test_assembler_response_file_edit(bekc, flags):
+    """A response file handed to the assembler (inside a `-Wa,` list or after
+    `-Xassembler`) is keyed by its bytes: editing it is a miss."""
+    d = bekc.workdir
+    rsp = write(d / "as.rsp", "--defsym=BEKC_AS_VAL=1\n")
+    src = probe_source(d / "k.cpp", "bekc_asm_val", before=_ASM_VALUE)
+    args = (src, FAST, *(f.format(rsp=rsp) for f in flags))
+    assert probe(bekc.build(*args, env=env())) == 1
+    assert bekc.build(*args, env=env()).hit is True
+    write(rsp, "--defsym=BEKC_AS_VAL=2\n")
+    miss_then(bekc, *args, expect=2)
+
+
 def test_a_flag_naming_a_directory_is_refused(bekc):
     d = bekc.workdir
     (d / "profiles").mkdir()

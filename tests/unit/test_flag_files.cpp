@@ -113,3 +113,31 @@ TEST_CASE("the files one command line makes its program read", "[flag_files]") {
     CHECK(read_command_flag_files({"@host.rsp"}, t.path()).value().empty());
     CHECK_FALSE(read_command_flag_files({"/usr/bin/g++", "@missing.rsp"}, t.path()));
 }
+
+TEST_CASE("files inside the lists a flag hands to another tool are keyed", "[flag_files]") {
+    TempDir t;
+    for (auto name : {"as.rsp", "as2.rsp", "pp.rsp", "ld.rsp", "nv.rsp", "host.specs"})
+        write_file(t / name, "-DX=1");
+    CompileFlags f;
+    // The assembler's comma list, GCC's next-word forms, and nvcc's lists
+    // holding the host compiler's own lists.
+    f.cxx_flags = {"-Wa,-g,@as.rsp", "-Xassembler", "@as2.rsp", "-Xpreprocessor", "@pp.rsp"};
+    f.cuda_flags = {"--compiler-options=-Wa,@nv.rsp", "-Xcompiler", "-specs=host.specs"};
+    f.ldflags = {"-Xlinker", "@ld.rsp"};
+    auto files = read_flag_files(f, {}, t.path()).value();
+    CHECK(paths_of(files, t) == std::vector<std::string>{"as.rsp", "as2.rsp", "pp.rsp", "nv.rsp",
+                                                         "host.specs", "ld.rsp"});
+    // A step's command: the host compiler as nvcc runs it.
+    auto step =
+        read_command_flag_files({"/usr/bin/g++", "-c", "-Wa,--64,@as.rsp", "x.cpp"}, t.path())
+            .value();
+    CHECK(paths_of(step, t) == std::vector<std::string>{"as.rsp"});
+    f.cxx_flags = {"-Wa,@missing.rsp"};
+    CHECK(bekc::test::fatal_message([&] {
+              return read_flag_files(f, {}, t.path());
+          }).find("'-Wa,@missing.rsp' makes the compiler read a file") != std::string::npos);
+    f.cxx_flags = {"-Xassembler", "@missing.rsp"};
+    CHECK(bekc::test::fatal_message([&] {
+              return read_flag_files(f, {}, t.path());
+          }).find("'-Xassembler @missing.rsp' makes") != std::string::npos);
+}
