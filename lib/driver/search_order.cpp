@@ -4,6 +4,8 @@
 #include <set>
 
 #include "plan/include_flags.hpp"
+#include "toolchain/compiler_env.hpp"
+#include "toolchain/flag_files.hpp"
 
 namespace bekc {
 
@@ -21,14 +23,25 @@ bool compiles(const BuildInputs& in, bool cuda) {
                        [cuda](const SourceFile& f) { return f.cuda == cuda; });
 }
 
+// The response files' words as read_flag_files read and keyed them; names
+// count from the working directory, as the compilers open them.
+ResponseFileWords response_files(const BuildInputs& in) {
+    std::error_code ec;
+    return [&in, cwd = fs::current_path(ec)](std::string_view name) {
+        return response_file_words_of(in.flag_files, name, cwd);
+    };
+}
+
 FlagChains host_chains(const BuildInputs& in) {
-    IncludeFlagDirs f = host_include_dirs(in.flags.cxx_flags);
+    IncludeFlagDirs f = host_include_dirs(in.flags.cxx_flags, response_files(in));
     return {std::move(f.quote), {},   std::move(f.angled), std::move(f.system),
             std::move(f.after), false};
 }
 
+// nvcc's options: its environment's around bekc's flags, as nvcc reads them.
 FlagChains nvcc_chains(const BuildInputs& in) {
-    NvccIncludeDirs n = nvcc_include_dirs(in.flags.cuda_flags);
+    NvccIncludeDirs n =
+        nvcc_include_dirs(nvcc_env_flags(in.env).around(in.flags.cuda_flags), response_files(in));
     std::vector<std::string> system = std::move(n.host.system);
     system.insert(system.end(), n.system.begin(), n.system.end());
     return {std::move(n.host.quote), std::move(n.host.angled), std::move(n.angled),

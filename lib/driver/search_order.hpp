@@ -38,8 +38,10 @@ std::vector<SearchOrder> search_orders(const BuildInputs& in, const fs::path& ru
                                        PhysicalPaths& paths);
 
 // The include directories the compile flags add (--cxx-flag when a .cpp
-// input reads them, --cuda-flag when a .cu input does), made absolute as
-// they are spelled: a relative `-Iinc` counts from the working directory.
+// input reads them, --cuda-flag and nvcc's $NVCC_PREPEND_FLAGS /
+// $NVCC_APPEND_FLAGS when a .cu input does, response files' included: the
+// words read_flag_files keyed), made absolute as they are spelled: a relative
+// `-Iinc` counts from the working directory.
 std::vector<fs::path> flag_include_dirs(const BuildInputs& in);
 
 }  // namespace bekc

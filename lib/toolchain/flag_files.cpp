@@ -106,8 +106,12 @@ class Collector {
 
   private:
     void response_file(std::string_view name, const std::string& shown, int depth) {
+        size_t at = files_.size();
         std::string text = key(name, shown, true, depth);
-        words(response_file_words(text), shown, depth + 1);
+        if (error_) return;
+        std::vector<std::string> list = response_file_words(text);
+        if (at < files_.size()) files_[at].words = list;  // read for the first time
+        words(list, shown, depth + 1);
     }
 
     // Reads and keys one file; its bytes when `keep`.
@@ -192,6 +196,15 @@ std::expected<std::vector<FlagFile>, Error> read_command_flag_files(
     Collector c(cwd);
     if (!argv.empty()) c.words({argv.begin() + 1, argv.end()}, "", 0);
     return c.take();
+}
+
+const std::vector<std::string>* response_file_words_of(const std::vector<FlagFile>& files,
+                                                       std::string_view name, const fs::path& cwd) {
+    if (name.empty()) return nullptr;
+    fs::path p = physical_normal(cwd / fs::path(name));  // as Collector::key opens it
+    for (const auto& f : files)
+        if (f.path == p && f.words) return &*f.words;
+    return nullptr;
 }
 
 std::optional<std::string> flag_file_changed(const std::vector<FlagFile>& files, int64_t start_ns) {

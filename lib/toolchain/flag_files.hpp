@@ -24,6 +24,9 @@ namespace bekc {
 struct FlagFile {
     fs::path path;  // absolute
     std::string sha256;
+    // A response file's (`@FILE`, nvcc's --options-file): the words read,
+    // which the keyed bytes hold.
+    std::optional<std::vector<std::string>> words;
 };
 
 // The files the flags name, each once, in the order met: bekc's flags and
@@ -41,6 +44,13 @@ std::expected<std::vector<FlagFile>, Error> read_flag_files(const CompileFlags& 
 // host compiler), so its files are among those read_flag_files keyed.
 std::expected<std::vector<FlagFile>, Error> read_command_flag_files(
     const std::vector<std::string>& argv, const fs::path& cwd);
+
+// The words of the response file a flag names as `name` (from `cwd`, as
+// read_flag_files reads it) among `files`; nullptr when none of them is
+// that response file. What the include directories in response files are
+// read from (driver/search_order.hpp).
+const std::vector<std::string>* response_file_words_of(const std::vector<FlagFile>& files,
+                                                       std::string_view name, const fs::path& cwd);
 
 // The first of `files` whose bytes are not the keyed ones any more, or which
 // was written since `start_ns` (it may have been read in between).

@@ -11,7 +11,9 @@ Controls assert a hit when nothing changed. The kinds:
 * source; headers (quoted beside the source, quoted and <> through -I; one
   reached by "../" from a directory that is a link, which the compiler opens
   where the kernel resolves it); include directories given as compiler flags
-  (--cxx-flag, --cuda-flag, nvcc's -Xcompiler), with a header appearing
+  (--cxx-flag, --cuda-flag, nvcc's -Xcompiler; inside response files and
+  nvcc's --options-file, $NVCC_APPEND_FLAGS / $NVCC_PREPEND_FLAGS, and GCC's
+  -iprefix with -iwithprefix / -iwithprefixbefore), with a header appearing
   where the compiler looks first;
 * environment the compilers read: CPATH (also a header appearing in an
   earlier CPATH directory), CPLUS_INCLUDE_PATH, SOURCE_DATE_EPOCH, LIBRARY_PATH,
@@ -393,6 +395,56 @@ def test_header_appearing_in_a_directory_nvcc_passes_the_host_compiler(bekc, nvc
     cu_miss_then(bekc, args, expect=2)
 
 
+@pytest.mark.parametrize("flags", [("@flags.rsp",), ("@outer.rsp",),
+                                   ("-iprefix", "{d}/", "-iwithprefixbefore", "inc_a"),
+                                   ("-iprefix", "{d}/", "-iwithprefix", "inc_a")])
+def test_header_appearing_before_an_include_directory_a_cxx_flag_implies(bekc, flags):
+    """Include directories inside a response file (GCC's quoting; nested
+    ones too) and those -iwithprefixbefore (like -I) and -iwithprefix (like
+    -isystem, as g++ reads it) add after -iprefix are guarded as
+    --cxx-flag=-I is: the same header name appearing beside the source is
+    used from then on."""
+    d = bekc.workdir
+    write(d / "inc_a" / "val.h", "#define VAL 1\n")
+    write(d / "flags.rsp", "-DOTHER=0 '-I' \"inc_a\"\n")
+    write(d / "outer.rsp", f"@{d / 'flags.rsp'}\n")
+    src = probe_source(d / "src" / "k.cpp", "VAL", before='#include "val.h"')
+    args = (src, FAST, *[f"--cxx-flag={w.format(d=d)}" for w in flags])
+    assert probe(bekc.build(*args, env=env())) == 1
+    assert bekc.build(*args, env=env()).hit is True
+    write(d / "src" / "val.h", "#define VAL 2\n")
+    miss_then(bekc, *args, expect=2)
+
+
+@pytest.mark.parametrize("variable, flags", [
+    ("NVCC_APPEND_FLAGS=-Iinc_a", ()),
+    ("NVCC_PREPEND_FLAGS=-optf opts.txt", ()),
+    ("", ("--options-file=opts.txt",)),
+    ("", ("-Xcompiler=@host.rsp",)),
+])
+def test_header_appearing_before_an_include_directory_nvcc_reads_elsewhere(bekc, nvcc, variable,
+                                                                           flags):
+    """Include directories nvcc reads from $NVCC_APPEND_FLAGS /
+    $NVCC_PREPEND_FLAGS, from an --options-file (-optf), and those the host
+    compiler reads from a response file -Xcompiler passes it, are guarded as
+    --cuda-flag=-I is: the same header name appearing beside the source is
+    used from then on."""
+    d = bekc.workdir
+    write(d / "inc_a" / "val.h", "#define VAL 1\n")
+    write(d / "opts.txt", "-I inc_a\n")
+    write(d / "host.rsp", "-Iinc_a\n")
+    name, _, value = variable.partition("=")
+    e = env(**{name: value}) if name else env()
+    src = write(d / "src" / "k.cu", '#include "val.h"\n#define APPENDED VAL\n' + NVCC_KERNEL)
+    args = (src, "--arch", "sm_80", FAST, "--nvcc", nvcc, *[f"--cuda-flag={w}" for w in flags])
+    assert probe_bytes(bekc.build(*args, env=e).library) == "1,0,0"
+    assert bekc.build(*args, env=e).hit is True
+    write(d / "src" / "val.h", "#define VAL 2\n")
+    r = bekc.build(*args, env=e)
+    assert r.hit is False, "stale hit: the changed input was not noticed"
+    assert probe_bytes(r.library) == "2,0,0", "the library was not built from the new input"
+
+
 # --------------------------------------------------------------------------- environment
 def test_cpath_change(bekc):
     d = bekc.workdir
@@ -606,8 +658,8 @@ exec "{gxx()}" "$@"
                        before="int bekc_foo(); int bekc_bar();")
     args = (src, FAST, "--cxx", wrapper, f"--ldflag={by_path}",
             "--ldflag=-L" + str(d / "libs"), "--ldflag=-lfoo")
-    assert probe(bekc.build(*args)) == 11
-    assert bekc.build(*args).hit is True
+    assert probe(bekc.build(*args, env=env())) == 11
+    assert bekc.build(*args, env=env()).hit is True
     static_library(by_name, 2)
     miss_then(bekc, *args, expect=12)
     static_library(by_path, 20, fn="bekc_bar")
@@ -978,8 +1030,8 @@ def test_nested_response_file_edit(bekc):
     write(d / "link.rsp", f"{lib}\n")
     src = probe_source(d / "k.cpp", "VAL + bekc_foo()", before="int bekc_foo();")
     args = (src, FAST, f"--cxx-flag=@{d / 'outer.rsp'}", f"--ldflag=@{d / 'link.rsp'}")
-    assert probe(bekc.build(*args)) == 11
-    assert bekc.build(*args).hit is True
+    assert probe(bekc.build(*args, env=env())) == 11
+    assert bekc.build(*args, env=env()).hit is True
     write(d / "inner.rsp", "-DVAL=2\n")
     miss_then(bekc, *args, expect=12)
     lib20 = static_library(d / "other" / "libfoo.a", 20)

@@ -44,6 +44,14 @@ TEST_CASE("files named by flags are keyed, response files recursively", "[flag_f
     CHECK(paths_of(files, t) == std::vector<std::string>{"outer.rsp", "inner.rsp", "my specs",
                                                          "plugin.so", "opts.txt", "ld.rsp"});
     CHECK(files[1].sha256 == sha256_hex("-DY=2\n"));
+    // The response files' words, as read, by the names the flags give them.
+    const auto* outer = response_file_words_of(files, "outer.rsp", t.path());
+    REQUIRE(outer);
+    CHECK(*outer == std::vector<std::string>{"-DX=1", "@inner.rsp", "-specs=my specs"});
+    CHECK(*response_file_words_of(files, "opts.txt", t.path()) ==
+          std::vector<std::string>{"-DZ=3"});
+    CHECK(response_file_words_of(files, "my specs", t.path()) == nullptr);  // not a response file
+    CHECK(response_file_words_of(files, "other.rsp", t.path()) == nullptr);
 }
 
 TEST_CASE("a response file that names itself is refused", "[flag_files]") {
