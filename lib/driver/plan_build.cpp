@@ -61,8 +61,11 @@ BuildGraph plan_graph(const BuildInputs& in, const GraphPaths& paths) {
     req.nvcc_objtemp = in.nvcc && nvcc_takes_objtemp(in.nvcc_version);
     req.nvcc_nodlink = in.nvcc && nvcc_takes_nodlink(in.nvcc_version);
     req.link_reads_opaque_code = in.link_reads_opaque_code;
+    if (in.nvcc) req.link_env = nvcc_link_env(in.env);
     req.base_dir = in.base.dir();
     req.nvcc_maps_base_dir = fits_nvcc_compiler_option(in.base.dir());
+    req.build_dir = paths.build_dir.string();
+    req.nvcc_maps_build_dir = fits_nvcc_compiler_option(req.build_dir);
     // The linker lists the files it read. nvcc splits -Xlinker values at
     // commas: a path with one is not asked for, and the flags stand in
     // (keys.cpp).

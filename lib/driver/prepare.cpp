@@ -206,6 +206,7 @@ BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& re
     in.env = read_compiler_env(ctx.raw_env, any_cuda, ctx.cwd);
     const NvccEnvFlags nvcc_env = nvcc_env_flags(in.env);
     take_cudart_option(in.flags, any_cuda, nvcc_env);
+    or_fatal(check_nvcc_env_phases(nvcc_env));
     check_linker_args(in.flags.linker_args, any_cuda);
     if (any_cuda) check_nvcc_shell_args(in.flags);
     in.flag_files = or_fatal(read_flag_files(in.flags, nvcc_env, ctx.cwd));

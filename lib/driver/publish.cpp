@@ -10,6 +10,7 @@
 #include "store/hash.hpp"
 #include "store/manifest.hpp"
 #include "store/runtime_headers.hpp"
+#include "toolchain/compiler_env.hpp"
 #include "util/error.hpp"
 #include "util/json_text.hpp"
 
@@ -37,14 +38,32 @@ std::expected<void, Error> stage_entry(const Staging& staging, const BuildInputs
     return staging.write(kManifestFile, render_manifest(manifest, m, true));
 }
 
+// Whether nvcc writes device line or debug information (-lineinfo, -G, and
+// ptxas's own option), which names the wrapper in bekc's private build
+// directory, new for each build: cicc's file table and fatbinary's --ident
+// take the path as it is, and no prefix map reaches them.
+bool device_code_names_build_dir(const BuildInputs& in) {
+    if (!in.nvcc) return false;
+    for (const auto& f : nvcc_env_flags(in.env).around(in.flags.cuda_flags))
+        if (f == "-G" || f == "--device-debug" || f.find("lineinfo") != std::string::npos ||
+            f.find("line-info") != std::string::npos)
+            return true;
+    return false;
+}
+
 // --force rebuilt an entry that existed under the same key: the same
 // inputs must give the same library, or the key missed one of them.
 // Both digests are the seals': publishing hashed the new library.
-void check_forced_rebuild(const BuildOutcome& outcome, const std::string& key,
-                          const Reporter& report) {
+void check_forced_rebuild(const BuildInputs& in, const BuildOutcome& outcome,
+                          const std::string& key, const Reporter& report) {
     if (!outcome.replaced_sha256) return;
     const std::string& now = outcome.entry.library_sha256;
-    if (now != *outcome.replaced_sha256)
+    if (now != *outcome.replaced_sha256 && device_code_names_build_dir(in))
+        report.info("--force rebuilt cache entry " + key +
+                    " and the library differs from the one it replaced: nvcc's device line "
+                    "and debug information (-lineinfo, -G) name bekc's private build "
+                    "directory, new for each build (docs/cache.md)");
+    else if (now != *outcome.replaced_sha256)
         report.warn("--force rebuilt cache entry " + key +
                     " and the library differs from the one it replaced (SHA-256 " +
                     outcome.replaced_sha256->substr(0, 16) + "... before, " + now.substr(0, 16) +
@@ -108,7 +127,7 @@ Published publish(const BuildInputs& in, const BuildOptions& o, const std::strin
     auto outcome = cache.get_or_build(
         p.key, [&](const Staging& s) { return stage_entry(s, in, library, p.key, deps); }, o.force);
     if (!outcome) fatal(Error::make(ErrorKind::Cache, outcome.error().message));
-    check_forced_rebuild(*outcome, p.key, report);
+    check_forced_rebuild(in, *outcome, p.key, report);
     if (!outcome->repaired.empty())
         report.warn("replaced a corrupt cache entry: " + outcome->repaired);
     p.entry = outcome->entry;

@@ -40,6 +40,10 @@ int device_threads(const PlanRequest& r) {
     return std::clamp(r.device_threads, 1, std::max(1, device_compilations(r.archs)));
 }
 
+std::string build_dir_map(const PlanRequest& r) {
+    return "-ffile-prefix-map=" + r.build_dir + "=" + kBuildDirShown;
+}
+
 // nvcc flags that do not depend on the unit: language, optimisation, host
 // compiler, archs. The handlers are the only symbols the library exports.
 std::vector<std::string> nvcc_common(const PlanRequest& r) {
@@ -56,6 +60,8 @@ std::vector<std::string> nvcc_common(const PlanRequest& r) {
     if (r.nvcc_objtemp) a.push_back("-objtemp");
     if (!r.base_dir.empty() && r.nvcc_maps_base_dir)
         append(a, {"-Xcompiler", "-ffile-prefix-map=" + r.base_dir + "=."});
+    // After the base's: the last map that matches wins (GCC and clang).
+    if (!r.build_dir.empty() && r.nvcc_maps_build_dir) append(a, {"-Xcompiler", build_dir_map(r)});
     return a;
 }
 
@@ -65,6 +71,7 @@ std::vector<std::string> cxx_common(const PlanRequest& r) {
                                   "-fvisibility=hidden"};
     if (r.flags.fast_math) a.push_back("-ffast-math");
     if (!r.base_dir.empty()) a.push_back("-ffile-prefix-map=" + r.base_dir + "=.");
+    if (!r.build_dir.empty()) a.push_back(build_dir_map(r));
     return a;
 }
 
@@ -228,6 +235,7 @@ BuildPlan make_build_plan(const PlanRequest& r) {
         } else if (r.nvcc_nodlink) {
             a.push_back("-nodlink");
         }
+        link.env_overrides = r.link_env;
     } else {
         a = {r.cxx.path.string(), "-shared", "-fPIC"};
     }

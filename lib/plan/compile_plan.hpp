@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "plan/arch.hpp"
@@ -72,6 +73,9 @@ struct PlanRequest {
     // static linking, nvcc link options from the environment): nvcc's device
     // link runs (toolchain/link_search.hpp).
     bool link_reads_opaque_code = false;
+    // What nvcc's link gets in place of $NVCC_PREPEND_FLAGS and
+    // $NVCC_APPEND_FLAGS (toolchain/compiler_env.hpp, nvcc_link_env).
+    std::vector<std::pair<std::string, std::string>> link_env;
     // A pip toolkit's own directories (toolchain/nvcc_search.hpp,
     // pip_toolkit_dirs), named on nvcc's command lines after the user's:
     // include and system include directories on every CUDA compile, library
@@ -88,7 +92,17 @@ struct PlanRequest {
     // syntax ($(...) in a checkout's name) is not mapped for nvcc
     // (toolchain/safe_paths.hpp decides).
     bool nvcc_maps_base_dir = false;
+    // The private build directory, new for each build, which holds the
+    // wrappers: what the host compilers write (debug information) names it
+    // kBuildDirShown instead (-ffile-prefix-map), so a debug build gives the
+    // same library each time. For nvcc only where it fits -Xcompiler, as the
+    // base does.
+    std::string build_dir;
+    bool nvcc_maps_build_dir = false;
 };
+
+// What the host compilers' output names the private build directory.
+inline constexpr const char* kBuildDirShown = "/bekc-build";
 
 // Whether an nvcc of this version ("13.0.88") takes -objtemp (12.4 and later).
 bool nvcc_takes_objtemp(const std::string& version);

@@ -1,5 +1,6 @@
 #include "toolchain/compiler_env.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "util/text.hpp"
@@ -70,6 +71,66 @@ NvccEnvFlags nvcc_env_flags(const CompilerEnv& env) {
         if (name == "NVCC_APPEND_FLAGS") out.append = split_words(value);
     }
     return out;
+}
+
+namespace {
+
+// nvcc's options that choose compiling each input to an object.
+bool compiles_only(std::string_view word) {
+    for (std::string_view o : {"-c", "--compile", "-dc", "--device-c", "-dw", "--device-w"})
+        if (word == o) return true;
+    return false;
+}
+
+// nvcc's options that choose a phase whose output is no object to link, or
+// no library (nvcc --help, "Options for specifying the compilation phase").
+bool chooses_other_phase(std::string_view word) {
+    for (std::string_view o : {"-cuda",     "--cuda",
+                               "-cubin",    "--cubin",
+                               "-fatbin",   "--fatbin",
+                               "-ptx",      "--ptx",
+                               "-optix-ir", "--optix-ir",
+                               "-ltoir",    "--ltoir",
+                               "-E",        "--preprocess",
+                               "-M",        "--generate-dependencies",
+                               "-MM",       "--generate-nonsystem-dependencies",
+                               "-dlink",    "--device-link",
+                               "-lib",      "--lib",
+                               "-run",      "--run"})
+        if (word == o) return true;
+    return false;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> nvcc_link_env(const CompilerEnv& env) {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& [name, value] : env.values) {
+        if (name != "NVCC_PREPEND_FLAGS" && name != "NVCC_APPEND_FLAGS") continue;
+        std::vector<std::string> words = split_words(value);
+        if (std::none_of(words.begin(), words.end(), compiles_only)) continue;
+        std::string kept;
+        for (const auto& w : words)
+            if (!compiles_only(w)) kept += (kept.empty() ? "" : " ") + w;
+        out.emplace_back(name, std::move(kept));
+    }
+    return out;
+}
+
+std::expected<void, Error> check_nvcc_env_phases(const NvccEnvFlags& nvcc_env) {
+    for (auto [words, name] : {std::pair{&nvcc_env.prepend, "$NVCC_PREPEND_FLAGS"},
+                               std::pair{&nvcc_env.append, "$NVCC_APPEND_FLAGS"}})
+        for (const auto& w : *words)
+            if (chooses_other_phase(w))
+                return std::unexpected(Error::make(
+                    ErrorKind::Usage,
+                    std::string(name) + " has '" + w +
+                        "', which makes nvcc stop before the object or the library bekc "
+                        "builds; take it out of " +
+                        name +
+                        " (bekc compiles each source to an object and links them itself; "
+                        "relocatable device code: --cuda-flag=-rdc=true)"));
+    return {};
 }
 
 std::string host_compiler_env(const CompilerEnv& env) {

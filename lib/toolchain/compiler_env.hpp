@@ -10,6 +10,7 @@
 // that these tools read are left out.
 #pragma once
 
+#include <expected>
 #include <functional>
 #include <optional>
 #include <string>
@@ -17,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "util/error.hpp"
 #include "util/fs.hpp"
 
 namespace bekc {
@@ -169,6 +171,20 @@ struct NvccEnvFlags {
     std::vector<std::string> around(const std::vector<std::string>& flags) const;
 };
 NvccEnvFlags nvcc_env_flags(const CompilerEnv& env);
+
+// nvcc reads $NVCC_PREPEND_FLAGS and $NVCC_APPEND_FLAGS on bekc's link as on
+// its compiles. An option there that chooses compiling only (-c, -dc, -dw and
+// their long names) is what each compile does anyway (-dc: relocatable device
+// code, so the device link runs, link_search.hpp), and nvcc's link runs with
+// the variables that hold one set to their other words: the overrides for
+// that command, none when neither holds one.
+std::vector<std::pair<std::string, std::string>> nvcc_link_env(const CompilerEnv& env);
+
+// A usage error for an option in those variables that chooses any other phase
+// than compiling to an object or linking (-E, -M, -ptx, -cubin, -fatbin,
+// -dlink, -lib, -run, ...): bekc's commands would make something that is not
+// the library. It names the variable, the option and what to do instead.
+std::expected<void, Error> check_nvcc_env_phases(const NvccEnvFlags& nvcc_env);
 
 // The variables of `env` the host compiler reads, "NAME=value\n" each: what
 // can change the handler support object bekc_rt.o (store/runtime_headers.hpp).

@@ -492,3 +492,53 @@ def test_forcing_a_cuda_rebuild_in_one_nvcc_process_gives_the_same_library(bekc,
     assert again.key == first.key
     assert "differs" not in again.stderr, again.stderr
     assert again.library.read_bytes() == before
+
+
+@pytest.mark.parametrize("case", ["cpp -g", "cu -g", "cu -g one nvcc"])
+def test_forcing_a_debug_rebuild_gives_the_same_library(bekc, kernels, nvcc, case):
+    """Host debug information names the files compiled, and bekc compiles
+    each source through a wrapper in a private build directory that is new
+    for each build: the host compilers name that directory by a fixed name
+    (-ffile-prefix-map), so `--force` under an unchanged key rebuilds the
+    very same library, which holds no path of the private directory."""
+    kind, flag, *one = case.split(" ", 2)
+    env = {k: v for k, v in os.environ.items() if k not in ("BEKC_CACHE_DIR", "BEKC_SPLIT_NVCC")}
+    if one:
+        env["BEKC_SPLIT_NVCC"] = "0"
+    make = kernels.cpp if kind == "cpp" else kernels.cu
+    src = make(bekc.workdir / f"dbg.{kind}", fn="dbg_fn")
+    args = [src, FAST, f"--{'cxx' if kind == 'cpp' else 'cuda'}-flag={flag}"]
+    if kind == "cu":
+        args += ["--arch", "80"]
+    first = bekc.build(*args, env=env)
+    before = first.library.read_bytes()
+    assert b"/build." not in before
+    again = bekc.build(*args, "--force", env=env)
+    assert again.key == first.key
+    assert "differs" not in again.stderr, again.stderr
+    assert again.library.read_bytes() == before
+
+
+@pytest.mark.parametrize("case", ["-lineinfo", "-lineinfo one nvcc", "-G one nvcc"])
+def test_forcing_a_rebuild_with_device_line_info_says_why_the_library_differs(bekc, kernels, nvcc,
+                                                                             case):
+    """nvcc's device line and debug information (-lineinfo, -G) name the
+    wrapper in bekc's private build directory, new for each build, and no
+    prefix map reaches them: `--force` rebuilds a library that may differ,
+    and says why under -v instead of warning that an input escaped the
+    key."""
+    flag, *one = case.split(" ", 1)
+    env = {k: v for k, v in os.environ.items() if k not in ("BEKC_CACHE_DIR", "BEKC_SPLIT_NVCC")}
+    if one:
+        env["BEKC_SPLIT_NVCC"] = "0"
+    src = kernels.cu(bekc.workdir / "lines.cu", fn="lines_fn")
+    args = [src, FAST, "--arch", "80", f"--cuda-flag={flag}"]
+    first = bekc.build(*args, env=env)
+    before = first.library.read_bytes()
+    quiet = bekc.build(*args, "--force", env=env)
+    assert quiet.key == first.key
+    assert "warning" not in quiet.stderr and "please report" not in quiet.stderr, quiet.stderr
+    said = bekc.build(*args, "--force", "-v", env=env)
+    if said.library.read_bytes() != quiet.library.read_bytes():
+        assert "name bekc's private build directory" in said.stderr, said.stderr
+    assert "please report" not in said.stderr, said.stderr

@@ -263,3 +263,40 @@ def test_relocatable_device_code_asked_by_the_environment_is_not_split(bekc, sou
     ctypes.CDLL(str(built.library), mode=os.RTLD_LOCAL)  # nothing left unresolved
     assert bekc.build(source, "--arch", "80", env=rdc).key != \
         bekc.build(source, "--arch", "80", env=env()).key
+
+
+@pytest.mark.parametrize("variable", ["NVCC_APPEND_FLAGS", "NVCC_PREPEND_FLAGS"])
+@pytest.mark.parametrize("option", ["-dc", "--device-c", "-c", "-dw"])
+def test_compiling_only_asked_by_the_environment_still_links_the_library(bekc, source, nvcc,
+                                                                          variable, option):
+    """nvcc reads $NVCC_PREPEND_FLAGS and $NVCC_APPEND_FLAGS on the link as on
+    the compiles. An option there that asks for compiling only (-c, -dc, -dw)
+    builds the library: the link runs without it, and -dc's relocatable
+    device code goes through the device link, which resolves a __device__
+    function that another input defines."""
+    e = env(**{variable: f"-lineinfo {option}"})
+    built = bekc.build(source, "--arch", "80", env=e)
+    ctypes.CDLL(str(built.library), mode=os.RTLD_LOCAL)
+    if option in ("-dc", "--device-c"):
+        caller = bekc.workdir / "caller.cu"
+        caller.write_text(RDC_CALLER)
+        callee = bekc.workdir / "callee.cu"
+        callee.write_text(RDC_CALLEE)
+        rdc = bekc.build(caller, callee, "--name", "rdc", "--arch", "80", env=e)
+        ctypes.CDLL(str(rdc.library), mode=os.RTLD_LOCAL)  # nothing left unresolved
+
+
+@pytest.mark.parametrize("variable", ["NVCC_APPEND_FLAGS", "NVCC_PREPEND_FLAGS"])
+@pytest.mark.parametrize("option", ["-E", "-ptx", "--cubin", "-M", "-dlink", "-lib"])
+def test_another_phase_asked_by_the_environment_is_refused_before_compiling(bekc, source, nvcc,
+                                                                            variable, option):
+    """An option in nvcc's environment variables that makes it stop before an
+    object or a library (preprocessing, PTX, dependencies, the device link
+    alone, a static library) is a usage error before anything compiles: it
+    names the variable and the option and says what to do."""
+    proc = bekc.run("build", "-v", "--cache-dir", bekc.cache_dir, source, "--arch", "80",
+                    env=env(**{variable: option}))
+    assert proc.returncode == 2, proc.stderr
+    assert f"${variable} has '{option}'" in proc.stderr, proc.stderr
+    assert "--cuda-flag=-rdc=true" in proc.stderr, proc.stderr
+    assert "nvcc fatal" not in proc.stderr and "# wave" not in proc.stderr, proc.stderr

@@ -83,6 +83,25 @@ TEST_CASE("compiler env: nvcc's options from the environment go around its comma
               .empty());
 }
 
+TEST_CASE("compiler env: nvcc's link runs without the variables' compile-only options", "[env]") {
+    using Env = std::vector<std::pair<std::string, std::string>>;
+    auto env = read_compiler_env(
+        fake_env({{"NVCC_PREPEND_FLAGS", "-dc -lineinfo --device-c"}, {"NVCC_APPEND_FLAGS", "-G"}}),
+        true, "/w");
+    CHECK(nvcc_link_env(env) == Env{{"NVCC_PREPEND_FLAGS", "-lineinfo"}});
+    CHECK(nvcc_link_env(read_compiler_env(fake_env({{"NVCC_APPEND_FLAGS", "-c"}}), true, "/w")) ==
+          Env{{"NVCC_APPEND_FLAGS", ""}});
+    CHECK(check_nvcc_env_phases(nvcc_env_flags(env)).has_value());
+}
+
+TEST_CASE("compiler env: another phase in nvcc's variables is a usage error", "[env]") {
+    auto env = read_compiler_env(fake_env({{"NVCC_APPEND_FLAGS", "-O3 -ptx"}}), true, "/w");
+    auto checked = check_nvcc_env_phases(nvcc_env_flags(env));
+    REQUIRE_FALSE(checked.has_value());
+    CHECK(checked.error().kind == ErrorKind::Usage);
+    CHECK(checked.error().message.starts_with("$NVCC_APPEND_FLAGS has '-ptx'"));
+}
+
 TEST_CASE("compiler env: the path variables become search directories", "[env]") {
     auto env = read_compiler_env(fake_env({{"CPATH", "/c1:c2"},
                                            {"CPLUS_INCLUDE_PATH", "/s"},
