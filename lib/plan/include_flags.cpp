@@ -3,6 +3,8 @@
 #include <optional>
 #include <string_view>
 
+#include "util/text.hpp"
+
 namespace bekc {
 
 namespace {
@@ -91,17 +93,6 @@ std::vector<std::string>& chain_of(IncludeFlagDirs& d, Chain c) {
     return d.angled;
 }
 
-// `text` split at `separators`, without empty pieces.
-std::vector<std::string> split(std::string_view text, std::string_view separators) {
-    std::vector<std::string> out;
-    for (size_t at = 0; at <= text.size();) {
-        size_t end = std::min(text.find_first_of(separators, at), text.size());
-        if (end > at) out.emplace_back(text.substr(at, end - at));
-        at = end + 1;
-    }
-    return out;
-}
-
 // The words of the response file `name` at nesting `depth`, when read.
 const std::vector<std::string>* read_words(const ResponseFileWords& files, std::string_view name,
                                            int depth) {
@@ -135,7 +126,7 @@ void preprocessor_words(const std::vector<std::string>& words, const ResponseFil
     for (size_t i = 0; i < words.size(); ++i) {
         std::string_view w = words[i];
         if (w.starts_with("-Wp,")) {
-            for (auto& piece : split(w.substr(4), ",")) add_word(piece, files, depth, out);
+            for (auto& piece : split_nonempty(w.substr(4), ",")) add_word(piece, files, depth, out);
         } else if (w == "-Xpreprocessor" && i + 1 < words.size()) {
             add_word(words[++i], files, depth, out);
         } else {
@@ -225,14 +216,14 @@ NvccIncludeDirs nvcc_include_dirs(const std::vector<std::string>& given,
         std::optional<std::string_view> v;
         if ((v = value_of(flags, i, "-Xcompiler", false)) ||
             (v = value_of(flags, i, "--compiler-options", false))) {
-            for (const auto& piece : split(*v, ","))
-                for (auto& word : split(piece, " \t\n")) host.push_back(std::move(word));
+            for (const auto& piece : split_nonempty(*v, ","))
+                for (auto& word : split_words(piece)) host.push_back(std::move(word));
         } else if ((v = value_of(flags, i, "-I", true)) ||
                    (v = value_of(flags, i, "--include-path", false))) {
-            for (auto& d : split(*v, ",")) out.angled.push_back(std::move(d));
+            for (auto& d : split_nonempty(*v, ",")) out.angled.push_back(std::move(d));
         } else if ((v = value_of(flags, i, "-isystem", false)) ||
                    (v = value_of(flags, i, "--system-include", false))) {
-            for (auto& d : split(*v, ",")) out.system.push_back(std::move(d));
+            for (auto& d : split_nonempty(*v, ",")) out.system.push_back(std::move(d));
         }
     }
     out.host = host_include_dirs(host, files);

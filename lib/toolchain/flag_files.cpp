@@ -8,6 +8,7 @@
 #include "store/file_ops.hpp"
 #include "store/hash.hpp"
 #include "util/error.hpp"
+#include "util/text.hpp"
 
 namespace bekc {
 
@@ -66,12 +67,8 @@ class Collector {
             }
         for (auto list : kCommaLists)
             if (w.starts_with(list)) {
-                std::string_view rest = w.substr(list.size());
-                while (!rest.empty()) {
-                    size_t comma = std::min(rest.find(','), rest.size());
-                    if (comma > 0) word(rest.substr(0, comma), shown, depth);
-                    rest = rest.substr(std::min(comma + 1, rest.size()));
-                }
+                for (const auto& item : split_nonempty(w.substr(list.size()), ","))
+                    word(item, shown, depth);
                 return;
             }
     }

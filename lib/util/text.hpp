@@ -57,34 +57,27 @@ inline bool is_c_identifier_char(char c) {
     return c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
 }
 
+// The pieces of `text` between any of `separators`, without empty ones.
+inline std::vector<std::string> split_nonempty(std::string_view text, std::string_view separators) {
+    std::vector<std::string> out;
+    for (size_t at = 0; at <= text.size();) {
+        size_t end = std::min(text.find_first_of(separators, at), text.size());
+        if (end > at) out.emplace_back(text.substr(at, end - at));
+        at = end + 1;
+    }
+    return out;
+}
+
 // The words of `s` split at spaces, tabs and line breaks, as nvcc splits
 // $NVCC_PREPEND_FLAGS and $NVCC_APPEND_FLAGS.
 inline std::vector<std::string> split_words(std::string_view s) {
-    std::vector<std::string> words;
-    for (size_t at = 0; at < s.size();) {
-        size_t start = s.find_first_not_of(" \t\n", at);
-        if (start == std::string_view::npos) break;
-        size_t end = std::min(s.find_first_of(" \t\n", start), s.size());
-        words.emplace_back(s.substr(start, end - start));
-        at = end;
-    }
-    return words;
+    return split_nonempty(s, " \t\n");
 }
 
 // The non-empty elements of a colon-separated list of paths ($PATH,
 // read_only_caches).
 inline std::vector<std::string> split_path_list(std::string_view list) {
-    std::vector<std::string> out;
-    size_t start = 0;
-    while (start <= list.size()) {
-        size_t colon = list.find(':', start);
-        std::string_view part =
-            list.substr(start, colon == std::string_view::npos ? colon : colon - start);
-        if (!part.empty()) out.emplace_back(part);
-        if (colon == std::string_view::npos) break;
-        start = colon + 1;
-    }
-    return out;
+    return split_nonempty(list, ":");
 }
 
 }  // namespace bekc
