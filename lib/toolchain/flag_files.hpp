@@ -26,7 +26,7 @@ struct FlagFile {
     std::string sha256;
     // A response file's (`@FILE`, nvcc's --options-file): the words read,
     // which the keyed bytes hold.
-    std::optional<std::vector<std::string>> words;
+    std::optional<std::vector<std::string>> words = std::nullopt;
 };
 
 // The files the flags name, each once, in the order met: bekc's flags and
