@@ -9,6 +9,7 @@
 #include "driver/keys.hpp"
 #include "driver/look_up.hpp"
 #include "driver/plan_build.hpp"
+#include "driver/portable.hpp"
 #include "driver/prepare.hpp"
 #include "driver/publish.hpp"
 #include "driver/reporter.hpp"
@@ -25,6 +26,13 @@ PlannedBuild plan(const BuildInputs& in, const BuildOptions& o) {
     for (const auto& f : in.files)
         for (const auto& fn : f.functions)
             p.targets.push_back(target_name(in.target_prefix, fn.name));
+    KeyBuilder portable = portable_key_builder(in, o);
+    p.portable_key = portable.digest();
+    if (in.toolchain_missing) {
+        // No toolchain: the portable key is all there is to look up.
+        if (o.explain_key) std::fputs(portable.explain().c_str(), stdout);
+        return p;
+    }
     KeyBuilder direct = direct_key_builder(in);
     p.direct_key = direct.digest();
     p.direct_key_record = direct.explain();
@@ -84,7 +92,27 @@ BuildResult planned_result(const PlannedBuild& planned) {
     result.targets = planned.targets;
     result.direct_key = planned.direct_key;
     result.direct_key_record = planned.direct_key_record;
+    result.portable_key = planned.portable_key;
     return result;
+}
+
+// A hit from `cache` or the read-only `layer`, delivered; -v says from
+// where and, by the portable key, what was checked.
+BuildResult delivered_hit(const BuildInputs& in, const BuildOptions& o, const PlannedBuild& planned,
+                          const Cache& cache, const LocalLookup& hit, const Reporter& report,
+                          BuildClock::time_point start);
+
+// No toolchain here: a hit by the portable key from any cache, or nothing.
+std::optional<BuildResult> hit_without_toolchain(const BuildInputs& in, const BuildOptions& o,
+                                                 const PlannedBuild& planned, BuildContext& ctx,
+                                                 const Reporter& report,
+                                                 BuildClock::time_point start,
+                                                 PortableLookup& found) {
+    Cache cache(in.cache_root);
+    found = find_portable(cache, planned.portable_key, in, o, true, ctx, report);
+    if (!found.entry) return std::nullopt;
+    LocalLookup hit{std::move(found.entry), "", found.layer, found.checked};
+    return delivered_hit(in, o, planned, cache, hit, report, start);
 }
 
 // The cache an entry came from: the own one, or the read-only `layer`.
@@ -98,6 +126,20 @@ void take_delivered(BuildResult& result, const Delivered& delivered, BuildClock:
     result.seconds_total = seconds_since(start);
 }
 
+BuildResult delivered_hit(const BuildInputs& in, const BuildOptions& o, const PlannedBuild& planned,
+                          const Cache& cache, const LocalLookup& hit, const Reporter& report,
+                          BuildClock::time_point start) {
+    BuildResult result = planned_result(planned);
+    result.cache_hit = true;
+    result.key = hit.entry->key;
+    result.layer = hit.layer;
+    result.checked = hit.checked;
+    if (!hit.checked.empty()) report_portable_hit(o, hit.layer, hit.checked, report);
+    take_delivered(result, deliver(in, o, serving(cache, hit.layer), *hit.entry, true, report),
+                   start);
+    return result;
+}
+
 // One build of the inputs as read now: prepare, plan, look up, and on a miss
 // execute and publish; then deliver.
 Attempt build_attempt(const BuildOptions& o, BuildContext& ctx) {
@@ -105,16 +147,26 @@ Attempt build_attempt(const BuildOptions& o, BuildContext& ctx) {
     Reporter report(o);
     BuildInputs in = prepare(o, ctx, report);
     PlannedBuild planned = plan(in, o);
+    if (in.toolchain_missing) {
+        if (o.dry_run || o.force) fatal(*in.toolchain_missing);
+        PortableLookup found;
+        auto hit = hit_without_toolchain(in, o, planned, ctx, report, start, found);
+        if (!hit) fail_without_toolchain(in, found);
+        return {std::move(*hit), std::nullopt};
+    }
     BuildResult result = planned_result(planned);
     if (o.dry_run) {
         dry_run(in, o, planned, ctx);
         return {result, std::nullopt};
     }
     Cache cache(in.cache_root);
-    LookUp found = look_up(in, o, planned.direct_key, cache, ctx, report);
+    LookUp found = look_up(in, o, planned, cache, ctx, report);
     result.miss_reason = found.miss_reason;
     result.remote_hit = found.remote_hit;
     result.cache_hit = found.entry.has_value();
+    result.layer = found.layer;
+    result.checked = found.checked;
+    if (!found.checked.empty()) report_portable_hit(o, found.layer, found.checked, report);
     std::optional<Published> published;
     if (!found.entry) {
         Executed built = execute(in, o, planned.dir_name, cache, ctx);
@@ -123,9 +175,10 @@ Attempt build_attempt(const BuildOptions& o, BuildContext& ctx) {
         // directories.
         in.multiarch = built.multiarch;
         result.seconds_compile = built.seconds;
-        published = publish(in, o, planned.direct_key, built, cache, found.remote, ctx, report);
+        published = publish(in, o, planned, built, cache, found.remote, ctx, report);
     }
     const Entry& entry = found.entry ? *found.entry : published->entry;
+    result.key = entry.key;
     take_delivered(result,
                    deliver(in, o, serving(cache, found.layer), entry, result.cache_hit, report),
                    start);
@@ -154,16 +207,17 @@ std::optional<BuildResult> run_build_if_cached(const BuildOptions& o, BuildConte
     auto start = BuildClock::now();
     BuildInputs in = prepare(o, ctx, report);
     PlannedBuild planned = plan(in, o);
+    if (in.toolchain_missing) {
+        // A miss is the binary's to report.
+        PortableLookup found;
+        return hit_without_toolchain(in, o, planned, ctx, report, start, found);
+    }
     Cache cache(in.cache_root);
     // A corrupt entry stays for the build that follows the miss, which
     // removes it and says so.
-    LocalLookup local = find_local(cache, planned.direct_key, in, o.force, report, false);
+    LocalLookup local = find_local_or_portable(cache, planned, in, o, ctx, report, false);
     if (!local.entry) return std::nullopt;
-    BuildResult result = planned_result(planned);
-    result.cache_hit = true;
-    take_delivered(result, deliver(in, o, serving(cache, local.layer), *local.entry, true, report),
-                   start);
-    return result;
+    return delivered_hit(in, o, planned, cache, local, report, start);
 }
 
 }  // namespace bekc

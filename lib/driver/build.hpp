@@ -35,6 +35,13 @@ struct BuildResult {
     // The direct key and the record it hashes (KeyBuilder::explain; read it
     // with KeyBuilder::parts), for logs that say which part changed.
     std::string direct_key, direct_key_record;
+    // The entry's key, and the portable key it is recorded under
+    // (driver/keys.hpp), which `bekc pack` reads from --json.
+    std::string key, portable_key;
+    // The read-only cache the hit came from (empty: the own cache), and what
+    // a hit through the portable key checked in place of the toolchain.
+    fs::path layer;
+    std::string checked;
 };
 
 // What a build reaches outside its options: the runner that writes and
@@ -67,6 +74,9 @@ struct PlannedBuild {
     std::vector<std::string> targets;  // the XLA target of every exported function
     // The direct key and the record it hashes (KeyBuilder::explain).
     std::string direct_key, direct_key_record;
+    // The portable key (driver/keys.hpp): all a plan has when no toolchain
+    // is found (BuildInputs::toolchain_missing), and the direct key is empty.
+    std::string portable_key;
     // The start of the private build directory's name (plan_build.hpp).
     std::string dir_name;
 };

@@ -196,4 +196,16 @@ std::vector<std::string> to_argv(const BuildOptions& o) {
     return w.take();
 }
 
+BuildOptions library_options(const BuildOptions& o) {
+    BuildOptions kept;
+    kept.inputs = o.inputs;
+    kept.name = o.name;
+    kept.target_prefix = o.target_prefix;
+    kept.flags = o.flags;
+    kept.arch = o.arch;
+    kept.functions = o.functions;
+    kept.functions_json = o.functions_json;
+    return kept;
+}
+
 }  // namespace bekc

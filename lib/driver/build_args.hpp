@@ -28,4 +28,11 @@ void add_build_options(CLI::App& cmd, BuildOptions& o);
 // `--remote-cache ""`).
 std::vector<std::string> to_argv(const BuildOptions& o);
 
+// The options that decide which library a build makes: `o` less where it
+// looks and writes (caches, -o, --depfile), which tools it runs and how
+// (--nvcc, --cxx, --launcher, -j, --xla-include, whose headers are checked
+// by their bytes), and what it prints. A portable key (driver/keys.hpp) and
+// a recording of the loads (driver/recording.hpp) keep these.
+BuildOptions library_options(const BuildOptions& o);
+
 }  // namespace bekc

@@ -19,14 +19,20 @@
 #include "toolchain/compiler_env.hpp"
 #include "toolchain/flag_files.hpp"
 #include "toolchain/tools.hpp"
+#include "util/error.hpp"
 
 namespace bekc {
 
 struct BuildInputs {
     std::string name, target_prefix;
     std::vector<SourceFile> files;  // read and scanned, in command-line order
-    std::optional<Tool> nvcc;       // when any input is CUDA
-    std::string nvcc_how;           // why this nvcc (toolchain/nvcc_search.hpp)
+    std::optional<Tool> nvcc;       // when any input is CUDA and nvcc is found
+    // A compiler the inputs need that is not found here (the host compiler,
+    // or nvcc for a CUDA input). Such a build can only be a hit: the entry
+    // comes through its portable key (driver/portable.hpp), and a miss is
+    // this error. The tools' fields below are empty then.
+    std::optional<Error> toolchain_missing;
+    std::string nvcc_how;  // why this nvcc (toolchain/nvcc_search.hpp)
     // The wheels of nvcc's pip toolkit, which version its headers apart from
     // nvcc itself; empty for any other toolkit.
     std::vector<std::string> nvcc_wheels;

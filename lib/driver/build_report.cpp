@@ -202,6 +202,10 @@ nlohmann::ordered_json report_build(const BuildOptions& o, const BuildResult& r,
         {"targets", r.targets},
         {"timings", {{"total_s", r.seconds_total}, {"compile_s", r.seconds_compile}}},
     };
+    j["key"] = r.key;
+    j["portable_key"] = r.portable_key;
+    if (!r.layer.empty()) j["layer"] = r.layer.string();
+    if (!r.checked.empty()) j["checked"] = r.checked;
     if (!r.cache_hit) j["miss_reason"] = r.miss_reason;
     j["why"] = why;
     return j;

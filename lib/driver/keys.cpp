@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "driver/build_args.hpp"
 #include "driver/fatal.hpp"
 #include "driver/plan_build.hpp"
 #include "driver/search_order.hpp"
@@ -452,6 +453,83 @@ DependencySet classify_dependencies(const ReportedDependencies& reported, const 
     c.add_shadows(orders, search);
     c.add_has_includes(orders);
     return c.finish();
+}
+
+namespace {
+
+// The site directory `p` is installed under: the path up to its last
+// site-packages or dist-packages component; empty when none.
+fs::path python_site_of(const fs::path& p) {
+    fs::path site, walked;
+    for (const auto& part : p) {
+        walked /= part;
+        if (part == "site-packages" || part == "dist-packages") site = walked;
+    }
+    return site;
+}
+
+// An input's path in the portable key: inline sources relative to the own
+// cache, others relative to `b`.
+std::string portable_input_path(const BuildInputs& in, const BaseDir& b, const fs::path& path) {
+    fs::path p = physical_normal(path);
+    fs::path inline_dir = in.cache_root / CacheLayout::inline_sources_dir();
+    if (path_is_under(p, inline_dir))
+        return "<cache>/src/" + p.lexically_relative(inline_dir).string();
+    return b.hide(p.string());
+}
+
+bool is_system_path(const fs::path& p, const BuildInputs& in) {
+    return is_system_header(p, in.multiarch) || is_system_library(p);
+}
+
+}  // namespace
+
+BaseDir portable_base(const BuildInputs& in) {
+    if (!in.base.empty()) return in.base;
+    for (const auto& f : in.files)
+        if (fs::path site = python_site_of(physical_normal(f.path)); !site.empty())
+            return BaseDir(site);
+    return {};
+}
+
+KeyBuilder portable_key_builder(const BuildInputs& in, const BuildOptions& o) {
+    KeyBuilder k("portable");
+    const BaseDir b = portable_base(in);
+    k.add("bekc_version", kVersion).add("embedded", embedded_files_hash());
+    k.add("name", in.name).add("target_prefix", in.target_prefix);
+    for (const auto& f : in.files) {
+        k.add("input.path", portable_input_path(in, b, f.path));
+        k.add("input.sha256", sha256_hex(f.text));
+        for (const auto& fn : f.functions)
+            k.add("input.function", fn.name).add_list("input.function.spec", fn.canonical_tokens());
+    }
+    for (const auto& f : in.flag_files)
+        k.add("flag_file.path", b.hide(f.path.string())).add("flag_file.sha256", f.sha256);
+    // The options as given, but for the archs (checked against the machine)
+    // and the paths: the include directories as they mean here, and the
+    // inputs and the --functions file by their bytes above.
+    BuildOptions kept = library_options(o);
+    kept.inputs.clear();
+    kept.arch = BuildOptions().arch;
+    kept.functions_json.clear();
+    kept.flags.include_dirs.clear();
+    for (const auto& d : in.flags.include_dirs)
+        kept.flags.include_dirs.push_back(b.hide(physical_normal(d).string()));
+    k.add_list("options", to_argv(kept));
+    for (const auto& [name, value] : in.env.values)
+        k.add("env." + name, is_search_path(name) ? b.hide(value) : value);
+    return k;
+}
+
+DirectInputs portable_dependencies(const DirectInputs& direct, const BuildInputs& in) {
+    DirectInputs kept;
+    kept.key = direct.key;
+    kept.examined_ns = direct.examined_ns;
+    for (const auto& d : direct.dependencies)
+        if (!is_system_path(d.path, in)) kept.dependencies.push_back(d);
+    for (const auto& p : direct.must_not_exist)
+        if (!is_system_path(p, in) && !is_toolchain_header(p, in)) kept.must_not_exist.push_back(p);
+    return kept;
 }
 
 KeyBuilder full_key_builder(const std::string& direct_key, const DependencySet& deps,

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "driver/build_inputs.hpp"
+#include "driver/build_options.hpp"
 #include "plan/compile_plan.hpp"
 #include "store/direct.hpp"
 #include "store/key.hpp"
@@ -67,6 +68,30 @@ struct DependencySet {
 // the user's headers asks for. `build_dir` holds the wrappers and objects.
 DependencySet classify_dependencies(const ReportedDependencies& reported, const BuildInputs& in,
                                     const fs::path& runtime_include, const fs::path& build_dir);
+
+// The portable key: what the direct key holds less the toolchain (the tools'
+// identities and paths, and the arch list, which a hit checks against the
+// machine instead: driver/portable.hpp): bekc's version and embedded files,
+// the module's name, the inputs' bytes and paths, the files the flags name,
+// the options that decide the library (driver/build_args.hpp,
+// library_options) and the compilers' environment. Known without finding a
+// compiler. Paths count relative to portable_base(in).
+KeyBuilder portable_key_builder(const BuildInputs& in, const BuildOptions& o);
+
+// What a portable key's paths are relative to: $BEKC_BASE_DIR when set, else
+// the Python site directory (site-packages, dist-packages) the first input
+// is installed under, so that a package's kernels match wherever it is
+// installed; else none. Inline sources in the own cache count relative to
+// it (`<cache>/src/...`).
+BaseDir portable_base(const BuildInputs& in);
+
+// A build's direct record as its portable record keeps it: the files the
+// toolchain's identity covers in the direct key (the C library's headers
+// and libraries, with the compiler's and the toolkit's, already left out)
+// are left out too, with the places under them that must stay absent; a
+// machine without a compiler has none of them, and its own C library is
+// checked by version instead (plan/target.hpp).
+DirectInputs portable_dependencies(const DirectInputs& direct, const BuildInputs& in);
 
 // Paths under `base` count relative to it.
 KeyBuilder full_key_builder(const std::string& direct_key, const DependencySet& deps,

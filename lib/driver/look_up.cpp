@@ -1,6 +1,7 @@
 #include "driver/look_up.hpp"
 
 #include "driver/fatal.hpp"
+#include "driver/portable.hpp"
 #include "driver/publish.hpp"
 #include "run/interrupt.hpp"
 #include "util/error.hpp"
@@ -50,13 +51,27 @@ LocalLookup find_local(Cache& cache, const std::string& direct_key, const BuildI
     return own;
 }
 
-LookUp look_up(const BuildInputs& in, const BuildOptions& o, const std::string& direct_key,
+LocalLookup find_local_or_portable(Cache& cache, const PlannedBuild& planned, const BuildInputs& in,
+                                   const BuildOptions& o, BuildContext& ctx, const Reporter& report,
+                                   bool repair) {
+    LocalLookup local = find_local(cache, planned.direct_key, in, o.force, report, repair);
+    if (local.entry || o.force || in.read_only_caches.empty()) return local;
+    PortableLookup p = find_portable(cache, planned.portable_key, in, o, false, ctx, report);
+    if (!p.entry) return local;
+    return {std::move(p.entry), "", std::move(p.layer), std::move(p.checked)};
+}
+
+LookUp look_up(const BuildInputs& in, const BuildOptions& o, const PlannedBuild& planned,
                Cache& cache, BuildContext& ctx, const Reporter& report) {
     LookUp found;
-    LocalLookup local = find_local(cache, direct_key, in, o.force, report);
-    if (local.entry) {
+    auto take = [&](LocalLookup& local) {
         found.entry = std::move(local.entry);
         found.layer = std::move(local.layer);
+        found.checked = std::move(local.checked);
+    };
+    LocalLookup local = find_local_or_portable(cache, planned, in, o, ctx, report);
+    if (local.entry) {
+        take(local);
         return found;
     }
     found.miss_reason = local.miss_reason;
@@ -64,18 +79,17 @@ LookUp look_up(const BuildInputs& in, const BuildOptions& o, const std::string& 
 
     // One compile per direct key: others building the same inputs wait here
     // and then find the entry.
+    const std::string& direct_key = planned.direct_key;
     auto lock = cache.lock(CacheLayout::lock(direct_key));
     throw_if_interrupted();
     if (!lock) fatal(Error::make(ErrorKind::Cache, lock.error().message));
     found.lock.emplace(std::move(*lock));
     local = find_local(cache, direct_key, in, o.force, report);
     if (local.entry) {
-        found.entry = std::move(local.entry);
-        found.layer = std::move(local.layer);
+        take(local);
         return found;
     }
     found.miss_reason = local.miss_reason;
-
     found.remote = remote_cache(o, ctx, report);
     if (found.remote && !o.force) {
         if (auto e = found.remote->fetch(cache, direct_key, in.base)) {

@@ -18,7 +18,8 @@ namespace bekc {
 struct LookUp {
     std::optional<Entry> entry;  // a hit, local or remote
     bool remote_hit = false;
-    fs::path layer;  // the read-only cache that served the hit; empty: the own cache
+    fs::path layer;       // the read-only cache that served the hit; empty: the own cache
+    std::string checked;  // a hit by the portable key: what it checked
     // Why the local cache missed (for -v and --json; "--force", "no record",
     // ...): set on a miss and on a hit after one.
     std::string miss_reason;
@@ -38,14 +39,23 @@ struct LookUp {
 struct LocalLookup {
     std::optional<Entry> entry;
     std::string miss_reason;
-    fs::path layer;  // the read-only cache of the entry; empty: the own cache
+    fs::path layer;            // the read-only cache of the entry; empty: the own cache
+    std::string checked = {};  // a hit by the portable key: what it checked
 };
 LocalLookup find_local(Cache& cache, const std::string& direct_key, const BuildInputs& in,
                        bool force, const Reporter& report, bool repair = true);
 
 // With --force nothing is found, locally or remotely, but the lock is taken.
 // A corrupt entry is a miss with a warning; a lock not obtained is fatal.
-LookUp look_up(const BuildInputs& in, const BuildOptions& o, const std::string& direct_key,
+// With read-only caches, a direct miss looks the portable key up in them
+// (driver/portable.hpp) before taking the lock.
+LookUp look_up(const BuildInputs& in, const BuildOptions& o, const PlannedBuild& planned,
                Cache& cache, BuildContext& ctx, const Reporter& report);
+
+// The local caches for `planned`: find_local, then, with read-only caches,
+// their entries by the portable key that run here (driver/portable.hpp).
+LocalLookup find_local_or_portable(Cache& cache, const PlannedBuild& planned, const BuildInputs& in,
+                                   const BuildOptions& o, BuildContext& ctx, const Reporter& report,
+                                   bool repair = true);
 
 }  // namespace bekc

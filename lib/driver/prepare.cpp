@@ -142,6 +142,27 @@ std::string resolve_xla_include(const BuildOptions& o, const ScannedInputs& scan
     return found && (needing || found->explicit_choice) ? found->dir.string() : std::string();
 }
 
+// The host compiler, and nvcc for CUDA inputs. One not found is kept in
+// in.toolchain_missing: a hit needs neither (driver/portable.hpp).
+void find_toolchain(BuildInputs& in, const BuildOptions& o, bool any_cuda, BuildContext& ctx) {
+    auto cxx = find_cxx(o.cxx, ctx.tools);
+    if (!cxx) {
+        in.toolchain_missing = cxx.error();
+        return;
+    }
+    in.cxx = std::move(*cxx);
+    if (!any_cuda) return;
+    auto nvcc =
+        find_nvcc(NvccRequest{o.nvcc, o.brainevent_nvcc, o.nvcc_prefer, o.python_sites}, ctx.tools);
+    if (!nvcc) {
+        in.toolchain_missing = nvcc.error();
+        return;
+    }
+    in.nvcc = nvcc->tool;
+    in.nvcc_how = nvcc->how;
+    in.nvcc_wheels = pip_toolkit_wheels(nvcc->tool);
+}
+
 // The own cache and the read-only ones; a warning for each skipped, and with
 // -v a note when cache_dir is read-only here.
 void take_cache_layers(BuildInputs& in, const BuildOptions& o, const BuildContext& ctx,
@@ -188,15 +209,9 @@ BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& re
     if (any_cuda) in.archs = explicit_archs(o);
     take_cache_layers(in, o, ctx, report);
     use_private_dir_places(in.cache_root, ctx);
-    in.cxx = or_fatal(find_cxx(o.cxx, ctx.tools));
-    if (any_cuda) {
-        NvccChoice nvcc = or_fatal(find_nvcc(
-            NvccRequest{o.nvcc, o.brainevent_nvcc, o.nvcc_prefer, o.python_sites}, ctx.tools));
-        in.nvcc = nvcc.tool;
-        in.nvcc_how = nvcc.how;
-        in.nvcc_wheels = pip_toolkit_wheels(nvcc.tool);
-        if (in.archs.empty()) in.archs = detected_archs(o, in.cache_root, report, ctx);
-    }
+    find_toolchain(in, o, any_cuda, ctx);
+    if (any_cuda && in.nvcc && in.archs.empty())
+        in.archs = detected_archs(o, in.cache_root, report, ctx);
     static_cast<CompileFlags&>(in.flags) = o.flags;
     for (auto& d : in.flags.include_dirs) d = (ctx.cwd / d).string();
     for (const auto& w : missing_include_dir_warnings(o.flags.include_dirs, in.flags.include_dirs))
@@ -214,7 +229,7 @@ BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& re
     in.launcher = or_fatal(find_launcher(o.launcher, ctx.tools));
     ToolFacts facts(in.cache_root, ctx.runner, in.read_only_caches);
     if (in.nvcc) in.nvcc_version = facts.version(*in.nvcc);
-    in.cxx_version = facts.version(in.cxx);
+    if (!in.toolchain_missing) in.cxx_version = facts.version(in.cxx);
     if (auto base = ctx.env("BEKC_BASE_DIR"); base && !base->empty())
         in.base = BaseDir(ctx.cwd / *base);
     if (in.nvcc) {

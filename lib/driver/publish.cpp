@@ -6,10 +6,12 @@
 
 #include "driver/fatal.hpp"
 #include "driver/keys.hpp"
+#include "driver/portable.hpp"
 #include "store/file_ops.hpp"
 #include "store/hash.hpp"
 #include "store/manifest.hpp"
 #include "store/runtime_headers.hpp"
+#include "store/target_file.hpp"
 #include "toolchain/compiler_env.hpp"
 #include "util/error.hpp"
 #include "util/json_text.hpp"
@@ -26,6 +28,7 @@ std::expected<void, Error> stage_entry(const Staging& staging, const BuildInputs
                                        const DependencySet& deps) {
     auto sha = sha256_file(built);
     if (!sha) return std::unexpected(sha.error());
+    if (auto w = staging.write(kTargetFile, render_target(library_target(in, built))); !w) return w;
     if (auto moved = staging.move_in(in.library_file(), built); !moved) return moved;
     ManifestOutput m{key, *sha};
     const ManifestInputs manifest = manifest_inputs(in);
@@ -105,9 +108,10 @@ void keep_under_limit(Cache& cache, const Entry& published, const std::string& d
         report.warn(kept.error().message);
 }
 
-Published publish(const BuildInputs& in, const BuildOptions& o, const std::string& direct_key,
+Published publish(const BuildInputs& in, const BuildOptions& o, const PlannedBuild& planned,
                   const Executed& built, Cache& cache, std::optional<RemoteCache>& remote,
                   BuildContext& ctx, const Reporter& report) {
+    const std::string& direct_key = planned.direct_key;
     DependencySet deps = classify_dependencies(
         built.dependencies, in, runtime_include_dir(in.cache_root), built.dir.path());
     KeyBuilder full = full_key_builder(direct_key, deps, in.base);
@@ -134,6 +138,7 @@ Published publish(const BuildInputs& in, const BuildOptions& o, const std::strin
     if (p.changed) return p;
     if (auto r = cache.record_direct(direct_key, deps.direct, in.base); !r)
         report.warn("could not record dependencies for fast hits: " + r.error().message);
+    record_portable(cache, planned.portable_key, deps.direct, in, report);
     if (!outcome->hit) keep_under_limit(cache, p.entry, direct_key, ctx.env, report);
     if (remote) remote->publish(cache, p.entry, direct_key, deps.direct, in.base);
     return p;

@@ -27,8 +27,9 @@ struct Published {
 
 // `built` holds the library; `remote` is look_up's, when one is configured.
 // With --force an existing entry of the same key is replaced, with a warning
-// when the libraries differ.
-Published publish(const BuildInputs& in, const BuildOptions& o, const std::string& direct_key,
+// when the libraries differ. The entry holds target.json (where its library
+// runs), and is recorded under both of `planned`'s keys.
+Published publish(const BuildInputs& in, const BuildOptions& o, const PlannedBuild& planned,
                   const Executed& built, Cache& cache, std::optional<RemoteCache>& remote,
                   BuildContext& ctx, const Reporter& report);
 

@@ -349,11 +349,26 @@ DirectLookup Cache::lookup_direct(std::string_view direct_key, const BaseDir& ba
                              base);
 }
 
+DirectLookup Cache::lookup_portable(std::string_view portable_key, const BaseDir& base,
+                                    const AcceptKey& accept) {
+    return check_direct_file(dir(), CacheLayout::portable_record(portable_key),
+                             options_.racy_window, base, accept);
+}
+
 std::expected<void, Error> Cache::record_direct(std::string_view direct_key,
                                                 const DirectInputs& inputs, const BaseDir& base) {
+    return add_record(CacheLayout::direct_record(direct_key), inputs, base);
+}
+
+std::expected<void, Error> Cache::record_portable(std::string_view portable_key,
+                                                  const DirectInputs& inputs, const BaseDir& base) {
+    return add_record(CacheLayout::portable_record(portable_key), inputs, base);
+}
+
+std::expected<void, Error> Cache::add_record(const fs::path& rel, const DirectInputs& inputs,
+                                             const BaseDir& base) {
     if (!is_valid_key(inputs.key)) return fail(ErrorKind::Cache, "not a cache key: " + inputs.key);
     if (auto made = ensure_created(); !made) return made;
-    fs::path rel = CacheLayout::direct_record(direct_key);
     // A directory (or anything but a regular file) in the record's place
     // would fail every write: it goes first (a link itself, not its target).
     if (auto st = dir().stat(rel); st && !st->file.is_regular)

@@ -197,6 +197,12 @@ class Cache {
     DirectLookup lookup_direct(std::string_view direct_key, const BaseDir& base = {});
     std::expected<void, Error> record_direct(std::string_view direct_key,
                                              const DirectInputs& inputs, const BaseDir& base = {});
+    // The same records under a portable key (portable/, store/layout.hpp):
+    // of the records whose files hold, the newest `accept` takes.
+    DirectLookup lookup_portable(std::string_view portable_key, const BaseDir& base,
+                                 const AcceptKey& accept);
+    std::expected<void, Error> record_portable(std::string_view portable_key,
+                                               const DirectInputs& inputs, const BaseDir& base);
 
     // The limit in force: $BEKC_CACHE_MAX_SIZE, else the stored one, else the
     // default. The error is a bad value, naming where it came from.
@@ -228,6 +234,9 @@ class Cache {
     std::expected<VerifyReport, Error> verify();
 
   private:
+    // A record added to the record file `rel` (direct/ or portable/).
+    std::expected<void, Error> add_record(const fs::path& rel, const DirectInputs& inputs,
+                                          const BaseDir& base);
     // The first name in the root that is not bekc's, or "" when none is.
     std::string foreign_name() const;
 

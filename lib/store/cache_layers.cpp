@@ -52,7 +52,7 @@ bool read_only_here(const fs::path& root) {
     if (!is_bekc_cache(root)) return false;
     // A miss writes in the root (the counters, the memos) and below these.
     for (fs::path rel : {fs::path(), CacheLayout::locks(), CacheLayout::tmp(),
-                         CacheLayout::entries(), CacheLayout::direct()}) {
+                         CacheLayout::entries(), CacheLayout::direct(), CacheLayout::portable()}) {
         fs::path dir = rel.empty() ? root : root / rel;
         if (::faccessat(AT_FDCWD, dir.c_str(), W_OK | X_OK, AT_EACCESS) != 0 && errno != ENOENT)
             return true;

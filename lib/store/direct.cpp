@@ -317,7 +317,8 @@ std::vector<fs::path> shadowing_paths(const std::vector<fs::path>& search_dirs,
 }
 
 DirectLookup check_direct_file(const CacheDir& cache, const fs::path& file,
-                               std::chrono::nanoseconds racy_window, const BaseDir& base) {
+                               std::chrono::nanoseconds racy_window, const BaseDir& base,
+                               const AcceptKey& accept) {
     DirectLookup result;
     int64_t check_ns = now_ns();  // before any stat, like a record's written_ns
     std::vector<DirectRecord> records = read_direct_records(cache, file);
@@ -334,6 +335,7 @@ DirectLookup check_direct_file(const CacheDir& cache, const fs::path& file,
             if (result.why_not.empty()) result.why_not = checked.error().message;
             continue;
         }
+        if (accept && !accept(record.key)) continue;
         if (cache.read_only()) {
             // A read-only layer's record is used as it is: its racy files
             // and stale stamps cost a hash each time, never a write.

@@ -38,6 +38,7 @@
 #include <cstdint>
 #include <expected>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -117,8 +118,13 @@ std::vector<fs::path> shadowing_paths(const std::vector<fs::path>& search_dirs,
 // `file` is relative to the cache root.
 // Paths under `base` are recorded relative to it (store/base_dir.hpp) and
 // checked under the base in force.
+// `accept`, when given, is asked about each record whose files hold, newest
+// first: the first it accepts is the answer (a portable record's entry must
+// also fit the machine: driver/portable.hpp).
+using AcceptKey = std::function<bool(const std::string& key)>;
 DirectLookup check_direct_file(const CacheDir& cache, const fs::path& file,
-                               std::chrono::nanoseconds racy_window, const BaseDir& base = {});
+                               std::chrono::nanoseconds racy_window, const BaseDir& base = {},
+                               const AcceptKey& accept = {});
 std::expected<void, Error> add_direct_record(const CacheDir& cache, const fs::path& file,
                                              const DirectInputs& inputs, const BaseDir& base = {});
 // For `cache verify`: the file parses as a record file.

@@ -57,6 +57,10 @@ fs::path CacheLayout::direct_record(std::string_view direct_key) {
     return fan_out(direct(), direct_key, ".json");
 }
 
+fs::path CacheLayout::portable_record(std::string_view portable_key) {
+    return fan_out(portable(), portable_key, ".json");
+}
+
 fs::path CacheLayout::history_record(std::string_view inputs_id) {
     return fan_out(history(), inputs_id, ".json");
 }

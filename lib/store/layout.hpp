@@ -15,8 +15,14 @@
 //       dependencies.json     the user headers, for --depfile
 //       stamp.json            the seal: SHA-256 of every other file, and the
 //                             library's size, mtime and XXH3-128
+//       target.json           where the library runs (store/target_file.hpp):
+//                             its SASS and PTX, the CUDA release, the machine
 //       last-use              empty; its mtime is the entry's last hit (LRU)
 //     direct/ab/cdef….json    direct-mode records for one direct key
+//     portable/ab/cdef….json  the same records for one portable key: the
+//                             inputs and options, without the toolchain
+//                             (driver/keys.hpp, portable_key_builder), for a
+//                             hit where no compiler is found
 //     locks/ab/cdef….lock     flock(2) files, one per key being built
 //     steps/ab/cdef…/         the result of one build step (an nvcc phase:
 //                             cicc, ptxas, the host compile) by the key of
@@ -72,6 +78,7 @@ inline constexpr std::string_view kManifestFile = "manifest.json";
 inline constexpr std::string_view kManifestNoGraphFile = "manifest.no-cuda-graph.json";
 inline constexpr std::string_view kDependenciesFile = "dependencies.json";
 inline constexpr std::string_view kStampFile = "stamp.json";
+inline constexpr std::string_view kTargetFile = "target.json";
 inline constexpr std::string_view kLastUseFile = "last-use";
 inline constexpr std::string_view kMarkerFile = "bekc-cache.json";
 inline constexpr std::string_view kCacheDirTagFile = "CACHEDIR.TAG";
@@ -94,6 +101,10 @@ class CacheLayout {
 
     static fs::path entries() { return "entries"; }
     static fs::path direct() { return "direct"; }
+    static fs::path portable() { return "portable"; }
+    // Every folder of record files named by a key: the direct and portable
+    // records, and the build history.
+    static std::vector<fs::path> record_dirs() { return {direct(), portable(), history()}; }
     static fs::path locks() { return "locks"; }
     static fs::path tmp() { return "tmp"; }
     static fs::path runtime() { return "runtime"; }
@@ -104,6 +115,7 @@ class CacheLayout {
     static fs::path step(std::string_view key);
     static fs::path lock(std::string_view key);
     static fs::path direct_record(std::string_view direct_key);
+    static fs::path portable_record(std::string_view portable_key);
     // A lock for something that is not a keyed entry ("runtime.<h>.<c>").
     static fs::path named_lock(std::string_view name);
 

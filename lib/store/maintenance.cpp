@@ -188,7 +188,7 @@ std::expected<size_t, Error> Cache::clear(const std::optional<std::string>& name
                        }
                    });
     if (!name && error.empty()) {
-        for (const fs::path& records : {CacheLayout::direct(), CacheLayout::history()})
+        for (const fs::path& records : CacheLayout::record_dirs())
             for_each_keyed(dir(), records, ".json", Items::Any,
                            [&](const std::string&, const fs::path& rel) {
                                if (auto d = discard(rel); !d && error.empty())
@@ -245,7 +245,7 @@ std::expected<PruneReport, Error> Cache::prune_to(uint64_t max_bytes,
                        items.push_back(
                            {key, rel, dir().tree_bytes(rel), last_use_of(dir(), rel), false, true});
                    });
-    for (const fs::path& records : {CacheLayout::direct(), CacheLayout::history()})
+    for (const fs::path& records : CacheLayout::record_dirs())
         for_each_keyed(
             dir(), records, ".json", Items::Files,
             [&](const std::string& key, const fs::path& rel) {
@@ -386,6 +386,7 @@ std::expected<VerifyReport, Error> Cache::verify() {
                        });
     };
     check_records(CacheLayout::direct(), direct_file_is_valid, "not a direct-mode record");
+    check_records(CacheLayout::portable(), direct_file_is_valid, "not a portable record");
     check_records(CacheLayout::history(), history_file_is_valid, "not a build history record");
     for (const fs::path& memo : CacheLayout::root_json_files()) {
         auto st = dir().stat(memo);
@@ -425,7 +426,7 @@ std::expected<size_t, Error> Cache::remove_stale_temps() const {
     // What killed writers left beside their targets ("X.tmp.<suffix>"):
     // in the root (memos, the marker) and among the direct and history records.
     std::vector<fs::path> dirs{""};
-    for (const fs::path& records : {CacheLayout::direct(), CacheLayout::history()})
+    for (const fs::path& records : CacheLayout::record_dirs())
         if (auto fans = dir().list(records))
             for (const auto& fan : *fans)
                 if (fan.is_dir && is_hex(fan.name, 2)) dirs.push_back(records / fan.name);

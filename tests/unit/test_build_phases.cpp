@@ -70,7 +70,7 @@ struct PhaseRun {
           planned(plan(in, fixture.o)) {}
 
     LookUp look_up(Cache& cache) {
-        return bekc::look_up(in, f.o, planned.direct_key, cache, ctx, report);
+        return bekc::look_up(in, f.o, planned, cache, ctx, report);
     }
     Executed execute(const Cache& cache) {
         Executed built = bekc::execute(in, f.o, planned.dir_name, cache, ctx);
@@ -78,7 +78,7 @@ struct PhaseRun {
         return built;
     }
     Published publish(const Executed& built, Cache& cache, std::optional<RemoteCache> remote = {}) {
-        return bekc::publish(in, f.o, planned.direct_key, built, cache, remote, ctx, report);
+        return bekc::publish(in, f.o, planned, built, cache, remote, ctx, report);
     }
 };
 

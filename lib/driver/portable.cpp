@@ -1,0 +1,139 @@
+#include "driver/portable.hpp"
+
+#include <cstdio>
+
+#include "driver/fatal.hpp"
+#include "driver/keys.hpp"
+#include "store/target_file.hpp"
+#include "toolchain/machine.hpp"
+#include "util/error.hpp"
+
+namespace bekc {
+
+namespace {
+
+// The --arch list asked for by name; empty for auto and native.
+std::vector<Arch> asked_archs(const BuildOptions& o) {
+    if (o.arch == "auto" || o.arch == "native") return {};
+    std::string error;
+    return parse_arch_list(o.arch, error).value_or(std::vector<Arch>{});
+}
+
+struct Search {
+    const std::string& key;
+    BaseDir base;
+    MachineTarget here;
+    std::vector<Arch> asked;
+    const Reporter& report;
+    std::string why_not;  // the first reason an entry did not fit
+};
+
+// One cache's answer, in one pass (`sass_only`: see target_misfit).
+PortableLookup find_in(Cache& cache, Search& s, bool sass_only) {
+    PortableLookup out;
+    std::optional<LibraryTarget> taken;
+    auto fits = [&](const std::string& key) {
+        auto target = read_target(cache.dir(), CacheLayout::entry(key));
+        std::string why =
+            target ? target_misfit(*target, s.here, s.asked, sass_only) : target.error().message;
+        if (why.empty()) {
+            taken = std::move(*target);
+            return true;
+        }
+        if (s.why_not.empty()) s.why_not = "entry " + key.substr(0, 12) + ": " + why;
+        return false;
+    };
+    DirectLookup d = cache.lookup_portable(s.key, s.base, fits);
+    if (!d.key) {
+        if (s.why_not.empty() && !d.why_not.empty())
+            s.why_not = d.why_not == "no direct-mode record"
+                            ? "none was built with these inputs and options"
+                            : d.why_not;
+        return out;
+    }
+    auto e = cache.lookup(*d.key, !cache.read_only());
+    if (!e) {
+        s.report.warn("cache entry " + *d.key + " in " + cache.path().string() + " is corrupt (" +
+                      e.error().reason + "); not used");
+        return out;
+    }
+    out.entry = std::move(*e);
+    out.checked = describe_target(*taken) + ", built by " +
+                  (taken->nvcc_version.empty() ? taken->cxx_version : taken->nvcc_version) +
+                  "; this machine: " + s.here.machine + ", glibc " + s.here.glibc +
+                  (s.here.gpus.empty() ? ", no GPU (" + s.here.gpus_how + ")"
+                                       : ", GPUs " + arch_list_string(s.here.gpus));
+    return out;
+}
+
+}  // namespace
+
+PortableLookup find_portable(Cache& own, const std::string& portable_key, const BuildInputs& in,
+                             const BuildOptions& o, bool own_too, BuildContext& ctx,
+                             const Reporter& report) {
+    Search s{portable_key,
+             portable_base(in),
+             machine_target(in.cache_root, ctx.runner, ctx.tools),
+             asked_archs(o),
+             report,
+             {}};
+    for (bool sass_only : {true, false}) {
+        if (own_too)
+            if (PortableLookup found = find_in(own, s, sass_only); found.entry) return found;
+        for (const fs::path& root : in.read_only_caches) {
+            Cache layer(root, {}, CacheAccess::ReadOnly);
+            PortableLookup found = find_in(layer, s, sass_only);
+            if (!found.entry) continue;
+            found.layer = root;
+            return found;
+        }
+    }
+    PortableLookup none;
+    none.why_not = s.why_not.empty() ? "no cache holds a build of these inputs" : s.why_not;
+    return none;
+}
+
+LibraryTarget library_target(const BuildInputs& in, const fs::path& library) {
+    (void)library;
+    MachineTarget host = host_target();
+    LibraryTarget t;
+    t.machine = host.machine;
+    t.glibc = host.glibc;
+    t.cxx_version = in.cxx_version;
+    if (!in.nvcc) return t;
+    t.nvcc_version = in.nvcc_version;
+    t.cuda = cuda_release(in.nvcc_version);
+    t.cudart = in.flags.cudart;
+    t.sass = in.archs;
+    if (!in.archs.empty()) t.ptx = {in.archs.back()};
+    return t;
+}
+
+void report_portable_hit(const BuildOptions& o, const fs::path& layer, const std::string& checked,
+                         const Reporter& report) {
+    std::string line = "hit by the portable key, from " +
+                       (layer.empty() ? std::string("the own cache") : layer.string()) +
+                       "; checked in place of the toolchain: " + checked;
+    if (o.explain_key && !o.verbose)
+        std::fprintf(stderr, "bekc: %s\n", line.c_str());
+    else
+        report.info(line);
+}
+
+void record_portable(Cache& cache, const std::string& portable_key, const DirectInputs& direct,
+                     const BuildInputs& in, const Reporter& report) {
+    DirectInputs kept = portable_dependencies(direct, in);
+    if (auto r = cache.record_portable(portable_key, kept, portable_base(in)); !r)
+        report.warn("could not record the build for hits without a compiler: " + r.error().message);
+}
+
+void fail_without_toolchain(const BuildInputs& in, const PortableLookup& found) {
+    Error e = *in.toolchain_missing;
+    e.notes.push_back("no cache holds a build of these inputs that runs here: " + found.why_not);
+    e.notes.push_back(
+        "a hit needs no compiler: add the cache or pack that holds one with --read-only-caches "
+        "(docs/cache.md, \"Hits without a compiler\")");
+    fatal(std::move(e));
+}
+
+}  // namespace bekc
