@@ -1,21 +1,39 @@
-"""Run a command with the system CUDA hidden: ``hide_system_cuda.py CMD ARG...``.
+"""Run a command with the system CUDA hidden: ``hide_system_cuda.py [--compilers] CMD ARG...``.
 
 Meant to run inside a private mount namespace (``unshare -m --propagation
 private``, as root), so nothing it mounts is seen outside. It puts an empty
 tmpfs over the directory /usr/local/cuda resolves to and /dev/null over the
 nvcc wrappers some machines keep in /usr/local/bin, then executes CMD: a
-machine with no CUDA toolkit but what pip installed. Exit status 97 when a
-mount fails (the caller skips).
+machine with no CUDA toolkit but what pip installed. With ``--compilers``,
+every host C++ compiler goes too (g++, c++, clang++, gcc, cc, clang and
+their versioned names: /dev/null over the file each resolves to), as on a
+machine with no compiler at all. Exit status 97 when a mount fails (the
+caller skips).
 """
 
 from __future__ import annotations
 
+import glob
 import os
 import subprocess
 import sys
 
 CUDA = "/usr/local/cuda"
 WRAPPERS = ("/usr/local/bin/nvcc",)
+COMPILER_GLOBS = ("/usr/bin/*g++*", "/usr/bin/*gcc*", "/usr/bin/c++", "/usr/bin/cc",
+                  "/usr/bin/*clang*", "/usr/local/bin/*g++*", "/usr/local/bin/*clang*",
+                  "/usr/lib/llvm-*/bin/clang*", "/usr/lib/gcc/*/*/cc1plus")
+
+
+def compilers() -> set:
+    """The files the compilers' names resolve to."""
+    found = set()
+    for pattern in COMPILER_GLOBS:
+        for path in glob.glob(pattern):
+            real = os.path.realpath(path)
+            if os.path.isfile(real):
+                found.add(real)
+    return found
 
 
 def mount(*argv: str) -> None:
@@ -24,13 +42,19 @@ def mount(*argv: str) -> None:
 
 
 def main(argv) -> None:
+    hide_compilers = bool(argv) and argv[0] == "--compilers"
+    if hide_compilers:
+        argv = argv[1:]
     if not argv:
-        sys.exit("usage: hide_system_cuda.py CMD [ARG...]")
+        sys.exit("usage: hide_system_cuda.py [--compilers] CMD [ARG...]")
     if os.path.isdir(CUDA):
         mount("-t", "tmpfs", "tmpfs", os.path.realpath(CUDA))
     for wrapper in WRAPPERS:
         if os.path.isfile(wrapper):
             mount("--bind", "/dev/null", wrapper)
+    if hide_compilers:
+        for compiler in sorted(compilers()):
+            mount("--bind", "/dev/null", compiler)
     os.execvp(argv[0], argv)
 
 
