@@ -272,6 +272,8 @@ PackageOutcome collect_modules(const BuildOptions& o, const PackagePlan& plan,
              {"loaded_at", m.load_site.empty() ? nlohmann::json() : nlohmann::json(m.load_site)},
              {"only_checked", m.load_site.empty() ? nlohmann::json(m.why_check) : nlohmann::json()},
              {"manifest", j["manifest"]},
+             {"key", j.value("key", "")},
+             {"portable_key", j.value("portable_key", "")},
              {"cache_hit", j.value("cache_hit", false)}});
     }
     return out;

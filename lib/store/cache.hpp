@@ -32,6 +32,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "store/direct.hpp"
 #include "store/entry.hpp"
 #include "store/layout.hpp"
@@ -208,6 +210,10 @@ class Cache {
     // default. The error is a bad value, naming where it came from.
     std::expected<SizeLimit, Error> size_limit(const EnvLookup& env) const;
     std::expected<void, Error> store_size_limit(uint64_t bytes) const;
+    // A pack's description in the marker (driver/pack.hpp, store/cache_export.hpp):
+    // nullopt for a cache that is not a pack.
+    std::optional<nlohmann::json> pack_info() const;
+    std::expected<void, Error> store_pack_info(const nlohmann::json& info) const;
     // After publishing `entry`: keeps the cache under `limit`, amortised (a
     // full count at most every few publishes, or when the estimate passes the
     // limit), never removing an entry being published or used in the last

@@ -1,0 +1,230 @@
+#include "driver/pack.hpp"
+
+#include <cstdio>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "driver/execute_build.hpp"
+#include "driver/fatal.hpp"
+#include "plan/arch.hpp"
+#include "plan/target.hpp"
+#include "store/cache_export.hpp"
+#include "store/layout.hpp"
+#include "store/size.hpp"
+#include "store/target_file.hpp"
+#include "toolchain/nvcc_search.hpp"
+#include "toolchain/tool_versions.hpp"
+#include "util/error.hpp"
+#include "util/json_text.hpp"
+#include "util/version.hpp"
+
+namespace bekc {
+
+namespace {
+
+// JAX's CUDA builds run on compute capability 5.2 and newer.
+constexpr int kOldestJaxArch = 52;
+
+// A build a source put in the pack, and the cache it is in.
+struct Packed {
+    PortableBuild build;
+    fs::path from;
+    std::string name;  // the module's name, for the marker
+};
+
+bool is_cache_dir(const fs::path& p) {
+    std::error_code ec;
+    if (!fs::is_regular_file(p / kMarkerFile, ec)) return false;
+    auto known = Cache(p, {}, CacheAccess::ReadOnly).is_cache();
+    return known && *known;
+}
+
+// The module names of a cache's entries, from their manifests.
+std::string entry_name(const Cache& cache, const std::string& key) {
+    auto text = cache.dir().read(CacheLayout::entry(key) / kManifestFile, 1 << 20);
+    if (!text) return "";
+    auto j = parse_json(*text);
+    return j && j->is_object() ? j->value("name", std::string()) : std::string();
+}
+
+// The child's --json object: its output's last line.
+nlohmann::json child_json(const ProcessResult& r) {
+    std::string out = r.output;
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    return parse_json(out.substr(out.rfind('\n') + 1)).value_or(nullptr);
+}
+
+// The builds a child `bekc build <package>` or `bekc replay` reported: its
+// --json object's "modules", each with "key" and "portable_key".
+std::vector<Packed> reported_builds(const nlohmann::json& j, const fs::path& cache_root) {
+    std::vector<Packed> out;
+    if (!j.is_object()) return out;
+    for (const char* list : {"modules", "requests"}) {
+        auto it = j.find(list);
+        if (it == j.end() || !it->is_array()) continue;
+        for (const auto& m : *it) {
+            if (!m.is_object()) continue;
+            std::string key = m.value("key", ""), pk = m.value("portable_key", "");
+            if (is_valid_key(key) && is_valid_key(pk))
+                out.push_back({{pk, key}, cache_root, m.value("name", "")});
+        }
+    }
+    return out;
+}
+
+// Builds `source` (a package directory or a recording) for `archs` into the
+// own cache with a child bekc, and returns what it built.
+std::vector<Packed> build_source(const PackOptions& o, const fs::path& source, bool package,
+                                 const std::string& archs, const fs::path& cache_root,
+                                 BuildContext& ctx) {
+    std::error_code ec;
+    fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    if (ec) fatal(Error::make(ErrorKind::Internal, "cannot find its own executable"));
+    Command c;
+    c.argv = {self.string(),   package ? "build" : "replay",
+              source.string(), "--arch=" + archs,
+              "--json",        "--cache-dir=" + cache_root.string()};
+    if (o.jobs > 0) c.argv.push_back("-j" + std::to_string(o.jobs));
+    if (!o.quiet) std::fprintf(stderr, "bekc: building %s for %s\n", source.c_str(), archs.c_str());
+    ProcessResult r = ctx.runner.run_one(c);
+    nlohmann::json j = child_json(r);
+    if (!r.ok() || !j.is_object()) {
+        std::fputs(r.output.c_str(), stderr);
+        fatal(Error::at(ErrorKind::Source, source.string(), 0,
+                        std::string(package ? "the package" : "the recording") +
+                            " did not build (" + r.describe() + "); nothing was packed"));
+    }
+    if (o.verbose) std::fputs(r.output.c_str(), stderr);
+    return reported_builds(j, cache_root);
+}
+
+// Every build the sources give, each once.
+std::vector<Packed> collect(const PackOptions& o, const fs::path& cache_root, BuildContext& ctx) {
+    std::string archs = o.arch;
+    std::vector<Packed> all;
+    for (const auto& s : o.sources) {
+        fs::path source = fs::absolute(s).lexically_normal();
+        std::error_code ec;
+        if (is_cache_dir(source)) {
+            Cache from(source, {}, CacheAccess::ReadOnly);
+            for (auto& b : portable_builds(from))
+                all.push_back({b, source, entry_name(from, b.key)});
+            continue;
+        }
+        bool package = fs::is_directory(source, ec);
+        if (!package && !fs::is_regular_file(source, ec))
+            fatal(Error::at(ErrorKind::Usage, s, 0,
+                            "not a package directory, a recording of loads or a bekc cache"));
+        if (archs.empty()) {
+            auto nvcc = or_fatal(find_nvcc(NvccRequest{}, ctx.tools));
+            archs = default_pack_archs(nvcc.tool, ctx.runner);
+            if (archs.empty())
+                fatal(Error::make(ErrorKind::Toolchain,
+                                  nvcc.tool.path.string() +
+                                      " --list-gpu-code named no architecture; pass --arch"));
+        }
+        for (auto& p : build_source(o, source, package, archs, cache_root, ctx))
+            all.push_back(std::move(p));
+    }
+    std::set<std::string> seen;
+    std::vector<Packed> unique;
+    for (auto& p : all)
+        if (seen.insert(p.build.portable_key + p.build.key).second) unique.push_back(std::move(p));
+    return unique;
+}
+
+// The marker's description of the pack.
+nlohmann::json pack_info(const PackOptions& o, const std::vector<Packed>& packed,
+                         const Cache& pack) {
+    std::set<std::string> names, archs, cuda;
+    for (const auto& p : packed) {
+        if (!p.name.empty()) names.insert(p.name);
+        auto t = read_target(pack.dir(), CacheLayout::entry(p.build.key));
+        if (!t) continue;
+        if (!t->cuda.empty()) cuda.insert(t->cuda);
+        for (const auto& a : t->sass) archs.insert(a.sm());
+    }
+    return {{"name", o.name},
+            {"version", o.version},
+            {"bekc_version", std::string(kVersion)},
+            {"cuda", cuda.empty() ? std::string() : *cuda.rbegin()},
+            {"archs", std::vector<std::string>(archs.begin(), archs.end())},
+            {"modules", std::vector<std::string>(names.begin(), names.end())}};
+}
+
+void check_options(const PackOptions& o) {
+    if (o.sources.empty()) fatal(Error::make(ErrorKind::Usage, "name what to pack"));
+    if (o.output.empty()) fatal(Error::make(ErrorKind::Usage, "-o is required"));
+    if (o.format != "dir")
+        fatal(Error::make(ErrorKind::Usage, "--format " + o.format + ": use dir"));
+    for (char c : o.name)
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_')
+            fatal(Error::make(ErrorKind::Usage,
+                              "--name '" + o.name + "': use letters, digits and '_' only"));
+    if (o.name.empty()) fatal(Error::make(ErrorKind::Usage, "--name is empty"));
+}
+
+}  // namespace
+
+std::string pack_archs_from(const std::string& list_gpu_code) {
+    std::vector<std::string> names;
+    size_t at = 0;
+    while (at < list_gpu_code.size()) {
+        size_t end = list_gpu_code.find_first_of(" \t\r\n", at);
+        if (end == std::string::npos) end = list_gpu_code.size();
+        std::string word = list_gpu_code.substr(at, end - at);
+        at = end + 1;
+        std::string error;
+        auto archs = word.starts_with("sm_") ? parse_arch_list(word, error) : std::nullopt;
+        if (!archs || archs->size() != 1) continue;
+        const Arch& a = archs->front();
+        if (a.suffix.empty() && a.number >= kOldestJaxArch) names.push_back(a.sm());
+    }
+    std::string out;
+    for (const auto& n : names) out += (out.empty() ? "" : ",") + n;
+    return out;
+}
+
+std::string default_pack_archs(const Tool& nvcc, Runner& runner) {
+    Command c;
+    c.argv = {nvcc.path.string(), "--list-gpu-code"};
+    ProcessResult r = runner.run_one(c);
+    return r.ok() ? pack_archs_from(r.output) : std::string();
+}
+
+int run_pack(const PackOptions& o, BuildContext& ctx) {
+    check_options(o);
+    const fs::path cache_root = or_fatal(resolve_cache_root(o.cache_dir, ctx.env));
+    const fs::path out = fs::absolute(o.output).lexically_normal();
+    std::error_code ec;
+    if (fs::exists(fs::symlink_status(out, ec)))
+        fatal(Error::at(ErrorKind::Usage, out.string(), 0,
+                        "exists already; remove it or choose another -o"));
+    std::vector<Packed> packed = collect(o, cache_root, ctx);
+    if (packed.empty()) fatal(Error::make(ErrorKind::Usage, "the sources gave nothing to pack"));
+    // Built beside -o under a temporary name, renamed whole when complete.
+    const fs::path staging = out.string() + ".tmp." + unique_suffix();
+    Cache pack(staging);
+    for (const auto& p : packed)
+        if (auto copied = copy_build(Cache(p.from, {}, CacheAccess::ReadOnly), pack, p.build);
+            !copied)
+            fatal(Error::make(ErrorKind::Cache, copied.error().message));
+    nlohmann::json info = pack_info(o, packed, pack);
+    or_fatal(pack.store_pack_info(info));
+    uint64_t bytes = pack.stats() ? pack.stats()->bytes : 0;
+    fs::rename(staging, out, ec);
+    if (ec)
+        fatal(Error::make(ErrorKind::Cache, "cannot rename " + staging.string() + " to " +
+                                                out.string() + ": " + ec.message()));
+    if (!o.quiet)
+        std::fprintf(stderr, "bekc: pack %s %s: %zu modules for %s, %s in %s\n", o.name.c_str(),
+                     o.version.c_str(), info["modules"].size(),
+                     info["archs"].empty() ? "the host" : info["archs"].dump().c_str(),
+                     format_size(bytes).c_str(), out.c_str());
+    if (o.json)
+        std::puts(dump_json(nlohmann::json{{"pack", out.string()}, {"info", info}}).c_str());
+    return kExitOk;
+}
+
+}  // namespace bekc
