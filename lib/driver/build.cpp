@@ -11,6 +11,7 @@
 #include "driver/plan_build.hpp"
 #include "driver/prepare.hpp"
 #include "driver/publish.hpp"
+#include "driver/recording.hpp"
 #include "driver/reporter.hpp"
 #include "run/execute.hpp"
 #include "scan/symbols.hpp"
@@ -139,7 +140,10 @@ BuildResult run_build(const BuildOptions& options, BuildContext& ctx) {
     constexpr int kAttempts = 3;
     for (int attempt = 1;; ++attempt) {
         Attempt a = build_attempt(options, ctx);
-        if (!a.restart) return a.result;
+        if (!a.restart) {
+            record_request(options, ctx, Reporter(options));  // not for --dry-run
+            return a.result;
+        }
         if (attempt == kAttempts)
             fatal(Error::make(ErrorKind::Source,
                               *a.restart + " changed while bekc built it, " +
@@ -163,6 +167,7 @@ std::optional<BuildResult> run_build_if_cached(const BuildOptions& o, BuildConte
     result.cache_hit = true;
     take_delivered(result, deliver(in, o, serving(cache, local.layer), *local.entry, true, report),
                    start);
+    record_request(o, ctx, report);
     return result;
 }
 

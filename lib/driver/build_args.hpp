@@ -6,6 +6,7 @@
 // parsing `to_argv(o)` gives `o` back.
 #pragma once
 
+#include <expected>
 #include <string>
 #include <vector>
 
@@ -27,5 +28,10 @@ void add_build_options(CLI::App& cmd, BuildOptions& o);
 // only for --remote-cache, the one option that takes one (as two arguments,
 // `--remote-cache ""`).
 std::vector<std::string> to_argv(const BuildOptions& o);
+
+// What `bekc build ARGS` parses `args` (the arguments after `build`) to, or
+// CLI11's message (--help included). Only the option definitions: the
+// binary's checks of empty values come after (cli/commands.cpp).
+std::expected<BuildOptions, std::string> parse_build_args(const std::vector<std::string>& args);
 
 }  // namespace bekc
