@@ -131,7 +131,7 @@ bool print_replay(const ReplayOptions& o, const std::vector<RecordedLoad>& loads
                            std::to_string(loads.size()) + " recorded loads built (" +
                            std::to_string(hits) + " cache hits)";
         if (failures) line += "; " + std::to_string(failures) + " failed: " + failed;
-        if (bad_lines) line += "; " + std::to_string(bad_lines) + " bad lines skipped";
+        if (bad_lines) line += "; " + std::to_string(bad_lines) + " bad lines or files skipped";
         std::fprintf(stderr, "%s\n", line.c_str());
     }
     if (o.json) {
@@ -160,8 +160,8 @@ void report_bad_lines(const ReplayOptions& o, const std::vector<std::string>& er
         return;
     }
     Error e = Error::make(ErrorKind::Usage, std::to_string(errors.size()) +
-                                                (errors.size() == 1 ? " bad line" : " bad lines") +
-                                                " in the recording; nothing was built");
+                                                (errors.size() == 1 ? " error" : " errors") +
+                                                " in the recordings; nothing was built");
     e.note(how + ", or pass --keep-going to build the others");
     fatal(std::move(e));
 }

@@ -218,10 +218,16 @@ def test_a_malformed_line_is_named_and_nothing_is_built(bekc, kernels, tmp_path)
     assert f"{record}:3: error: no \"args\"" in done.stderr
     assert f"{record}:4: error: the directory the load ran in, /no/such/dir, does not exist" \
         in done.stderr
-    assert "3 bad lines in the recording; nothing was built" in done.stderr
+    assert "3 errors in the recordings; nothing was built" in done.stderr
     assert not (fresh / "entries").exists()
     # --keep-going builds the good line, and still says the recording is bad.
     kept = replay(bekc, record, "--cache-dir", fresh, "--keep-going")
     assert kept.returncode == 2
     assert "1 of 1 recorded loads built" in kept.stderr
     assert list((fresh / "entries").glob("*/*"))
+
+
+def test_a_recording_that_cannot_be_read_is_a_usage_error(bekc, tmp_path):
+    done = replay(bekc, tmp_path / "missing.jsonl")
+    assert done.returncode == 2
+    assert f"cannot read {tmp_path / 'missing.jsonl'}" in done.stderr
