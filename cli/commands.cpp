@@ -250,6 +250,7 @@ int run_command(int argc, char** argv) {
     add(add_doctor_command);
     add(add_config_command);
     add(add_pack_command);
+    add(add_replay_command);
 
     try {
         std::vector<std::string> args = checked_args(app, argc, argv);

@@ -34,6 +34,7 @@ Action add_cache_command(CLI::App& app);
 Action add_doctor_command(CLI::App& app);
 Action add_config_command(CLI::App& app);
 Action add_pack_command(CLI::App& app);
+Action add_replay_command(CLI::App& app);
 
 // The settings (config/settings.hpp) for a command given `cache_dir_flag`
 // (--cache-dir); a bad bekc.conf prints its errors and exits 2. The

@@ -17,8 +17,9 @@ namespace {
 // cache_dir and log_file choose where bekc writes; remote_cache where the
 // token goes and whose libraries are loaded, and read_only_caches whose
 // libraries are loaded; remote_read_only whether the token is used to write
-// there; launcher runs a program on every miss.
-constexpr std::array<SettingInfo, 8> kSettings{{
+// there; launcher runs a program on every miss; record chooses where bekc
+// appends each load (driver/recording.hpp).
+constexpr std::array<SettingInfo, 9> kSettings{{
     {"cache_dir", "BEKC_CACHE_DIR", "--cache-dir", SettingType::Path, SettingTrust::OwnedFile},
     {"max_size", "BEKC_CACHE_MAX_SIZE", "", SettingType::Size, SettingTrust::AnyFile},
     {"read_only_caches", "BEKC_READ_ONLY_CACHES", "--read-only-caches", SettingType::PathList,
@@ -30,6 +31,7 @@ constexpr std::array<SettingInfo, 8> kSettings{{
     {"base_dir", "BEKC_BASE_DIR", "", SettingType::Path, SettingTrust::AnyFile},
     {"launcher", "BEKC_LAUNCHER", "--launcher", SettingType::Launcher, SettingTrust::OwnedFile},
     {"log_file", "BEKC_LOG", "", SettingType::Path, SettingTrust::OwnedFile},
+    {"record", "BEKC_RECORD", "", SettingType::Path, SettingTrust::OwnedFile},
 }};
 
 constexpr std::array<std::pair<std::string_view, std::string_view>, 8> kBools{{

@@ -12,6 +12,7 @@
 #include "driver/portable.hpp"
 #include "driver/prepare.hpp"
 #include "driver/publish.hpp"
+#include "driver/recording.hpp"
 #include "driver/reporter.hpp"
 #include "run/execute.hpp"
 #include "scan/symbols.hpp"
@@ -192,7 +193,10 @@ BuildResult run_build(const BuildOptions& options, BuildContext& ctx) {
     constexpr int kAttempts = 3;
     for (int attempt = 1;; ++attempt) {
         Attempt a = build_attempt(options, ctx);
-        if (!a.restart) return a.result;
+        if (!a.restart) {
+            record_request(options, ctx, Reporter(options));  // not for --dry-run
+            return a.result;
+        }
         if (attempt == kAttempts)
             fatal(Error::make(ErrorKind::Source,
                               *a.restart + " changed while bekc built it, " +
@@ -207,17 +211,20 @@ std::optional<BuildResult> run_build_if_cached(const BuildOptions& o, BuildConte
     auto start = BuildClock::now();
     BuildInputs in = prepare(o, ctx, report);
     PlannedBuild planned = plan(in, o);
+    std::optional<BuildResult> hit;
     if (in.toolchain_missing) {
         // A miss is the binary's to report.
         PortableLookup found;
-        return hit_without_toolchain(in, o, planned, ctx, report, start, found);
+        hit = hit_without_toolchain(in, o, planned, ctx, report, start, found);
+    } else {
+        Cache cache(in.cache_root);
+        // A corrupt entry stays for the build that follows the miss, which
+        // removes it and says so.
+        LocalLookup local = find_local_or_portable(cache, planned, in, o, ctx, report, false);
+        if (local.entry) hit = delivered_hit(in, o, planned, cache, local, report, start);
     }
-    Cache cache(in.cache_root);
-    // A corrupt entry stays for the build that follows the miss, which
-    // removes it and says so.
-    LocalLookup local = find_local_or_portable(cache, planned, in, o, ctx, report, false);
-    if (!local.entry) return std::nullopt;
-    return delivered_hit(in, o, planned, cache, local, report, start);
+    if (hit) record_request(o, ctx, report);
+    return hit;
 }
 
 }  // namespace bekc

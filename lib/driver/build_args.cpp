@@ -141,6 +141,20 @@ class ArgvWriter {
 
 }  // namespace
 
+std::expected<BuildOptions, std::string> parse_build_args(const std::vector<std::string>& args) {
+    CLI::App cmd;
+    BuildOptions o;
+    add_build_options(cmd, o);
+    std::vector<const char*> pointers{"build"};
+    for (const auto& a : args) pointers.push_back(a.c_str());
+    try {
+        cmd.parse(static_cast<int>(pointers.size()), pointers.data());
+    } catch (const CLI::Error& e) {
+        return std::unexpected(std::string(e.what()));
+    }
+    return o;
+}
+
 std::vector<std::string> to_argv(const BuildOptions& o) {
     const BuildOptions defaults;
     const bool dashed = std::any_of(o.inputs.begin(), o.inputs.end(),

@@ -6,6 +6,7 @@
 // parsing `to_argv(o)` gives `o` back.
 #pragma once
 
+#include <expected>
 #include <string>
 #include <vector>
 
@@ -34,5 +35,10 @@ std::vector<std::string> to_argv(const BuildOptions& o);
 // by their bytes), and what it prints. A portable key (driver/keys.hpp) and
 // a recording of the loads (driver/recording.hpp) keep these.
 BuildOptions library_options(const BuildOptions& o);
+
+// What `bekc build ARGS` parses `args` (the arguments after `build`) to, or
+// CLI11's message (--help included). Only the option definitions: the
+// binary's checks of empty values come after (cli/commands.cpp).
+std::expected<BuildOptions, std::string> parse_build_args(const std::vector<std::string>& args);
 
 }  // namespace bekc

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "driver/child_builds.hpp"
 #include "driver/execute_build.hpp"
 #include "driver/fatal.hpp"
 #include "plan/arch.hpp"
@@ -48,26 +49,20 @@ std::string entry_name(const Cache& cache, const std::string& key) {
     return j && j->is_object() ? j->value("name", std::string()) : std::string();
 }
 
-// The child's --json object: its output's last line.
-nlohmann::json child_json(const ProcessResult& r) {
-    std::string out = r.output;
-    while (!out.empty() && out.back() == '\n') out.pop_back();
-    return parse_json(out.substr(out.rfind('\n') + 1)).value_or(nullptr);
-}
-
 // The builds a child `bekc build <package>` or `bekc replay` reported: its
-// --json object's "modules", each with "key" and "portable_key".
+// --json object's "modules" (a package) or "loads" (a replay), each with
+// "key" and "portable_key".
 std::vector<Packed> reported_builds(const nlohmann::json& j, const fs::path& cache_root) {
     std::vector<Packed> out;
     if (!j.is_object()) return out;
-    for (const char* list : {"modules", "requests"}) {
+    for (const char* list : {"modules", "loads"}) {
         auto it = j.find(list);
         if (it == j.end() || !it->is_array()) continue;
         for (const auto& m : *it) {
             if (!m.is_object()) continue;
             std::string key = m.value("key", ""), pk = m.value("portable_key", "");
             if (is_valid_key(key) && is_valid_key(pk))
-                out.push_back({{pk, key}, cache_root, m.value("name", "")});
+                out.push_back({{pk, key}, cache_root, m.value("name", m.value("module", ""))});
         }
     }
     return out;
@@ -78,9 +73,7 @@ std::vector<Packed> reported_builds(const nlohmann::json& j, const fs::path& cac
 std::vector<Packed> build_source(const PackOptions& o, const fs::path& source, bool package,
                                  const std::string& archs, const fs::path& cache_root,
                                  BuildContext& ctx) {
-    std::error_code ec;
-    fs::path self = fs::read_symlink("/proc/self/exe", ec);
-    if (ec) fatal(Error::make(ErrorKind::Internal, "cannot find its own executable"));
+    const fs::path self = own_executable();
     Command c;
     c.argv = {self.string(),   package ? "build" : "replay",
               source.string(), "--arch=" + archs,

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "driver/build_args.hpp"
+#include "driver/child_builds.hpp"
 #include "driver/execute_build.hpp"
 #include "driver/fatal.hpp"
 #include "driver/prepare.hpp"
@@ -146,33 +147,6 @@ std::string package_defect(const fs::path& package, const fs::path& source,
 
 namespace {
 
-// Runs the children side by side, `order` first to last, each in a slot of
-// `slots`, with a line as each finishes (unless -q); their results in the
-// package's order.
-std::vector<ProcessResult> run_modules(Runner& runner, const std::vector<Command>& commands,
-                                       const std::vector<size_t>& order, JobSlots& slots,
-                                       bool quiet) {
-    size_t done = 0;
-    ParallelOptions po;
-    po.keep_going = true;
-    po.tokens = slots.jobserver();
-    auto started = runner.run(
-        commands, slots.count(),
-        [&](const ProgressEvent& e) {
-            // A module stopped by Ctrl-C did not fail to build.
-            if (e.kind != ProgressEvent::Kind::Finished || quiet || interrupted_by()) return;
-            ++done;
-            std::fprintf(stderr, "[%zu/%zu] %s: %s\n", done, commands.size(),
-                         e.command.description.c_str(),
-                         e.result->ok() ? "done" : e.result->describe().c_str());
-        },
-        po);
-    throw_if_interrupted();
-    std::vector<ProcessResult> results(order.size());  // in the package's order
-    for (size_t k = 0; k < order.size(); ++k) results[order[k]] = std::move(started[k]);
-    return results;
-}
-
 // What a module that did not build is: a failure; the package's own defect
 // (it cannot build the file either), a warning unless --package-defects=error;
 // or, for a file only checked, a note: the package may build it with what
@@ -242,11 +216,8 @@ ModuleProblem module_failure(const PackagePlan& plan, const PackageModule& m,
         if (!why.empty()) return {why, true};
         return {"it does not build (" + r.describe() + ")"};
     }
-    // The child's last line is its --json object.
-    std::string out = r.output;
-    while (!out.empty() && out.back() == '\n') out.pop_back();
-    j = parse_json(out.substr(out.rfind('\n') + 1)).value_or(nullptr);
-    if (!j.is_object() || !j.contains("manifest")) return {"bekc printed no manifest"};
+    j = child_json(r);
+    if (!j.contains("manifest")) return {"bekc printed no manifest"};
     return {};
 }
 
@@ -340,34 +311,18 @@ int run_package_build(const BuildOptions& o, BuildContext& ctx) {
     };
     auto seconds = [&](size_t i) { return times.seconds(timing_name(modules[i])); };
     const std::vector<size_t> order = longest_first(modules.size(), seconds);
-    std::error_code ec;
-    fs::path self = fs::read_symlink("/proc/self/exe", ec);
-    if (ec)
-        fatal(Error::make(ErrorKind::Internal, "cannot find its own executable: " + ec.message()));
-    // The modules share -j N as make's recipes do: through make's jobserver
-    // under `make -jN`, else through one the package serves (run/jobserver.hpp).
-    // A recipe make named its jobserver to but did not hand it (no `+`) runs
-    // one module at a time, and each module one command, as make expects.
+    // The modules share -j N (driver/child_builds.hpp).
     const int jobs = jobs_wanted(o);
-    JobSlots make_slots = JobSlots::take(jobs, ctx.env);
-    if (o.verbose && !make_slots.refusal().empty())
-        std::fprintf(stderr, "bekc: note: %s\n", make_slots.refusal().c_str());
-    std::optional<JobSlots> served;
-    if (!make_slots.named_by_make() && !o.dry_run) {
-        use_private_dir_places(cache_root, ctx);
-        served.emplace(or_fatal(JobSlots::serve(jobs)));
-    }
-    JobSlots& slots = served ? *served : make_slots;
-    std::optional<std::string> makeflags;
-    if (served) makeflags = served->makeflags();
-    std::vector<Command> planned = package_commands(o, modules, self, jobs, makeflags, ctx.env);
+    ChildSlots slots = child_slots(jobs, o.verbose, o.dry_run, cache_root, ctx);
+    std::vector<Command> planned =
+        package_commands(o, modules, own_executable(), jobs, slots.makeflags(), ctx.env);
     std::vector<Command> commands;  // in the order they start
     for (size_t i : order) commands.push_back(planned[i]);
     if (o.dry_run) {
         for (const auto& c : commands) std::printf("%s\n", display_command(c).c_str());
         return kExitOk;
     }
-    std::vector<ProcessResult> results = run_modules(ctx.runner, commands, order, slots, o.quiet);
+    std::vector<ProcessResult> results = run_children(ctx.runner, commands, order, slots, o.quiet);
     for (size_t i = 0; i < results.size(); ++i)
         if (results[i].ok())
             times.record(timing_name(modules[i]),

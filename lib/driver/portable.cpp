@@ -5,6 +5,7 @@
 #include "driver/fatal.hpp"
 #include "driver/keys.hpp"
 #include "store/target_file.hpp"
+#include "toolchain/device_code.hpp"
 #include "toolchain/machine.hpp"
 #include "util/error.hpp"
 
@@ -94,7 +95,6 @@ PortableLookup find_portable(Cache& own, const std::string& portable_key, const 
 }
 
 LibraryTarget library_target(const BuildInputs& in, const fs::path& library) {
-    (void)library;
     MachineTarget host = host_target();
     LibraryTarget t;
     t.machine = host.machine;
@@ -104,8 +104,13 @@ LibraryTarget library_target(const BuildInputs& in, const fs::path& library) {
     t.nvcc_version = in.nvcc_version;
     t.cuda = cuda_release(in.nvcc_version);
     t.cudart = in.flags.cudart;
-    t.sass = in.archs;
-    if (!in.archs.empty()) t.ptx = {in.archs.back()};
+    // What the fat binaries hold, whichever flags asked for it (--arch,
+    // -gencode in --cuda-flag, NVCC_APPEND_FLAGS). A library that cannot be
+    // read for it gets none: no hit without a compiler will take it.
+    if (auto code = read_device_code(library)) {
+        t.sass = std::move(code->sass);
+        t.ptx = std::move(code->ptx);
+    }
     return t;
 }
 

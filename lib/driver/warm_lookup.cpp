@@ -1,7 +1,5 @@
 #include "driver/warm_lookup.hpp"
 
-#include <CLI/CLI.hpp>
-
 #include "config/settings.hpp"
 #include "driver/build.hpp"
 #include "driver/build_args.hpp"
@@ -40,23 +38,6 @@ bool plain_arguments(const std::vector<std::string>& args) {
     return true;
 }
 
-std::optional<BuildOptions> parse_build(const std::vector<std::string>& args) {
-    CLI::App app;
-    BuildOptions o;
-    CLI::App* build = app.add_subcommand("build");
-    add_build_options(*build, o);
-    app.require_subcommand(1);
-    std::vector<const char*> pointers;
-    for (const auto& a : args) pointers.push_back(a.c_str());
-    try {
-        app.parse(static_cast<int>(pointers.size()), pointers.data());
-    } catch (const CLI::Error&) {  // --help included: the binary prints it
-        return std::nullopt;
-    }
-    if (!build->parsed()) return std::nullopt;
-    return o;
-}
-
 // Options whose output is the --json line and the hit's warnings only, and
 // absolute inputs (a relative one could also be a command's name).
 bool answerable(const BuildOptions& o) {
@@ -71,7 +52,8 @@ bool answerable(const BuildOptions& o) {
 
 std::optional<WarmHit> warm_lookup(const std::vector<std::string>& args) {
     if (!plain_arguments(args)) return std::nullopt;
-    std::optional<BuildOptions> o = parse_build(args);
+    // --help included: the binary prints it.
+    auto o = parse_build_args({args.begin() + 2, args.end()});
     if (!o || !answerable(*o)) return std::nullopt;
     auto settings = load_settings(o->cache_dir, system_env());
     if (!settings) return std::nullopt;

@@ -53,7 +53,8 @@ def test_show_names_every_setting_and_its_origin(run, home, tmp_path):
                BEKC_LOG=tmp_path / "log.jsonl")
     s = shown(proc)
     assert set(s) == {"cache_dir", "max_size", "read_only_caches", "remote_cache",
-                      "remote_read_only", "base_dir", "launcher", "log_file"}, proc.stdout
+                      "remote_read_only", "base_dir", "launcher", "log_file",
+                      "record"}, proc.stdout
     assert s["cache_dir"] == ("default", str(home / ".cache" / "bekc"))
     assert s["max_size"] == (f"{user_conf(home)}:3", "3G")
     assert s["launcher"] == (f"{user_conf(home)}:4", "ccache")

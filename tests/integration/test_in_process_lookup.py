@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from support.spawns import COUNTING
 from support.trees import listing
 
 REPO = Path(__file__).resolve().parents[2]
@@ -31,17 +32,6 @@ LOOKUP = textwrap.dedent("""
                                                   "messages": found[1]}))
 """)
 
-# The start of a child script that counts the processes it starts in `spawned`.
-COUNTING = textwrap.dedent("""
-    import json, subprocess, sys, warnings
-    spawned = []
-    real = subprocess.Popen
-    class Counting(real):
-        def __init__(self, args, *a, **k):
-            spawned.append(list(args))
-            super().__init__(args, *a, **k)
-    subprocess.Popen = Counting
-""")
 
 # run_bekc on the argument vector in argv[1:], counting the processes it starts.
 COUNT_SPAWNS = COUNTING + textwrap.dedent("""

@@ -20,7 +20,7 @@ using namespace bekc;
 namespace {
 
 // What `bekc build ARGS` fills in, parsed as the CLI parses it.
-BuildOptions parse_build_args(const std::vector<std::string>& args) {
+BuildOptions parsed_by_cli(const std::vector<std::string>& args) {
     CLI::App app{"bekc"};
     BuildOptions parsed;
     add_build_options(*app.add_subcommand("build"), parsed);
@@ -148,7 +148,7 @@ TEST_CASE("every field of BuildOptions survives to_argv and the CLI's parse alon
             BuildOptions untouched;
             untouched.inputs = o.inputs;
             if (std::string(field) != "inputs") CHECK_FALSE(o == untouched);
-            CHECK(parse_build_args(argv) == o);
+            CHECK(parsed_by_cli(argv) == o);
         }
     }
 }
@@ -163,8 +163,19 @@ TEST_CASE("many combinations of options survive to_argv and the CLI's parse", "[
             if (rng() % 2) set(o, rng, pick);
         const auto argv = to_argv(o);
         INFO(shown_argv(argv));
-        CHECK(parse_build_args(argv) == o);
+        CHECK(parsed_by_cli(argv) == o);
+        // parse_build_args, which the replay and the in-process lookup use,
+        // reads the arguments as the CLI does.
+        CHECK(bekc::parse_build_args(argv) == o);
     }
+}
+
+TEST_CASE("parse_build_args gives CLI11's message for arguments bekc build does not take",
+          "[build_args]") {
+    auto unknown = bekc::parse_build_args({"k.cu", "--no-such-option"});
+    REQUIRE_FALSE(unknown);
+    CHECK(unknown.error().find("--no-such-option") != std::string::npos);
+    CHECK_FALSE(bekc::parse_build_args({}));  // no input
 }
 
 TEST_CASE("to_argv writes defaults as nothing and values in the --option=VALUE form",
@@ -227,7 +238,7 @@ TEST_CASE("the package prebuild's child commands parse to the options each modul
     want.quiet = true;
     want.jobs = 3;
     INFO(shown_argv(argv));
-    CHECK(parse_build_args({argv.begin() + 2, argv.end()}) == want);
+    CHECK(parsed_by_cli({argv.begin() + 2, argv.end()}) == want);
     CHECK(commands[0].slots == 1);  // further slots come from the shared jobserver
     CHECK(commands[0].env_overrides.empty());
 }

@@ -1,0 +1,37 @@
+#include <memory>
+
+#include "commands.hpp"
+#include "driver/build.hpp"
+#include "driver/replay.hpp"
+
+namespace bekc::cli {
+
+Action add_replay_command(CLI::App& app) {
+    auto o = std::make_shared<ReplayOptions>();
+    CLI::App* cmd = app.add_subcommand(
+        "replay",
+        "Build each distinct load a run recorded ($BEKC_RECORD, or record in bekc.conf) once, "
+        "in the directory it ran in, so that the same run finds every load in the cache");
+    cmd->add_option("recordings", o->recordings, "Files $BEKC_RECORD wrote")->required();
+    cmd->add_option("--arch", o->arch,
+                    "GPU architectures for every load, replacing the recorded --arch (a list, "
+                    "'native' or 'auto', as bekc build takes)");
+    cmd->add_option("--cache-dir", o->cache_dir, "Build into this cache");
+    cmd->add_option("-j,--jobs", o->jobs,
+                    "Parallel compiles, shared by the loads' builds (default: one per core)");
+    cmd->add_flag("--json", o->json, "Print one JSON object summarising the loads");
+    cmd->add_flag("--keep-going", o->keep_going,
+                  "Build the good lines of a recording with bad ones (exit 2 still)");
+    cmd->add_flag("-v,--verbose", o->verbose, "Print every command and full compiler output");
+    cmd->add_flag("-q,--quiet", o->quiet, "Print no progress and no summary");
+    return [o] {
+        Settings settings = load_settings_or_exit(o->cache_dir, o->quiet);
+        ProcessRunner runner;
+        BuildContext context{runner};
+        context.env = settings.lookup();
+        context.tools.env = context.env;
+        return run_replay(*o, context);
+    };
+}
+
+}  // namespace bekc::cli
