@@ -203,6 +203,8 @@ int run_pack(const PackOptions& o, BuildContext& ctx) {
         if (auto copied = copy_build(Cache(p.from, {}, CacheAccess::ReadOnly), pack, p.build);
             !copied)
             fatal(Error::make(ErrorKind::Cache, copied.error().message));
+    // Only entries and records: the staging directories' parent goes.
+    or_fatal(pack.dir().remove_tree(CacheLayout::tmp()));
     nlohmann::json info = pack_info(o, packed, pack);
     or_fatal(pack.store_pack_info(info));
     uint64_t bytes = pack.stats() ? pack.stats()->bytes : 0;

@@ -29,16 +29,26 @@ struct Search {
     std::string why_not;  // the first reason an entry did not fit
 };
 
-// One cache's answer, in one pass (`sass_only`: see target_misfit).
+// One cache's answer, in one pass (`sass_only`: see target_misfit). An
+// entry is checked whole (its seal holds target.json too) before its target
+// is believed.
 PortableLookup find_in(Cache& cache, Search& s, bool sass_only) {
     PortableLookup out;
     std::optional<LibraryTarget> taken;
     auto fits = [&](const std::string& key) {
+        auto e = cache.lookup(key, !cache.read_only());
+        if (!e) {
+            if (e.error().kind == Miss::Kind::Corrupt)
+                s.report.warn("cache entry " + key + " in " + cache.path().string() +
+                              " is corrupt (" + e.error().reason + "); not used");
+            return false;
+        }
         auto target = read_target(cache.dir(), CacheLayout::entry(key));
         std::string why =
             target ? target_misfit(*target, s.here, s.asked, sass_only) : target.error().message;
         if (why.empty()) {
             taken = std::move(*target);
+            out.entry = std::move(*e);
             return true;
         }
         if (s.why_not.empty()) s.why_not = "entry " + key.substr(0, 12) + ": " + why;
@@ -52,13 +62,6 @@ PortableLookup find_in(Cache& cache, Search& s, bool sass_only) {
                             : d.why_not;
         return out;
     }
-    auto e = cache.lookup(*d.key, !cache.read_only());
-    if (!e) {
-        s.report.warn("cache entry " + *d.key + " in " + cache.path().string() + " is corrupt (" +
-                      e.error().reason + "); not used");
-        return out;
-    }
-    out.entry = std::move(*e);
     out.checked = describe_target(*taken) + ", built by " +
                   (taken->nvcc_version.empty() ? taken->cxx_version : taken->nvcc_version) +
                   "; this machine: " + s.here.machine + ", glibc " + s.here.glibc +
