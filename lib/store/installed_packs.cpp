@@ -36,12 +36,14 @@ std::expected<std::vector<std::string>, std::string> sorted_names(const fs::path
 std::string pack_problem(const fs::path& dir, const std::string& bekc_version,
                          std::optional<PackInfo>& info) {
     std::string problem = layer_problem(dir);
-    auto read = problem.empty() || problem.starts_with("it is not a bekc cache")
-                    ? read_pack_info(dir)
-                    : std::expected<std::optional<PackInfo>, Error>(std::nullopt);
-    // A marker that is there but does not parse: say so, not "no marker".
-    if (!problem.empty()) return read ? problem : read.error().message;
+    std::error_code ec;
+    bool has_marker = fs::is_regular_file(fs::symlink_status(dir / kMarkerFile, ec));
+    // A marker that is there but does not parse: say so, not "it has none".
+    if (!problem.empty() && !(has_marker && problem.starts_with("it is not a bekc cache")))
+        return problem;
+    auto read = read_pack_info(dir);
     if (!read) return read.error().message;
+    if (!problem.empty()) return problem;
     if (!*read) return fmt::format("its {} has no \"pack\" object", kMarkerFile);
     if ((*read)->bekc_version != bekc_version)
         return fmt::format(
