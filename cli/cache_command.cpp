@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "cache_packs.hpp"
 #include "commands.hpp"
 #include "driver/fatal.hpp"
 #include "store/cache.hpp"
@@ -164,6 +165,27 @@ void note_demoted(const std::optional<std::string>& cache_dir, const EnvLookup& 
                  own->demoted->c_str(), own->root.c_str(), own->root.c_str());
 }
 
+CLI::App* add_packs_subcommand(CLI::App& cmd, PacksOptions& p) {
+    auto* packs = cmd.add_subcommand(
+        "packs",
+        "List the read-only caches builds look in, in order, with the installed packs (Python "
+        "sites' bekc_packs/); never writes to them");
+    packs->add_flag("--json", p.json, "A JSON array, one object per cache");
+    packs->add_flag("--verify", p.verify,
+                    "Check every entry of each, changing nothing; exit 1 when one is damaged");
+    auto* remove = packs->add_option(
+        "--remove", p.remove,
+        "Remove the installed pack NAME (not one pip installed: pip uninstall it)");
+    remove->excludes(packs->get_option("--verify"))->excludes(packs->get_option("--json"));
+    packs->add_option("--python-site", p.python_sites,
+                      "A site-packages directory whose bekc_packs/ to use (repeatable; "
+                      "$VIRTUAL_ENV's is used too)");
+    packs->add_option("--read-only-caches", p.read_only_caches,
+                      "The read-only caches, ':'-separated (default: $BEKC_READ_ONLY_CACHES, "
+                      "read_only_caches in bekc.conf)");
+    return packs;
+}
+
 }  // namespace
 
 Action add_cache_command(CLI::App& app) {
@@ -193,8 +215,10 @@ Action add_cache_command(CLI::App& app) {
         "Show the size limit, or store SIZE in the cache (0: no limit); $BEKC_CACHE_MAX_SIZE "
         "overrides it; the default is 5 GB");
     mx->add_option("size", o->new_max_size, "e.g. 500M, 2G, 0");
+    auto packs_options = std::make_shared<PacksOptions>();
+    auto* packs = add_packs_subcommand(*cmd, *packs_options);
     // `bekc cache ls --cache-dir D` as well as `bekc cache --cache-dir D ls`.
-    for (auto* sub : {path, ls, st, clear, pr, ver, mx}) sub->fallthrough();
+    for (auto* sub : {path, ls, st, clear, pr, ver, mx, packs}) sub->fallthrough();
     return [=] {
         Settings settings = load_settings_or_exit(o->cache_dir);
         Cache cache(or_fatal(resolve_cache_root(o->cache_dir, settings.lookup())));
@@ -202,6 +226,7 @@ Action add_cache_command(CLI::App& app) {
             std::printf("%s\n", cache.path().c_str());
             return static_cast<int>(kExitOk);
         }
+        if (packs->parsed()) return cache_packs(o->cache_dir, *packs_options, settings);
         note_demoted(o->cache_dir, settings.lookup());
         if (ls->parsed()) return list(cache);
         if (st->parsed()) return stats(cache, settings, o->zero);

@@ -86,8 +86,9 @@ void add_build_options(CLI::App& cmd, BuildOptions& o) {
                    "pip: a toolkit installed from pip before nvcc on PATH (default); system: "
                    "PATH first (default: $BEKC_NVCC_PREFER)");
     cmd.add_option("--python-site", o.python_sites,
-                   "Look for a pip CUDA toolkit in this site-packages only (repeatable; bekc's "
-                   "Python loaders pass their interpreter's)")
+                   "Look for a pip CUDA toolkit in this site-packages only, and use the packs "
+                   "installed there (bekc_packs/) as read-only caches (repeatable; bekc's Python "
+                   "loaders pass their interpreter's)")
         ->allow_extra_args(false);
     cmd.add_option("--brainevent-nvcc", o.brainevent_nvcc,
                    "brainevent's BRAINEVENT_NVCC_PATH: nvcc before $CUDA_HOME (bekc's loaders "

@@ -11,6 +11,7 @@
 #include "scan/includes.hpp"
 #include "store/file_ops.hpp"
 #include "store/hash.hpp"
+#include "store/layout.hpp"
 #include "store/runtime_headers.hpp"
 #include "toolchain/compiler_env.hpp"
 #include "toolchain/link_search.hpp"

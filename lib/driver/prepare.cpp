@@ -167,8 +167,8 @@ void find_toolchain(BuildInputs& in, const BuildOptions& o, bool any_cuda, Build
 // -v a note when cache_dir is read-only here.
 void take_cache_layers(BuildInputs& in, const BuildOptions& o, const BuildContext& ctx,
                        const Reporter& report) {
-    CacheLayers layers =
-        or_fatal(resolve_cache_layers(o.cache_dir, o.read_only_caches, ctx.env, ctx.cwd));
+    CacheLayers layers = or_fatal(
+        resolve_cache_layers(o.cache_dir, o.read_only_caches, ctx.env, ctx.cwd, o.python_sites));
     for (const auto& skipped : layers.skipped) report.warn(skipped.message());
     if (layers.demoted)
         report.info("the cache " + layers.demoted->string() +

@@ -121,6 +121,8 @@ struct VerifyReport {
     size_t checked_other = 0;  // runtime trees, direct records, memos
     std::vector<std::pair<std::string, std::string>> removed;  // what, why
     size_t stale_temps_removed = 0;
+    // inspect(): what failed, left as it is.
+    std::vector<std::pair<std::string, std::string>> damaged;  // what, why
 };
 
 struct PruneReport {
@@ -238,6 +240,10 @@ class Cache {
     // SHA-256 of every sealed file (entries, runtime trees), every record and
     // memo parsed; what fails is removed, with stale temporaries.
     std::expected<VerifyReport, Error> verify();
+    // verify's checks of the entries and the sealed trees, changing nothing
+    // (a read-only cache: `bekc cache packs --verify`); what fails is in
+    // `damaged`.
+    std::expected<VerifyReport, Error> inspect() const;
 
   private:
     // A record added to the record file `rel` (direct/ or portable/).

@@ -13,6 +13,7 @@
 #include "store/cache.hpp"
 #include "store/layout.hpp"
 #include "util/text.hpp"
+#include "util/version.hpp"
 
 namespace bekc {
 
@@ -45,7 +46,7 @@ fs::path plain_dir(const fs::path& dir) {
 }  // namespace
 
 std::string SkippedLayer::message() const {
-    return fmt::format("read-only cache {} skipped: {}", dir.string(), why);
+    return fmt::format("{} {} skipped: {}", what, dir.string(), why);
 }
 
 bool read_only_here(const fs::path& root) {
@@ -101,10 +102,11 @@ std::string layer_problem(const fs::path& dir) {
 
 std::expected<CacheLayers, Error> resolve_cache_layers(
     const std::optional<std::string>& cache_dir_flag,
-    const std::optional<std::string>& read_only_flag, const EnvLookup& env, const fs::path& cwd) {
+    const std::optional<std::string>& read_only_flag, const EnvLookup& env, const fs::path& cwd,
+    const std::vector<std::string>& python_sites) {
     auto own = resolve_own_cache(cache_dir_flag, env);
     if (!own) return std::unexpected(own.error());
-    CacheLayers layers{own->root, own->demoted, {}, {}};
+    CacheLayers layers{own->root, own->demoted, {}, {}, {}};
     if (own->demoted) layers.read_only.push_back(*own->demoted);
     auto known = [&](const fs::path& dir) {
         return dir == plain_dir(layers.own) ||
@@ -119,6 +121,7 @@ std::expected<CacheLayers, Error> resolve_cache_layers(
         }
         layers.read_only.push_back(dir);
     }
+    add_installed_packs(layers, pack_sites(python_sites, env, cwd), kVersion);
     return layers;
 }
 

@@ -11,6 +11,8 @@
 //      $BEKC_READ_ONLY_CACHES, bekc.conf). Looked in, never written: no
 //      last-use mark, lock, repair or record written (Cache with
 //      CacheAccess::ReadOnly).
+//      Then the packs installed in the Python sites bekc knows of
+//      (installed_packs below; docs/cache.md, "Installed packs").
 //   3. the remote cache (--remote-cache), which driver/look_up asks last.
 //
 // A read-only cache that is missing, a symbolic link, not a directory,
@@ -24,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "store/pack_marker.hpp"
 #include "util/env.hpp"
 #include "util/error.hpp"
 
@@ -50,10 +53,17 @@ std::expected<OwnCache, Error> resolve_own_cache(const std::optional<std::string
 
 struct SkippedLayer {
     fs::path dir;
-    std::string why;  // layer_problem's phrase
+    std::string why;                       // layer_problem's phrase
+    std::string what = "read-only cache";  // or "installed pack"
 
     // "read-only cache DIR skipped: WHY", for a warning.
     std::string message() const;
+};
+
+// A pack installed in a Python site: <site>/bekc_packs/<name>/.
+struct InstalledPack {
+    fs::path dir;
+    PackInfo info;
 };
 
 struct CacheLayers {
@@ -61,6 +71,7 @@ struct CacheLayers {
     std::optional<fs::path> demoted;    // OwnCache::demoted, also read_only's first
     std::vector<fs::path> read_only;    // the usable read-only caches, in order
     std::vector<SkippedLayer> skipped;  // those named and not used
+    std::vector<InstalledPack> packs;   // the installed ones, also read_only's last
 };
 
 // The read-only caches named, in order, as absolute paths, none checked:
@@ -70,10 +81,42 @@ std::vector<fs::path> named_read_only_caches(const std::optional<std::string>& f
                                              const EnvLookup& env, const fs::path& cwd);
 
 // Every layer of a build, each read-only one checked (layer_problem);
-// a cache named twice, or naming the own cache, is looked in once.
+// a cache named twice, or naming the own cache, is looked in once. The
+// installed packs of `python_sites` (--python-site) and $VIRTUAL_ENV's
+// site-packages come after the caches named (add_installed_packs).
 std::expected<CacheLayers, Error> resolve_cache_layers(
     const std::optional<std::string>& cache_dir_flag,
-    const std::optional<std::string>& read_only_flag, const EnvLookup& env, const fs::path& cwd);
+    const std::optional<std::string>& read_only_flag, const EnvLookup& env, const fs::path& cwd,
+    const std::vector<std::string>& python_sites = {});
+
+// The Python sites whose packs a build uses: `python_sites` (relative ones
+// taken from `cwd`), then $VIRTUAL_ENV/lib/python3*/site-packages.
+std::vector<fs::path> pack_sites(const std::vector<std::string>& python_sites, const EnvLookup& env,
+                                 const fs::path& cwd);
+
+// Each <site>/bekc_packs/<name>/ of `sites` (in order, names in order within
+// a site) added to `layers` as a read-only cache, unless it is one already.
+// Skipped, with the reason in layers.skipped: a directory that layer_problem
+// refuses, whose marker cannot be read or parsed or has no "pack" object, or
+// whose pack was made by another bekc version than `bekc_version` (the keys
+// hold bekc's version: none of its entries could ever match).
+void add_installed_packs(CacheLayers& layers, const std::vector<fs::path>& sites,
+                         const std::string& bekc_version);
+
+// The installed pack `name`'s directory in the first of `sites` that has one,
+// and the distribution whose .dist-info RECORD lists its files there ("" when
+// none: the pack was copied in, not installed by pip).
+struct InstalledPackDir {
+    fs::path dir;
+    std::string pip_distribution;
+};
+std::expected<InstalledPackDir, Error> find_installed_pack(const std::vector<fs::path>& sites,
+                                                           const std::string& name);
+
+// Removes the installed pack at `found.dir`, never following a link; refused
+// when pip manages it, or when the directory is not a pack (its marker has
+// no "pack" object).
+std::expected<void, Error> remove_installed_pack(const InstalledPackDir& found);
 
 // Why `dir` cannot serve as a read-only cache ("it does not exist", "it is
 // a symbolic link, ...", "it is not a bekc cache ..."), or "" when it can.

@@ -407,6 +407,25 @@ std::expected<VerifyReport, Error> Cache::verify() {
     return report;
 }
 
+std::expected<VerifyReport, Error> Cache::inspect() const {
+    auto ok = require_cache(*this);
+    if (!ok) return std::unexpected(ok.error());
+    VerifyReport report;
+    if (!*ok) return report;
+    for_each_keyed(dir(), CacheLayout::entries(), "", Items::Dirs,
+                   [&](const std::string& key, const fs::path& rel) {
+                       ++report.checked;
+                       if (auto why = failure_of(check_entry(dir(), rel, key, CheckLevel::Full)))
+                           report.damaged.emplace_back(shown_in_report(rel, layout_), *why);
+                   });
+    for (const auto& tree : sealed_trees(dir())) {
+        ++report.checked_other;
+        if (auto why = failure_of(check_seal(dir(), tree.rel, CheckLevel::Full)))
+            report.damaged.emplace_back(shown_in_report(tree.rel, layout_), *why);
+    }
+    return report;
+}
+
 std::expected<size_t, Error> Cache::remove_stale_temps() const {
     size_t removed = 0;
     auto items = dir().list(CacheLayout::tmp());

@@ -195,11 +195,23 @@ def _python_sites() -> List[str]:
     return sites
 
 
+def _site_args(cuda: bool) -> List[str]:
+    """``--python-site`` for each directory bekc is to look in: for a CUDA load
+    those of a pip toolkit (:func:`_python_sites`), and for every load this
+    interpreter's site-packages, whose ``bekc_packs/`` hold the installed packs
+    (docs/cache.md, "Installed packs")."""
+    sites = _python_sites() if cuda else []
+    for d in _site_packages():
+        if d and d not in sites:
+            sites.append(d)
+    return [f"--python-site={d}" for d in sites]
+
+
 def _nvcc_args() -> List[str]:
     """How bekc is to find nvcc from this interpreter (docs/cli.md, "Which nvcc"):
     its site-packages for a pip toolkit, and, while bekc stands in for brainevent's
     loaders, brainevent's ``BRAINEVENT_NVCC_PATH`` and nvcc discovery preference."""
-    args = [f"--python-site={d}" for d in _python_sites()]
+    args = _site_args(cuda=True)
     from . import _brainevent  # imports _compat: a late import
     path, prefer = _brainevent.nvcc_settings()
     if path:
@@ -247,15 +259,16 @@ def prime() -> None:
 def _loader_argv(inputs, *, flag_kind: str, compute_capability=None,
                  **options) -> Tuple[List[str], Optional[ArchChoice]]:
     """``build_argv`` plus what brainevent's pipeline adds to every build: its
-    ``include`` directory and XLA's FFI headers (``jax.ffi.include_dir()``), and,
-    for CUDA, its compute-capability pins and the nvcc this interpreter has.
+    ``include`` directory and XLA's FFI headers (``jax.ffi.include_dir()``), this
+    interpreter's site-packages (for its installed packs), and, for CUDA, its
+    compute-capability pins and the nvcc this interpreter has.
     Also the architecture chosen, for :func:`_build_and_load`."""
     arch = _resolve_arch(compute_capability) if flag_kind == "cuda" else None
     argv = build_argv(inputs, flag_kind=flag_kind, compute_capability=arch and arch.value,
                       cache_dir=_CACHE_DIR_OVERRIDE,
                       brainevent_include=_found("brainevent", _brainevent_include_dir),
                       xla_include=_found("xla", _xla_include_dir), **options)
-    return argv + (_nvcc_args() if flag_kind == "cuda" else []), arch
+    return argv + (_nvcc_args() if flag_kind == "cuda" else _site_args(cuda=False)), arch
 
 
 def _load_inline(name, sources, ext, flag_kind, functions, extra_flags, *, replace,

@@ -354,7 +354,8 @@ def test_brainevent_and_xla_include_dirs(rec, kernel_files, tmp_path, monkeypatc
 
 def test_cuda_loaders_name_this_interpreters_toolkit(rec, kernel_files, tmp_path, monkeypatch):
     """bekc looks for a pip CUDA toolkit where this interpreter would import
-    ``nvidia`` from (docs/cli.md, "Which nvcc"); C++ builds need no nvcc."""
+    ``nvidia`` from (docs/cli.md, "Which nvcc"), and every load names this
+    interpreter's site-packages for its installed packs."""
     purelib = sysconfig.get_paths()["purelib"]
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
@@ -362,7 +363,9 @@ def test_cuda_loaders_name_this_interpreters_toolkit(rec, kernel_files, tmp_path
     want = sorted({f"--python-site={purelib}", f"--python-site={sysconfig.get_paths()['platlib']}"})
     assert sorted(opts(rec.argv(bekc.load_cuda_inline, "m", NOOP_EXPORT), "--python-site")) == want
     assert sorted(opts(rec.argv(bekc.load_cuda_file, kernel_files / "k.cu"), "--python-site")) == want
-    assert not opts(rec.argv(bekc.load_cpp_inline, "m", NOOP_EXPORT), "--python-site")
+    # C++ builds need no nvcc, but every load names the site-packages, whose
+    # bekc_packs/ hold the installed packs (docs/cache.md, "Installed packs").
+    assert sorted(opts(rec.argv(bekc.load_cpp_inline, "m", NOOP_EXPORT), "--python-site")) == want
     # With the nvidia namespace package importable (the wheels' layout), its
     # directories: every one that holds it, as brainevent's find_spec sees them.
     for site in ("a", "b"):

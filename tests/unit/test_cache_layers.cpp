@@ -15,6 +15,7 @@
 #include "../helpers/temp_dir.hpp"
 #include "store/cache.hpp"
 #include "store/cache_layers.hpp"
+#include "util/version.hpp"
 
 using namespace bekc;
 using test::env_of;
@@ -196,4 +197,61 @@ TEST_CASE("layers: a cache this user can write stays the own cache", "[cache][la
     CHECK_FALSE(own->demoted);
     CHECK_FALSE(read_only_here(tmp / "c"));
     CHECK_FALSE(read_only_here(tmp / "missing"));
+}
+
+namespace {
+
+// A cache at `dir` whose marker has a "pack" object of `name` made by
+// bekc `bekc_version`.
+void write_installed_pack(const fs::path& dir, const std::string& name,
+                          const std::string& bekc_version) {
+    test::write_file(dir / "bekc-cache.json", R"({"bekc_cache": 1, "pack": {"name": ")" + name +
+                                                  R"(", "version": "1.0", "bekc_version": ")" +
+                                                  bekc_version +
+                                                  R"(", "cuda": "", "archs": [], "modules": []}})");
+}
+
+}  // namespace
+
+TEST_CASE("layers: installed packs of the Python sites come after the caches named",
+          "[cache][layers]") {
+    test::TempDir tmp;
+    fs::path site = tmp / "site", venv_site = tmp / "venv/lib/python3.12/site-packages";
+    write_installed_pack(site / "bekc_packs/b", "b", kVersion);
+    write_installed_pack(site / "bekc_packs/a", "a", kVersion);
+    write_installed_pack(site / "bekc_packs/old", "old", "0.0.1");
+    write_installed_pack(site / "bekc_packs/~gone", "gone", kVersion);  // pip's leftover
+    test::write_file(site / "bekc_packs/plain/bekc-cache.json", R"({"bekc_cache": 1})");
+    write_installed_pack(venv_site / "bekc_packs/c", "c", kVersion);
+    REQUIRE(Cache(tmp / "team").ensure_created().has_value());
+    auto env = env_of({{"VIRTUAL_ENV", (tmp / "venv").string()}});
+
+    // --python-site's relative directory is taken from the working directory.
+    auto layers = resolve_cache_layers((tmp / "own").string(), "team", env, tmp.path(), {"site"});
+    REQUIRE(layers.has_value());
+    CHECK(layers->read_only == std::vector<fs::path>{tmp / "team", site / "bekc_packs/a",
+                                                     site / "bekc_packs/b",
+                                                     venv_site / "bekc_packs/c"});
+    REQUIRE(layers->packs.size() == 3);
+    CHECK(layers->packs[0].info.name == "a");
+    CHECK(layers->packs[2].dir == venv_site / "bekc_packs/c");
+    std::vector<std::string> skipped;
+    for (const auto& s : layers->skipped) skipped.push_back(s.message());
+    CHECK(skipped ==
+          std::vector<std::string>{
+              "installed pack " + (site / "bekc_packs/old").string() +
+                  " skipped: it was made by bekc 0.0.1 and this is bekc " + kVersion +
+                  ", whose keys none of its entries can match; install the pack's release for "
+                  "bekc " +
+                  kVersion,
+              "installed pack " + (site / "bekc_packs/plain").string() +
+                  " skipped: its bekc-cache.json has no \"pack\" object",
+          });
+
+    // A pack also named as a read-only cache is looked in once, where it is named.
+    auto named = resolve_cache_layers((tmp / "own").string(), "site/bekc_packs/b", env, tmp.path(),
+                                      {"site"});
+    REQUIRE(named.has_value());
+    CHECK(named->read_only == std::vector<fs::path>{site / "bekc_packs/b", site / "bekc_packs/a",
+                                                    venv_site / "bekc_packs/c"});
 }
