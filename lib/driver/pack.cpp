@@ -1,5 +1,6 @@
 #include "driver/pack.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <set>
 
@@ -12,8 +13,11 @@
 #include "plan/target.hpp"
 #include "store/cache_export.hpp"
 #include "store/layout.hpp"
+#include "store/pack_archive.hpp"
+#include "store/pack_marker.hpp"
 #include "store/size.hpp"
 #include "store/target_file.hpp"
+#include "toolchain/machine.hpp"
 #include "toolchain/nvcc_search.hpp"
 #include "toolchain/tool_versions.hpp"
 #include "util/error.hpp"
@@ -149,13 +153,44 @@ nlohmann::json pack_info(const PackOptions& o, const std::vector<Packed>& packed
 void check_options(const PackOptions& o) {
     if (o.sources.empty()) fatal(Error::make(ErrorKind::Usage, "name what to pack"));
     if (o.output.empty()) fatal(Error::make(ErrorKind::Usage, "-o is required"));
-    if (o.format != "dir")
-        fatal(Error::make(ErrorKind::Usage, "--format " + o.format + ": use dir"));
-    for (char c : o.name)
-        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_')
-            fatal(Error::make(ErrorKind::Usage,
-                              "--name '" + o.name + "': use letters, digits and '_' only"));
-    if (o.name.empty()) fatal(Error::make(ErrorKind::Usage, "--name is empty"));
+    if (o.format != "dir" && o.format != "tar" && o.format != "wheel")
+        fatal(Error::make(ErrorKind::Usage, "--format " + o.format + ": use dir, tar or wheel"));
+    if (std::string problem = pack_name_problem(o.name); !problem.empty())
+        fatal(Error::make(ErrorKind::Usage, "--name '" + o.name + "': " + problem));
+    if (o.format == "wheel")
+        if (std::string problem = wheel_version_problem(o.version); !problem.empty())
+            fatal(Error::make(ErrorKind::Usage, "--version '" + o.version + "': " + problem));
+}
+
+// The finished pack at `staging` as -o asks: the directory renamed, or a
+// tarball or a wheel written from it (store/pack_archive.hpp) and the
+// directory removed. Returns what was written.
+fs::path deliver_pack(const PackOptions& o, const fs::path& staging, const fs::path& out,
+                      BuildContext& ctx) {
+    std::error_code ec;
+    if (o.format == "dir") {
+        fs::rename(staging, out, ec);
+        if (ec)
+            fatal(Error::make(ErrorKind::Cache, "cannot rename " + staging.string() + " to " +
+                                                    out.string() + ": " + ec.message()));
+        return out;
+    }
+    std::expected<fs::path, Error> written;
+    if (o.format == "tar") {
+        auto tar = resolve_named("tar", ctx.tools);
+        if (!tar) fatal(Error::make(ErrorKind::Toolchain, "--format tar needs tar on PATH"));
+        written = write_pack_tarball(staging, out, ctx.runner, *tar);
+    } else {
+        // The builder's C library is the oldest the pack's libraries run with.
+        MachineTarget host = host_target();
+        std::string glibc = host.glibc;
+        std::replace(glibc.begin(), glibc.end(), '.', '_');
+        fs::create_directories(out, ec);
+        written = write_pack_wheel(
+            staging, {o.name, o.version, "manylinux_" + glibc + "_" + host.machine}, out);
+    }
+    fs::remove_all(staging, ec);
+    return or_fatal(std::move(written));
 }
 
 }  // namespace
@@ -191,13 +226,15 @@ int run_pack(const PackOptions& o, BuildContext& ctx) {
     const fs::path cache_root = or_fatal(resolve_cache_root(o.cache_dir, ctx.env));
     const fs::path out = fs::absolute(o.output).lexically_normal();
     std::error_code ec;
-    if (fs::exists(fs::symlink_status(out, ec)))
+    if (o.format != "wheel" && fs::exists(fs::symlink_status(out, ec)))
         fatal(Error::at(ErrorKind::Usage, out.string(), 0,
                         "exists already; remove it or choose another -o"));
+    if (o.format == "wheel") fs::create_directories(out, ec);
     std::vector<Packed> packed = collect(o, cache_root, ctx);
     if (packed.empty()) fatal(Error::make(ErrorKind::Usage, "the sources gave nothing to pack"));
     // Built beside -o under a temporary name, renamed whole when complete.
-    const fs::path staging = out.string() + ".tmp." + unique_suffix();
+    const fs::path staging =
+        (o.format == "wheel" ? out / o.name : out).string() + ".tmp." + unique_suffix();
     Cache pack(staging);
     for (const auto& p : packed)
         if (auto copied = copy_build(Cache(p.from, {}, CacheAccess::ReadOnly), pack, p.build);
@@ -208,17 +245,14 @@ int run_pack(const PackOptions& o, BuildContext& ctx) {
     nlohmann::json info = pack_info(o, packed, pack);
     or_fatal(pack.store_pack_info(info));
     uint64_t bytes = pack.stats() ? pack.stats()->bytes : 0;
-    fs::rename(staging, out, ec);
-    if (ec)
-        fatal(Error::make(ErrorKind::Cache, "cannot rename " + staging.string() + " to " +
-                                                out.string() + ": " + ec.message()));
+    const fs::path written = deliver_pack(o, staging, out, ctx);
     if (!o.quiet)
         std::fprintf(stderr, "bekc: pack %s %s: %zu modules for %s, %s in %s\n", o.name.c_str(),
                      o.version.c_str(), info["modules"].size(),
                      info["archs"].empty() ? "the host" : info["archs"].dump().c_str(),
-                     format_size(bytes).c_str(), out.c_str());
+                     format_size(bytes).c_str(), written.c_str());
     if (o.json)
-        std::puts(dump_json(nlohmann::json{{"pack", out.string()}, {"info", info}}).c_str());
+        std::puts(dump_json(nlohmann::json{{"pack", written.string()}, {"info", info}}).c_str());
     return kExitOk;
 }
 

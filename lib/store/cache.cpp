@@ -392,14 +392,6 @@ std::expected<SizeLimit, Error> Cache::size_limit(const EnvLookup& env) const {
     return SizeLimit{kDefaultMaxCacheSize, "default"};
 }
 
-std::optional<nlohmann::json> Cache::pack_info() const {
-    auto marker = read_marker(dir());
-    if (!marker.is_object()) return std::nullopt;
-    auto it = marker.find("pack");
-    if (it == marker.end() || !it->is_object()) return std::nullopt;
-    return *it;
-}
-
 std::expected<void, Error> Cache::store_pack_info(const nlohmann::json& info) const {
     if (auto made = ensure_created(); !made) return made;
     auto marker = read_marker(dir());

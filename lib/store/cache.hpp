@@ -212,9 +212,8 @@ class Cache {
     // default. The error is a bad value, naming where it came from.
     std::expected<SizeLimit, Error> size_limit(const EnvLookup& env) const;
     std::expected<void, Error> store_size_limit(uint64_t bytes) const;
-    // A pack's description in the marker (driver/pack.hpp, store/cache_export.hpp):
-    // nullopt for a cache that is not a pack.
-    std::optional<nlohmann::json> pack_info() const;
+    // Writes a pack's description into the marker (driver/pack.hpp;
+    // store/pack_marker.hpp reads it).
     std::expected<void, Error> store_pack_info(const nlohmann::json& info) const;
     // After publishing `entry`: keeps the cache under `limit`, amortised (a
     // full count at most every few publishes, or when the estimate passes the

@@ -141,3 +141,55 @@ def test_bad_pack_arguments_are_errors(bekc_path, tmp_path):
     assert "not a package directory, a recording of loads or a bekc cache" in r.stderr
     r = pack(bekc_path, tmp_path, "-o", tmp_path / "new", "--name", "a-b", env=env)
     assert r.returncode == 2 and "--name 'a-b'" in r.stderr
+
+
+def test_an_installed_pack_wheel_serves_the_python_loaders_with_no_compiler(bekc_path, hidden,
+                                                                            tmp_path):
+    """pip installs the wheel into an environment's site-packages; that
+    environment's loads are then hits from it, with no set-up."""
+    src = tmp_path / "k.cpp"
+    src.write_text(add_value_cpp("add_seven", value="7.0f"))
+    script = f"import bekc; print(bekc.load_cpp_file({str(src)!r}))\n"
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
+    (site,) = venv.glob("lib/python3*/site-packages")
+    import sysconfig
+    env = {"HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
+           "BEKC": str(bekc_path), "JAX_PLATFORMS": "cpu",
+           "PYTHONPATH": os.pathsep.join([str(REPO / "python"),
+                                          sysconfig.get_paths()["purelib"]])}
+    built = subprocess.run([venv / "bin" / "python", "-c", script], capture_output=True,
+                           text=True, env=dict(env, BEKC_CACHE_DIR=str(tmp_path / "c")))
+    assert built.returncode == 0, built.stderr
+    made = pack(bekc_path, tmp_path / "c", "-o", tmp_path / "dist", "--format", "wheel",
+                "--name", "demo", "--version", "1.0", env=env)
+    assert made.returncode == 0, made.stderr
+    (wheel,) = (tmp_path / "dist").glob("bekc_pack_demo-1.0-py3-none-manylinux_*.whl")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
+                    "--target", site, wheel], check=True)
+    r = hidden([venv / "bin" / "python", "-c", script],
+               dict(env, BEKC_CACHE_DIR=str(tmp_path / "user")))
+    assert r.returncode == 0, r.stderr
+    assert "Module" in r.stdout or "demo" in r.stdout or r.stdout.strip()
+    assert not (tmp_path / "user" / "entries").exists()
+    # And bekc cache packs lists it.
+    listed = subprocess.run([str(bekc_path), "cache", "packs", "--python-site", site, "--json"],
+                            capture_output=True, text=True, env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert any((p.get("pack") or {}).get("name") == "demo" for p in json.loads(listed.stdout))
+
+
+def test_a_pack_tarball_unpacks_to_a_pack(bekc_path, tmp_path):
+    src = tmp_path / "k.cpp"
+    src.write_text(add_value_cpp("add_one"))
+    env = {"HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+    subprocess.run([str(bekc_path), "build", src, "-O0", "--cache-dir", tmp_path / "c"],
+                   check=True, capture_output=True, env=env)
+    made = pack(bekc_path, tmp_path / "c", "-o", tmp_path / "p.tar.gz", "--format", "tar",
+                "--name", "demo", env=env)
+    assert made.returncode == 0, made.stderr
+    subprocess.run(["tar", "xzf", tmp_path / "p.tar.gz", "-C", tmp_path], check=True)
+    r = subprocess.run([str(bekc_path), "build", src, "-O0", "--cache-dir", tmp_path / "own",
+                        "--read-only-caches", tmp_path / "demo", "--json"],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and json.loads(r.stdout)["layer"] == str(tmp_path / "demo"), r.stderr

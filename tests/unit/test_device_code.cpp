@@ -27,7 +27,7 @@ void put(std::string& out, uint64_t at, uint64_t value, unsigned width) {
     for (unsigned i = 0; i < width; ++i) out[at + i] = static_cast<char>(value >> (8 * i));
 }
 
-struct Entry {
+struct FatEntry {
     uint64_t kind = kCubin;
     uint64_t arch = 80;
     uint64_t flags = kPlain;
@@ -35,7 +35,7 @@ struct Entry {
     uint64_t header_size = 0x40;
 };
 
-std::string entry(const Entry& e) {
+std::string entry(const FatEntry& e) {
     std::string out(e.header_size + e.payload, 'x');
     put(out, 0, e.kind, 2);
     put(out, 2, 0x101, 2);
@@ -46,7 +46,7 @@ std::string entry(const Entry& e) {
     return out;
 }
 
-std::string container(const std::vector<Entry>& entries, uint64_t version = 1) {
+std::string container(const std::vector<FatEntry>& entries, uint64_t version = 1) {
     std::string body;
     for (const auto& e : entries) body += entry(e);
     std::string out;
@@ -242,10 +242,10 @@ TEST_CASE("malformed fat binary headers are errors", "[device_code]") {
 }
 
 TEST_CASE("more fat binary entries than the limit are refused", "[device_code]") {
-    const std::vector<Entry> entries(kMaxFatbinEntries + 1, Entry{kCubin, 80, kPlain, 0});
+    const std::vector<FatEntry> entries(kMaxFatbinEntries + 1, FatEntry{kCubin, 80, kPlain, 0});
     CHECK_THAT(parse_error(fatbin_elf(container(entries))),
                Catch::Contains("more than " + std::to_string(kMaxFatbinEntries) + " entries"));
-    const std::vector<Entry> at_limit(kMaxFatbinEntries, Entry{kCubin, 80, kPlain, 0});
+    const std::vector<FatEntry> at_limit(kMaxFatbinEntries, FatEntry{kCubin, 80, kPlain, 0});
     CHECK(sm(parse_ok(fatbin_elf(container(at_limit))).sass) == std::vector<std::string>{"sm_80"});
 }
 
