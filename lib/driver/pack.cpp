@@ -246,11 +246,13 @@ int run_pack(const PackOptions& o, BuildContext& ctx) {
     or_fatal(pack.store_pack_info(info));
     uint64_t bytes = pack.stats() ? pack.stats()->bytes : 0;
     const fs::path written = deliver_pack(o, staging, out, ctx);
+    std::string archs;
+    for (const auto& a : info["archs"]) archs += (archs.empty() ? "" : ",") + a.get<std::string>();
     if (!o.quiet)
         std::fprintf(stderr, "bekc: pack %s %s: %zu modules for %s, %s in %s\n", o.name.c_str(),
                      o.version.c_str(), info["modules"].size(),
-                     info["archs"].empty() ? "the host" : info["archs"].dump().c_str(),
-                     format_size(bytes).c_str(), written.c_str());
+                     archs.empty() ? "the host" : archs.c_str(), format_size(bytes).c_str(),
+                     written.c_str());
     if (o.json)
         std::puts(dump_json(nlohmann::json{{"pack", written.string()}, {"info", info}}).c_str());
     return kExitOk;
