@@ -14,6 +14,9 @@
 # compiles need, stays). Each suite run is compared with the recorded run of
 # brainevent's pipeline (BEKC_SUITE_REFERENCE) where there is one; the own
 # cache's counters show the loads served and that none missed.
+# Settings: DIRS (the suite's folders, default all), SHARD (K/N), PACKS
+# ("030 021"), PACK_CACHE (the cache the packs build in; default a fresh one
+# each), ARCHS, WORKERS, SUITE_LIMIT.
 # BEKC: the bekc binary (libbekc_lookup.so beside it). PREBUILD_021: brainevent
 # 0.2.1's package directory (an unpacked wheel).
 set -uo pipefail
@@ -56,12 +59,15 @@ stats() {  # the own cache's counters after a run
   "$BEKC" cache stats --cache-dir "$1" 2>&1 | sed -n '1,12p'
 }
 
-suite() {  # suite RESULTS [extra env...]: brainevent_suite.sh's bekc run
+# suite RESULTS [VAR=VALUE...]: brainevent_suite.sh's bekc run of $DIRS (all
+# of the release's CUDA folders when empty), shard $SHARD (K/N; the first
+# starts from empty results and caches, the others add to them).
+suite() {
   local results=$1; shift
-  rm -rf "$results"
-  env "$@" BEKC_SUITE_RESULTS="$results" BEKC_SUITE_REFERENCE="$REF" \
+  [[ ${SHARD:-1/1} == 1/* ]] && rm -rf "$results"
+  env "$@" BEKC_SUITE_RESULTS="$results" BEKC_SUITE_REFERENCE="$REF" BEKC_SUITE_SHARD=${SHARD:-1/1} \
     BEKC_SUITE_WORKERS=$WORKERS BEKC_SUITE_DIST=load BEKC_SUITE_LIMIT=$SUITE_LIMIT \
-    bash tests/gpu/brainevent_suite.sh bekc
+    bash tests/gpu/brainevent_suite.sh bekc ${DIRS:-}
 }
 
 case $PHASE in
@@ -69,20 +75,20 @@ case $PHASE in
     rm -f "$STATE/rec-030.jsonl"
     suite "$STATE/suite-record" BEKC_SUITE_PREBUILD=1 BEKC_RECORD="$STATE/rec-030.jsonl" | tail -4
     echo "recorded loads: $(wc -l < "$STATE/rec-030.jsonl") lines, $(sort -u "$STATE/rec-030.jsonl" | wc -l) distinct"
-    for rel in 030 021; do
+    for rel in ${PACKS:-030 021}; do
       src=("$BE" "$STATE/rec-030.jsonl")
       [[ $rel == 021 ]] && src=("${PREBUILD_021:?PREBUILD_021: the 0.2.1 package directory}")
       rm -rf "$STATE/pack-$rel" "$STATE/pack-cache-$rel"
       t0=$EPOCHREALTIME
       "$BEKC" pack "${src[@]}" -o "$STATE/pack-$rel" --name "brainevent_$rel" --arch "$ARCHS" \
-        -j "$(nproc)" --cache-dir "$STATE/pack-cache-$rel" > "$STATE/pack-$rel.log" 2>&1
+        -j "$(nproc)" --cache-dir "${PACK_CACHE:-$STATE/pack-cache-$rel}" > "$STATE/pack-$rel.log" 2>&1
       rc=$?
       echo "pack $rel: exit $rc, $(awk "BEGIN{printf \"%.1f\", $EPOCHREALTIME - $t0}") s at -j $(nproc), $(du -sh "$STATE/pack-$rel" 2>/dev/null | cut -f1): $(tail -1 "$STATE/pack-$rel.log")"
     done
     ;;
   hidden|hidden021)
     rel=030; [[ $PHASE == hidden021 ]] && rel=021
-    rm -rf /tmp/bekc-suite-bekc
+    [[ ${SHARD:-1/1} == 1/* ]] && rm -rf /tmp/bekc-suite-bekc
     t0=$EPOCHREALTIME
     without_nvcc env BEKC_READ_ONLY_CACHES="$STATE/pack-$rel" bash "$0" "_suite$rel" | tail -6
     echo "suite from the pack alone: $(awk "BEGIN{printf \"%.1f\", $EPOCHREALTIME - $t0}") s"
