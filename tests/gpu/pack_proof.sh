@@ -15,7 +15,8 @@
 # brainevent's pipeline (BEKC_SUITE_REFERENCE) where there is one; the own
 # cache's counters show the loads served and that none missed.
 # Settings: DIRS (the suite's folders, default all), SHARD (K/N), PACKS
-# ("030 021"), PACK_CACHE (the cache the packs build in; default a fresh one
+# ("030 021"), EXTRA_RECORDINGS (more recordings for 0.3.0's pack),
+# RECORD_PREBUILD (0: the recording run skips the prebuild), PACK_CACHE (the cache the packs build in; default a fresh one
 # each), ARCHS, WORKERS, SUITE_LIMIT.
 # BEKC: the bekc binary (libbekc_lookup.so beside it). PREBUILD_021: brainevent
 # 0.2.1's package directory (an unpacked wheel).
@@ -73,10 +74,11 @@ suite() {
 case $PHASE in
   record)
     rm -f "$STATE/rec-030.jsonl"
-    suite "$STATE/suite-record" BEKC_SUITE_PREBUILD=1 BEKC_RECORD="$STATE/rec-030.jsonl" | tail -4
+    suite "$STATE/suite-record" BEKC_SUITE_PREBUILD=${RECORD_PREBUILD:-1} \
+      BEKC_RECORD="$STATE/rec-030.jsonl" | tail -4
     echo "recorded loads: $(wc -l < "$STATE/rec-030.jsonl") lines, $(sort -u "$STATE/rec-030.jsonl" | wc -l) distinct"
     for rel in ${PACKS:-030 021}; do
-      src=("$BE" "$STATE/rec-030.jsonl")
+      src=("$BE" "$STATE/rec-030.jsonl" ${EXTRA_RECORDINGS:-})
       [[ $rel == 021 ]] && src=("${PREBUILD_021:?PREBUILD_021: the 0.2.1 package directory}")
       rm -rf "$STATE/pack-$rel" "$STATE/pack-cache-$rel"
       t0=$EPOCHREALTIME
