@@ -25,7 +25,8 @@ Action add_pack_command(CLI::App& app) {
     cmd->add_option("--arch", o->arch,
                     "Architectures, as bekc build's --arch; default: every one nvcc lists that "
                     "JAX supports, plus PTX of the newest");
-    cmd->add_option("--name", o->name, "The pack's name (default: -o's file name)");
+    cmd->add_option("--name", o->name,
+                    "The pack's name (default: -o's file name, '_' for what a name cannot hold)");
     cmd->add_option("--version", o->version, "The pack's version (default: 0)");
     cmd->add_option("--cache-dir", o->cache_dir, "The cache the modules are built into");
     cmd->add_option("-j,--jobs", o->jobs, "Parallel compiles (default: one per core)");
@@ -35,7 +36,7 @@ Action add_pack_command(CLI::App& app) {
     return [o] {
         Settings settings = load_settings_or_exit(o->cache_dir, o->quiet);
         PackOptions options = *o;
-        if (options.name.empty()) options.name = fs::path(options.output).stem().string();
+        if (options.name.empty()) options.name = default_pack_name(options.output);
         ProcessRunner runner;
         BuildContext context{runner};
         context.env = settings.lookup();

@@ -195,6 +195,14 @@ fs::path deliver_pack(const PackOptions& o, const fs::path& staging, const fs::p
 
 }  // namespace
 
+std::string default_pack_name(const std::string& output) {
+    std::string name = fs::path(output).filename().string();
+    name = name.substr(0, name.find('.'));
+    for (char& c : name)
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
+    return name.empty() ? "pack" : name;
+}
+
 std::string pack_archs_from(const std::string& list_gpu_code) {
     std::vector<std::string> names;
     size_t at = 0;

@@ -38,6 +38,11 @@ std::string default_pack_archs(const Tool& nvcc, Runner& runner);
 // Pure: the default list from `nvcc --list-gpu-code`'s output.
 std::string pack_archs_from(const std::string& list_gpu_code);
 
+// The name of a pack written to `output` when --name is not given: its file
+// name up to the first '.', each character a pack's name cannot hold
+// (store/pack_marker.hpp) made '_' ("be-kernels.tar.gz" -> "be_kernels").
+std::string default_pack_name(const std::string& output);
+
 // Runs the whole pack; returns the exit code.
 int run_pack(const PackOptions& options, BuildContext& ctx);
 

@@ -193,3 +193,15 @@ def test_a_pack_tarball_unpacks_to_a_pack(bekc_path, tmp_path):
                         "--read-only-caches", tmp_path / "demo", "--json"],
                        capture_output=True, text=True, env=env)
     assert r.returncode == 0 and json.loads(r.stdout)["layer"] == str(tmp_path / "demo"), r.stderr
+
+
+def test_a_packs_default_name_comes_from_its_file_name(bekc_path, tmp_path):
+    src = tmp_path / "k.cpp"
+    src.write_text(add_value_cpp("add_one"))
+    env = {"HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+    subprocess.run([str(bekc_path), "build", src, "-O0", "--cache-dir", tmp_path / "c"],
+                   check=True, capture_output=True, env=env)
+    made = pack(bekc_path, tmp_path / "c", "-o", tmp_path / "be-kernels-1.tar.gz", "--format",
+                "tar", "--json", env=env)
+    assert made.returncode == 0, made.stderr
+    assert json.loads(made.stdout.strip().splitlines()[-1])["info"]["name"] == "be_kernels_1"
