@@ -249,8 +249,8 @@ int run_command(int argc, char** argv) {
     add(add_cache_command);
     add(add_doctor_command);
     add(add_config_command);
-    add(add_pack_command);
     add(add_replay_command);
+    add(add_pack_command);
 
     try {
         std::vector<std::string> args = checked_args(app, argc, argv);

@@ -55,6 +55,10 @@ LocalLookup find_local_or_portable(Cache& cache, const PlannedBuild& planned, co
                                    const BuildOptions& o, BuildContext& ctx, const Reporter& report,
                                    bool repair) {
     LocalLookup local = find_local(cache, planned.direct_key, in, o.force, report, repair);
+    // A hit of the own cache uses its portable record too, for the size
+    // limit's least-recently-used order: a module hit every day keeps it.
+    if (local.entry && local.layer.empty() && is_valid_key(planned.portable_key))
+        cache.dir().touch(CacheLayout::portable_record(planned.portable_key), false);
     if (local.entry || o.force || in.read_only_caches.empty()) return local;
     PortableLookup p = find_portable(cache, planned.portable_key, in, o, false, ctx, report);
     if (!p.entry) return local;

@@ -26,8 +26,22 @@ struct Search {
     MachineTarget here;
     std::vector<Arch> asked;
     const Reporter& report;
+    const BuildOptions& o;
+    const BuildContext& ctx;
     std::string why_not;  // the first reason an entry did not fit
 };
+
+// Why the CUDA runtime a library links is not to be found here, or "".
+std::string cudart_problem(const LibraryTarget& t, const Search& s) {
+    if (!t.is_cuda() || t.cudart != "shared" ||
+        cudart_available(t.cuda, t.cudart_dir, s.o.python_sites, s.ctx.env))
+        return "";
+    const std::string major = t.cuda.substr(0, t.cuda.find('.'));
+    return "it links the shared CUDA runtime, libcudart.so." + major +
+           ", which is neither loaded nor installed here (pip's nvidia-cuda-runtime, which "
+           "JAX's CUDA " +
+           major + " wheels bring, or a CUDA " + major + " toolkit)";
+}
 
 // One cache's answer, in one pass (`sass_only`: see target_misfit). An
 // entry is checked whole (its seal holds target.json too) before its target
@@ -46,6 +60,7 @@ PortableLookup find_in(Cache& cache, Search& s, bool sass_only) {
         auto target = read_target(cache.dir(), CacheLayout::entry(key));
         std::string why =
             target ? target_misfit(*target, s.here, s.asked, sass_only) : target.error().message;
+        if (why.empty()) why = cudart_problem(*target, s);
         if (why.empty()) {
             taken = std::move(*target);
             out.entry = std::move(*e);
@@ -80,6 +95,8 @@ PortableLookup find_portable(Cache& own, const std::string& portable_key, const 
              machine_target(in.cache_root, ctx.runner, ctx.tools),
              asked_archs(o),
              report,
+             o,
+             ctx,
              {}};
     for (bool sass_only : {true, false}) {
         if (own_too)
@@ -107,6 +124,7 @@ LibraryTarget library_target(const BuildInputs& in, const fs::path& library) {
     t.nvcc_version = in.nvcc_version;
     t.cuda = cuda_release(in.nvcc_version);
     t.cudart = in.flags.cudart;
+    if (in.cudart_library) t.cudart_dir = in.cudart_library->parent_path().string();
     // What the fat binaries hold, whichever flags asked for it (--arch,
     // -gencode in --cuda-flag, NVCC_APPEND_FLAGS). A library that cannot be
     // read for it gets none: no hit without a compiler will take it.

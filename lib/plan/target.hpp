@@ -20,6 +20,9 @@ struct LibraryTarget {
     // ("shared": libcudart.so.<major> at load time; "static"), and the device
     // code its fat binaries hold.
     std::string cuda, cudart;
+    // "shared": the directory the builder's libcudart.so.<major> was in,
+    // which the library's RUNPATH names.
+    std::string cudart_dir;
     std::vector<Arch> sass, ptx;
     // Who built it, for -v: not checked.
     std::string nvcc_version, cxx_version;

@@ -257,12 +257,13 @@ std::expected<uint64_t, Error> CacheDir::append(const fs::path& rel,
     return end < 0 ? uint64_t{0} : static_cast<uint64_t>(end);
 }
 
-void CacheDir::touch(const fs::path& rel) const {
+void CacheDir::touch(const fs::path& rel, bool create) const {
     if (read_only()) return;
     auto parent = parent_of(rel, false);
     if (!parent) return;
     UniqueFd fd(::openat(parent->first.get(), parent->second.c_str(),
-                         O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0666));
+                         O_WRONLY | (create ? O_CREAT : 0) | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+                         0666));
     if (!fd.valid()) return;
     struct stat st;
     if (::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode)) ::futimens(fd.get(), nullptr);

@@ -74,7 +74,8 @@ class CacheDir {
     std::expected<uint64_t, Error> append(const fs::path& rel, std::string_view content) const;
     // Sets mtime to now, creating an empty file when missing. Best effort: a
     // read-only cache still serves hits. A link is left alone.
-    void touch(const fs::path& rel) const;
+    // `create` false: a missing file stays missing.
+    void touch(const fs::path& rel, bool create = true) const;
 
     // rename(2) within the cache; parents of `to` are created.
     std::expected<void, Error> rename(const fs::path& from, const fs::path& to) const;

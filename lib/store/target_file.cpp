@@ -46,6 +46,7 @@ std::string render_target(const LibraryTarget& t) {
                         {"glibc", t.glibc},
                         {"cuda", t.cuda},
                         {"cudart", t.cudart},
+                        {"cudart_dir", t.cudart_dir},
                         {"sass", arch_names(t.sass)},
                         {"ptx", arch_names(t.ptx)},
                         {"nvcc_version", t.nvcc_version},
@@ -66,6 +67,7 @@ std::expected<LibraryTarget, Error> parse_target(std::string_view text) {
     t.glibc = string_of(*j, "glibc", ok);
     t.cuda = string_of(*j, "cuda", ok);
     t.cudart = string_of(*j, "cudart", ok);
+    t.cudart_dir = string_of(*j, "cudart_dir", ok);
     t.nvcc_version = string_of(*j, "nvcc_version", ok);
     t.cxx_version = string_of(*j, "cxx_version", ok);
     auto sass = archs_of(j->value("sass", nlohmann::json()));

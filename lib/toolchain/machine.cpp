@@ -5,6 +5,7 @@
 #include <sys/utsname.h>
 
 #include "toolchain/gpu_detect.hpp"
+#include "util/text.hpp"
 
 namespace bekc {
 
@@ -24,7 +25,42 @@ int driver_cuda_version() {
     return version;
 }
 
+bool is_file(const fs::path& p) {
+    std::error_code ec;
+    return fs::is_regular_file(p, ec);
+}
+
 }  // namespace
+
+bool cudart_available(const std::string& cuda, const fs::path& builder_dir,
+                      const std::vector<std::string>& python_sites, const EnvLookup& env) {
+    const std::string major = cuda.substr(0, cuda.find('.'));
+    const std::string soname = "libcudart.so." + major;
+    if (!builder_dir.empty() && is_file(builder_dir / soname)) return true;
+    if (void* loaded = ::dlopen(soname.c_str(), RTLD_LAZY | RTLD_NOLOAD)) {
+        ::dlclose(loaded);
+        return true;
+    }
+    std::vector<fs::path> dirs;
+    std::error_code ec;
+    for (const auto& site : python_sites)
+        for (const auto& e : fs::directory_iterator(fs::path(site) / "nvidia", ec))
+            dirs.push_back(e.path() / "lib");
+    for (const auto& e : fs::directory_iterator("/usr/local", ec))
+        if (e.path().filename().string().starts_with("cuda")) {
+            dirs.push_back(e.path() / "lib64");
+            dirs.push_back(e.path() / "targets" / "x86_64-linux" / "lib");
+            dirs.push_back(e.path() / "targets" / "sbsa-linux" / "lib");
+        }
+    if (auto ld = env("LD_LIBRARY_PATH"))
+        for (const auto& d : split_nonempty(*ld, ":")) dirs.emplace_back(d);
+    for (const char* d : {"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64",
+                          "/usr/lib", "/lib64", "/lib"})
+        dirs.emplace_back(d);
+    for (const auto& d : dirs)
+        if (is_file(d / soname)) return true;
+    return false;
+}
 
 MachineTarget host_target() {
     MachineTarget m;

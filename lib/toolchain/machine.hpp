@@ -7,6 +7,7 @@
 #include "plan/target.hpp"
 #include "run/runner.hpp"
 #include "toolchain/tools.hpp"
+#include "util/env.hpp"
 #include "util/fs.hpp"
 
 namespace bekc {
@@ -18,5 +19,15 @@ MachineTarget host_target();
 // cache) and the driver's CUDA release (libcuda's cuDriverGetVersion, which
 // needs no GPU context).
 MachineTarget machine_target(const fs::path& cache_root, Runner& runner, const ToolLookup& tools);
+
+// Whether a library linked to the shared CUDA runtime of CUDA release
+// `cuda` ("13.0") finds a libcudart.so.<major> when it is loaded here: in
+// `builder_dir` (its RUNPATH), loaded already in this process (JAX's, for a
+// hit answered inside Python), in the `nvidia/*/lib` of a Python site (pip's
+// CUDA runtime wheels, which JAX loads), in a CUDA toolkit under
+// /usr/local, in $LD_LIBRARY_PATH or the system's library directories.
+// Looks only at files and at what is loaded; loads nothing.
+bool cudart_available(const std::string& cuda, const fs::path& builder_dir,
+                      const std::vector<std::string>& python_sites, const EnvLookup& env);
 
 }  // namespace bekc

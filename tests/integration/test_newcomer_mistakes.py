@@ -144,13 +144,13 @@ def test_missing_header_in_cpp_is_reported_at_the_users_line(bekc, kernels):
      "bekc: error: unknown option '--zzzzzz'\nRun 'bekc build --help' for its options.\n"),
     (["biuld", "x.cu"],
      "bekc: error: unknown command 'bekc biuld'; did you mean 'bekc build'?\n"
-     "The commands of bekc are build, inspect, cache, doctor, config and replay.\n"),
+     "The commands of bekc are build, inspect, cache, doctor, config, replay and pack.\n"),
     (["cache", "lss"],
      "bekc: error: unknown command 'bekc cache lss'; did you mean 'bekc cache ls'?\n"
-     "The commands of bekc cache are path, ls, clear, stats, prune, verify and max-size.\n"),
+     "The commands of bekc cache are path, ls, clear, stats, prune, verify, max-size and packs.\n"),
     ([],
      "bekc: error: bekc needs a command\nThe commands of bekc are build, inspect, cache, doctor, "
-     "config and replay; run 'bekc --help' for what each does.\n"),
+     "config, replay and pack; run 'bekc --help' for what each does.\n"),
     (["build"],
      "bekc: error: bekc build needs at least one input\n"
      "usage: bekc build [OPTIONS] INPUT...\n"

@@ -67,6 +67,16 @@ def pack(bekc_path, *args, env):
                           text=True, timeout=TIMEOUT_S, env=env)
 
 
+def built_cache(bekc_path, tmp_path):
+    """k.cpp built into tmp_path/c; (the source, the environment used)."""
+    src = tmp_path / "k.cpp"
+    src.write_text(add_value_cpp("add_one"))
+    env = {"HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+    subprocess.run([str(bekc_path), "build", src, "-O0", "--cache-dir", tmp_path / "c"],
+                   check=True, capture_output=True, env=env)
+    return src, env
+
+
 def test_a_pack_of_a_package_and_its_recorded_loads_serves_them_with_no_compiler(
         bekc_path, site, hidden, tmp_path):
     env = without_venv(site.parent, BEKC=str(bekc_path))
@@ -115,11 +125,7 @@ def test_a_pack_of_a_cache_takes_every_build_in_it(bekc_path, hidden, tmp_path):
 
 
 def test_a_changed_file_in_a_pack_is_never_served(bekc_path, hidden, tmp_path):
-    src = tmp_path / "k.cpp"
-    src.write_text(add_value_cpp("add_one"))
-    env = {"HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
-    subprocess.run([str(bekc_path), "build", src, "-O0", "--cache-dir", tmp_path / "c"],
-                   check=True, capture_output=True, env=env)
+    src, env = built_cache(bekc_path, tmp_path)
     assert pack(bekc_path, tmp_path / "c", "-o", tmp_path / "p", env=env).returncode == 0
     for name in ("target.json", "libk.so"):
         (f,) = (tmp_path / "p" / "entries").glob(f"*/*/{name}")
@@ -180,11 +186,7 @@ def test_an_installed_pack_wheel_serves_the_python_loaders_with_no_compiler(bekc
 
 
 def test_a_pack_tarball_unpacks_to_a_pack(bekc_path, tmp_path):
-    src = tmp_path / "k.cpp"
-    src.write_text(add_value_cpp("add_one"))
-    env = {"HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
-    subprocess.run([str(bekc_path), "build", src, "-O0", "--cache-dir", tmp_path / "c"],
-                   check=True, capture_output=True, env=env)
+    src, env = built_cache(bekc_path, tmp_path)
     made = pack(bekc_path, tmp_path / "c", "-o", tmp_path / "p.tar.gz", "--format", "tar",
                 "--name", "demo", env=env)
     assert made.returncode == 0, made.stderr
@@ -196,11 +198,7 @@ def test_a_pack_tarball_unpacks_to_a_pack(bekc_path, tmp_path):
 
 
 def test_a_packs_default_name_comes_from_its_file_name(bekc_path, tmp_path):
-    src = tmp_path / "k.cpp"
-    src.write_text(add_value_cpp("add_one"))
-    env = {"HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
-    subprocess.run([str(bekc_path), "build", src, "-O0", "--cache-dir", tmp_path / "c"],
-                   check=True, capture_output=True, env=env)
+    src, env = built_cache(bekc_path, tmp_path)
     made = pack(bekc_path, tmp_path / "c", "-o", tmp_path / "be-kernels-1.tar.gz", "--format",
                 "tar", "--json", env=env)
     assert made.returncode == 0, made.stderr

@@ -78,6 +78,15 @@ def _needs_nvcc():
         pytest.skip("nvcc is not installed here")
 
 
+def _cuda_runtime_site() -> Path:
+    """A site-packages holding pip's CUDA runtime (nvidia/cu13/lib/libcudart.so.13):
+    what a machine with JAX's CUDA wheels and no toolkit has."""
+    for site in sorted((REPO / ".venv-toolkit").glob("lib/python3*/site-packages")):
+        if list(site.glob("nvidia/*/lib/libcudart.so.*")):
+            return site
+    pytest.skip("no pip CUDA runtime in .venv-toolkit (scripts/setup.sh installs it)")
+
+
 def test_a_cpp_module_built_here_is_a_hit_with_no_compiler(bekc_path, hidden, tmp_path):
     src = tmp_path / "k.cpp"
     src.write_text(add_value_cpp("add_one"))
@@ -95,21 +104,31 @@ def test_a_cpp_module_built_here_is_a_hit_with_no_compiler(bekc_path, hidden, tm
 
 def test_a_cuda_module_is_a_hit_with_no_nvcc_for_the_archs_it_holds(bekc_path, hidden, tmp_path):
     _needs_nvcc()
+    site = _cuda_runtime_site()
     src = tmp_path / "k.cu"
     src.write_text(add_value_cu("add_one_gpu"))
     env = _env(tmp_path / "home")
     cache = tmp_path / "cache"
     built = _build(bekc_path, [src, FAST, "--arch", "sm_80,sm_90", "--cache-dir", cache], env)
+    # The toolkit is hidden with nvcc: the CUDA runtime the library links is
+    # pip's, in the Python site the loaders name.
+    runtime = ["--python-site", site]
     # Asked for by name: every arch asked must have its SASS in the library.
     for asked in ("sm_90", "sm_80,sm_90", "auto"):
         hit = _json(_hidden_build(hidden, bekc_path,
-                                  [src, FAST, "--arch", asked, "--cache-dir", cache], env))
+                                  [src, FAST, "--arch", asked, "--cache-dir", cache, *runtime],
+                                  env))
         assert hit["key"] == built["key"]
         assert "SASS sm_80,sm_90, PTX compute_90 (CUDA 13" in hit["checked"]
-    r = _hidden_build(hidden, bekc_path, [src, FAST, "--arch", "sm_100", "--cache-dir", cache],
-                      env)
+    r = _hidden_build(hidden, bekc_path,
+                      [src, FAST, "--arch", "sm_100", "--cache-dir", cache, *runtime], env)
     assert r.returncode == 3, r.stderr
     assert "no host C++ compiler found" in r.stderr and "sm_100 was asked for" in r.stderr
+    # No CUDA runtime anywhere: the library could not be loaded here.
+    r = _hidden_build(hidden, bekc_path, [src, FAST, "--arch", "sm_90", "--cache-dir", cache],
+                      env)
+    assert r.returncode == 3, r.stderr
+    assert "libcudart.so.13, which is neither loaded nor installed here" in r.stderr
 
 
 @pytest.mark.parametrize("change", ["source", "header", "flag", "option"])

@@ -69,9 +69,7 @@ struct PhaseRun {
           in(prepare_build(fixture.o, ctx)),
           planned(plan(in, fixture.o)) {}
 
-    LookUp look_up(Cache& cache) {
-        return bekc::look_up(in, f.o, planned, cache, ctx, report);
-    }
+    LookUp look_up(Cache& cache) { return bekc::look_up(in, f.o, planned, cache, ctx, report); }
     Executed execute(const Cache& cache) {
         Executed built = bekc::execute(in, f.o, planned.dir_name, cache, ctx);
         in.multiarch = built.multiarch;

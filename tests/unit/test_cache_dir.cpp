@@ -453,3 +453,16 @@ TEST_CASE("sealing refuses a link or a FIFO in the directory", "[cache]") {
     }
     CHECK_FALSE(fs::exists(f.tmp / "d" / "stamp.json"));
 }
+
+TEST_CASE("touch without create leaves a missing file missing and dates an existing one",
+          "[cachedir]") {
+    test::TempDir tmp;
+    CacheDir dir(tmp.path());
+    dir.touch("r/missing.json", false);
+    CHECK_FALSE(fs::exists(tmp.path() / "r" / "missing.json"));
+    REQUIRE(dir.write("r/there.json", "{}"));
+    const auto old = fs::file_time_type::clock::now() - std::chrono::hours(1);
+    fs::last_write_time(tmp.path() / "r" / "there.json", old);
+    dir.touch("r/there.json", false);
+    CHECK(fs::last_write_time(tmp.path() / "r" / "there.json") > old);
+}
