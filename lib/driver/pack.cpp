@@ -243,6 +243,14 @@ int run_pack(const PackOptions& o, BuildContext& ctx) {
     // Built beside -o under a temporary name, renamed whole when complete.
     const fs::path staging =
         (o.format == "wheel" ? out / o.name : out).string() + ".tmp." + unique_suffix();
+    // A pack cut short leaves nothing beside -o (the directory is bekc's own).
+    struct Discard {
+        const fs::path& dir;
+        ~Discard() {
+            std::error_code ignored;
+            fs::remove_all(dir, ignored);
+        }
+    } discard{staging};
     Cache pack(staging);
     for (const auto& p : packed)
         if (auto copied = copy_build(Cache(p.from, {}, CacheAccess::ReadOnly), pack, p.build);

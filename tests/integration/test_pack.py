@@ -203,3 +203,14 @@ def test_a_packs_default_name_comes_from_its_file_name(bekc_path, tmp_path):
                 "tar", "--json", env=env)
     assert made.returncode == 0, made.stderr
     assert json.loads(made.stdout.strip().splitlines()[-1])["info"]["name"] == "be_kernels_1"
+
+
+def test_a_pack_that_fails_leaves_nothing_beside_its_output(bekc_path, tmp_path):
+    src, env = built_cache(bekc_path, tmp_path)
+    # An entry holding a link: not copied (no link is followed), and the pack fails.
+    (library,) = (tmp_path / "c" / "entries").glob("*/*/libk.so")
+    library.unlink()
+    library.symlink_to("/etc/hostname")
+    r = pack(bekc_path, tmp_path / "c", "-o", tmp_path / "p", env=env)
+    assert r.returncode != 0 and "not a regular file" in r.stderr, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("p")) == []
