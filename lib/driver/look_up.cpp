@@ -10,15 +10,6 @@ namespace bekc {
 
 namespace {
 
-// --remote-cache (or $BEKC_REMOTE_CACHE), when one is configured.
-std::optional<RemoteCache> remote_cache(const BuildOptions& o, BuildContext& ctx,
-                                        const Reporter& report) {
-    auto config = remote_config(o.remote_cache, o.remote_read_only, ctx.env);
-    if (!config) return std::nullopt;
-    return RemoteCache(
-        *config, [report](const std::string& m) { report.warn(m); }, ctx.runner, ctx.tools);
-}
-
 // One cache's answer.
 LocalLookup find_in(Cache& cache, const std::string& direct_key, const BaseDir& base,
                     const Reporter& report, bool repair) {
@@ -49,6 +40,14 @@ LocalLookup find_local(Cache& cache, const std::string& direct_key, const BuildI
         return found;
     }
     return own;
+}
+
+std::optional<RemoteCache> open_remote_cache(const BuildOptions& o, BuildContext& ctx,
+                                             const Reporter& report) {
+    auto config = remote_config(o.remote_cache, o.remote_read_only, ctx.env);
+    if (!config) return std::nullopt;
+    return RemoteCache(
+        *config, [report](const std::string& m) { report.warn(m); }, ctx.runner, ctx.tools);
 }
 
 LocalLookup find_local_or_portable(Cache& cache, const PlannedBuild& planned, const BuildInputs& in,
@@ -94,7 +93,7 @@ LookUp look_up(const BuildInputs& in, const BuildOptions& o, const PlannedBuild&
         return found;
     }
     found.miss_reason = local.miss_reason;
-    found.remote = remote_cache(o, ctx, report);
+    found.remote = open_remote_cache(o, ctx, report);
     if (found.remote && !o.force) {
         if (auto e = found.remote->fetch(cache, direct_key, in.base)) {
             found.miss_reason = "local miss, remote hit";

@@ -45,6 +45,10 @@ struct LocalLookup {
 LocalLookup find_local(Cache& cache, const std::string& direct_key, const BuildInputs& in,
                        bool force, const Reporter& report, bool repair = true);
 
+// --remote-cache (or $BEKC_REMOTE_CACHE), when one is configured.
+std::optional<RemoteCache> open_remote_cache(const BuildOptions& o, BuildContext& ctx,
+                                             const Reporter& report);
+
 // With --force nothing is found, locally or remotely, but the lock is taken.
 // A corrupt entry is a miss with a warning; a lock not obtained is fatal.
 // With read-only caches, a direct miss looks the portable key up in them

@@ -4,6 +4,7 @@
 
 #include "driver/fatal.hpp"
 #include "driver/keys.hpp"
+#include "driver/look_up.hpp"
 #include "store/target_file.hpp"
 #include "toolchain/device_code.hpp"
 #include "toolchain/machine.hpp"
@@ -27,7 +28,7 @@ struct Search {
     std::vector<Arch> asked;
     const Reporter& report;
     const BuildOptions& o;
-    const BuildContext& ctx;
+    BuildContext& ctx;
     std::string why_not;  // the first reason an entry did not fit
 };
 
@@ -41,6 +42,15 @@ std::string cudart_problem(const LibraryTarget& t, const Search& s) {
            ", which is neither loaded nor installed here (pip's nvidia-cuda-runtime, which "
            "JAX's CUDA " +
            major + " wheels bring, or a CUDA " + major + " toolkit)";
+}
+
+// What a hit checked: the library's target, and this machine.
+std::string describe_hit(const LibraryTarget& t, const Search& s) {
+    return describe_target(t) + ", built by " +
+           (t.nvcc_version.empty() ? t.cxx_version : t.nvcc_version) +
+           "; this machine: " + s.here.machine + ", glibc " + s.here.glibc +
+           (s.here.gpus.empty() ? ", no GPU (" + s.here.gpus_how + ")"
+                                : ", GPUs " + arch_list_string(s.here.gpus));
 }
 
 // One cache's answer, in one pass (`sass_only`: see target_misfit). An
@@ -77,11 +87,31 @@ PortableLookup find_in(Cache& cache, Search& s, bool sass_only) {
                             : d.why_not;
         return out;
     }
-    out.checked = describe_target(*taken) + ", built by " +
-                  (taken->nvcc_version.empty() ? taken->cxx_version : taken->nvcc_version) +
-                  "; this machine: " + s.here.machine + ", glibc " + s.here.glibc +
-                  (s.here.gpus.empty() ? ", no GPU (" + s.here.gpus_how + ")"
-                                       : ", GPUs " + arch_list_string(s.here.gpus));
+    out.checked = describe_hit(*taken, s);
+    return out;
+}
+
+// --remote-cache, when one is configured: the entry of its portable record,
+// downloaded into the own cache, if it runs here.
+PortableLookup find_remote(Cache& own, Search& s) {
+    PortableLookup out;
+    auto remote = open_remote_cache(s.o, s.ctx, s.report);
+    if (!remote) return out;
+    std::optional<LibraryTarget> taken;
+    auto fits = [&](const Entry& e) {
+        auto target = read_target(own.dir(), CacheLayout::entry(e.key));
+        std::string why =
+            target ? target_misfit(*target, s.here, s.asked, false) : target.error().message;
+        if (why.empty()) why = cudart_problem(*target, s);
+        if (why.empty()) {
+            taken = std::move(*target);
+            return true;
+        }
+        if (s.why_not.empty()) s.why_not = "the remote's entry " + e.key.substr(0, 12) + ": " + why;
+        return false;
+    };
+    out.entry = remote->fetch_portable(own, s.key, s.base, fits);
+    if (out.entry) out.checked = describe_hit(*taken, s) + " (from the remote cache)";
     return out;
 }
 
@@ -109,6 +139,8 @@ PortableLookup find_portable(Cache& own, const std::string& portable_key, const 
             return found;
         }
     }
+    if (own_too)
+        if (PortableLookup found = find_remote(own, s); found.entry) return found;
     PortableLookup none;
     none.why_not = s.why_not.empty() ? "no cache holds a build of these inputs" : s.why_not;
     return none;
@@ -147,10 +179,13 @@ void report_portable_hit(const BuildOptions& o, const fs::path& layer, const std
 }
 
 void record_portable(Cache& cache, const std::string& portable_key, const DirectInputs& direct,
-                     const BuildInputs& in, const Reporter& report) {
+                     const BuildInputs& in, std::optional<RemoteCache>& remote, const Entry& entry,
+                     const Reporter& report) {
     DirectInputs kept = portable_dependencies(direct, in);
-    if (auto r = cache.record_portable(portable_key, kept, portable_base(in)); !r)
+    const BaseDir base = portable_base(in);
+    if (auto r = cache.record_portable(portable_key, kept, base); !r)
         report.warn("could not record the build for hits without a compiler: " + r.error().message);
+    if (remote) remote->publish_portable(cache, entry, portable_key, kept, base);
 }
 
 void fail_without_toolchain(const BuildInputs& in, const PortableLookup& found) {

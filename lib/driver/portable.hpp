@@ -15,6 +15,7 @@
 #include "driver/build.hpp"
 #include "driver/reporter.hpp"
 #include "plan/target.hpp"
+#include "remote/remote_cache.hpp"
 #include "store/cache.hpp"
 
 namespace bekc {
@@ -28,7 +29,8 @@ struct PortableLookup {
 
 // The first cache that holds an entry for `portable_key` whose library runs
 // here: the own cache first when `own_too` (no toolchain here to rebuild
-// with), then each read-only cache; entries with SASS for every GPU before
+// with), then each read-only cache, then, when `own_too`, --remote-cache
+// (its entry downloaded into the own cache); entries with SASS for every GPU before
 // those that need the driver to compile PTX. Writes nothing to a read-only
 // cache; a corrupt entry there is a warning and a miss.
 PortableLookup find_portable(Cache& own, const std::string& portable_key, const BuildInputs& in,
@@ -46,9 +48,11 @@ LibraryTarget library_target(const BuildInputs& in, const fs::path& library);
 
 // The portable record of a published build: its dependencies less the
 // system's (driver/keys.hpp, portable_dependencies), relative to
-// portable_base(in). A failure is a warning.
+// portable_base(in), in `cache` and, when one is configured, the remote
+// cache. A failure is a warning.
 void record_portable(Cache& cache, const std::string& portable_key, const DirectInputs& direct,
-                     const BuildInputs& in, const Reporter& report);
+                     const BuildInputs& in, std::optional<RemoteCache>& remote, const Entry& entry,
+                     const Reporter& report);
 
 // The error of a build that found no toolchain and no fitting entry: the
 // toolchain's error, and why each cache missed.

@@ -138,9 +138,10 @@ Published publish(const BuildInputs& in, const BuildOptions& o, const PlannedBui
     if (p.changed) return p;
     if (auto r = cache.record_direct(direct_key, deps.direct, in.base); !r)
         report.warn("could not record dependencies for fast hits: " + r.error().message);
-    record_portable(cache, planned.portable_key, deps.direct, in, report);
     if (!outcome->hit) keep_under_limit(cache, p.entry, direct_key, ctx.env, report);
     if (remote) remote->publish(cache, p.entry, direct_key, deps.direct, in.base);
+    // After the remote's entry: a reader who finds the record finds it.
+    record_portable(cache, planned.portable_key, deps.direct, in, remote, p.entry, report);
     return p;
 }
 

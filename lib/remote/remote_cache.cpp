@@ -10,6 +10,7 @@
 
 #include "remote/entry_archive.hpp"
 #include "remote/remote_record.hpp"
+#include "store/target_file.hpp"
 #include "store/file_ops.hpp"
 #include "store/layout.hpp"
 #include "toolchain/tools.hpp"
@@ -27,7 +28,7 @@ constexpr uint64_t kMaxRecordBytes = 16ull << 20;
 // local copy and are rewritten when it is published.
 bool travels(const std::string& name, const Entry& entry) {
     return name == kManifestFile || name == kManifestNoGraphFile || name == kDependenciesFile ||
-           name == entry.library.filename().string();
+           name == kTargetFile || name == entry.library.filename().string();
 }
 
 }  // namespace
@@ -64,6 +65,10 @@ std::expected<Scratch, Error> scratch_dir(const Cache& cache) {
 
 std::string RemoteCache::direct_url(const std::string& direct_key) const {
     return base_ + "/direct/" + direct_key + ".json";
+}
+
+std::string RemoteCache::portable_url(const std::string& portable_key) const {
+    return base_ + "/portable/" + portable_key + ".json";
 }
 
 std::string RemoteCache::entry_url(const std::string& key) const {
@@ -106,11 +111,10 @@ void RemoteCache::report(const HttpResult& result, const std::string& request) {
 // The remote's records for `direct_key`. A failed request is reported, and
 // so is a malformed document (which the next publish replaces). Within a
 // lookup, a request that its time limit cut short is left to fetch to report.
-RemoteCache::RemoteRecords RemoteCache::read_records(const std::string& direct_key,
-                                                     const Scratch& scratch, Lookup* lookup) {
+RemoteCache::RemoteRecords RemoteCache::read_records(const std::string& url, const Scratch& scratch,
+                                                     Lookup* lookup) {
     using State = RemoteRecords::State;
     fs::path file = scratch.file("direct.json");
-    std::string url = direct_url(direct_key);
     HttpResult got = http_->get(url, file, record_limits(lookup));
     if (got.kind == HttpResult::Kind::NotFound) return {State::Absent, {}};
     if (got.kind != HttpResult::Kind::Ok) {
@@ -132,11 +136,11 @@ RemoteCache::RemoteRecords RemoteCache::read_records(const std::string& direct_k
     return {State::Found, std::move(*records)};
 }
 
-std::optional<Entry> RemoteCache::fetch(Cache& cache, const std::string& direct_key,
-                                        const BaseDir& base) {
+std::optional<RemoteCache::Fetched> RemoteCache::fetch_from(Cache& cache, const std::string& url,
+                                                            const BaseDir& base) {
     if (!http_) return std::nullopt;
     Lookup lookup{std::chrono::steady_clock::now() + lookup_budget(config_), ""};
-    auto gave_up = [&]() -> std::optional<Entry> {
+    auto gave_up = [&]() -> std::optional<Fetched> {
         warn_(fmt::format(
             "remote cache: gave up the lookup: its time limit of {} s ({} x $BEKC_REMOTE_TIMEOUT) "
             "passed while {}; building locally",
@@ -149,7 +153,7 @@ std::optional<Entry> RemoteCache::fetch(Cache& cache, const std::string& direct_
         warn_("remote cache not used: " + scratch.error().message);
         return std::nullopt;
     }
-    RemoteRecords remote = read_records(direct_key, *scratch, &lookup);
+    RemoteRecords remote = read_records(url, *scratch, &lookup);
     if (!lookup.cut_short.empty()) return gave_up();
     if (remote.state != RemoteRecords::State::Found) return std::nullopt;
     // Only a record whose headers are byte for byte ours names our key.
@@ -159,8 +163,8 @@ std::optional<Entry> RemoteCache::fetch(Cache& cache, const std::string& direct_
         return gave_up();
     }
     for (const auto& refused : match->refused)
-        warn_(fmt::format("remote cache: a record of {} does not match: {}",
-                          display_url(direct_url(direct_key)), refused));
+        warn_(fmt::format("remote cache: a record of {} does not match: {}", display_url(url),
+                          refused));
     if (!match->record) return std::nullopt;
     const DirectInputs& record = *match->record;
     const std::string key = record.key;
@@ -175,10 +179,27 @@ std::optional<Entry> RemoteCache::fetch(Cache& cache, const std::string& direct_
                               outcome.error().message));
         return std::nullopt;
     }
+    return Fetched{record, outcome->entry};
+}
+
+std::optional<Entry> RemoteCache::fetch(Cache& cache, const std::string& direct_key,
+                                        const BaseDir& base) {
+    auto got = fetch_from(cache, direct_url(direct_key), base);
+    if (!got) return std::nullopt;
     // The next build of these inputs is a local hit.
-    if (auto r = cache.record_direct(direct_key, record, base); !r)
+    if (auto r = cache.record_direct(direct_key, got->record, base); !r)
         warn_("could not record dependencies for fast hits: " + r.error().message);
-    return outcome->entry;
+    return got->entry;
+}
+
+std::optional<Entry> RemoteCache::fetch_portable(Cache& cache, const std::string& portable_key,
+                                                 const BaseDir& base,
+                                                 const std::function<bool(const Entry&)>& fits) {
+    auto got = fetch_from(cache, portable_url(portable_key), base);
+    if (!got || !fits(got->entry)) return std::nullopt;
+    if (auto r = cache.record_portable(portable_key, got->record, base); !r)
+        warn_("could not record the build for hits without a compiler: " + r.error().message);
+    return got->entry;
 }
 
 std::expected<void, Error> RemoteCache::download_entry(const std::string& key,
@@ -219,6 +240,10 @@ std::expected<void, Error> RemoteCache::download_entry(const std::string& key,
     for (const auto& name : *names)
         if (!travels(name, *entry))
             return fail(ErrorKind::Cache, "unexpected file '" + name + "' in the entry");
+    // target.json (an entry of an older bekc has none) is what a hit without a
+    // compiler believes: it must read as one.
+    if (auto text = read_file(staging / kTargetFile, ReadOptions{kMaxRecordBytes, false}))
+        if (auto target = parse_target(*text); !target) return std::unexpected(target.error());
     if (auto deps = read_file(staging / kDependenciesFile, ReadOptions{kMaxRecordBytes, false})) {
         auto j = parse_json(*deps).value_or(nullptr);
         if (!j.is_array())
@@ -232,11 +257,6 @@ std::expected<void, Error> RemoteCache::download_entry(const std::string& key,
 
 void RemoteCache::publish(const Cache& cache, const Entry& entry, const std::string& direct_key,
                           const DirectInputs& local_deps, const BaseDir& base) {
-    // Paths under the base directory go out relative to it, for checkouts
-    // elsewhere to check against their own files.
-    DirectInputs deps = local_deps;
-    for (auto& d : deps.dependencies) d.path = base.hide(d.path.string());
-    for (auto& p : deps.must_not_exist) p = base.hide(p.string());
     if (!http_ || config_.read_only) return;
     auto scratch = scratch_dir(cache);
     if (!scratch) {
@@ -246,6 +266,7 @@ void RemoteCache::publish(const Cache& cache, const Entry& entry, const std::str
     // The library first and the manifests last, as a build writes them.
     std::vector<std::string> names = {entry.library.filename().string()};
     if (stat_file(entry.dir / kDependenciesFile)) names.emplace_back(kDependenciesFile);
+    if (stat_file(entry.dir / kTargetFile)) names.emplace_back(kTargetFile);
     names.emplace_back(kManifestNoGraphFile);
     names.emplace_back(kManifestFile);
     fs::path archive = scratch->file("upload.tar");
@@ -269,9 +290,33 @@ void RemoteCache::publish(const Cache& cache, const Entry& entry, const std::str
         report(put, "PUT " + url);
         return;
     }
+    put_record(cache, direct_url(direct_key), entry, local_deps, base);
+}
+
+void RemoteCache::publish_portable(const Cache& cache, const Entry& entry,
+                                   const std::string& portable_key, const DirectInputs& deps,
+                                   const BaseDir& base) {
+    if (!http_ || config_.read_only) return;
+    put_record(cache, portable_url(portable_key), entry, deps, base);
+}
+
+void RemoteCache::put_record(const Cache& cache, const std::string& url, const Entry& entry,
+                             const DirectInputs& local_deps, const BaseDir& base) {
+    if (!http_) return;
+    // Paths under the base directory go out relative to it, for checkouts
+    // elsewhere to check against their own files.
+    DirectInputs deps = local_deps;
+    for (auto& d : deps.dependencies) d.path = base.hide(d.path.string());
+    for (auto& p : deps.must_not_exist) p = base.hide(p.string());
+    auto scratch = scratch_dir(cache);
+    if (!scratch) {
+        warn_("remote cache: not uploading the record of " + entry.key + ": " +
+              scratch.error().message);
+        return;
+    }
     // Read, merge, write: records other machines made for other header
     // contents stay. A malformed document is replaced.
-    RemoteRecords remote = read_records(direct_key, *scratch, nullptr);
+    RemoteRecords remote = read_records(url, *scratch, nullptr);
     if (remote.state == RemoteRecords::State::Failed) return;
     DirectInputs latest = deps;
     latest.key = entry.key;
@@ -282,7 +327,6 @@ void RemoteCache::publish(const Cache& cache, const Entry& entry, const std::str
         warn_("remote cache: " + w.error().message);
         return;
     }
-    url = direct_url(direct_key);
     if (HttpResult put = http_->put(url, file, record_limits()); put.kind != HttpResult::Kind::Ok)
         report(put, "PUT " + url);
 }

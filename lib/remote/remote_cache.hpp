@@ -15,8 +15,12 @@
 // Remote layout (docs/cache.md, "Remote cache"):
 //   URL/direct/<direct key>.json   remote_record.hpp: full key + SHA-256 of
 //                                  every dependency, up to 8 records
+//   URL/portable/<portable key>.json  the same records for a portable key
+//                                  (driver/portable.hpp), for a machine
+//                                  with no toolchain
 //   URL/entries/<key>.tar          entry_archive.hpp: the library, both
-//                                  manifests and dependencies.json
+//                                  manifests, dependencies.json and
+//                                  target.json
 #pragma once
 
 #include <chrono>
@@ -110,10 +114,21 @@ class RemoteCache {
     std::optional<Entry> fetch(Cache& cache, const std::string& direct_key,
                                const BaseDir& base = {});
 
+    // With no toolchain here (driver/portable.hpp): the remote's portable
+    // record for `portable_key`, checked as fetch checks a direct record; the
+    // entry of the record that holds, downloaded into `cache`, when `fits`
+    // takes it there (it runs on this machine), and the portable record kept
+    // in `cache` for the next hit.
+    std::optional<Entry> fetch_portable(Cache& cache, const std::string& portable_key,
+                                        const BaseDir& base,
+                                        const std::function<bool(const Entry&)>& fits);
     // After a local build: uploads the entry (from `cache`) and its direct
     // record, unless read-only; paths under `base` go out relative to it.
     void publish(const Cache& cache, const Entry& entry, const std::string& direct_key,
                  const DirectInputs& deps, const BaseDir& base = {});
+    // And its portable record (after publish: the entry is there already).
+    void publish_portable(const Cache& cache, const Entry& entry, const std::string& portable_key,
+                          const DirectInputs& deps, const BaseDir& base);
 
   private:
     // One fetch's time limit, and what it cut short once it passed.
@@ -124,6 +139,7 @@ class RemoteCache {
     };
 
     std::string direct_url(const std::string& direct_key) const;
+    std::string portable_url(const std::string& portable_key) const;
     std::string entry_url(const std::string& key) const;
     // With a lookup, the request's time is what is left of it, if less.
     HttpLimits record_limits(const Lookup* lookup = nullptr) const;
@@ -138,8 +154,18 @@ class RemoteCache {
         enum class State { Absent, Found, Malformed, Failed } state = State::Failed;
         std::vector<DirectInputs> records;
     };
-    RemoteRecords read_records(const std::string& direct_key, const Scratch& scratch,
-                               Lookup* lookup);
+    RemoteRecords read_records(const std::string& url, const Scratch& scratch, Lookup* lookup);
+    // The record at `url` that the local files match, and its entry
+    // downloaded into `cache`; nullopt (with the warnings) otherwise.
+    struct Fetched {
+        DirectInputs record;
+        Entry entry;
+    };
+    std::optional<Fetched> fetch_from(Cache& cache, const std::string& url, const BaseDir& base);
+    // Adds `deps` (paths under `base` relative to it) as the record of
+    // `entry` to the records at `url`.
+    void put_record(const Cache& cache, const std::string& url, const Entry& entry,
+                    const DirectInputs& deps, const BaseDir& base);
 
     RemoteConfig config_;
     Warn warn_;

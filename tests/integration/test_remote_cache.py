@@ -399,7 +399,7 @@ def test_second_machine_gets_a_remote_hit_without_compiling(project, nginx):
     assert str(project.header) in [f["path"] for f in record["records"][0]["files"]]
     with tarfile.open(nginx.entry_tars()[0]) as t:
         assert sorted(t.getnames()) == sorted(["libk.so", "dependencies.json", "manifest.json",
-                                               "manifest.no-cuda-graph.json"])
+                                               "manifest.no-cuda-graph.json", "target.json"])
 
     b = project.build("b", "--remote-cache", nginx.url)
     assert b.info["remote_hit"] is True and b.hit is True, b.describe()
@@ -413,6 +413,40 @@ def test_second_machine_gets_a_remote_hit_without_compiling(project, nginx):
     again = project.build("b", "--remote-cache", nginx.url)
     assert again.hit is True and again.info["remote_hit"] is False and not again.compiled
     assert len(nginx.requests()) == asked
+    assert_no_leftovers(project)
+
+
+def test_a_machine_with_no_compiler_gets_a_remote_hit_by_the_portable_key(project, nginx):
+    """docs/cache.md, "Hits without a compiler": the remote holds each build's
+    portable record too, and a machine where no compiler is found asks it."""
+    from test_portable_hits import HIDE  # the mount-namespace helper
+    probe = subprocess.run(["unshare", "-m", "--propagation", "private", sys.executable,
+                            str(HIDE), "--compilers", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip("cannot hide the compilers here (unshare -m as root)")
+    a = project.build("a", "--remote-cache", nginx.url)
+    assert a.compiled and a.stderr == "", a.stderr
+    assert [f for f in nginx.files() if f.startswith("portable/")], nginx.files()
+
+    def hidden_build(machine, *args):
+        return subprocess.run(
+            ["unshare", "-m", "--propagation", "private", sys.executable, str(HIDE),
+             "--compilers", str(project.bekc.binary), "build", str(project.src), FAST,
+             "--cache-dir", str(project.tmp / f"cache-{machine}"), "--remote-cache", nginx.url,
+             "--json", "-v", *args], env=project.env(), capture_output=True, text=True)
+    r = hidden_build("c")
+    assert r.returncode == 0, r.stderr
+    hit = json.loads(r.stdout.strip().splitlines()[-1])
+    assert hit["key"] == a.key and "(from the remote cache)" in hit["checked"], hit
+    assert str(project.tmp / "cache-c") in hit["library"]
+    # Then a local hit, with no remote request.
+    asked = len(nginx.requests())
+    r = hidden_build("c")
+    assert r.returncode == 0 and len(nginx.requests()) == asked, r.stderr
+    # A changed header: no record holds, and the build says no compiler was found.
+    project.header.write_text("#define VAL 4.0f\n")
+    r = hidden_build("d")
+    assert r.returncode == 3 and "no host C++ compiler found" in r.stderr, r.stderr
     assert_no_leftovers(project)
 
 
