@@ -10,9 +10,9 @@
 
 #include "remote/entry_archive.hpp"
 #include "remote/remote_record.hpp"
-#include "store/target_file.hpp"
 #include "store/file_ops.hpp"
 #include "store/layout.hpp"
+#include "store/target_file.hpp"
 #include "toolchain/tools.hpp"
 #include "util/fs.hpp"
 #include "util/json_text.hpp"
