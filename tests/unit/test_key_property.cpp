@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "../helpers/driver_fixture.hpp"
+#include "driver/keys.hpp"
 #include "driver/plan_build.hpp"
 #include "toolchain/compiler_env.hpp"
 
@@ -198,4 +199,67 @@ TEST_CASE("key: nvcc names a CUDA input by its own directory, never the build di
     std::string digest = nvcc_source_of(graph());
     CHECK(digest.starts_with("--orig_src_path_name=/bekc-source/"));
     CHECK(digest.ends_with("/0.cu"));
+}
+
+namespace {
+
+// The portable key (driver/keys.hpp) of the fixture's build.
+std::string portable_key_of(DriverFixture& f) {
+    BuildContext c = f.context();
+    BuildInputs in = prepare_build(f.o, c);
+    return portable_key_builder(in, f.o).digest();
+}
+
+}  // namespace
+
+TEST_CASE("portable key: the library's options change it; the toolchain, archs and caches do not",
+          "[key][property][portable]") {
+    const std::vector<std::pair<std::string, Change>> changing = {
+        {"--name", [](auto& f) { f.o.name = "other"; }},
+        {"--target-prefix", [](auto& f) { f.o.target_prefix = "pkg.ops"; }},
+        {"-O", [](auto& f) { f.o.flags.opt_level = 2; }},
+        {"--fast-math", [](auto& f) { f.o.flags.fast_math = true; }},
+        {"--std", [](auto& f) { f.o.flags.cxx_std = "c++20"; }},
+        {"-I", [](auto& f) { f.o.flags.include_dirs = {"inc"}; }},
+        {"-D", [](auto& f) { f.o.flags.defines = {"N=4"}; }},
+        {"--cuda-flag", [](auto& f) { f.o.flags.cuda_flags = {"-lineinfo"}; }},
+        {"--cxx-flag", [](auto& f) { f.o.flags.cxx_flags = {"-g"}; }},
+        {"--ldflag", [](auto& f) { f.o.flags.ldflags = {"-lm"}; }},
+        {"--linker-arg", [](auto& f) { f.o.flags.linker_args = {"--no-undefined"}; }},
+        {"--cudart", [](auto& f) { f.o.flags.cudart = "static"; }},
+        {"--function", [](auto& f) { f.o.functions = {"extra"}; }},
+        {"input order", [](auto& f) { std::swap(f.o.inputs[0], f.o.inputs[1]); }},
+        {"an environment variable the tools read",
+         [](auto& f) { f.tool_env["CPATH"] = "/opt/elsewhere"; }},
+    };
+    const std::vector<std::pair<std::string, Change>> neutral = {
+        {"--arch", [](auto& f) { f.o.arch = "sm_80,sm_90"; }},
+        {"--cxx", [](auto& f) { f.o.cxx = (f.tmp / "bin/clang++").string(); }},
+        {"--nvcc", [](auto& f) { f.o.nvcc = (f.tmp / "bin/nvcc-other").string(); }},
+        {"--xla-include", [](auto& f) { f.o.xla_include = (f.tmp / "xla").string(); }},
+        {"-j", [](auto& f) { f.o.jobs = 7; }},
+        {"--json", [](auto& f) { f.o.json = true; }},
+        {"--remote-cache", [](auto& f) { f.o.remote_cache = "http://127.0.0.1:9/x"; }},
+    };
+    DriverFixture f;
+    const Reset reset{f};
+    const std::string base = portable_key_of(f);
+    for (const auto& [what, change] : changing) {
+        DYNAMIC_SECTION("changes: " << what) {
+            reset();
+            change(f);
+            CHECK(portable_key_of(f) != base);
+        }
+    }
+    for (const auto& [what, change] : neutral) {
+        DYNAMIC_SECTION("leaves alone: " << what) {
+            reset();
+            change(f);
+            CHECK(portable_key_of(f) == base);
+        }
+    }
+    SECTION("the host compiler's binary, same path") {
+        test::write_file(f.tmp / "bin/g++", "a rebuilt fake host compiler");
+        CHECK(portable_key_of(f) == base);
+    }
 }
