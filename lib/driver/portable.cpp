@@ -53,6 +53,18 @@ std::string describe_hit(const LibraryTarget& t, const Search& s) {
                                 : ", GPUs " + arch_list_string(s.here.gpus));
 }
 
+// Why entry `key` of `dir` cannot serve this build here, or "" (and its
+// target in `taken`).
+std::string entry_misfit(const CacheDir& dir, const std::string& key, const Search& s,
+                         bool sass_only, std::optional<LibraryTarget>& taken) {
+    auto target = read_target(dir, CacheLayout::entry(key));
+    if (!target) return target.error().message;
+    std::string why = target_misfit(*target, s.here, s.asked, sass_only);
+    if (why.empty()) why = cudart_problem(*target, s);
+    if (why.empty()) taken = std::move(*target);
+    return why;
+}
+
 // One cache's answer, in one pass (`sass_only`: see target_misfit). An
 // entry is checked whole (its seal holds target.json too) before its target
 // is believed.
@@ -67,12 +79,8 @@ PortableLookup find_in(Cache& cache, Search& s, bool sass_only) {
                               " is corrupt (" + e.error().reason + "); not used");
             return false;
         }
-        auto target = read_target(cache.dir(), CacheLayout::entry(key));
-        std::string why =
-            target ? target_misfit(*target, s.here, s.asked, sass_only) : target.error().message;
-        if (why.empty()) why = cudart_problem(*target, s);
+        std::string why = entry_misfit(cache.dir(), key, s, sass_only, taken);
         if (why.empty()) {
-            taken = std::move(*target);
             out.entry = std::move(*e);
             return true;
         }
@@ -99,14 +107,8 @@ PortableLookup find_remote(Cache& own, Search& s) {
     if (!remote) return out;
     std::optional<LibraryTarget> taken;
     auto fits = [&](const Entry& e) {
-        auto target = read_target(own.dir(), CacheLayout::entry(e.key));
-        std::string why =
-            target ? target_misfit(*target, s.here, s.asked, false) : target.error().message;
-        if (why.empty()) why = cudart_problem(*target, s);
-        if (why.empty()) {
-            taken = std::move(*target);
-            return true;
-        }
+        std::string why = entry_misfit(own.dir(), e.key, s, false, taken);
+        if (why.empty()) return true;
         if (s.why_not.empty()) s.why_not = "the remote's entry " + e.key.substr(0, 12) + ": " + why;
         return false;
     };
