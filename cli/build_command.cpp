@@ -80,9 +80,7 @@ int build(const BuildOptions& o, BuildAttempt& attempt) {
         return run_package_build(package, context);
     }
     ProcessRunner runner;
-    BuildContext context{runner};
-    context.env = env;
-    context.tools.env = env;
+    BuildContext context = context_with(runner, env);
     attempt.env = env;
     attempt.start = Clock::now();
     BuildResult r = run_build(o, context);

@@ -38,9 +38,7 @@ Action add_pack_command(CLI::App& app) {
         PackOptions options = *o;
         if (options.name.empty()) options.name = default_pack_name(options.output);
         ProcessRunner runner;
-        BuildContext context{runner};
-        context.env = settings.lookup();
-        context.tools.env = context.env;
+        BuildContext context = context_with(runner, settings.lookup());
         return run_pack(options, context);
     };
 }

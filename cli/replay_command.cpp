@@ -27,9 +27,7 @@ Action add_replay_command(CLI::App& app) {
     return [o] {
         Settings settings = load_settings_or_exit(o->cache_dir, o->quiet);
         ProcessRunner runner;
-        BuildContext context{runner};
-        context.env = settings.lookup();
-        context.tools.env = context.env;
+        BuildContext context = context_with(runner, settings.lookup());
         return run_replay(*o, context);
     };
 }

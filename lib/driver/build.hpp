@@ -55,6 +55,14 @@ struct BuildContext {
     fs::path cwd = fs::current_path();
 };
 
+// A context whose settings and tool lookup both read `env` (config/settings.hpp).
+inline BuildContext context_with(Runner& runner, const EnvLookup& env) {
+    BuildContext context{runner};
+    context.env = env;
+    context.tools.env = env;
+    return context;
+}
+
 // Runs the whole build; diagnostics and progress go to stderr, and the
 // caller prints the result to stdout.
 BuildResult run_build(const BuildOptions& options);

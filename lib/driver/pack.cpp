@@ -12,6 +12,7 @@
 #include "plan/arch.hpp"
 #include "plan/target.hpp"
 #include "store/cache_export.hpp"
+#include "store/cache_layers.hpp"
 #include "store/layout.hpp"
 #include "store/pack_archive.hpp"
 #include "store/pack_marker.hpp"
@@ -38,11 +39,10 @@ struct Packed {
     std::string name;  // the module's name, for the marker
 };
 
+// A cache with a marker: an older bekc's has no portable records to pack.
 bool is_cache_dir(const fs::path& p) {
     std::error_code ec;
-    if (!fs::is_regular_file(p / kMarkerFile, ec)) return false;
-    auto known = Cache(p, {}, CacheAccess::ReadOnly).is_cache();
-    return known && *known;
+    return fs::is_regular_file(p / kMarkerFile, ec) && is_bekc_cache(p);
 }
 
 // The module names of a cache's entries, from their manifests.

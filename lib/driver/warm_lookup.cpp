@@ -62,9 +62,7 @@ std::optional<WarmHit> warm_lookup(const std::vector<std::string>& args) {
         for (const auto& w : settings->warnings()) hit.messages += w + "\n";
     EnvLookup env = settings->lookup();
     RefusingRunner runner;
-    BuildContext context{runner};
-    context.env = env;
-    context.tools.env = env;
+    BuildContext context = context_with(runner, env);
     Reporter report(*o, &hit.messages);
     std::optional<BuildResult> r;
     try {

@@ -19,13 +19,6 @@ namespace bekc {
 
 namespace {
 
-// A bekc cache, asked without writing: an older bekc's cache (its
-// CACHEDIR.TAG, no marker) counts too, and gets no marker from here.
-bool is_bekc_cache(const fs::path& root) {
-    auto known = Cache(root, {}, CacheAccess::ReadOnly).is_cache();
-    return known && *known;
-}
-
 // The default cache, as if cache_dir were not set.
 std::expected<fs::path, Error> default_own_cache(const EnvLookup& env) {
     auto dir = default_cache_dir([&](std::string_view name) -> std::optional<std::string> {
@@ -44,6 +37,11 @@ fs::path plain_dir(const fs::path& dir) {
 }
 
 }  // namespace
+
+bool is_bekc_cache(const fs::path& root) {
+    auto known = Cache(root, {}, CacheAccess::ReadOnly).is_cache();
+    return known && *known;
+}
 
 std::string SkippedLayer::message() const {
     return fmt::format("{} {} skipped: {}", what, dir.string(), why);

@@ -123,6 +123,10 @@ std::expected<void, Error> remove_installed_pack(const InstalledPackDir& found);
 // Reads only.
 std::string layer_problem(const fs::path& dir);
 
+// Whether `root` is a bekc cache, asked without writing: an older bekc's
+// cache (its CACHEDIR.TAG, no marker) counts too, and gets no marker.
+bool is_bekc_cache(const fs::path& root);
+
 // Whether `root` is a bekc cache that a miss cannot build into here: this
 // user cannot write its root or one of the directories a miss writes (a
 // cache mounted read-only, another user's). A missing directory is not.

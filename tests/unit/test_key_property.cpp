@@ -43,29 +43,39 @@ struct Reset {
     }
 };
 
-}  // namespace
-
-TEST_CASE("key: every option that changes a command changes the key", "[key][property]") {
-    const std::vector<std::pair<std::string, Change>> changes = {
+// The options that decide the library: each changes the direct key and the
+// portable key alike.
+std::vector<std::pair<std::string, Change>> library_option_changes() {
+    return {
         {"--name", [](auto& f) { f.o.name = "other"; }},
         {"--target-prefix", [](auto& f) { f.o.target_prefix = "pkg.ops"; }},
         {"-O", [](auto& f) { f.o.flags.opt_level = 2; }},
         {"--fast-math", [](auto& f) { f.o.flags.fast_math = true; }},
         {"--std", [](auto& f) { f.o.flags.cxx_std = "c++20"; }},
-        {"--arch", [](auto& f) { f.o.arch = "sm_80,sm_90"; }},
         {"-I", [](auto& f) { f.o.flags.include_dirs = {"inc"}; }},
         {"-D", [](auto& f) { f.o.flags.defines = {"N=4"}; }},
         {"--cuda-flag", [](auto& f) { f.o.flags.cuda_flags = {"-lineinfo"}; }},
         {"--cxx-flag", [](auto& f) { f.o.flags.cxx_flags = {"-g"}; }},
         {"--ldflag", [](auto& f) { f.o.flags.ldflags = {"-lm"}; }},
         {"--linker-arg", [](auto& f) { f.o.flags.linker_args = {"--no-undefined"}; }},
-        {"--xla-include", [](auto& f) { f.o.xla_include = (f.tmp / "xla").string(); }},
-        {"--function", [](auto& f) { f.o.functions = {"extra"}; }},
-        {"--cxx", [](auto& f) { f.o.cxx = (f.tmp / "bin/clang++").string(); }},
-        {"--nvcc", [](auto& f) { f.o.nvcc = (f.tmp / "bin/nvcc-other").string(); }},
-        {"input order", [](auto& f) { std::swap(f.o.inputs[0], f.o.inputs[1]); }},
-        {"one input fewer", [](auto& f) { f.o.inputs.pop_back(); }},
     };
+}
+
+}  // namespace
+
+TEST_CASE("key: every option that changes a command changes the key", "[key][property]") {
+    std::vector<std::pair<std::string, Change>> changes = library_option_changes();
+    changes.insert(
+        changes.end(),
+        {
+            {"--arch", [](auto& f) { f.o.arch = "sm_80,sm_90"; }},
+            {"--xla-include", [](auto& f) { f.o.xla_include = (f.tmp / "xla").string(); }},
+            {"--function", [](auto& f) { f.o.functions = {"extra"}; }},
+            {"--cxx", [](auto& f) { f.o.cxx = (f.tmp / "bin/clang++").string(); }},
+            {"--nvcc", [](auto& f) { f.o.nvcc = (f.tmp / "bin/nvcc-other").string(); }},
+            {"input order", [](auto& f) { std::swap(f.o.inputs[0], f.o.inputs[1]); }},
+            {"one input fewer", [](auto& f) { f.o.inputs.pop_back(); }},
+        });
     DriverFixture f;
     const Reset reset{f};
     const std::string base_key = f.key();
@@ -214,24 +224,15 @@ std::string portable_key_of(DriverFixture& f) {
 
 TEST_CASE("portable key: the library's options change it; the toolchain, archs and caches do not",
           "[key][property][portable]") {
-    const std::vector<std::pair<std::string, Change>> changing = {
-        {"--name", [](auto& f) { f.o.name = "other"; }},
-        {"--target-prefix", [](auto& f) { f.o.target_prefix = "pkg.ops"; }},
-        {"-O", [](auto& f) { f.o.flags.opt_level = 2; }},
-        {"--fast-math", [](auto& f) { f.o.flags.fast_math = true; }},
-        {"--std", [](auto& f) { f.o.flags.cxx_std = "c++20"; }},
-        {"-I", [](auto& f) { f.o.flags.include_dirs = {"inc"}; }},
-        {"-D", [](auto& f) { f.o.flags.defines = {"N=4"}; }},
-        {"--cuda-flag", [](auto& f) { f.o.flags.cuda_flags = {"-lineinfo"}; }},
-        {"--cxx-flag", [](auto& f) { f.o.flags.cxx_flags = {"-g"}; }},
-        {"--ldflag", [](auto& f) { f.o.flags.ldflags = {"-lm"}; }},
-        {"--linker-arg", [](auto& f) { f.o.flags.linker_args = {"--no-undefined"}; }},
-        {"--cudart", [](auto& f) { f.o.flags.cudart = "static"; }},
-        {"--function", [](auto& f) { f.o.functions = {"extra"}; }},
-        {"input order", [](auto& f) { std::swap(f.o.inputs[0], f.o.inputs[1]); }},
-        {"an environment variable the tools read",
-         [](auto& f) { f.tool_env["CPATH"] = "/opt/elsewhere"; }},
-    };
+    std::vector<std::pair<std::string, Change>> changing = library_option_changes();
+    changing.insert(changing.end(),
+                    {
+                        {"--cudart", [](auto& f) { f.o.flags.cudart = "static"; }},
+                        {"--function", [](auto& f) { f.o.functions = {"extra"}; }},
+                        {"input order", [](auto& f) { std::swap(f.o.inputs[0], f.o.inputs[1]); }},
+                        {"an environment variable the tools read",
+                         [](auto& f) { f.tool_env["CPATH"] = "/opt/elsewhere"; }},
+                    });
     const std::vector<std::pair<std::string, Change>> neutral = {
         {"--arch", [](auto& f) { f.o.arch = "sm_80,sm_90"; }},
         {"--cxx", [](auto& f) { f.o.cxx = (f.tmp / "bin/clang++").string(); }},
