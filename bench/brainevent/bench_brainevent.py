@@ -63,15 +63,18 @@ def release() -> str:
     return "?"
 
 
-def plan(bekc: str) -> list:
-    """[(file, name, loaded_by_name)] as `bekc build <package> --dry-run` plans them."""
+def plan(bekc: str, literal_only: bool = False) -> list:
+    """[(file, name)] as `bekc build <package> --dry-run` plans them; with
+    literal_only, not the files only checked (linked with undefined symbols
+    allowed), which the package loads under computed names or flags."""
     out = subprocess.run([bekc, "build", str(package()), "--dry-run"], check=True,
                          capture_output=True, text=True).stdout
     modules = []
     for line in out.splitlines():
         argv = shlex.split(line)
         name = next(a.split("=", 1)[1] for a in argv if a.startswith("--name="))
-        modules.append((argv[2], name))
+        if not (literal_only and "--linker-arg=-zundefs" in argv):
+            modules.append((argv[2], name))
     return modules
 
 
@@ -131,10 +134,17 @@ bekc.use_for_brainevent()
 from brainevent._op import load_cuda_file
 modules = json.loads(sys.argv[1])
 first, warm = {}, {}
+failed = {}
 for path, name in modules:
-    t = time.perf_counter(); load_cuda_file(path, name=name); first[name] = time.perf_counter() - t
+    t = time.perf_counter()
+    try:
+        load_cuda_file(path, name=name)
+    except Exception as e:  # with a pack and no nvcc: a module the pack lacks
+        failed[name] = str(e).splitlines()[0][:200]
+        continue
+    first[name] = time.perf_counter() - t
     t = time.perf_counter(); load_cuda_file(path, name=name); warm[name] = time.perf_counter() - t
-print(json.dumps({"first": first, "warm": warm}))
+print(json.dumps({"first": first, "warm": warm, "failed": failed}))
 """
 
 OP_CALL = r"""
@@ -159,6 +169,7 @@ print(json.dumps({"first_call_s": time.perf_counter() - t}))
 
 def _python(code: str, *args, cache: str, kernix_cache: str = "") -> dict:
     env = dict(os.environ, BEKC_CACHE_DIR=cache, BEKC=os.path.abspath(ARGS.bekc),
+               **({"BEKC_READ_ONLY_CACHES": ARGS.pack} if ARGS.pack else {}),
                BRAINEVENT_CACHE_DIR=kernix_cache or tempfile.mkdtemp(prefix="kernix-"),
                PYTHONPATH=os.pathsep.join([str(ROOT / "python"), os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
@@ -169,13 +180,25 @@ def _python(code: str, *args, cache: str, kernix_cache: str = "") -> dict:
 
 
 def cmd_first_call(a) -> dict:
-    pre = json.load(open(os.path.join(a.out, "prebuild.json")))
-    loads = _python(FIRST_CALL, json.dumps(pre["loaded"]), cache=pre["cache"])
+    if a.pack:
+        # A pack as the only read-only layer, an empty own cache per process
+        # (run with nvcc hidden: tests/gpu/pack_proof.sh firstcall); the
+        # modules brainevent loads under their literal names, planned
+        # beforehand (--modules, JSON [[file, name], ...]).
+        loaded = json.load(open(a.modules))
+        fresh = lambda: tempfile.mkdtemp(prefix="bekc-own-")  # noqa: E731
+    else:
+        pre = json.load(open(os.path.join(a.out, "prebuild.json")))
+        loaded = pre["loaded"]
+        fresh = lambda: pre["cache"]  # noqa: E731
+    loads = _python(FIRST_CALL, json.dumps(loaded), cache=fresh())
     ops = {}
     for mode in ("cold", "preloaded"):
-        runs = [_python(OP_CALL, mode, "bekc", cache=pre["cache"])["first_call_s"]
+        runs = [_python(OP_CALL, mode, "bekc", cache=fresh())["first_call_s"]
                 for _ in range(a.reps)]
         ops[mode] = statistics.median(runs)
+    if a.pack:
+        return {"loads": loads, "op_first_call": ops, "reps": a.reps, "pack": a.pack}
     # brainevent's own pipeline with its kernel already in its cache: one
     # process fills the cache, the measured ones find it there.
     kernix_cache = tempfile.mkdtemp(prefix="kernix-warm-")
@@ -208,7 +231,10 @@ def report(out: str) -> None:
         print(line)
     for source, name, why in pre.get("failed", []):
         print(f"failed: {source} as {name}: {why}")
-    fc_path = os.path.join(out, "first-call.json")
+    report_first_call(os.path.join(out, "first-call.json"))
+
+
+def report_first_call(fc_path: str) -> None:
     if os.path.exists(fc_path):
         fc = json.load(open(fc_path))
         first, warm = fc["loads"]["first"], fc["loads"]["warm"]
@@ -221,11 +247,14 @@ def report(out: str) -> None:
               f"{1e3 * statistics.median(warm.values()):>10.2f}{1e3 * max(warm.values()):>9.2f}")
         print(f"{'first - warm':36}{1e3 * statistics.median(extra):>10.1f}{1e3 * max(extra):>9.1f}"
               f"   ({len(first)} modules)")
+        for name, why in fc["loads"].get("failed", {}).items():
+            print(f"not loaded: {name}: {why}")
         op = fc["op_first_call"]
         print(f"\nbinary_densemv (cuda_raw), first call in a process, median of {fc['reps']} "
               f"processes (JAX started beforehand)")
         print(f"{'':52}{'ms':>9}")
-        print(f"{'bekc, prebuilt cache, module loaded by this call':52}{1e3 * op['cold']:>9.1f}")
+        where = "from the pack alone" if fc.get("pack") else "prebuilt cache"
+        print(f"{'bekc, %s, module loaded by this call' % where:52}{1e3 * op['cold']:>9.1f}")
         if "kernix_cached" in op:
             print(f"{'brainevent pipeline, its cache already holding it':52}"
                   f"{1e3 * op['kernix_cached']:>9.1f}")
@@ -235,7 +264,7 @@ def report(out: str) -> None:
 def main() -> None:
     global ARGS
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("what", choices=["all", "prebuild", "kernix", "first-call", "report"])
+    p.add_argument("what", choices=["all", "prebuild", "kernix", "first-call", "report", "modules"])
     p.add_argument("out_dir", nargs="?")
     p.add_argument("--bekc", default=str(ROOT / "build" / "bekc"))
     p.add_argument("--jobs", type=int, default=os.cpu_count())
@@ -243,6 +272,8 @@ def main() -> None:
     p.add_argument("--budget", type=float, default=0, help="kernix: stop after this many s")
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--out", default=None)
+    p.add_argument("--pack", default="", help="first-call: from this pack alone")
+    p.add_argument("--modules", default="", help="first-call --pack: JSON [[file, name]]")
     ARGS = a = p.parse_args()
     a.out = a.out or a.out_dir or tempfile.mkdtemp(prefix="bench-brainevent-")
     os.makedirs(a.out, exist_ok=True)
@@ -257,8 +288,11 @@ def main() -> None:
         save(f"kernix-{a.shard.replace('/', 'of')}.json", cmd_kernix(a))
     if a.what in ("all", "first-call"):
         save("first-call.json", cmd_first_call(a))
+    if a.what == "modules":  # for first-call --pack, planned where nvcc runs
+        save("modules.json", plan(a.bekc, literal_only=True))
     if a.what in ("all", "report"):
-        report(a.out)
+        report(a.out) if os.path.exists(os.path.join(a.out, "prebuild.json")) else \
+            report_first_call(os.path.join(a.out, "first-call.json"))
 
 
 if __name__ == "__main__":

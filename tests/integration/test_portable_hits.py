@@ -50,6 +50,20 @@ def hidden():
     return run
 
 
+def test_hiding_the_toolchain_never_reaches_the_callers_mounts(hidden):
+    """hide_system_cuda.py run by hand, with no unshare around it, hides the
+    compilers from its command only: the caller's g++ still runs after."""
+    gxx = shutil.which("g++")
+    if gxx is None:
+        pytest.skip("no g++ here")
+    inner = subprocess.run([sys.executable, str(HIDE), "--compilers", "sh", "-c",
+                            "readlink /proc/self/ns/mnt; g++ --version"],
+                           capture_output=True, text=True, timeout=60)
+    assert inner.returncode != 0, "g++ still ran with the compilers hidden"
+    assert inner.stdout.split()[0] != os.readlink("/proc/self/ns/mnt")
+    assert subprocess.run([gxx, "--version"], capture_output=True).returncode == 0
+
+
 def _env(home: Path, **extra) -> dict:
     env = {"HOME": str(home), "PATH": SYSTEM_PATH, "LANG": "C.UTF-8"}
     env.update({k: str(v) for k, v in extra.items()})
