@@ -35,18 +35,18 @@ BuildDir::~BuildDir() {
 
 namespace {
 
-// A link that failed only on exported functions that are declared but never
-// defined: one error at each `// @BE` line, instead of the linker's words
-// (which -v shows too).
-std::optional<Error> undefined_exports_error(const BuildInputs& in, const BuildGraph& graph,
+// A link that failed on undefined symbols: the exported functions never
+// defined at their `// @BE` lines, the others with the library that defines
+// them, instead of the linker's words (which -v shows too).
+std::optional<Error> undefined_symbols_error(const BuildInputs& in, const BuildGraph& graph,
                                              const ProcessResult& r, bool verbose) {
     if (r.status != ProcessStatus::Exited) return std::nullopt;
-    UndefinedExports undefined = undefined_exports(r.output, in.files);
-    if (undefined.errors.empty() || !undefined.others.empty()) return std::nullopt;
+    auto report = explain_undefined_symbols(r.output, in.files, graph.library.filename().string(),
+                                            in.any_cuda(), verbose);
+    if (!report) return std::nullopt;
     if (verbose) std::fputs(r.output.c_str(), stderr);
-    std::fputs(render_all(undefined.errors).c_str(), stderr);
-    return Error::make(ErrorKind::Source, "linking " + graph.library.filename().string() +
-                                              " failed: an exported function is never defined");
+    std::fputs(report->printed.c_str(), stderr);
+    return std::move(report->error);
 }
 
 // Prints why a step failed, with the compiler's output, and returns the error.
@@ -62,16 +62,24 @@ Error step_error(const BuildInputs& in, const BuildGraph& graph, const StepFailu
                           ? trim_compile_log(tidy_compile_log(r.output))
                           : trim_compile_log(r.output);
     if (step.kind == StepKind::Link)
-        if (auto undefined = undefined_exports_error(in, graph, r, verbose)) return *undefined;
+        if (auto undefined = undefined_symbols_error(in, graph, r, verbose)) return *undefined;
     std::fputs(log.c_str(), stderr);
     if (r.status == ProcessStatus::SpawnFailed)
         return Error::make(ErrorKind::Toolchain, "cannot run the compiler: " + r.error);
     if (step.kind == StepKind::RuntimeObject) {
-        // A full disk is the machine's problem, not the compiler's.
+        // A full disk is the machine's problem, not the compiler's. A
+        // compiler that ran and failed is a compile error like any other
+        // (exit 1): exit 3 says a compiler is missing or cannot run.
         bool full = r.output.find(std::strerror(ENOSPC)) != std::string::npos;
-        return Error::make(full ? ErrorKind::Cache : ErrorKind::Toolchain,
-                           "compiling bekc's handler support code with " + in.cxx.path.string() +
-                               " failed (" + r.describe() + ")");
+        Error e = Error::make(full ? ErrorKind::Cache : ErrorKind::Source,
+                              "compiling bekc's handler support code with " + in.cxx.path.string() +
+                                  " failed (" + r.describe() + ")");
+        if (!full)
+            e.note(
+                "bekc compiles it with the host compiler, --std and the compiler's environment "
+                "($CPATH, $CPLUS_INCLUDE_PATH, $GCC_EXEC_PREFIX, ...): the errors above come "
+                "from one of these");
+        return e;
     }
     // A header of the user's includes XLA's, which bekc adds only for
     // sources that include it themselves.

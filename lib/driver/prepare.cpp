@@ -7,6 +7,7 @@
 #include "codegen/render.hpp"
 #include "driver/build_warnings.hpp"
 #include "driver/cudart_choice.hpp"
+#include "driver/cxx_standard_check.hpp"
 #include "driver/fatal.hpp"
 #include "plan/arch.hpp"
 #include "scan/symbols.hpp"
@@ -225,6 +226,9 @@ BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& re
     check_linker_args(in.flags.linker_args, any_cuda);
     if (any_cuda) check_nvcc_shell_args(in.flags);
     in.flag_files = or_fatal(read_flag_files(in.flags, nvcc_env, ctx.cwd));
+    or_fatal(check_cxx_standards(in.flags, nvcc_env, [&](std::string_view name) {
+        return response_file_words_of(in.flag_files, name, ctx.cwd);
+    }));
     in.flags.xla_include = resolve_xla_include(o, scanned, ctx.env, report);
     in.launcher = or_fatal(find_launcher(o.launcher, ctx.tools));
     ToolFacts facts(in.cache_root, ctx.runner, in.read_only_caches);

@@ -27,8 +27,10 @@ class FakeRunner final : public Runner {
     std::vector<fs::path> written;  // write_file calls, in order
     int probes = 0;                 // --version and -print-multiarch
     int curl_runs = 0;              // the remote cache's requests, none answered
-    // A command whose description contains this fails with exit 1.
+    // A command whose description contains this fails with exit 1, printing
+    // `fail_output` (by default "fake: error: <description> failed").
     std::string fail_when;
+    std::string fail_output;
     // How long a command "takes" (its result's wall_time): the first entry
     // whose text its description contains.
     std::vector<std::pair<std::string, double>> seconds;
@@ -55,7 +57,8 @@ class FakeRunner final : public Runner {
             if (on_event) on_event({ProgressEvent::Kind::Started, i, c, nullptr});
             if (!fail_when.empty() && c.description.find(fail_when) != std::string::npos) {
                 r.exit_code = 1;
-                r.output = "fake: error: " + c.description + " failed\n";
+                r.output = fail_output.empty() ? "fake: error: " + c.description + " failed\n"
+                                               : fail_output;
                 failed = true;
             } else {
                 make_outputs(c);

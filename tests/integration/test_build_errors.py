@@ -1,7 +1,7 @@
 """Failing builds: what the user sees and the exit code (SPEC §1.3, §4).
 
-Exit codes: 0 success, 1 the user's code or spec is wrong, 2 usage error,
-3 toolchain missing.
+Exit codes: 0 success, 1 the user's code or spec is wrong (a compiler that ran
+and failed), 2 usage error, 3 toolchain missing (a compiler that cannot run).
 """
 
 from __future__ import annotations
@@ -9,11 +9,14 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 FAST = "-O0"
+REPO = Path(__file__).resolve().parents[2]
 
 
 def errors_in(stderr: str, path: Path):
@@ -160,6 +163,106 @@ def test_help_and_version_exit_0(bekc):
         assert proc.returncode == 0, args
     assert "Exit codes" in bekc.run("--help").stdout or "Exit codes" in bekc.run(
         "build", "--help").stdout
+
+
+# --------------------------------------------------------------------------- the language standard
+OLDER_STANDARD = (" but bekc's runtime headers need C++17 or later: remove it, or ask for c++17 "
+                  "or later (bekc compiles with --std, c++17 by default)\n")
+
+
+def std_option_refused(value: str, title: str) -> str:
+    return (f"bekc: error: --std {value} asks for {title}, but bekc's runtime headers need C++17 "
+            "or later: use --std c++17 (the default) or a later standard\n")
+
+
+# Each way a build can ask for a standard: (input suffix, arguments, the
+# variables set, what stderr says in full).
+STANDARD_CASES = {
+    "--std c++14": ("cpp", ["--std", "c++14"], {}, std_option_refused("c++14", "C++14")),
+    "--std=gnu++14": ("cpp", ["--std=gnu++14"], {}, std_option_refused("gnu++14", "C++14")),
+    "--std c++11": ("cu", ["--std", "c++11"], {}, std_option_refused("c++11", "C++11")),
+    "--std c++1y": ("cpp", ["--std", "c++1y"], {}, std_option_refused("c++1y", "C++14")),
+    "--std c11": ("cpp", ["--std", "c11"], {},
+                  "bekc: error: --std c11 names no C++ standard: use c++17 (the default), c++20 "
+                  "or another of c++17 and later\n"),
+    "--cxx-flag=-std=c++14": (
+        "cpp", ["--cxx-flag=-std=c++14"], {},
+        "bekc: error: --cxx-flag=-std=c++14 (extra_cflags from Python) asks for C++14,"
+        + OLDER_STANDARD),
+    "--cxx-flag=--std=c++14": (
+        "cpp", ["--cxx-flag=--std=c++14"], {},
+        "bekc: error: --cxx-flag=--std=c++14 (extra_cflags from Python) asks for C++14,"
+        + OLDER_STANDARD),
+    "--cxx-flag=-ansi": (
+        "cpp", ["--cxx-flag=-ansi"], {},
+        "bekc: error: --cxx-flag=-ansi (extra_cflags from Python) asks for C++98," + OLDER_STANDARD),
+    "nvcc's -std c++14": (
+        "cu", ["--cuda-flag=-std", "--cuda-flag=c++14"], {},
+        "bekc: error: --cuda-flag=-std --cuda-flag=c++14 (extra_cuda_cflags from Python) asks for "
+        "C++14," + OLDER_STANDARD),
+    "-Xcompiler": (
+        "cu", ["--cuda-flag=-Xcompiler", "--cuda-flag=-O2,-std=gnu++14"], {},
+        "bekc: error: --cuda-flag=-Xcompiler --cuda-flag=-O2,-std=gnu++14 (extra_cuda_cflags from "
+        "Python) asks for C++14," + OLDER_STANDARD),
+    "a response file": (
+        "cpp", ["--cxx-flag=@std.rsp"], {},
+        "bekc: error: --cxx-flag=@std.rsp (extra_cflags from Python), through the response file "
+        "std.rsp, asks for C++14," + OLDER_STANDARD),
+    "$NVCC_APPEND_FLAGS": (
+        "cu", [], {"NVCC_APPEND_FLAGS": "-lineinfo --std=c++14"},
+        "bekc: error: --std=c++14 in $NVCC_APPEND_FLAGS asks for C++14," + OLDER_STANDARD),
+}
+
+
+@pytest.mark.parametrize("case", list(STANDARD_CASES))
+def test_a_standard_older_than_cxx17_is_one_usage_error(bekc, kernels, case):
+    """bekc's runtime headers need C++17: a build that asks for an older
+    standard, anywhere a compiler would read it, stops before compiling with
+    one line that says where the standard came from and what to do (exit 2),
+    whether or not the compilers are installed."""
+    suffix, args, variables, expected = STANDARD_CASES[case]
+    src = (kernels.cpp(bekc.workdir / "k.cpp") if suffix == "cpp"
+           else kernels.cu(bekc.workdir / "k.cu"))
+    (bekc.workdir / "std.rsp").write_text("-O2 -std=c++14\n")
+    env = {k: v for k, v in os.environ.items() if k != "BEKC_CACHE_DIR"}
+    env.update(variables)
+    proc = bekc.run("build", src, "--arch", "sm_90", *args, "--cache-dir", bekc.cache_dir, env=env)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", expected)
+    assert not (bekc.cache_dir / "runtime").exists(), "nothing may compile"
+
+
+def test_a_standard_from_pythons_extra_cflags_names_them(bekc, kernels):
+    """The loaders hand extra_cflags and extra_cuda_cflags to bekc as
+    --cxx-flag and --cuda-flag: the error names both spellings."""
+    sys.path.insert(0, str(REPO / "python"))
+    from bekc import build_argv
+
+    src = kernels.cpp(bekc.workdir / "k.cpp")
+    argv = build_argv([src], name="k", flag_kind="cxx", extra_flags=["-std=c++14"],
+                      cache_dir=str(bekc.cache_dir), binary=str(bekc.binary))
+    proc = subprocess.run(argv, cwd=bekc.workdir, capture_output=True, text=True)
+    assert (proc.returncode, proc.stderr) == (
+        2, "bekc: error: --cxx-flag=-std=c++14 (extra_cflags from Python) asks for C++14,"
+        + OLDER_STANDARD)
+
+
+def test_a_compile_error_in_bekcs_own_code_is_exit_1_not_3(bekc, kernels, tmp_path):
+    """A header that the compiler's environment puts ahead of the system's
+    breaks bekc's own handler code: the compiler ran and failed, which is a
+    compile error (exit 1), not a missing toolchain (exit 3)."""
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    # Only bekc/handler.h includes <cstdarg>: the kernel itself compiles.
+    (shadow / "cstdarg").write_text("#error cstdarg is shadowed by CPATH\n")
+    src = kernels.cpp(bekc.workdir / "k.cpp")
+    env = {k: v for k, v in os.environ.items() if k != "BEKC_CACHE_DIR"}
+    env["CPATH"] = str(shadow)
+    r = bekc.build(src, FAST, ok=False, env=env)
+    assert r.rc == 1, r.describe()
+    assert "cstdarg is shadowed by CPATH" in r.stderr
+    assert "handler support code" in r.stderr
+    assert ("note: bekc compiles it with the host compiler, --std and the compiler's environment "
+            "($CPATH, $CPLUS_INCLUDE_PATH, $GCC_EXEC_PREFIX, ...)") in r.stderr
 
 
 # --------------------------------------------------------------------------- toolchain

@@ -47,7 +47,7 @@ def test_exported_cuda_function_never_defined_is_a_link_error(bekc, kernels, nvc
     assert bekc.entries() == []
 
 
-def test_helper_never_defined_fails_the_link_with_the_linkers_words(bekc, kernels):
+def test_helper_never_defined_is_named_in_one_error_and_v_shows_the_linkers_words(bekc, kernels):
     src = kernels.text(bekc.workdir / "helper.cpp", """\
         #include "brainevent/common.h"
         float helper(float);
@@ -56,9 +56,73 @@ def test_helper_never_defined_fails_the_link_with_the_linkers_words(bekc, kernel
         """)
     r = bekc.build(src, FAST, ok=False)
     assert r.rc == 1
-    assert "undefined reference to `helper(float)'" in r.stderr
-    assert r.stderr.endswith("bekc: error: linking libhelper.so failed (exited with code 1)\n"), r.stderr
+    assert r.stderr == (
+        "bekc: error: linking libhelper.so failed: undefined symbol helper(float) (defined in no "
+        "source of the module)\n"
+        "note: define helper(float) in a source of the module, or link the library that defines "
+        "it with --ldflag=-lNAME (extra_ldflags=[\"-lNAME\"] from Python)\n"
+        "note: rerun with -v to see the linker's own output\n")
     assert bekc.entries() == []
+    verbose = bekc.run("build", src, FAST, "-v", "--cache-dir", bekc.cache_dir)
+    assert verbose.returncode == 1
+    assert "undefined reference to `helper(float)'" in verbose.stderr
+    assert "note: rerun with -v" not in verbose.stderr
+
+
+OPENMP_CPP = """\
+#include <omp.h>
+#include "brainevent/common.h"
+// @BE threads
+void threads(const BE::Tensor x, BE::Tensor out) { (void)omp_get_max_threads(); }
+"""
+
+
+def test_a_library_never_linked_is_named_with_the_flag_that_links_it(bekc, kernels):
+    """A module linked without the library its code calls fails the link
+    (bekc links with --no-undefined): one error names the symbols and the
+    library, and the note's flag builds it."""
+    src = kernels.text(bekc.workdir / "threads.cpp", OPENMP_CPP)
+    r = bekc.build(src, FAST, ok=False)
+    assert (r.rc, r.stderr) == (1,
+        "bekc: error: linking libthreads.so failed: undefined symbol omp_get_max_threads "
+        "(OpenMP)\n"
+        "note: link OpenMP with --ldflag=-fopenmp (extra_ldflags=[\"-fopenmp\"] from Python)\n"
+        "note: rerun with -v to see the linker's own output\n")
+    bekc.build(src, FAST, "--ldflag=-fopenmp")
+
+
+CUBLAS_CU = """\
+#include <cublas_v2.h>
+#include "brainevent/common.h"
+// @BE gemm arg ret stream
+void gemm(const BE::Tensor a, BE::Tensor out, int64_t stream) {
+    cublasHandle_t h;
+    cublasCreate(&h);
+    cublasSetStream(h, (cudaStream_t)stream);
+    float one = 1.0f;
+    cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 1, &one, nullptr, 1, nullptr, 1, &one,
+                nullptr, 1);
+    cublasDestroy(h);
+}
+"""
+
+
+def test_cublas_never_linked_names_cublas_and_both_fixes_work(bekc, kernels, nvcc):
+    """The linker's lines name bekc's private build directory; the error
+    names the missing cuBLAS functions, a few and how many more, and how to
+    link cuBLAS from the CLI and from Python. Both fixes build the module."""
+    src = kernels.text(bekc.workdir / "gemm.cu", CUBLAS_CU)
+    r = bekc.build(src, FAST, "--arch", "sm_90", ok=False)
+    assert (r.rc, r.stderr) == (1,
+        "bekc: error: linking libgemm.so failed: undefined symbols cublasCreate_v2, "
+        "cublasSetStream_v2, cublasSgemm_v2 and 1 more (cuBLAS)\n"
+        "note: link cuBLAS with --ldflag=-lcublas (extra_ldflags=[\"-lcublas\"] from Python)\n"
+        "note: rerun with -v to see the linker's own output\n")
+    verbose = bekc.run("build", src, FAST, "--arch", "sm_90", "-v", "--cache-dir", bekc.cache_dir)
+    assert "undefined reference to `cublasDestroy_v2'" in verbose.stderr
+    bekc.build(src, FAST, "--arch", "sm_90", "--ldflag=-lcublas")
+    # Python's extra_ldflags reach a CUDA link as --linker-arg (-Xlinker).
+    bekc.build(src, FAST, "--arch", "sm_90", "--linker-arg=-lcublas")
 
 
 # --------------------------------------------------------------------------- module names

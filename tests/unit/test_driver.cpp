@@ -110,12 +110,105 @@ TEST_CASE("driver: bekc_rt.o is compiled when the cache lacks it, and only then"
     CHECK(f.runner.ran("handler_rt.cpp"));
 }
 
-TEST_CASE("driver: a failing runtime-object compile names it", "[driver]") {
+TEST_CASE("driver: a failing runtime-object compile names it, and is a compile error", "[driver]") {
+    // The compiler ran and reported errors: exit 1, as for any compile. Exit
+    // 3 says that a compiler is missing or cannot run.
     DriverFixture f;
     f.runner.fail_when = "handler_rt.cpp";
     FatalError e = build_error(f);
-    CHECK(e.exit_code() == kExitToolchain);
-    CHECK(std::string(e.what()).find("handler support code") != std::string::npos);
+    CHECK(e.exit_code() == kExitSourceError);
+    const std::string what = e.what();
+    CHECK(what.starts_with("bekc: error: compiling bekc's handler support code with "));
+    CHECK(what.ends_with(
+        "g++ failed (exited with code 1)\n"
+        "note: bekc compiles it with the host compiler, --std and the compiler's environment "
+        "($CPATH, $CPLUS_INCLUDE_PATH, $GCC_EXEC_PREFIX, ...): the errors above come from one of "
+        "these"));
+}
+
+TEST_CASE("driver: a standard older than C++17 stops the build before anything runs",
+          "[driver][std]") {
+    DriverFixture f;
+    f.o.flags.cxx_std = "c++14";
+    FatalError e = build_error(f);
+    CHECK(e.exit_code() == kExitUsage);
+    CHECK(std::string(e.what()) ==
+          "bekc: error: --std c++14 asks for C++14, but bekc's runtime headers need C++17 or "
+          "later: use --std c++17 (the default) or a later standard");
+    CHECK(f.runner.batches.empty());
+
+    DriverFixture g;
+    g.tool_env["NVCC_APPEND_FLAGS"] = "-lineinfo -std=c++11";
+    CHECK(std::string(build_error(g).what()) ==
+          "bekc: error: -std=c++11 in $NVCC_APPEND_FLAGS asks for C++11, but bekc's runtime "
+          "headers need C++17 or later: remove it, or ask for c++17 or later (bekc compiles with "
+          "--std, c++17 by default)");
+    CHECK(g.runner.batches.empty());
+}
+
+TEST_CASE("driver: undefined symbols of a library name it and how to link it", "[driver][link]") {
+    DriverFixture f;
+    f.runner.fail_when = "link libm.so";
+    f.runner.fail_output =
+        "/usr/bin/ld: /tmp/bekc-0/build.x/0_a.bekc.cu.o: in function `scale(BE::Tensor, "
+        "BE::Tensor, long)':\n"
+        "tmpxft_1-6_0_a.cudafe1.cpp:(.text+0x2e): undefined reference to `cublasCreate_v2'\n"
+        "/usr/bin/ld: tmpxft_1-6_0_a.cudafe1.cpp:(.text+0x4a): undefined reference to "
+        "`cublasSetStream_v2'\n"
+        "/usr/bin/ld: tmpxft_1-6_0_a.cudafe1.cpp:(.text+0x6b): undefined reference to "
+        "`cublasSgemm_v2'\n"
+        "/usr/bin/ld: tmpxft_1-6_0_a.cudafe1.cpp:(.text+0x7a): undefined reference to "
+        "`cublasDestroy_v2'\n"
+        "/usr/bin/ld: tmpxft_1-6_0_a.cudafe1.cpp:(.text+0x8a): undefined reference to "
+        "`cublasSgemm_v2'\n"
+        "/usr/bin/ld: tmpxft_1-6_0_a.cudafe1.cpp:(.text+0x9a): undefined reference to "
+        "`omp_get_max_threads'\n"
+        "/usr/bin/ld: tmpxft_1-6_0_a.cudafe1.cpp:(.text+0xaa): undefined reference to "
+        "`_Z6helperf'\n"
+        "collect2: error: ld returned 1 exit status\n";
+    FatalError e = build_error(f);
+    CHECK(e.exit_code() == kExitSourceError);
+    // nvcc links this module (a.cu): OpenMP's library by name, no -L.
+    CHECK(std::string(e.what()) ==
+          "bekc: error: linking libm.so failed: undefined symbols cublasCreate_v2, "
+          "cublasSetStream_v2, cublasSgemm_v2 and 1 more (cuBLAS); omp_get_max_threads "
+          "(OpenMP); helper(float) (defined in no source of the module)\n"
+          "note: link cuBLAS with --ldflag=-lcublas (extra_ldflags=[\"-lcublas\"] from Python)\n"
+          "note: link OpenMP with --ldflag=-lgomp (extra_ldflags=[\"-lgomp\"] from Python)\n"
+          "note: define helper(float) in a source of the module, or link the library that "
+          "defines it with --ldflag=-lNAME (extra_ldflags=[\"-lNAME\"] from Python)\n"
+          "note: rerun with -v to see the linker's own output");
+    auto entries = Cache(f.tmp / "cache").list();
+    REQUIRE(entries);
+    CHECK(entries->empty());
+}
+
+TEST_CASE("driver: a C++ module's link names the host compiler's flags and the toolkit's -L",
+          "[driver][link]") {
+    DriverFixture f;
+    f.o.inputs = {(f.tmp / "src/b.cpp").string()};
+    f.runner.fail_when = "link libm.so";
+    f.runner.fail_output =
+        "ld.lld: error: undefined symbol: omp_get_num_threads\n"
+        ">>> referenced by b.cpp\n"
+        ">>>               /tmp/bekc-0/build.x/0_b.bekc.cpp.o:(shift(BE::Tensor, BE::Tensor))\n"
+        "ld.lld: error: undefined symbol: cuInit\n"
+        ">>> referenced by b.cpp\n"
+        "ld.lld: error: undefined symbol: cusparseCreate\n"
+        ">>> referenced by b.cpp\n"
+        "clang: error: linker command failed with exit code 1 (use -v to see invocation)\n";
+    f.o.verbose = true;  // the linker's output is shown: no note says -v
+    CHECK(std::string(build_error(f).what()) ==
+          "bekc: error: linking libm.so failed: undefined symbols omp_get_num_threads (OpenMP); "
+          "cuInit (the CUDA driver API); cusparseCreate (cuSPARSE)\n"
+          "note: link OpenMP with --ldflag=-fopenmp (extra_ldflags=[\"-fopenmp\"] from "
+          "Python)\n"
+          "note: link the CUDA driver API with --ldflag=-lcuda (extra_ldflags=[\"-lcuda\"] from "
+          "Python); libcuda.so comes with the NVIDIA driver; where none is installed, the "
+          "toolkit's lib64/stubs holds one to link against, which nvcc searches\n"
+          "note: link cuSPARSE with --ldflag=-lcusparse (extra_ldflags=[\"-lcusparse\"] from "
+          "Python), and name the CUDA toolkit's library directory with "
+          "--ldflag=-L<toolkit>/lib64");
 }
 
 TEST_CASE("driver: one input compiles beside its entry points and bekc_rt.o, then links",
