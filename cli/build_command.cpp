@@ -13,10 +13,10 @@
 #include "driver/inputs.hpp"
 #include "driver/package_build.hpp"
 #include "driver/reporter.hpp"
+#include "json_output.hpp"
 #include "store/cache_layers.hpp"
 #include "store/layout.hpp"
 #include "util/error.hpp"
-#include "util/json_text.hpp"
 
 namespace bekc::cli {
 
@@ -87,7 +87,10 @@ int build(const BuildOptions& o, BuildAttempt& attempt) {
     attempt.env.reset();
     if (o.dry_run) return kExitOk;
     nlohmann::ordered_json j = report_build(o, r, env, Reporter(o));
-    std::puts(o.json ? dump_json(j).c_str() : r.manifest.c_str());
+    if (o.json)
+        print_json(j);
+    else
+        std::puts(r.manifest.c_str());
     return kExitOk;
 }
 

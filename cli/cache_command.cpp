@@ -8,16 +8,21 @@
 #include "cache_packs.hpp"
 #include "commands.hpp"
 #include "driver/fatal.hpp"
+#include "json_output.hpp"
 #include "store/cache.hpp"
 #include "store/cache_layers.hpp"
+#include "store/cache_usage.hpp"
 #include "store/layout.hpp"
 #include "store/size.hpp"
 #include "store/stats.hpp"
 #include "util/error.hpp"
+#include "util/utc_time.hpp"
 
 namespace bekc::cli {
 
 namespace {
+
+using Json = nlohmann::ordered_json;
 
 struct CacheOptions {
     std::optional<std::string> cache_dir;
@@ -25,6 +30,7 @@ struct CacheOptions {
     std::string max_size;
     std::string new_max_size;
     bool zero = false;
+    bool json = false;  // ls and stats
 };
 
 std::string format_time(std::chrono::system_clock::time_point t) {
@@ -74,6 +80,26 @@ void print_counters(const BuildCounters& c, uint64_t limit, uint64_t bytes) {
                     format_size(limit).c_str(), percent(bytes, limit).c_str());
 }
 
+// `cache ls --json` (docs/cli.md, "Scripting").
+int list_json(Cache& cache) {
+    auto entries = or_fail(cache.list());
+    CacheStats s = or_fail(cache.stats());
+    Json list = Json::array();
+    for (const auto& e : entries)
+        list.push_back({{"name", e.name},
+                        {"key", e.key},
+                        {"path", e.dir.string()},
+                        {"bytes", e.bytes},
+                        {"targets", e.targets},
+                        {"last_use", utc_time(std::chrono::system_clock::to_time_t(e.last_use))},
+                        {"problem", e.problem.empty() ? Json(nullptr) : Json(e.problem)}});
+    print_json({{"cache", cache.path().string()},
+                {"entries", list},
+                {"entry_bytes", s.entry_bytes},
+                {"total_bytes", s.bytes}});
+    return kExitOk;
+}
+
 int list(Cache& cache) {
     auto entries = or_fail(cache.list());
     if (entries.empty()) std::printf("(empty) %s\n", cache.path().c_str());
@@ -89,16 +115,42 @@ int list(Cache& cache) {
     return kExitOk;
 }
 
-int stats(Cache& cache, const Settings& settings, bool zero) {
+// `cache stats --json` (docs/cli.md, "Scripting").
+Json stats_json(const Cache& cache, const CacheStats& s, const SizeLimit& limit,
+                const Settings& settings) {
+    BuildCounters c = read_counters(cache.dir());
+    Json counters = {{"hits", c.local_hits + c.remote_hits},
+                     {"local_hits", c.local_hits},
+                     {"remote_hits", c.remote_hits},
+                     {"misses", c.misses},
+                     {"errors", c.errors},
+                     {"zeroed_at", c.zeroed_at ? Json(utc_time(c.zeroed_at)) : Json(nullptr)}};
+    return {{"cache", cache.path().string()},
+            {"counters", counters},
+            {"entries", s.entries},
+            {"direct_records", s.direct_records},
+            {"entry_bytes", s.entry_bytes},
+            {"total_bytes", s.bytes},
+            {"max_size", {{"bytes", limit.bytes}, {"source", limit_origin(limit, settings)}}}};
+}
+
+int stats(Cache& cache, const Settings& settings, bool zero, bool json) {
     if (zero) {
         if (or_fail(cache.is_cache()))
             if (auto zeroed = zero_counters(cache.dir()); !zeroed)
                 fatal(Error::make(ErrorKind::Cache, zeroed.error().message));
-        std::printf("statistics zeroed\n");
+        if (json)
+            print_json({{"cache", cache.path().string()}, {"zeroed", true}});
+        else
+            std::printf("statistics zeroed\n");
         return kExitOk;
     }
     CacheStats s = or_fail(cache.stats());
     auto limit = or_fail(cache.size_limit(settings.lookup()));
+    if (json) {
+        print_json(stats_json(cache, s, limit, settings));
+        return kExitOk;
+    }
     print_counters(read_counters(cache.dir()), limit.bytes, s.bytes);
     std::printf("entries         %zu\n", s.entries);
     std::printf("direct records  %zu\n", s.direct_records);
@@ -123,6 +175,26 @@ int verify(Cache& cache) {
     return r.removed.empty() ? kExitOk : kExitCache;
 }
 
+// Prune stopped above `target`: what the bytes left are, what removes each
+// part and what `cache clear` would leave.
+void explain_remains(const Cache& cache, uint64_t target) {
+    std::vector<UsagePart> parts = cache_usage(cache.dir());
+    uint64_t total = 0, after_clear = 0;
+    for (const auto& p : parts) {
+        total += p.bytes;
+        if (p.removed_by == RemovedBy::Kept) after_clear += p.bytes;
+    }
+    std::printf(
+        "%s remain, more than %s: prune removes only entries, their records and step "
+        "results\n",
+        format_size(total).c_str(), format_size(target).c_str());
+    for (const auto& p : parts)
+        std::printf("  %-28s %9s  %s: %s\n", p.what.c_str(), format_size(p.bytes).c_str(),
+                    p.names.c_str(), p.fate.c_str());
+    std::printf("bekc cache clear would leave %s: the parts it keeps\n",
+                format_size(after_clear).c_str());
+}
+
 int prune(Cache& cache, const std::string& max_size, const Settings& settings) {
     uint64_t bytes = 0;
     if (max_size.empty()) {
@@ -137,6 +209,7 @@ int prune(Cache& cache, const std::string& max_size, const Settings& settings) {
     if (r.steps_removed) std::printf(" and %zu step results", r.steps_removed);
     std::printf("; %s -> %s\n", format_size(r.bytes_before).c_str(),
                 format_size(r.bytes_after).c_str());
+    if (r.bytes_after > bytes) explain_remains(cache, bytes);
     return kExitOk;
 }
 
@@ -200,11 +273,17 @@ Action add_cache_command(CLI::App& app) {
                     "$XDG_CACHE_HOME/bekc or ~/.cache/bekc)");
     auto* path = cmd->add_subcommand("path", "Print the cache directory");
     auto* ls = cmd->add_subcommand("ls", "List entries, most recently used first");
+    ls->add_flag("--json", o->json,
+                 "Print one JSON object: the cache, its entries and totals (docs/cli.md, "
+                 "\"Scripting\")");
     auto* clear = cmd->add_subcommand("clear", "Remove every entry, or those of module NAME");
     clear->add_option("name", o->name, "Module name (--name of the build)");
     auto* st = cmd->add_subcommand(
         "stats", "Hits, misses, counts and sizes, and the size limit in force (like ccache -s)");
     st->add_flag("-z,--zero", o->zero, "Reset the hit and miss counters (like ccache -z)");
+    st->add_flag("--json", o->json,
+                 "Print one JSON object: counters, counts, sizes and the size limit (docs/cli.md, "
+                 "\"Scripting\")");
     auto* pr = cmd->add_subcommand("prune", "Remove least recently used entries down to a size");
     pr->add_option("--max-size", o->max_size,
                    "Size to keep, e.g. 500M, 2G (default: the size limit in force)");
@@ -228,8 +307,8 @@ Action add_cache_command(CLI::App& app) {
         }
         if (packs->parsed()) return cache_packs(o->cache_dir, *packs_options, settings);
         note_demoted(o->cache_dir, settings.lookup());
-        if (ls->parsed()) return list(cache);
-        if (st->parsed()) return stats(cache, settings, o->zero);
+        if (ls->parsed()) return o->json ? list_json(cache) : list(cache);
+        if (st->parsed()) return stats(cache, settings, o->zero, o->json);
         if (mx->parsed()) return max_size(cache, o->new_max_size, settings);
         if (clear->parsed()) {
             size_t n = or_fail(cache.clear(o->name));

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "driver/fatal.hpp"
+#include "json_output.hpp"
 #include "run/interrupt.hpp"
 #include "scan/arg_spec.hpp"
 #include "util/error.hpp"
@@ -149,6 +151,33 @@ bool known_option(CLI::App* app, const std::string& arg, bool& value) {
     return false;
 }
 
+// The option a mistyped `arg` most likely meant. First the look-alikes of a
+// short option: the digit 0 for the letter O before the value, O for 0 in
+// it, a dash too many ("-03", "--03", "-0O" and "--O3" for -O3, -O0; "-0"
+// for -O); then the nearest spelling (nearest_word: "--fastmath").
+std::optional<std::string> suggest_option(CLI::App* app, const std::string& arg) {
+    size_t dashes = std::min(arg.find_first_not_of('-'), arg.size());
+    std::string rest = arg.substr(dashes);
+    if (!rest.empty() && rest.size() <= 3 && dashes <= 2) {
+        std::string fixed = "-";
+        for (size_t i = 0; i < rest.size(); ++i) {
+            char c = rest[i];
+            fixed += i == 0 ? (c == '0' ? 'O' : c) : (c == 'O' || c == 'o' ? '0' : c);
+        }
+        bool value = false;
+        if (fixed != arg && known_option(app, fixed, value)) return fixed;
+    }
+    return nearest_word(arg.substr(0, arg.find('=')), option_spellings(app));
+}
+
+// "unknown option '--fastmath'; did you mean --fast-math?", and where to look.
+std::string unknown_option(CLI::App* app, const std::string& arg) {
+    std::string name = arg.substr(0, arg.find('='));
+    auto close = suggest_option(app, arg);
+    return "unknown option '" + name + "'" + (close ? "; did you mean " + *close + "?" : "") +
+           "\nRun '" + command_path(app) + " --help' for its options.";
+}
+
 // What a parse error means, in bekc's words, for the mistakes people make: an
 // unknown command or option (with the nearest one), a command without its
 // inputs. Empty: CLI11's own message is as good.
@@ -161,13 +190,7 @@ std::string usage_error(CLI::App& app, const std::vector<std::string>& args) {
         if (arg.size() > 1 && arg[0] == '-') {
             bool value = false;
             if (arg == "-h" || arg == "--help" || arg == "--version") return {};
-            if (!known_option(current, arg, value)) {
-                std::string name = arg.substr(0, arg.find('='));
-                auto close = nearest_word(name, option_spellings(current));
-                return "unknown option '" + name + "'" +
-                       (close ? "; did you mean " + *close + "?" : "") + "\nRun '" +
-                       command_path(current) + " --help' for its options.";
-            }
+            if (!known_option(current, arg, value)) return unknown_option(current, arg);
             if (value) ++i;
             continue;
         }
@@ -216,6 +239,27 @@ void check_empty_values(CLI::App& app) {
     for (CLI::App* sub : app.get_subcommands({})) check_empty_values(*sub);
 }
 
+// After parsing: CLI11 takes an argument that reads as a negative number
+// ("-03", "-0") as a positional, an input. One that names no file but looks
+// like a mistyped option of its command is that mistake (usage error); one
+// that names a file stays an input.
+void check_option_like_positionals(CLI::App& app) {
+    for (const CLI::Option* opt : app.get_options()) {
+        if (!opt->get_positional()) continue;
+        for (const auto& value : opt->results()) {
+            std::error_code ec;
+            namespace fs = std::filesystem;
+            if (value.size() < 2 || value[0] != '-' ||
+                fs::symlink_status(value, ec).type() != fs::file_type::not_found)
+                continue;
+            if (suggest_option(&app, value))
+                fatal(Error::make(ErrorKind::Usage, unknown_option(&app, value)));
+        }
+    }
+    for (CLI::App* sub : app.get_subcommands({}))
+        if (sub->parsed()) check_option_like_positionals(*sub);
+}
+
 // Every command's result is on standard output: one that could not be written
 // (a full disk, `>/dev/full`) is a failure, not a success.
 int check_stdout(int code) {
@@ -232,26 +276,64 @@ int check_stdout(int code) {
     return code == kExitOk ? kExitCache : code;
 }
 
-int run_command(int argc, char** argv) {
-    CLI::App app{"bekc: compile annotated CUDA and C++ kernels into JAX custom calls"};
-    app.footer(kExitCodes);
-    app.set_version_flag("--version", std::string("bekc ") + kVersion);
-    app.require_subcommand(1);
+using Actions = std::vector<std::pair<CLI::App*, Action>>;
 
-    std::vector<std::pair<CLI::App*, Action>> actions;
+// The app and every command's action.
+void add_commands(CLI::App& app, Actions& actions) {
+    app.footer(kExitCodes);
+    app.set_version_flag("--version", version_text);
+    app.require_subcommand(1);
     auto add = [&](Action (*adder)(CLI::App&)) {
         size_t before = app.get_subcommands({}).size();
         Action a = adder(app);
         actions.emplace_back(app.get_subcommands({})[before], std::move(a));
     };
-    add(add_build_command);
-    add(add_inspect_command);
-    add(add_cache_command);
-    add(add_doctor_command);
-    add(add_config_command);
-    add(add_replay_command);
-    add(add_pack_command);
+    for (auto adder : {add_build_command, add_inspect_command, add_cache_command,
+                       add_doctor_command, add_config_command, add_replay_command, add_pack_command,
+                       add_completion_command, add_man_command})
+        add(adder);
+}
 
+// A failure's end: the command's own handling (`on_failure`), the Error on
+// standard error (an empty message: its diagnostics were printed already)
+// and, with --json, the failure's object on standard output. Returns the
+// exit code.
+int failed(Error error, Actions& actions, const StderrCopy* json) {
+    for (auto& [sub, action] : actions)
+        if (sub->parsed() && action.on_failure) action.on_failure(error);
+    if (std::string shown = error.render(); !shown.empty()) {
+        std::fputs(shown.c_str(), stderr);
+        std::fputc('\n', stderr);
+    }
+    if (json) print_failure_json(error, json->text());
+    return error.exit_code();
+}
+
+// A bug in bekc: `line` on standard error and, with --json, its object.
+int internal_failure(const std::string& line, const StderrCopy* json) {
+    std::fprintf(stderr, "%s\n", line.c_str());
+    if (json) print_failure_json(Error::make(ErrorKind::Internal, line), json->text());
+    return kExitInternal;
+}
+
+// CLI11's --help and --version (exit 0), and the parse errors bekc has no
+// words of its own for, printed as CLI11 prints them. Through stdio, whose
+// errors check_stdout() reports (std::endl would flush std::cout, and the
+// error number with it).
+int parse_stopped(CLI::App& app, const CLI::ParseError& e, const StderrCopy* json) {
+    std::ostringstream out, err;
+    int code = app.exit(e, out, err);
+    std::fputs(out.str().c_str(), stdout);
+    std::fputs(err.str().c_str(), stderr);
+    if (code == 0) return kExitOk;
+    if (json) print_failure_json(Error::make(ErrorKind::Usage, e.what()), json->text());
+    return kExitUsage;
+}
+
+int run_command(int argc, char** argv, const StderrCopy* json) {
+    CLI::App app{"bekc: compile annotated CUDA and C++ kernels into JAX custom calls"};
+    Actions actions;
+    add_commands(app, actions);
     try {
         std::vector<std::string> args = checked_args(app, argc, argv);
         std::vector<const char*> pointers;
@@ -262,34 +344,18 @@ int run_command(int argc, char** argv) {
             if (e.get_exit_code() != 0)
                 if (std::string why = usage_error(app, args); !why.empty())
                     fatal(Error::make(ErrorKind::Usage, why));
-            // CLI11 uses exit code 0 for --help/--version; everything else is a usage error.
-            // Through stdio, whose errors check_stdout() reports (std::endl
-            // would flush std::cout, and the error number with it).
-            std::ostringstream out, err;
-            int code = app.exit(e, out, err);
-            std::fputs(out.str().c_str(), stdout);
-            std::fputs(err.str().c_str(), stderr);
-            return code == 0 ? 0 : kExitUsage;
+            return parse_stopped(app, e, json);
         }
         check_empty_values(app);
+        check_option_like_positionals(app);
         for (auto& [sub, action] : actions)
             if (sub->parsed()) return action.run();
     } catch (const FatalError& caught) {
-        Error error = caught.error();
-        for (auto& [sub, action] : actions)
-            if (sub->parsed() && action.on_failure) action.on_failure(error);
-        // An empty message means the diagnostics were printed already.
-        if (std::string shown = error.render(); !shown.empty()) {
-            std::fputs(shown.c_str(), stderr);
-            std::fputc('\n', stderr);
-        }
-        return error.exit_code();
+        return failed(caught.error(), actions, json);
     } catch (const InternalError& e) {
-        std::fprintf(stderr, "%s\n", e.what());
-        return kExitInternal;
+        return internal_failure(e.what(), json);
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "bekc: internal error: %s\n", e.what());
-        return kExitInternal;
+        return internal_failure(std::string("bekc: internal error: ") + e.what(), json);
     }
     return kExitUsage;
 }
@@ -301,7 +367,11 @@ int run(int argc, char** argv) {
     // build directory removed, jobserver tokens returned), then die of the
     // same signal (run/interrupt.hpp).
     install_interrupt_handlers();
-    int code = check_stdout(run_command(argc, argv));
+    std::optional<StderrCopy> json;
+    if (json_requested(argc, argv)) json.emplace();
+    int code = run_command(argc, argv, json ? &*json : nullptr);
+    json.reset();
+    code = check_stdout(code);
     die_if_interrupted();
     return code;
 }

@@ -35,6 +35,18 @@ Action add_doctor_command(CLI::App& app);
 Action add_config_command(CLI::App& app);
 Action add_pack_command(CLI::App& app);
 Action add_replay_command(CLI::App& app);
+// `bekc completion SHELL` and `bekc man`: written from `app`'s own
+// definitions, every command and option (cli_docs.cpp).
+Action add_completion_command(CLI::App& app);
+Action add_man_command(CLI::App& app);
+
+// The commit bekc was built from, "unknown" when not built from a git
+// checkout (cmake/build_info.cmake writes it).
+extern const char* const kBuildCommit;
+
+// What `bekc --version` prints: bekc's version, the commit it was built
+// from, and the nvcc and host compiler a build would use, or "not found".
+std::string version_text();
 
 // The settings (config/settings.hpp) for a command given `cache_dir_flag`
 // (--cache-dir); a bad bekc.conf prints its errors and exits 2. The

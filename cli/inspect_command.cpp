@@ -64,7 +64,7 @@ int inspect(const InspectOptions& o) {
         scan_inputs(or_fatal(expand_inputs(o.inputs)), specs, InputsAre::Independent);
     if (has_errors(scanned.diagnostics)) {
         std::fputs(render_all(scanned.diagnostics).c_str(), stderr);
-        return kExitSourceError;
+        fatal(Error::make(ErrorKind::Source, ""));  // printed already
     }
     if (o.json) {
         nlohmann::ordered_json files = nlohmann::ordered_json::array();

@@ -3,9 +3,13 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
+#include "scan/arg_spec.hpp"
 #include "store/size.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
@@ -56,6 +60,25 @@ std::string known_keys() {
     std::string out;
     for (const auto& s : kSettings) out += (out.empty() ? "" : ", ") + std::string(s.key);
     return out;
+}
+
+// The key a mistyped `key` most likely meant: one spelt with dashes or in
+// capitals ("MAX-SIZE"), the variable it stands for ("BEKC_CACHE_MAX_SIZE"),
+// or the nearest key ("max_sise"), with the CLI's measure (nearest_word).
+std::optional<std::string> suggest_key(std::string_view key) {
+    auto normal = [](std::string_view text) {
+        std::string out;
+        for (char c : text)
+            out += c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        return out.starts_with("bekc_") ? out.substr(5) : out;
+    };
+    std::string wanted = normal(key);
+    std::vector<std::string> keys;
+    for (const auto& s : kSettings) {
+        if (wanted == s.key || wanted == normal(s.env)) return std::string(s.key);
+        keys.emplace_back(s.key);
+    }
+    return nearest_word(wanted, keys);
 }
 
 // A path as written in a file: relative to the file's directory; '~' is not
@@ -165,7 +188,9 @@ std::expected<ConfigFile, std::vector<std::string>> parse_config(std::string_vie
         std::string_view key = trim(line.substr(0, eq));
         const SettingInfo* s = find_setting(key);
         if (!s) {
-            fail(fmt::format("unknown key '{}'; bekc.conf knows {}", key, known_keys()));
+            auto close = suggest_key(key);
+            fail(fmt::format("unknown key '{}'; {}bekc.conf knows {}", key,
+                             close ? "did you mean " + *close + "? " : "", known_keys()));
             continue;
         }
         if (auto [it, fresh] = seen.emplace(s->key, line_no); !fresh) {

@@ -14,6 +14,7 @@
 #include "store/stats.hpp"
 #include "util/error.hpp"
 #include "util/json_text.hpp"
+#include "util/utc_time.hpp"
 
 namespace bekc {
 
@@ -59,15 +60,6 @@ nlohmann::ordered_json changes_json(const std::vector<KeyChange>& changes) {
                        {"old", changes[i].old_value},
                        {"new", changes[i].new_value}});
     return out;
-}
-
-std::string utc_now() {
-    std::time_t t = std::time(nullptr);
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
 }
 
 std::string result_of(const BuildResult* r) {
@@ -168,7 +160,7 @@ std::expected<void, Error> log_build(const BuildOptions& o, const BuildResult* r
     if (!path) return {};
     Identity id = identity_of(o);
     nlohmann::ordered_json line = {
-        {"time", utc_now()},
+        {"time", utc_time(std::time(nullptr))},
         {"module", id.module},
         {"inputs", id.inputs},
         {"result", result_of(r)},

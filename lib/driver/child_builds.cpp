@@ -60,6 +60,15 @@ std::vector<ProcessResult> run_children(Runner& runner, const std::vector<Comman
     return results;
 }
 
+std::string child_messages(const ProcessResult& r) {
+    std::string out = r.output;
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    size_t last = out.rfind('\n') + 1;  // 0 when there is one line
+    if (parse_json(out.substr(last)).value_or(nullptr).is_object()) out.erase(last);
+    if (!out.empty() && out.back() != '\n') out += '\n';
+    return out;
+}
+
 nlohmann::json child_json(const ProcessResult& r) {
     std::string out = r.output;
     while (!out.empty() && out.back() == '\n') out.pop_back();

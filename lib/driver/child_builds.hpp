@@ -52,4 +52,9 @@ std::vector<ProcessResult> run_children(Runner& runner, const std::vector<Comman
 // null when there is none.
 nlohmann::json child_json(const ProcessResult& r);
 
+// A child's output as a person reads it: without that --json object (a
+// failed child prints one too, docs/cli.md, "Scripting"), ending in a
+// newline unless empty.
+std::string child_messages(const ProcessResult& r);
+
 }  // namespace bekc

@@ -87,12 +87,12 @@ std::vector<Packed> build_source(const PackOptions& o, const fs::path& source, b
     ProcessResult r = ctx.runner.run_one(c);
     nlohmann::json j = child_json(r);
     if (!r.ok() || !j.is_object()) {
-        std::fputs(r.output.c_str(), stderr);
+        std::fputs(child_messages(r).c_str(), stderr);
         fatal(Error::at(ErrorKind::Source, source.string(), 0,
                         std::string(package ? "the package" : "the recording") +
                             " did not build (" + r.describe() + "); nothing was packed"));
     }
-    if (o.verbose) std::fputs(r.output.c_str(), stderr);
+    if (o.verbose) std::fputs(child_messages(r).c_str(), stderr);
     return reported_builds(j, cache_root);
 }
 

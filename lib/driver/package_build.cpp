@@ -191,8 +191,7 @@ void record_failure(const BuildOptions& o, const PackagePlan& plan, const Packag
     Shortfalls& list = out.of(kind);
     list.files += (list.files.empty() ? "" : ", ") + rel + " (" + p.why + ")";
     list.modules.push_back({{"source", m.source.string()}, {"name", m.name}, {"why", p.why}});
-    std::string output = r.output;
-    if (!output.empty() && output.back() != '\n') output += '\n';
+    const std::string output = child_messages(r);
     const std::string as = (m.load_site.empty() ? "only checked, as " : "as ") + m.name;
     if (kind == Shortfall::Failure) {
         std::fprintf(stderr, "bekc: error: %s (%s) failed: %s\n%s", rel.c_str(), as.c_str(),

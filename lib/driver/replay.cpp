@@ -84,8 +84,7 @@ LoadOutcome outcome_of(const RecordedLoad& load, const ProcessResult& r) {
     else if (!out.child.contains("manifest"))
         out.why = "bekc printed no manifest";
     if (!out.why.empty()) {
-        std::string output = r.output;
-        if (!output.empty() && output.back() != '\n') output += '\n';
+        const std::string output = child_messages(r);
         std::fprintf(stderr, "bekc: error: %s (%s, in %s) failed: %s\n%s", module_of(load).c_str(),
                      load.where.c_str(), load.cwd.c_str(), out.why.c_str(), output.c_str());
     }

@@ -296,6 +296,32 @@ def test_prune_to_zero_empties_the_cache(bekc, kernels):
     assert bekc.build(src, FAST).hit is False
 
 
+def test_prune_below_what_entries_free_says_what_remains_and_why(bekc, kernels):
+    built(bekc, kernels)
+    proc = bekc.cache("prune", "--max-size", "100")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert re.match(r"removed 1 entries and \d+ records", lines[0]), lines
+    assert bekc.entries() == []
+    left = cache_bytes(bekc.cache_dir)
+    assert re.fullmatch(r"(.+) remain, more than 100 B: prune removes only entries, their records "
+                        r"and step results", lines[1]), lines
+    parts = {l.split("  ")[1].strip(): l for l in lines[2:-1]}
+    assert list(parts)[:2] == ["runtime headers and objects", "memos"], lines
+    assert "runtime/: bekc cache clear removes them" in parts["runtime headers and objects"]
+    assert "bekc-cache.json" in parts["marker"] and "kept" in parts["marker"]
+    assert re.fullmatch(r"bekc cache clear would leave (.+): the parts it keeps", lines[-1]), lines
+    assert left > 100
+    bekc.cache("clear")
+    assert cache_bytes(bekc.cache_dir) < left
+
+
+def test_prune_that_reaches_its_size_says_nothing_more(bekc, kernels):
+    built(bekc, kernels)
+    proc = bekc.cache("prune", "--max-size", "1G")
+    assert len(proc.stdout.splitlines()) == 1, proc.stdout
+
+
 @pytest.mark.parametrize("size", ["lots", "-5M", "12Q"])
 def test_prune_with_a_bad_size_is_a_usage_error(bekc, size):
     proc = bekc.cache("prune", "--max-size", size)

@@ -126,6 +126,29 @@ def test_a_bad_line_is_file_line_error_and_exit_2_for_every_command(run, home, k
     assert not (tmp_path / "c").exists(), "a build ran despite the bad configuration"
 
 
+@pytest.mark.parametrize("line, key", [
+    ("max_sise = 1G", "max_size"),
+    ("MAX-SIZE = 1G", "max_size"),
+    ("BEKC_CACHE_MAX_SIZE = 1G", "max_size"),
+    ("remote-cache = http://x", "remote_cache"),
+])
+def test_a_mistyped_key_gets_the_key_it_meant_at_its_file_and_line(run, home, line, key):
+    user_conf(home).write_text(f"# mine\n{line}\n")
+    proc = run("config")
+    typo = line.split(" =")[0]
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"{user_conf(home)}:2: error: unknown key '{typo}'; "
+                                  f"did you mean {key}? bekc.conf knows cache_dir, "), proc.stderr
+
+
+def test_config_alone_shows_the_settings(run, home):
+    user_conf(home).write_text("max_size = 3G\n")
+    alone = run("config")
+    assert alone.returncode == 0, alone.stderr
+    assert alone.stdout == run("config", "--show").stdout
+    assert shown(alone)["max_size"] == (f"{user_conf(home)}:1", "3G")
+
+
 def test_cache_dir_in_the_cache_file_is_an_error(run, tmp_path):
     cache = tmp_path / "c"
     cache.mkdir()

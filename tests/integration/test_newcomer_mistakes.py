@@ -208,13 +208,14 @@ def test_missing_header_in_cpp_is_reported_at_the_users_line(bekc, kernels):
      "bekc: error: unknown option '--zzzzzz'\nRun 'bekc build --help' for its options.\n"),
     (["biuld", "x.cu"],
      "bekc: error: unknown command 'bekc biuld'; did you mean 'bekc build'?\n"
-     "The commands of bekc are build, inspect, cache, doctor, config, replay and pack.\n"),
+     "The commands of bekc are build, inspect, cache, doctor, config, replay, pack, completion "
+     "and man.\n"),
     (["cache", "lss"],
      "bekc: error: unknown command 'bekc cache lss'; did you mean 'bekc cache ls'?\n"
      "The commands of bekc cache are path, ls, clear, stats, prune, verify, max-size and packs.\n"),
     ([],
      "bekc: error: bekc needs a command\nThe commands of bekc are build, inspect, cache, doctor, "
-     "config, replay and pack; run 'bekc --help' for what each does.\n"),
+     "config, replay, pack, completion and man; run 'bekc --help' for what each does.\n"),
     (["build"],
      "bekc: error: bekc build needs at least one input\n"
      "usage: bekc build [OPTIONS] INPUT...\n"
@@ -225,11 +226,42 @@ def test_missing_header_in_cpp_is_reported_at_the_users_line(bekc, kernels):
      "usage: bekc build [OPTIONS] INPUT...\n"
      "example: bekc build kernels.cu -O3 --fast-math\n"
      "Run 'bekc build --help' for its options.\n"),
+    (["build", "k.cu", "-03"],
+     "bekc: error: unknown option '-03'; did you mean -O3?\n"
+     "Run 'bekc build --help' for its options.\n"),
+    (["build", "-00", "k.cu"],
+     "bekc: error: unknown option '-00'; did you mean -O0?\n"
+     "Run 'bekc build --help' for its options.\n"),
+    (["build", "k.cu", "--03"],
+     "bekc: error: unknown option '--03'; did you mean -O3?\n"
+     "Run 'bekc build --help' for its options.\n"),
+    (["build", "k.cu", "--O2"],
+     "bekc: error: unknown option '--O2'; did you mean -O2?\n"
+     "Run 'bekc build --help' for its options.\n"),
+    (["build", "k.cu", "-0O"],
+     "bekc: error: unknown option '-0O'; did you mean -O0?\n"
+     "Run 'bekc build --help' for its options.\n"),
+    (["build", "k.cu", "-0"],
+     "bekc: error: unknown option '-0'; did you mean -O?\n"
+     "Run 'bekc build --help' for its options.\n"),
+    (["build", "---"], "---: error: no such file or directory\n"),
+    (["build", "-fast-math", "k.cu"],
+     "bekc: error: unknown option '-fast-math'; did you mean --fast-math?\n"
+     "Run 'bekc build --help' for its options.\n"),
 ], ids=["option", "option-far", "command", "cache-command", "no-command", "build-bare",
-        "build-no-inputs"])
+        "build-no-inputs", "zero-for-O", "zero-zero", "double-dash-zero", "double-dash-O",
+        "zero-then-O", "zero-alone", "dashes-only", "one-dash-long"])
 def test_usage_errors_say_what_to_type(bekc, args, message):
     r = bekc.run(*args)
     assert (r.returncode, r.stdout, r.stderr) == (2, "", message)
+
+
+def test_an_input_named_like_an_option_is_still_an_input(bekc, kernels):
+    """A file that exists is an input, whatever its name looks like."""
+    kernels.cpp(bekc.workdir / "-03")
+    for args in (["-03"], ["--", "-03"]):
+        r = bekc.run("inspect", *args)
+        assert r.stderr == "-03: error: not a kernel source (expected .cu, .cpp, .cc or .cxx)\n"
 
 
 # --------------------------------------------------------------------------- small things

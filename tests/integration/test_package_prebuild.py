@@ -143,6 +143,7 @@ def test_files_only_checked_or_broken_are_named_with_the_reason(bekc, site):
     assert strict.returncode == 1, strict.stderr
     assert (f"bekc: error: _broken/tile.cpp (only checked, as broken_tile) failed: "
             f"{defect}") in strict.stderr
+    assert '{"error":' not in strict.stderr, "the child's --json object is not a message"
     assert strict.stderr.splitlines()[-1] == (
         f"bekc: 5 of 6 modules built (5 cache hits); 1 failed: _broken/tile.cpp ({defect})")
     # The rest built; a second run is all hits.

@@ -201,6 +201,7 @@ def test_a_load_whose_input_is_gone_fails_and_the_others_build(bekc, kernels, tm
     assert done.returncode == 1, done.stderr
     assert "1 of 2 recorded loads built" in done.stderr
     assert "1 failed: gone" in done.stderr and "gone.cpp" in done.stderr
+    assert '{"error":' not in done.stderr, "the child's --json object is not a message"
     assert len(done.stdout.strip().splitlines()) == 1
 
 

@@ -79,8 +79,8 @@ TEST_CASE("bekc.conf: every bad line is an error naming the file and line") {
         "launcher =\n");
     REQUIRE(errors.size() == 8);
     CHECK(
-        errors[0].starts_with("/etc/x/bekc.conf:2: error: unknown key 'max_sise'; bekc.conf "
-                              "knows cache_dir, max_size,"));
+        errors[0].starts_with("/etc/x/bekc.conf:2: error: unknown key 'max_sise'; did you mean "
+                              "max_size? bekc.conf knows cache_dir, max_size,"));
     CHECK(errors[1].starts_with("/etc/x/bekc.conf:3: error: max_size: "));
     CHECK(errors[2] ==
           "/etc/x/bekc.conf:4: error: remote_read_only must be true or false (or yes/no, on/off, "
@@ -90,6 +90,20 @@ TEST_CASE("bekc.conf: every bad line is an error naming the file and line") {
     CHECK(errors[5].starts_with("/etc/x/bekc.conf:7: error: remote_cache must be an http://"));
     CHECK(errors[6].starts_with("/etc/x/bekc.conf:8: error: log_file: '~' is not expanded"));
     CHECK(errors[7] == "/etc/x/bekc.conf:9: error: launcher needs a value");
+}
+
+TEST_CASE("bekc.conf: an unknown key gets the key it most likely meant") {
+    auto first_error = [](const std::string& line) { return parse_errors(line + "\n").at(0); };
+    for (std::string typo :
+         {"max_sise = 1G", "MAX-SIZE = 1G", "BEKC_CACHE_MAX_SIZE = 1G", "cache_max_size = 1G"})
+        CHECK_THAT(first_error(typo),
+                   Catch::Contains("; did you mean max_size? bekc.conf knows cache_dir"));
+    CHECK_THAT(first_error("BEKC_LOG = /tmp/log"), Catch::Contains("did you mean log_file?"));
+    CHECK_THAT(first_error("remote-cache = http://x"),
+               Catch::Contains("did you mean remote_cache?"));
+    CHECK_THAT(
+        first_error("colour = yes"),
+        Catch::StartsWith("/etc/x/bekc.conf:1: error: unknown key 'colour'; bekc.conf knows"));
 }
 
 TEST_CASE("bekc.conf: read_only_caches is a ':' list of paths relative to the file; empty: none") {
