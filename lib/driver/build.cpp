@@ -66,8 +66,9 @@ namespace {
 
 // --dry-run: the graph a build would execute, step by step, from the same
 // plan, on stdout.
-void dry_run(const BuildInputs& in, const BuildOptions& o, const PlannedBuild& p,
-             BuildContext& ctx) {
+void dry_run(const BuildInputs& in, const BuildOptions& o, const PlannedBuild& p, BuildContext& ctx,
+             const Reporter& report) {
+    if (!in.arch_fallback.empty()) report.warn(in.arch_fallback);
     DryRunRunner dry;
     ExecuteOptions eo;
     eo.echo = stdout;
@@ -157,7 +158,7 @@ Attempt build_attempt(const BuildOptions& o, BuildContext& ctx) {
     }
     BuildResult result = planned_result(planned);
     if (o.dry_run) {
-        dry_run(in, o, planned, ctx);
+        dry_run(in, o, planned, ctx, report);
         return {result, std::nullopt};
     }
     Cache cache(in.cache_root);
@@ -170,6 +171,8 @@ Attempt build_attempt(const BuildOptions& o, BuildContext& ctx) {
     if (!found.checked.empty()) report_portable_hit(o, found.layer, found.checked, report);
     std::optional<Published> published;
     if (!found.entry) {
+        // Said when it compiles for the default architecture, not on a hit.
+        if (!in.arch_fallback.empty()) report.warn(in.arch_fallback);
         Executed built = execute(in, o, planned.dir_name, cache, ctx);
         if (built.edited) return {result, built.edited};
         // Only a miss sorts what the compilers read, by the host compiler's

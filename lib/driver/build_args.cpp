@@ -55,7 +55,8 @@ void add_build_options(CLI::App& cmd, BuildOptions& o) {
                        max_length + " characters (default: --name)");
     cmd.add_option("--arch", o.arch,
                    "GPU architectures: a list (sm_90,80,9.0,sm_90a), 'native', or 'auto' (the "
-                   "GPUs present; none found: sm_80 plus PTX, with a warning). Default: auto")
+                   "GPUs present; none found: sm_80 plus PTX, with a warning, unless an -arch or "
+                   "-gencode in --cuda-flag chooses). Default: auto")
         ->capture_default_str();
     add_compile_flag_options(cmd, o.flags);
     cmd.add_option("--xla-include", o.xla_include,

@@ -43,6 +43,10 @@ struct BuildInputs {
     // on a miss only, where the dependencies are sorted.
     std::string multiarch;
     std::vector<Arch> archs;
+    // `--arch auto` found no GPU and nothing else names an architecture, so
+    // the build compiles for the default one: the warning that says so, in
+    // the caller's terms, printed when a build compiles (never on a hit).
+    std::string arch_fallback;
     PlanFlags flags;  // flags.cudart: "shared" or "static" for CUDA, else ""
     // flags.cudart "shared": the toolkit's libcudart.so.N the library links.
     std::optional<fs::path> cudart_library;

@@ -42,4 +42,15 @@ std::vector<std::string> missing_include_dir_warnings(const std::vector<std::str
     return out;
 }
 
+std::vector<std::string> brainevent_header_notes(const std::vector<std::string>& resolved) {
+    std::vector<std::string> out;
+    for (const auto& dir : resolved) {
+        std::error_code ec;
+        if (!fs::is_regular_file(fs::path(dir) / "brainevent" / "common.h", ec)) continue;
+        out.push_back("brainevent/ headers from -I " + dir +
+                      ", ahead of bekc's own copies (docs/annotations.md, \"Include order\")");
+    }
+    return out;
+}
+
 }  // namespace bekc

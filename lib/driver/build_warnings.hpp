@@ -20,4 +20,10 @@ std::vector<Diagnostic> default_stream_warnings(const std::vector<SourceFile>& f
 std::vector<std::string> missing_include_dir_warnings(const std::vector<std::string>& given,
                                                       const std::vector<std::string>& resolved);
 
+// For -v: one line for each include directory that holds a
+// brainevent/common.h, whose brainevent/ headers the compilers then take in
+// place of bekc's own (docs/annotations.md, "Include order"), so that no
+// build switches to another set of headers without saying so.
+std::vector<std::string> brainevent_header_notes(const std::vector<std::string>& resolved);
+
 }  // namespace bekc

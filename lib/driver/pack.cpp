@@ -211,8 +211,8 @@ std::string pack_archs_from(const std::string& list_gpu_code) {
         if (end == std::string::npos) end = list_gpu_code.size();
         std::string word = list_gpu_code.substr(at, end - at);
         at = end + 1;
-        std::string error;
-        auto archs = word.starts_with("sm_") ? parse_arch_list(word, error) : std::nullopt;
+        if (!word.starts_with("sm_")) continue;
+        auto archs = parse_arch_list(word);
         if (!archs || archs->size() != 1) continue;
         const Arch& a = archs->front();
         if (a.suffix.empty() && a.number >= kOldestJaxArch) names.push_back(a.sm());

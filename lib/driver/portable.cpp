@@ -17,8 +17,7 @@ namespace {
 // The --arch list asked for by name; empty for auto and native.
 std::vector<Arch> asked_archs(const BuildOptions& o) {
     if (o.arch == "auto" || o.arch == "native") return {};
-    std::string error;
-    return parse_arch_list(o.arch, error).value_or(std::vector<Arch>{});
+    return parse_arch_list(o.arch).value_or(std::vector<Arch>{});
 }
 
 struct Search {

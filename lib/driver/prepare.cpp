@@ -35,29 +35,45 @@ std::string quoted_name(const std::string& name) {
 // `auto` and `native`.
 std::vector<Arch> explicit_archs(const BuildOptions& o) {
     if (o.arch == "auto" || o.arch == "native") return {};
-    std::string err;
-    auto archs = parse_arch_list(o.arch, err);
-    if (!archs) fatal(Error::make(ErrorKind::Usage, err));
-    return *archs;
+    return or_fatal(parse_arch_list(o.arch));
 }
 
-// `auto` and `native`: the GPUs present.
-std::vector<Arch> detected_archs(const BuildOptions& o, const fs::path& cache_root,
-                                 const Reporter& report, BuildContext& ctx) {
-    GpuDetection d = detect_gpus(cache_root, ctx.runner, ctx.tools);
+// What `--arch auto` falling back to the default architecture says, in the
+// terms of whoever called: a Python loader (it names its site-packages)
+// chooses with its compute_capability parameter, the CLI with --arch.
+std::string arch_fallback_warning(const BuildOptions& o, const std::string& how) {
+    const std::string what = "compiling for sm_" + std::to_string(kDefaultArch) +
+                             " plus PTX, which newer GPUs compile at load time";
+    if (!o.python_sites.empty())
+        return "no GPU found (" + how + "); " + what +
+               ". Pass compute_capability= to the loader to choose (e.g. "
+               "compute_capability=\"9.0\"), or set $BRAINEVENT_COMPUTE_CAPABILITIES.";
+    return "--arch auto found no GPU (" + how + "); " + what +
+           ". Pass --arch to choose (e.g. --arch sm_90).";
+}
+
+// `auto` and `native`: the GPUs present. With none, `auto` leaves the choice
+// to an architecture the CUDA flags name, else falls back to the default,
+// with a warning for when the build compiles.
+void detect_archs(BuildInputs& in, const BuildOptions& o, const Reporter& report,
+                  BuildContext& ctx) {
+    GpuDetection d = detect_gpus(in.cache_root, ctx.runner, ctx.tools);
     if (!d.archs.empty()) {
         report.info("--arch " + o.arch + ": " + arch_list_string(d.archs) + " (" + d.how + ")");
-        return d.archs;
+        in.archs = std::move(d.archs);
+        return;
     }
     if (o.arch == "native")
         fatal(Error::make(ErrorKind::Usage,
                           "--arch native found no GPU (" + d.how +
                               "); name the architectures instead, e.g. --arch sm_80,sm_90"));
-    report.warn("--arch auto found no GPU (" + d.how + "); compiling for sm_" +
-                std::to_string(kDefaultArch) +
-                " plus PTX, which newer GPUs compile at load "
-                "time. Pass --arch to choose.");
-    return {Arch{kDefaultArch, ""}};
+    if (flags_name_gpu_archs(nvcc_env_flags(in.env).around(in.flags.cuda_flags))) {
+        report.info("--arch auto found no GPU (" + d.how +
+                    "); compiling for the architectures the CUDA flags name");
+        return;
+    }
+    in.arch_fallback = arch_fallback_warning(o, d.how);
+    in.archs = {Arch{kDefaultArch, ""}};
 }
 
 // nvcc reads a -Xlinker value as a list split at commas and white space, and
@@ -211,15 +227,16 @@ BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& re
     take_cache_layers(in, o, ctx, report);
     use_private_dir_places(in.cache_root, ctx);
     find_toolchain(in, o, any_cuda, ctx);
-    if (any_cuda && in.nvcc && in.archs.empty())
-        in.archs = detected_archs(o, in.cache_root, report, ctx);
     static_cast<CompileFlags&>(in.flags) = o.flags;
     for (auto& d : in.flags.include_dirs) d = (ctx.cwd / d).string();
     for (const auto& w : missing_include_dir_warnings(o.flags.include_dirs, in.flags.include_dirs))
         report.warn(w);
+    if (o.verbose)
+        for (const auto& line : brainevent_header_notes(in.flags.include_dirs)) report.info(line);
     if (!o.allow_default_stream && !o.quiet)
         report.print(render_all(default_stream_warnings(scanned.files)));
     in.env = read_compiler_env(ctx.raw_env, any_cuda, ctx.cwd);
+    if (any_cuda && in.nvcc && in.archs.empty()) detect_archs(in, o, report, ctx);
     const NvccEnvFlags nvcc_env = nvcc_env_flags(in.env);
     take_cudart_option(in.flags, any_cuda, nvcc_env);
     or_fatal(check_nvcc_env_phases(nvcc_env));

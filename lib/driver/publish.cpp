@@ -7,6 +7,7 @@
 #include "driver/fatal.hpp"
 #include "driver/keys.hpp"
 #include "driver/portable.hpp"
+#include "plan/arch.hpp"
 #include "store/file_ops.hpp"
 #include "store/hash.hpp"
 #include "store/manifest.hpp"
@@ -28,10 +29,14 @@ std::expected<void, Error> stage_entry(const Staging& staging, const BuildInputs
                                        const DependencySet& deps) {
     auto sha = sha256_file(built);
     if (!sha) return std::unexpected(sha.error());
-    if (auto w = staging.write(kTargetFile, render_target(library_target(in, built))); !w) return w;
+    const LibraryTarget target = library_target(in, built);
+    if (auto w = staging.write(kTargetFile, render_target(target)); !w) return w;
     if (auto moved = staging.move_in(in.library_file(), built); !moved) return moved;
     ManifestOutput m{key, *sha};
-    const ManifestInputs manifest = manifest_inputs(in);
+    ManifestInputs manifest = manifest_inputs(in);
+    // Every architecture the library carries code for: --arch's, and those
+    // the user's own nvcc options (or $NVCC_APPEND_FLAGS) asked for.
+    manifest.archs = arch_union(manifest.archs, target.sass);
     if (auto w = staging.write(kManifestNoGraphFile, render_manifest(manifest, m, false)); !w)
         return w;
     // Relative to the base directory, for --depfile in any checkout.

@@ -1,9 +1,12 @@
 // GPU architecture lists: `--arch sm_90,80,9.0,sm_90a`, `native`, `auto`.
 #pragma once
 
+#include <expected>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "util/error.hpp"
 
 namespace bekc {
 
@@ -19,9 +22,11 @@ struct Arch {
 // The arch set bekc uses when `auto` finds no GPU: documented in --help.
 inline constexpr int kDefaultArch = 80;
 
-// Parses an explicit, comma-separated list; sorted and de-duplicated.
-// nullopt and `error` set for a malformed element.
-std::optional<std::vector<Arch>> parse_arch_list(const std::string& list, std::string& error);
+// Parses an explicit, comma-separated list; sorted and de-duplicated. A
+// malformed element, or one nvcc does not compile for, is a Usage error
+// naming it and saying why, with notes: the architecture probably meant
+// ("did you mean sm_75?") and, for a readable spelling, those bekc knows.
+std::expected<std::vector<Arch>, Error> parse_arch_list(const std::string& list);
 
 // "sm_80,sm_90" — the canonical spelling, for keys, manifests and messages.
 std::string arch_list_string(const std::vector<Arch>& archs);
@@ -33,5 +38,16 @@ std::vector<std::string> gencode_flags(const std::vector<Arch>& archs);
 // Parses `nvidia-smi --query-gpu=compute_cap --format=csv,noheader` output
 // ("9.0\n8.6\n").
 std::vector<Arch> parse_compute_caps(const std::string& output);
+
+// Whether nvcc flags (the user's --cuda-flag values, with $NVCC_PREPEND_FLAGS
+// and $NVCC_APPEND_FLAGS around them) choose GPU architectures themselves:
+// nvcc's -arch/--gpu-architecture, -gencode/--generate-code or
+// -code/--gpu-code, with its value attached after '=' or as the next word.
+// Then `--arch auto` adds only the GPUs present, and nothing when there are
+// none: the flags are the choice.
+bool flags_name_gpu_archs(const std::vector<std::string>& nvcc_flags);
+
+// `a` and `b` together, sorted and de-duplicated.
+std::vector<Arch> arch_union(std::vector<Arch> a, const std::vector<Arch>& b);
 
 }  // namespace bekc

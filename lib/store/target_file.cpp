@@ -25,8 +25,9 @@ std::optional<std::vector<Arch>> archs_of(const nlohmann::json& j) {
         list += (list.empty() ? "" : ",") + a.get<std::string>();
     }
     if (list.empty()) return std::vector<Arch>{};
-    std::string error;
-    return parse_arch_list(list, error);
+    auto archs = parse_arch_list(list);
+    if (!archs) return std::nullopt;
+    return std::move(*archs);
 }
 
 std::string string_of(const nlohmann::json& j, const char* name, bool& ok) {

@@ -81,16 +81,24 @@ _ARCH_REFUSALS = (("no CUDA GPU has a major version below 2", UnsupportedArchErr
 def arch_error(error: CompileError, origin: str) -> Optional[ValueError]:
     """bekc's refusal of an ``--arch`` spelling as the exception brainevent raises
     for it (``ValueError``, or ``UnsupportedArchError`` for a major version below
-    2), with bekc's reason after ``origin``; ``None`` for any other failure."""
+    2), with bekc's reason after ``origin`` and bekc's notes (the architecture
+    probably meant, those bekc knows) on lines of their own; ``None`` for any
+    other failure."""
     if error.returncode != 2:
         return None
-    for line in error.stderr.splitlines():
+    lines = error.stderr.splitlines()
+    for i, line in enumerate(lines):
         if not line.startswith(_ARCH_ERROR):
             continue
         reason = line[len(_ARCH_ERROR):]
+        notes = []
+        for note in lines[i + 1:]:
+            if not note.startswith("note: "):
+                break
+            notes.append(note)
         for words, kind in _ARCH_REFUSALS:
             if words in reason:
-                return kind(f"{origin}: {reason}")
+                return kind("\n".join([f"{origin}: {reason}"] + notes))
     return None
 
 

@@ -21,6 +21,7 @@ import warnings
 from typing import List, Optional, Sequence
 
 from . import _lookup
+from ._caller import caller_stacklevel
 from ._errors import BekcError, BinaryNotFoundError, CacheError, CompileError
 
 __all__ = ["find_binary", "run_bekc", "bundled_binary_path", "wheel_binary_path"]
@@ -186,7 +187,9 @@ def run_bekc(argv: Sequence[str], *, verbose: bool = False, parse_json: bool = T
     """Run ``argv`` (argv[0] is the binary). Returns parsed JSON stdout, or stdout.
 
     A non-zero exit raises :class:`CompileError` carrying bekc's stderr. With
-    ``verbose`` bekc's stderr is echoed to ``sys.stderr`` as it arrives. A
+    ``verbose`` bekc's stderr is echoed to ``sys.stderr`` as it arrives;
+    without, each warning line becomes a ``RuntimeWarning`` raised at the
+    user's line that called into bekc (``_caller.py``). A
     ``bekc build --json`` that the local cache holds is answered in this
     process, without starting bekc (``_lookup.py``; ``BEKC_IN_PROCESS_LOOKUP=0``
     turns that off).
@@ -214,7 +217,7 @@ def run_bekc(argv: Sequence[str], *, verbose: bool = False, parse_json: bool = T
                 text = line.strip()
                 if not text.startswith("bekc:"):
                     text = f"bekc: {text}"
-                warnings.warn(text, RuntimeWarning, stacklevel=4)
+                warnings.warn(text, RuntimeWarning, stacklevel=caller_stacklevel())
     if not parse_json:
         return stdout
     text = stdout.strip()

@@ -14,6 +14,7 @@ Importing this module imports neither brainevent nor JAX; calling
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import os
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 from . import _compat
+from ._caller import caller_stacklevel
 from ._errors import BekcError
 from ._signatures import differences
 
@@ -109,6 +111,29 @@ def _bekc_loader(name: str):
     return getattr(_compat, name)
 
 
+# loader name -> what brainevent's modules hold in its place: bekc's loader,
+# marking its builds as brainevent's (_compat.building_for_brainevent), which
+# compile against brainevent's own headers. One function per name, so that
+# every module holds the same one and undo can recognise it.
+_ROUTED: Dict[str, object] = {}
+
+
+def _routed_loader(name: str):
+    routed = _ROUTED.get(name)
+    if routed is None:
+        loader = _bekc_loader(name)
+
+        @functools.wraps(loader)
+        def routed(*args, **kwargs):
+            with _compat.building_for_brainevent():
+                return loader(*args, **kwargs)
+
+        routed.__doc__ = (f"bekc's {name}, for brainevent's own kernels (use_for_brainevent): "
+                          f"the build uses brainevent's headers.\n\n{loader.__doc__ or ''}")
+        _ROUTED[name] = routed
+    return routed
+
+
 def _version_key(version: str) -> Tuple[int, ...]:
     return tuple(int(n) for n in re.findall(r"\d+", version))
 
@@ -191,7 +216,7 @@ def _check_release(version: str, label: str, functions: Dict[str, object]) -> st
         f"bekc.use_for_brainevent(): brainevent {version or '(no __version__)'} is not a release bekc was tested "
         f"with ({_tested_text()}), but its loaders take the same parameters as bekc's, so "
         f"bekc builds its kernels; add it to bekc.SUPPORTED_BRAINEVENT_VERSIONS to silence "
-        f"this warning", UntestedBrainEventWarning, stacklevel=4)
+        f"this warning", UntestedBrainEventWarning, stacklevel=caller_stacklevel())
     return "parameters"
 
 
@@ -261,7 +286,7 @@ def _enable() -> BrainEventPatch:
             loader = by_id.get(id(value))
             if loader is None or value is not _ORIGINALS[loader]:
                 continue
-            replacement = _bekc_loader(loader)
+            replacement = _routed_loader(loader)
             setattr(module, attr, replacement)
             _PATCHED[(mod_name, attr)] = (value, replacement)
             replaced += 1
@@ -316,6 +341,13 @@ def use_for_brainevent(enable: bool = True) -> BrainEventPatch:
     ``brainevent._op.kernix_pipeline``, and the operator modules that imported
     a loader), importing first every brainevent submodule whose source names
     one. Later ``from brainevent._op import load_cuda_file`` gets bekc's.
+    What brainevent's modules then hold is bekc's loader (its ``__wrapped__``)
+    marked as brainevent's: the builds it makes, and only those, compile
+    against brainevent's own headers (its ``include`` directory after the
+    caller's ``extra_include_paths``, where bekc's runtime headers follow) and
+    take brainevent's nvcc settings; ``verbose=True`` says so. bekc's own
+    loaders (``bekc.load_cpp_file``, ...) keep compiling with the headers
+    ``bekc build`` uses, patched or not (docs/migrating.md, "Which headers").
 
     Call it once, early: after ``import bekc`` and before brainevent's kernels
     are first used (a kernel already built by brainevent keeps its registered

@@ -16,6 +16,8 @@ call returns the same module.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import importlib.util
 import os
@@ -29,6 +31,7 @@ from . import _inline_sources
 from ._argv import ArchChoice, Functions, arch_error, build_argv
 from ._argv import _resolve_arch
 from ._binary import find_binary, run_bekc
+from ._caller import caller_location
 from ._errors import BekcError, CacheError, CompileError
 from ._loader import Module, load
 
@@ -127,6 +130,25 @@ def _package_dir(name: str) -> Optional[str]:
     return locations[0] if locations else None
 
 
+# True while a build that brainevent asked for runs: one of the loaders that
+# use_for_brainevent() put in brainevent's modules (_brainevent.py) was called.
+# Only such a build compiles against brainevent's own headers and takes
+# brainevent's nvcc settings; every other load is the `bekc build` of its
+# arguments, with bekc's runtime headers (docs/migrating.md, "Which headers").
+_FOR_BRAINEVENT: contextvars.ContextVar = contextvars.ContextVar("bekc_for_brainevent",
+                                                                default=False)
+
+
+@contextlib.contextmanager
+def building_for_brainevent():
+    """Marks the loads made inside it as brainevent's own (use_for_brainevent)."""
+    token = _FOR_BRAINEVENT.set(True)
+    try:
+        yield
+    finally:
+        _FOR_BRAINEVENT.reset(token)
+
+
 def _brainevent_include_dir() -> Optional[str]:
     """The real path of the installed brainevent's ``include`` directory, or ``None``."""
     d = _package_dir("brainevent")
@@ -209,9 +231,12 @@ def _site_args(cuda: bool) -> List[str]:
 
 def _nvcc_args() -> List[str]:
     """How bekc is to find nvcc from this interpreter (docs/cli.md, "Which nvcc"):
-    its site-packages for a pip toolkit, and, while bekc stands in for brainevent's
-    loaders, brainevent's ``BRAINEVENT_NVCC_PATH`` and nvcc discovery preference."""
+    its site-packages for a pip toolkit, and, for a build brainevent asked for
+    through :func:`bekc.use_for_brainevent`, brainevent's ``BRAINEVENT_NVCC_PATH``
+    and nvcc discovery preference."""
     args = _site_args(cuda=True)
+    if not _FOR_BRAINEVENT.get():
+        return args
     from . import _brainevent  # imports _compat: a late import
     path, prefer = _brainevent.nvcc_settings()
     if path:
@@ -256,19 +281,49 @@ def prime() -> None:
         pass
 
 
+def _routed_include(name: str, verbose: bool) -> Optional[str]:
+    """brainevent's ``include`` directory for a build brainevent asked for
+    (:data:`_FOR_BRAINEVENT`), else ``None``: every other load compiles with
+    bekc's runtime headers, as ``bekc build`` does. With ``verbose`` the switch
+    is said."""
+    if not _FOR_BRAINEVENT.get():
+        return None
+    include = _found("brainevent", _brainevent_include_dir)
+    if include and verbose:
+        sys.stderr.write(f"bekc: use_for_brainevent(): brainevent's build of {name!r} uses "
+                         f"brainevent's own headers ({include}) ahead of bekc's\n")
+    return include
+
+
 def _loader_argv(inputs, *, flag_kind: str, compute_capability=None,
                  **options) -> Tuple[List[str], Optional[ArchChoice]]:
-    """``build_argv`` plus what brainevent's pipeline adds to every build: its
-    ``include`` directory and XLA's FFI headers (``jax.ffi.include_dir()``), this
-    interpreter's site-packages (for its installed packs), and, for CUDA, its
-    compute-capability pins and the nvcc this interpreter has.
+    """``build_argv`` plus what every load adds: XLA's FFI headers
+    (``jax.ffi.include_dir()``), this interpreter's site-packages (for its
+    installed packs), and, for CUDA, brainevent's compute-capability pins and
+    the nvcc this interpreter has; for a build brainevent asked for
+    (:func:`building_for_brainevent`), also brainevent's ``include`` directory.
     Also the architecture chosen, for :func:`_build_and_load`."""
     arch = _resolve_arch(compute_capability) if flag_kind == "cuda" else None
     argv = build_argv(inputs, flag_kind=flag_kind, compute_capability=arch and arch.value,
                       cache_dir=_CACHE_DIR_OVERRIDE,
-                      brainevent_include=_found("brainevent", _brainevent_include_dir),
+                      brainevent_include=_routed_include(options["name"], options["verbose"]),
                       xla_include=_found("xla", _xla_include_dir), **options)
     return argv + (_nvcc_args() if flag_kind == "cuda" else _site_args(cuda=False)), arch
+
+
+def _name_the_caller(error: CompileError, loader: str, src: str) -> None:
+    """Adds to ``error``'s message, after bekc's diagnostics (which name the
+    file in the cache the source was written to), a note in compiler format
+    naming the user's line that passed the inline source; kept as
+    ``error.caller`` ``(file, line)`` too."""
+    where = caller_location()
+    if where is None:
+        return
+    note = f"{where[0]}:{where[1]}: note: {loader}() was called here; its inline source is {src}"
+    text = str(error)
+    cut = text.rfind("\ncommand: ")
+    error.args = ((text[:cut] + "\n" + note + text[cut:]) if cut >= 0 else text + "\n" + note,)
+    error.caller = where
 
 
 def _load_inline(name, sources, ext, flag_kind, functions, extra_flags, *, replace,
@@ -294,8 +349,12 @@ def _load_inline(name, sources, ext, flag_kind, functions, extra_flags, *, repla
             f"{e.strerror or e}; choose another cache with bekc.set_cache_dir(DIR), "
             f"$BEKC_CACHE_DIR=DIR, or --cache-dir DIR for the bekc command",
             cache_dir=root) from e
-    return _build_and_load(tail, verbose=options["verbose"], auto_register=auto_register,
-                           replace=replace, arch=arch)
+    try:
+        return _build_and_load(tail, verbose=options["verbose"], auto_register=auto_register,
+                               replace=replace, arch=arch)
+    except CompileError as e:
+        _name_the_caller(e, "load_cuda_inline" if flag_kind == "cuda" else "load_cpp_inline", src)
+        raise
 
 
 # --------------------------------------------------------------------------- public loaders
@@ -330,8 +389,10 @@ def load_cuda_inline(
     ``extra_cuda_cflags`` -> ``--cuda-flag`` each; ``extra_ldflags`` -> one
     ``--linker-arg`` per entry (one linker argument, brainevent's ``-Xlinker``;
     an entry with a comma raises ``ValueError``); ``extra_include_paths`` ->
-    ``-I``, ahead of brainevent's ``include`` directory (added when brainevent
-    is installed), and jaxlib's XLA FFI headers go in as ``--xla-include``;
+    ``-I``, ahead of bekc's runtime headers (the headers ``bekc build`` uses:
+    brainevent's own ``include`` directory is added only to the builds
+    brainevent asks for under :func:`bekc.use_for_brainevent`), and jaxlib's
+    XLA FFI headers go in as ``--xla-include``;
     ``build_directory`` -> ``-o`` (the library and manifest are placed there);
     ``compute_capability`` (``"8.6"``, ``"sm_86"``, ``"compute_86"``, lists) ->
     ``--arch``, and when it is ``None`` brainevent's pins
@@ -343,7 +404,9 @@ def load_cuda_inline(
     ``ninja_workers`` -> ``-j``; ``optimization_level`` -> ``-O<n>``;
     ``use_fast_math`` -> ``--fast-math``; ``allow_cuda_graph=False`` ->
     ``--no-cuda-graph``; ``verbose`` -> ``-v``.
-    Raises :class:`bekc.CompileError` with bekc's diagnostics on failure.
+    Raises :class:`bekc.CompileError` with bekc's diagnostics on failure
+    (they name the file in bekc's cache the source was written to), followed
+    by a note naming the line that called this function.
     """
     return _load_inline(
         name, cuda_sources, ".cu", "cuda", functions, extra_cuda_cflags,

@@ -99,13 +99,16 @@ def recording(argv, **kw):
 compat.run_bekc = recording
 bekc.set_cache_dir(cache)
 for call in calls:
+    # The package is brainevent: its loads are brainevent's own builds, as
+    # bekc.use_for_brainevent() makes them (with brainevent's headers).
     try:
-        if call[0] == "module":  # import a module of the package, call a function
-            import importlib
-            getattr(importlib.import_module(call[1]), call[2])()
-        else:  # bekc.load_cuda_file(path, name=name)
-            kw = {"name": call[2]} if call[2] else {}
-            getattr(bekc, call[0])(call[1], **kw)
+        with compat.building_for_brainevent():
+            if call[0] == "module":  # import a module of the package, call a function
+                import importlib
+                getattr(importlib.import_module(call[1]), call[2])()
+            else:  # bekc.load_cuda_file(path, name=name)
+                kw = {"name": call[2]} if call[2] else {}
+                getattr(bekc, call[0])(call[1], **kw)
     except Stop:
         pass
 print(json.dumps(records))

@@ -258,6 +258,32 @@ def test_awkward_paths_mixed_cuda_build(bekc, kernels, nvcc, tmp_path):
     assert bekc.build(*args).hit is True
 
 
+def test_manifest_lists_every_architecture_built(bekc, kernels, nvcc):
+    """toolchain.archs holds every SASS architecture the library carries:
+    --arch's and those the user's own nvcc options ask for."""
+    cu = kernels.cu(bekc.workdir / "dev.cu", fn="dev_fn")
+    both = bekc.build(cu, FAST, "--arch", "sm_80", "--cuda-flag=-arch=sm_86")
+    assert both.manifest["toolchain"]["archs"] == ["sm_80", "sm_86"]
+    gencode = bekc.build(cu, FAST, "--arch", "sm_90", "--cuda-flag=-gencode",
+                         "--cuda-flag=arch=compute_75,code=sm_75")
+    assert gencode.manifest["toolchain"]["archs"] == ["sm_75", "sm_90"]
+
+
+def test_arch_auto_without_gpu_warns_when_it_compiles_not_on_a_hit(bekc, kernels, nvcc):
+    """The fallback to sm_80 is said when a build compiles for it; a hit
+    compiles nothing and says nothing."""
+    if shutil.which("nvidia-smi"):
+        pytest.skip("a GPU may be present: auto would pick it")
+    cu = kernels.cu(bekc.workdir / "dev.cu", fn="dev_fn")
+    first = bekc.build(cu, FAST)
+    assert first.stderr.count("warning") == 1 and "sm_80" in first.stderr, first.stderr
+    assert "--arch" in first.stderr and first.manifest["toolchain"]["archs"] == ["sm_80"]
+    again = bekc.build(cu, FAST)
+    assert again.hit and again.stderr == ""
+    named = bekc.build(cu, FAST, "--cuda-flag=-arch=sm_86")
+    assert named.stderr == "" and named.manifest["toolchain"]["archs"] == ["sm_86"]
+
+
 def test_cuda_build_with_a_quote_in_the_cache_dir(bekc, kernels, nvcc, tmp_path):
     cu = kernels.cu(bekc.workdir / "dev.cu", fn="dev_fn")
     r = bekc.build(cu, "--arch", "sm_90", FAST, cache_dir=tmp_path / "o'brien cache", ok=None)

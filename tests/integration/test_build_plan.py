@@ -183,6 +183,20 @@ def test_bad_arch_is_a_usage_error(bekc, cu_src, nvcc):
     assert "sm_9x" in proc.stderr
 
 
+def test_an_arch_nvcc_has_not_says_why_and_what_was_meant(bekc, cu_src):
+    """A refused architecture reads as a sentence, guesses the one meant,
+    and lists those bekc knows; before any tool is looked for."""
+    _, proc = dry_run(bekc, cu_src, "--arch", "sm_75x", ok=False)
+    assert proc.returncode == 2
+    lines = proc.stderr.splitlines()
+    assert lines[:2] == [
+        "bekc: error: --arch: nvcc does not compile for 'sm_75x': 'x' is not an architecture "
+        "suffix (nvcc's are 'a' and 'f')",
+        "note: did you mean sm_75?"], proc.stderr
+    assert lines[2].startswith("note: the architectures bekc knows: sm_50, ") and \
+        "sm_120, sm_121" in lines[2] and len(lines) == 3, proc.stderr
+
+
 def test_arch_auto_without_gpu_warns_and_uses_the_default(bekc, cu_src, nvcc):
     if shutil.which("nvidia-smi"):
         pytest.skip("a GPU may be present: auto would pick it")
@@ -191,6 +205,27 @@ def test_arch_auto_without_gpu_warns_and_uses_the_default(bekc, cu_src, nvcc):
     assert "arch=compute_80,code=sm_80" in gencodes(cmds[0])
     _, quiet = dry_run(bekc, cu_src, "--arch", "auto", "-q")
     assert "warning" not in quiet.stderr
+
+
+NAMED_IN_FLAGS = [["--cuda-flag=-arch=sm_86"], ["--cuda-flag=-arch", "--cuda-flag=sm_86"],
+                  ["--cuda-flag=--gpu-architecture=sm_86"], ["--cuda-flag=-arch=compute_86",
+                                                             "--cuda-flag=-code=sm_86"],
+                  ["--cuda-flag=-gencode", "--cuda-flag=arch=compute_86,code=sm_86"],
+                  ["--cuda-flag=--generate-code=arch=compute_86,code=sm_86"]]
+
+
+@pytest.mark.parametrize("flags", NAMED_IN_FLAGS, ids=lambda f: " ".join(f))
+def test_an_arch_named_in_the_cuda_flags_is_the_choice(bekc, cu_src, nvcc, flags):
+    """The user's own nvcc architecture options count as the choice: with no
+    GPU and no --arch, bekc adds no sm_80 of its own and does not warn that it
+    fell back to it."""
+    if shutil.which("nvidia-smi"):
+        pytest.skip("a GPU may be present: auto would add it")
+    cmds, proc = dry_run(bekc, cu_src, *flags)
+    assert "warning" not in proc.stderr, proc.stderr
+    assert not [g for g in gencodes(cmds[0]) if "compute_80" in g], cmds[0]
+    words = [f.split("=", 1)[1] for f in flags]
+    assert [a for a in cmds[0] if a in words] == words  # the user's, as given
 
 
 def test_arch_is_ignored_without_cuda_inputs(bekc, cpp_src):

@@ -244,8 +244,9 @@ def test_extra_cuda_cflags_choose_the_cuda_runtime(bekc_bin, request):
 
 
 def test_a_loaders_interpreter_facts_are_found_once_per_sys_path(rec, monkeypatch):
-    """brainevent's include directory, jaxlib's headers and the nvidia
-    site-packages are looked for on a process's first load, not on each."""
+    """jaxlib's headers and the nvidia site-packages are looked for on a
+    process's first load, not on each; brainevent's include directory, which
+    only brainevent's own builds use, is not looked for by a plain load."""
     real = importlib.util.find_spec
     looked = []
     monkeypatch.setattr(importlib.util, "find_spec",
@@ -254,11 +255,12 @@ def test_a_loaders_interpreter_facts_are_found_once_per_sys_path(rec, monkeypatc
     looked.clear()
     again = rec.argv(bekc.load_cuda_inline, "m", NOOP_EXPORT)
     assert again == first
-    found = [n for n in ("brainevent", "jaxlib", "nvidia") if real(n) is not None]
+    found = [n for n in ("jaxlib", "nvidia") if real(n) is not None]
     assert not set(found) & set(looked), looked
     monkeypatch.syspath_prepend(os.path.dirname(os.path.abspath(__file__)))
     rec.argv(bekc.load_cuda_inline, "m", NOOP_EXPORT)
     assert set(found) <= set(looked)  # sys.path changed: looked for again
+    assert "brainevent" not in looked
 
 
 def test_unmappable_ldflags_raise_before_bekc_runs(rec):
@@ -327,29 +329,81 @@ def _real_dir(*parts):
     return os.path.realpath(os.path.join(*parts))
 
 
-def test_brainevent_and_xla_include_dirs(rec, kernel_files, tmp_path, monkeypatch):
+def test_loaders_compile_with_bekcs_headers_and_brainevent_routes_with_its_own(
+        rec, kernel_files, tmp_path, monkeypatch):
+    """A bekc loader call compiles with the headers `bekc build` uses for the
+    same source: the user's directories, then bekc's own runtime headers,
+    whether or not brainevent is installed and whether or not
+    use_for_brainevent() is on. brainevent's own include directory comes in
+    (after the user's) only for the builds brainevent asks for through the
+    loaders use_for_brainevent() put in its modules. XLA's FFI headers are
+    named for every load."""
     be_inc = _real_dir(os.path.dirname(importlib.util.find_spec("brainevent").origin), "include")
     xla_inc = _real_dir(jax.ffi.include_dir())
     user = tmp_path / "user_inc"
     user.mkdir()
-    calls = [lambda: rec.argv(bekc.load_cuda_inline, "m", NOOP_EXPORT, extra_include_paths=[user]),
-             lambda: rec.argv(bekc.load_cpp_inline, "m", NOOP_EXPORT, extra_include_paths=[user]),
-             lambda: rec.argv(bekc.load_cuda_file, kernel_files / "k.cu",
-                              extra_include_paths=[user]),
-             lambda: rec.argv(bekc.load_cuda_dir, kernel_files, extra_include_paths=[user]),
-             lambda: rec.argv(bekc.load_cpp_file, kernel_files / "k.cpp",
-                              extra_include_paths=[user])]
-    for call in calls:
+
+    def calls(ns):
+        return [lambda: rec.argv(ns.load_cuda_inline, "m", NOOP_EXPORT, extra_include_paths=[user]),
+                lambda: rec.argv(ns.load_cpp_inline, "m", NOOP_EXPORT, extra_include_paths=[user]),
+                lambda: rec.argv(ns.load_cuda_file, kernel_files / "k.cu",
+                                 extra_include_paths=[user]),
+                lambda: rec.argv(ns.load_cuda_dir, kernel_files, extra_include_paths=[user]),
+                lambda: rec.argv(ns.load_cpp_file, kernel_files / "k.cpp",
+                                 extra_include_paths=[user])]
+
+    for call in calls(bekc):
         argv = call()
-        assert i_dirs(argv) == [str(user), be_inc]  # the user's directories come first
+        assert i_dirs(argv) == [str(user)]
         assert opts(argv, "--xla-include") == [f"--xla-include={xla_inc}"]
+    bekc.use_for_brainevent()
+    for call in calls(bekc):  # bekc's own loaders stay bekc's while brainevent is routed
+        assert i_dirs(call()) == [str(user)]
+    for call in calls(brainevent._op):  # brainevent's builds: its headers, after the user's
+        argv = call()
+        assert i_dirs(argv) == [str(user), be_inc]
+        assert opts(argv, "--xla-include") == [f"--xla-include={xla_inc}"]
+    bekc.use_for_brainevent(False)
     # found without importing: with brainevent and jaxlib not findable, neither is added
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda n, *a: None if n in ("brainevent", "jaxlib") else real(n, *a))
-    for call in calls:
+    for call in calls(bekc):
         argv = call()
         assert i_dirs(argv) == [str(user)] and not opts(argv, "--xla-include")
+
+
+def test_quickstart_source_loads_from_python_as_it_builds_from_the_cli(bekc_bin, tmp_path):
+    """With brainevent installed, load_cpp_file compiles the quickstart's CPU
+    kernels against bekc's headers, as `bekc build` does (BE_CHECK streams a
+    BE::DType, which brainevent 0.2.1's headers cannot)."""
+    src = os.path.join(REPO, "examples", "quickstart", "cpu_kernels.cpp")
+    cli = subprocess.run([bekc_bin, "build", src, "--json", "--name", "quickstart_cli",
+                          f"--cache-dir={tmp_path / 'cli_cache'}"],
+                         capture_output=True, text=True, timeout=600)
+    assert cli.returncode == 0, cli.stderr
+    mod = bekc.load_cpp_file(src, name=unique_prefix("quickstart_py"))
+    assert mod.manifest["flags"]["include_dirs"] == \
+        json.load(open(json.loads(cli.stdout)["manifest"]))["flags"]["include_dirs"] == []
+    x = jnp.arange(4, dtype=jnp.float32)
+    np.testing.assert_allclose(mod.vector_add(x, x), 2 * x)
+    i = x.astype(jnp.int32)
+    with pytest.raises(Exception, match=r"vector_add takes float32, got int32 \+ int32"):
+        mod.vector_add(i, i)
+
+
+def test_verbose_says_when_brainevents_headers_come_first(bekc_bin, tmp_path, capfd):
+    """Only use_for_brainevent's routed builds use brainevent's headers, and
+    -v (verbose=True) says so; a plain bekc load says nothing of it."""
+    src = '#include "brainevent/common.h"\n' + NOOP_EXPORT
+    bekc.load_cpp_inline(unique_prefix("plain_v"), src, verbose=True, auto_register=False)
+    assert "brainevent's own headers" not in capfd.readouterr().err
+    bekc.use_for_brainevent()
+    brainevent._op.load_cpp_inline(unique_prefix("routed_v"), src, verbose=True,
+                                   auto_register=False)
+    err = capfd.readouterr().err
+    be_inc = _real_dir(os.path.dirname(importlib.util.find_spec("brainevent").origin), "include")
+    assert f"brainevent's own headers ({be_inc}" in err, err
 
 
 def test_cuda_loaders_name_this_interpreters_toolkit(rec, kernel_files, tmp_path, monkeypatch):
@@ -530,15 +584,18 @@ def test_use_for_brainevent_replaces_every_reference():
     assert report.enabled and (report.version, report.check) == ("0.2.1", "tested")
     assert report.replaced == len(before) and set(before) <= set(report.references)
     assert _holders(ORIGINALS.values()) == []
+    # Each module holds bekc's loader, marked as brainevent's (one function per name).
     for name in LOADERS:
-        for module in (brainevent, brainevent._op, kernix_pipeline):
-            assert getattr(module, name) is getattr(bekc, name), (module.__name__, name)
-    assert dense.load_cuda_file is bekc.load_cuda_file
+        routed = getattr(brainevent._op, name)
+        assert routed.__wrapped__ is getattr(bekc, name), name
+        for module in (brainevent, kernix_pipeline):
+            assert getattr(module, name) is routed, (module.__name__, name)
+    assert dense.load_cuda_file is brainevent._op.load_cuda_file
     # a later `from brainevent._op import ...` gets bekc's
     ns = {}
     exec("from brainevent._op import load_cuda_file, load_cpp_inline", ns)
-    assert ns["load_cuda_file"] is bekc.load_cuda_file
-    assert ns["load_cpp_inline"] is bekc.load_cpp_inline
+    assert ns["load_cuda_file"].__wrapped__ is bekc.load_cuda_file
+    assert ns["load_cpp_inline"].__wrapped__ is bekc.load_cpp_inline
     # the submodules that name a loader are found from the source, tests excluded
     found = _brainevent._modules_naming_loaders(brainevent)
     assert {"brainevent._dense.binary", "brainevent._op", "brainevent._op.kernix_pipeline",
@@ -556,7 +613,7 @@ def test_use_for_brainevent_is_idempotent_and_undoable():
         assert getattr(brainevent, name) is ORIGINALS[name]
         assert getattr(brainevent._op, name) is ORIGINALS[name]
     assert len(_holders(ORIGINALS.values())) == first.replaced
-    assert _holders([getattr(bekc, n) for n in LOADERS]) == []
+    assert _holders([_brainevent._routed_loader(n) for n in LOADERS]) == []
     assert bekc.use_for_brainevent(False).restored == 0
     assert bekc.use_for_brainevent().replaced == first.replaced
 
@@ -570,7 +627,7 @@ def test_use_for_brainevent_checks_the_loaders_not_the_version(monkeypatch):
         report = bekc.use_for_brainevent()
     assert (report.version, report.check) == ("9.9.9", "parameters")
     assert len(caught) == 1 and "(0.2.1, 0.3.0)" in str(caught[0].message)
-    assert brainevent.load_cuda_file is bekc.load_cuda_file
+    assert brainevent.load_cuda_file.__wrapped__ is bekc.load_cuda_file
     bekc.use_for_brainevent(False)
     monkeypatch.setattr(bekc, "SUPPORTED_BRAINEVENT_VERSIONS",
                         bekc.SUPPORTED_BRAINEVENT_VERSIONS | {"9.9.9"})
@@ -603,13 +660,13 @@ import bekc
 assert "brainevent" not in sys.modules and "jax" not in sys.modules
 report = bekc.use_for_brainevent()
 from brainevent._op import kernix_pipeline as kp
-mine = {{id(getattr(bekc, n)) for n in {LOADERS!r}}}
 left = [(n, a) for n, m in list(sys.modules.items()) if m is not None and
         (n == "brainevent" or n.startswith("brainevent.")) for a, v in vars(m).items()
         if callable(v) and getattr(v, "__module__", "") == "brainevent._op.kernix_pipeline"
         and a in {LOADERS!r}]
 print(json.dumps({{"replaced": report.replaced, "left": left,
-                  "pipeline": all(id(getattr(kp, n)) in mine for n in {LOADERS!r})}}))
+                  "pipeline": all(getattr(getattr(kp, n), "__wrapped__", None) is getattr(bekc, n)
+                                  for n in {LOADERS!r})}}))
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=300)

@@ -46,7 +46,8 @@ with warnings.catch_warnings(record=True) as caught:
     except Exception as e:
         out = {{"error": type(e).__name__, "message": str(e)}}
 import brainevent._op as op
-out["theirs"] = [n for n in {loaders!r} if getattr(op, n, None) is not getattr(bekc, n)]
+out["theirs"] = [n for n in {loaders!r}
+                 if getattr(getattr(op, n, None), "__wrapped__", None) is not getattr(bekc, n)]
 out["warnings"] = [(w.category.__name__, str(w.message)) for w in caught
                    if str(w.message).startswith("bekc.")]
 print(json.dumps(out))

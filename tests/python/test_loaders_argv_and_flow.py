@@ -14,6 +14,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import warnings
 
 import pytest
 
@@ -400,9 +401,103 @@ def test_refused_arch_raises_brainevents_exception_with_bekcs_reason(bekc_bin, n
         "sm_90a; or native, auto)")
     with pytest.raises(bekc.UnsupportedArchError) as e:
         bekc.load_cuda_inline("m", CU_KERNEL, compute_capability=["8.6", "1.0"])
-    assert str(e.value) == ("compute_capability ['8.6', '1.0']: '1.0' is sm_10, and no CUDA GPU "
-                            "has a major version below 2")
+    lines = str(e.value).splitlines()
+    assert lines[:2] == ["compute_capability ['8.6', '1.0']: '1.0' (sm_10) names no GPU: no "
+                         "CUDA GPU has a major version below 2", "note: did you mean sm_100?"]
+    assert lines[2].startswith("note: the architectures bekc knows: sm_50, ") and len(lines) == 3
+    with pytest.raises(ValueError) as e:
+        bekc.load_cuda_inline("m", CU_KERNEL, compute_capability="sm86")
+    assert str(e.value) == (
+        "compute_capability 'sm86': 'sm86' is not a GPU architecture (write sm_90, 90, 9.0 or "
+        "sm_90a; or native, auto)\nnote: did you mean sm_86?")
     # Spelled as brainevent accepts, but nvcc compiles for no such GPU: a failed build.
-    with pytest.raises(bekc.CompileError, match="'sm_35' is sm_35, which nvcc does not"):
+    with pytest.raises(bekc.CompileError, match="nvcc does not compile for 'sm_35': bekc takes "
+                                                "sm_50 and newer"):
         bekc.load_cuda_inline("m", CU_KERNEL, compute_capability="sm_35")
+    with pytest.raises(bekc.CompileError, match=r"'sm_75x'(.|\n)*did you mean sm_75\?"):
+        bekc.load_cuda_inline("m", CU_KERNEL, compute_capability="sm_75x")
 
+
+
+# --------------------------------------------------------------------------- where warnings point
+def _line_of_next_call():
+    """The line number after the caller's: where it calls a loader."""
+    return sys._getframe(1).f_lineno + 1
+
+
+def test_bekcs_warnings_point_at_the_line_that_called_the_loader(fake, monkeypatch, tmp_path):
+    """A warning bekc prints is raised at the user's line that called the
+    loader, however deep the loader's own calls go."""
+    monkeypatch.setenv("FAKE_BEKC_STDERR", "bekc: warning: something to know")
+    (tmp_path / "k.cpp").write_text(SRC)
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "k.cu").write_text(SRC)
+    seen = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        line = _line_of_next_call()
+        bekc.load_cpp_inline("inl_mod", SRC)
+        seen.append(line)
+        line = _line_of_next_call()
+        bekc.load_cpp_file(tmp_path / "k.cpp", name="inl_mod")
+        seen.append(line)
+        line = _line_of_next_call()
+        bekc.load_cuda_dir(tmp_path / "d", name="inl_mod")
+        seen.append(line)
+    assert [(os.path.realpath(w.filename), w.lineno) for w in caught] == \
+        [(os.path.realpath(__file__), n) for n in seen]
+    assert all(str(w.message) == "bekc: warning: something to know" for w in caught)
+
+
+def test_no_gpu_fallback_is_said_once_in_the_loaders_terms(bekc_bin, nvcc, monkeypatch):
+    """With no GPU and no architecture asked for, a CUDA load that compiles
+    warns at the caller's line and names the loader's parameter, not bekc's
+    --arch; the same load again is a hit and says nothing; an architecture
+    named in extra_cuda_cflags is the choice, and the manifest lists it."""
+    if shutil.which("nvidia-smi"):
+        pytest.skip("a GPU may be present: auto would pick it")
+    monkeypatch.delenv("BRAINEVENT_COMPUTE_CAPABILITIES", raising=False)
+    src = '#include "brainevent/common.h"\n' + CU_KERNEL + f"// {unique_prefix('fallback')}\n"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        line = _line_of_next_call()
+        mod = bekc.load_cuda_inline(unique_prefix("fb"), src, auto_register=False)
+    assert [(os.path.realpath(w.filename), w.lineno) for w in caught] == \
+        [(os.path.realpath(__file__), line)], [str(w.message) for w in caught]
+    text = str(caught[0].message)
+    assert "sm_80" in text and "compute_capability=" in text and "--arch" not in text, text
+    assert mod.manifest["toolchain"]["archs"] == ["sm_80"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        bekc.load_cuda_inline(mod.manifest["name"], src, auto_register=False)
+        named = bekc.load_cuda_inline(unique_prefix("fb86"), src, auto_register=False,
+                                      extra_cuda_cflags=["-arch=sm_86"])
+    assert [str(w.message) for w in caught] == []
+    assert named.manifest["toolchain"]["archs"] == ["sm_86"]
+
+
+def test_an_inline_sources_errors_name_the_line_that_loaded_it(fake, monkeypatch):
+    """The diagnostics of an inline source name the file bekc wrote it to in
+    its cache; a note then names the user's line that passed the source."""
+    monkeypatch.setenv("FAKE_BEKC_EXIT", "1")
+    monkeypatch.setenv("FAKE_BEKC_STDERR", "inl.cpp:3:14: error: 'oops' was not declared")
+    for loader in (bekc.load_cpp_inline, bekc.load_cuda_inline):
+        with pytest.raises(bekc.CompileError) as e:
+            line = _line_of_next_call()
+            loader("inl_bad", SRC)
+        text = str(e.value)
+        src = e.value.argv[2]
+        assert src.startswith(str(fake.cache / "src"))
+        note = (f"{__file__}:{line}: note: {loader.__name__}() was called here; its inline "
+                f"source is {src}")
+        assert note in text.splitlines(), text
+        # bekc's diagnostics first, then the note, then the command.
+        assert text.index("'oops' was not declared") < text.index(note) < text.index("command: ")
+
+
+def test_an_inline_source_that_fails_to_compile_names_the_callers_line(bekc_bin):
+    with pytest.raises(bekc.CompileError) as e:
+        line = _line_of_next_call()
+        bekc.load_cpp_inline(unique_prefix("bad"), SRC.replace("{}", "{ oops; }"))
+    assert re.search(r"bad_\w+\.cpp:3:\d+: error: .oops. was not declared", str(e.value))
+    assert f"{__file__}:{line}: note: load_cpp_inline() was called here" in str(e.value)

@@ -6,27 +6,27 @@
 #include <vector>
 
 #include "plan/arch.hpp"
+#include "util/error.hpp"
 
 using namespace bekc;
 
 namespace {
 
 std::vector<Arch> parse_ok(const std::string& list) {
-    std::string err;
-    auto archs = parse_arch_list(list, err);
-    INFO("--arch " << list << ": " << err);
+    auto archs = parse_arch_list(list);
+    INFO("--arch " << list << ": " << (archs ? std::string() : archs.error().render()));
     REQUIRE(archs.has_value());
-    CHECK(err.empty());
     return *archs;
 }
 
+// The refusal of `list` as bekc prints it: the error, then its notes.
 std::string arch_error(const std::string& list) {
-    std::string err;
-    auto archs = parse_arch_list(list, err);
+    auto archs = parse_arch_list(list);
     INFO("--arch " << list);
     REQUIRE_FALSE(archs.has_value());
-    REQUIRE_FALSE(err.empty());
-    return err;
+    CHECK(archs.error().kind == ErrorKind::Usage);
+    REQUIRE_FALSE(archs.error().message.empty());
+    return archs.error().render();
 }
 
 std::vector<std::string> sms(const std::vector<Arch>& archs) {
@@ -161,21 +161,53 @@ TEST_CASE("a list in brainevent's spellings gives the canonical list", "[arch]")
 }
 
 TEST_CASE("spellings brainevent accepts but no GPU or nvcc has are refused, saying why", "[arch]") {
-    // brainevent raises UnsupportedArchError for these: major version below 2.
-    CHECK(arch_error("1.0") ==
-          "--arch: '1.0' is sm_10, and no CUDA GPU has a major version below 2");
-    CHECK(arch_error("sm_10") ==
-          "--arch: 'sm_10' is sm_10, and no CUDA GPU has a major version below 2");
-    CHECK(arch_error("0.0").find("is sm_00, and no CUDA GPU") != std::string::npos);
-    CHECK(arch_error("019").find("is sm_019, and no CUDA GPU") != std::string::npos);
-    // brainevent passes these on, and nvcc refuses them.
-    const std::string nvcc_refuses =
-        ", which nvcc does not compile for (bekc takes sm_50 and newer, with an 'a' or 'f' "
-        "suffix at most)";
-    CHECK(arch_error("sm_35") == "--arch: 'sm_35' is sm_35" + nvcc_refuses);
-    CHECK(arch_error("sm_90b") == "--arch: 'sm_90b' is sm_90b" + nvcc_refuses);
-    CHECK(arch_error("086") == "--arch: '086' is sm_086" + nvcc_refuses);
+    const std::string known =
+        "\nnote: the architectures bekc knows: sm_50, sm_52, sm_53, sm_60, sm_61, sm_62, sm_70, "
+        "sm_72, sm_75, sm_80, sm_86, sm_87, sm_88, sm_89, sm_90, sm_100, sm_103, sm_110, sm_120, "
+        "sm_121, and their arch-specific variants with an 'a' or 'f' suffix (sm_90a, sm_100f); "
+        "`nvcc --list-gpu-code` names those your nvcc compiles for";
+    // The spelling, and what bekc prints before the list of known architectures.
+    const std::vector<std::pair<const char*, const char*>> table = {
+        // brainevent raises UnsupportedArchError for these: major version below 2.
+        {"1.0",
+         "'1.0' (sm_10) names no GPU: no CUDA GPU has a major version below 2\n"
+         "note: did you mean sm_100?"},
+        {"sm_10",
+         "'sm_10' names no GPU: no CUDA GPU has a major version below 2\n"
+         "note: did you mean sm_100?"},
+        {"0.0", "'0.0' (sm_00) names no GPU: no CUDA GPU has a major version below 2"},
+        {"019", "'019' (sm_019) names no GPU: no CUDA GPU has a major version below 2"},
+        // brainevent passes these on, and nvcc refuses them.
+        {"sm_35", "nvcc does not compile for 'sm_35': bekc takes sm_50 and newer"},
+        {"sm_75x",
+         "nvcc does not compile for 'sm_75x': 'x' is not an architecture suffix (nvcc's are "
+         "'a' and 'f')\nnote: did you mean sm_75?"},
+        {"9.0b",
+         "nvcc does not compile for '9.0b' (sm_90b): 'b' is not an architecture suffix (nvcc's "
+         "are 'a' and 'f')\nnote: did you mean sm_90?"},
+        {"086",
+         "nvcc does not compile for '086' (sm_086): the number has a leading zero\n"
+         "note: did you mean sm_86?"},
+    };
+    for (const auto& [spelling, said] : table) {
+        INFO(spelling);
+        CHECK(arch_error(spelling) == "bekc: error: --arch: " + std::string(said) + known);
+    }
     CHECK(arch_error("8.0,sm_90b").find("'sm_90b'") != std::string::npos);
+}
+
+TEST_CASE("a spelling bekc cannot read says how to write one, and guesses when it can", "[arch]") {
+    CHECK(arch_error("ampere") ==
+          "bekc: error: --arch: 'ampere' is not a GPU architecture (write sm_90, 90, 9.0 or "
+          "sm_90a; or native, auto)");
+    CHECK(arch_error("sm86") ==
+          "bekc: error: --arch: 'sm86' is not a GPU architecture (write sm_90, 90, 9.0 or "
+          "sm_90a; or native, auto)\nnote: did you mean sm_86?");
+    CHECK(arch_error("SM-120") ==
+          "bekc: error: --arch: 'SM-120' is not a GPU architecture (write sm_90, 90, 9.0 or "
+          "sm_90a; or native, auto)\nnote: did you mean sm_120?");
+    // No architecture of those digits: no guess.
+    CHECK(arch_error("sm_86x1").find("did you mean") == std::string::npos);
 }
 
 TEST_CASE("an empty list is an error", "[arch]") {
@@ -210,4 +242,36 @@ TEST_CASE("nvidia-smi compute capabilities become a sorted arch list", "[arch]")
     CHECK(sms(parse_compute_caps("  8.0 \r\n")) == std::vector<std::string>{"sm_80"});
     CHECK(parse_compute_caps("").empty());
     CHECK(parse_compute_caps("No devices were found\n").empty());
+}
+
+TEST_CASE("nvcc's own architecture options in the CUDA flags count as a choice", "[arch]") {
+    for (const std::vector<std::string>& flags :
+         std::vector<std::vector<std::string>>{{"-arch=sm_86"},
+                                               {"-arch", "sm_86"},
+                                               {"-lineinfo", "--gpu-architecture=compute_86"},
+                                               {"-gencode", "arch=compute_86,code=sm_86"},
+                                               {"--generate-code=arch=compute_86,code=sm_86"},
+                                               {"-code=sm_86"},
+                                               {"--gpu-code", "sm_86"},
+                                               {"-arch=native"}}) {
+        INFO(flags.front());
+        CHECK(flags_name_gpu_archs(flags));
+    }
+    // Options that only start like one, and flags that choose nothing.
+    for (const std::vector<std::string>& flags :
+         std::vector<std::vector<std::string>>{{},
+                                               {"-lineinfo", "--use_fast_math"},
+                                               {"--archive-options=x"},
+                                               {"-codegen"},
+                                               {"-Xcompiler", "-march=native"}}) {
+        INFO((flags.empty() ? std::string("(none)") : flags.front()));
+        CHECK_FALSE(flags_name_gpu_archs(flags));
+    }
+}
+
+TEST_CASE("arch_union: both lists, sorted and de-duplicated", "[arch]") {
+    CHECK(sms(arch_union(parse_ok("sm_90,sm_80"), parse_ok("sm_86,sm_80"))) ==
+          std::vector<std::string>{"sm_80", "sm_86", "sm_90"});
+    CHECK(sms(arch_union({}, parse_ok("sm_75"))) == std::vector<std::string>{"sm_75"});
+    CHECK(arch_union({}, {}).empty());
 }
