@@ -37,6 +37,8 @@ from ._errors import (
     LibraryHashMismatchError,
     LibraryLoadError,
     ManifestError,
+    NotBatchableError,
+    NotDifferentiableError,
     RegistrationError,
     TargetConflictError,
     UnsupportedArchError,
@@ -108,6 +110,6 @@ __all__ = [
     "list_registered_targets", "print_diagnostics", "CompiledModule",
     "BekcError", "ManifestError", "LibraryHashMismatchError", "LibraryLoadError",
     "RegistrationError", "TargetConflictError", "BinaryNotFoundError", "CompileError",
-    "UnsupportedArchError", "CacheError",
+    "UnsupportedArchError", "CacheError", "NotBatchableError", "NotDifferentiableError",
     "BrainEventNotInstalledError", "UnsupportedBrainEventVersionError",
 ]
