@@ -144,13 +144,16 @@ CALL = textwrap.dedent("""
 
 
 def install_in_fresh_venv(wheel: Path, venv: Path) -> Path:
-    """A venv holding only the wheel (no index, no dependencies); returns its
-    site-packages."""
+    """A venv holding only the wheel (no index, no dependencies); NumPy and
+    JAX come from the test venv through a .pth file, as a user's would from
+    their environment. Returns its site-packages."""
     run([sys.executable, "-m", "venv", "--without-pip", venv])
     run([sys.executable, "-m", "pip", "--python", venv / "bin" / "python", "install",
          "--no-index", "--no-deps", "-q", wheel])
-    return Path(run([venv / "bin" / "python", "-c",
+    site = Path(run([venv / "bin" / "python", "-c",
                      "import sysconfig; print(sysconfig.get_path('purelib'))"]).stdout.strip())
+    (site / "test_env.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    return site
 
 
 def without_bekc(tmp_path: Path) -> dict:
@@ -163,12 +166,9 @@ def without_bekc(tmp_path: Path) -> dict:
 
 
 def test_clean_venv_builds_and_calls_a_cpp_kernel(wheel, tmp_path):
-    """Only the wheel is installed; NumPy and JAX come from the test venv
-    through a .pth file, as a user's would from their environment."""
     venv = tmp_path / "venv"
     python = venv / "bin" / "python"
-    site = install_in_fresh_venv(wheel, venv)
-    (site / "test_env.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    install_in_fresh_venv(wheel, venv)
     env = without_bekc(tmp_path)
 
     installed = venv / "bin" / "bekc"
