@@ -216,7 +216,7 @@ def test_wheel_holds_the_cmake_package(wheel):
 
 
 def cmake_probe(project: Path, build: Path, env: dict, *args) -> dict:
-    run(["cmake", "-S", project, "-B", build, *args], env=env)
+    run([shutil.which("cmake"), "-S", project, "-B", build, *args], env=env)
     return json.loads((build / "probe.json").read_text())
 
 
@@ -267,6 +267,6 @@ def test_cmake_finds_the_wheels_bekc_through_python_m_bekc_cmakedir(wheel, tmp_p
     probe = cmake_probe(project, build, env, f"-Dbekc_DIR={found}")
     assert Path(probe["exe"]) == moved / "bin" / "bekc", probe
     assert str(moved) in probe["python"]
-    run(["cmake", "--build", build], env=env)
+    run([shutil.which("cmake"), "--build", build], env=env)
     manifest = json.loads((build / "bekc" / "ops" / "manifest.json").read_text())
     assert [t["name"] for t in manifest["targets"]] == ["ops.scale"]
