@@ -228,8 +228,8 @@ class KernelFunction:
             f"once: mod.{f}.vmap_method = \"broadcast_all\" for an elementwise kernel (each "
             f"output element depends only on the same element of every input), or "
             f"\"sequential\" for any kernel (one call per batch element); or "
-            f"bekc.load(..., vmap_method={{\"{f}\": ...}}), or {f}(..., vmap_method=...) "
-            f"in the call. See {BATCHING_AND_GRADIENTS_DOCS}",
+            f"bekc.load(..., vmap_method={{\"{f}\": ...}}); or mod.{f}(..., vmap_method=...) "
+            f"for one call. See {BATCHING_AND_GRADIENTS_DOCS}",
             target=self.target, function=f)
 
     def _refuse_jvp(self, primals, tangents):
