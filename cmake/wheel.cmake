@@ -4,6 +4,9 @@
 #                                        environment's bin/, so `bekc` is on PATH
 #   <platlib>/bekc/lib/libbekc_numba.so  serves bekc.numba_cuda_kernel
 #   <platlib>/bekc/lib/libbekc_lookup.so answers warm loads in-process
+#   <platlib>/bekc/share/cmake/bekc/     find_package(bekc): bekcWheelConfig.cmake.in,
+#                                        which finds <scripts>/bekc through the wheel's
+#                                        RECORD; `python -m bekc --cmakedir` prints it
 #   <platlib>/bekc/                      the Python package (scikit-build-core
 #                                        copies python/bekc itself)
 # The wheel's tag promises glibc BEKC_WHEEL_GLIBC and nothing else, so the
@@ -38,6 +41,20 @@ else()
   install(TARGETS bekc RUNTIME DESTINATION ${SKBUILD_SCRIPTS_DIR})
   install(TARGETS bekc_numba bekc_lookup LIBRARY DESTINATION ${bekc_wheel_lib_dir})
 endif()
+
+# The CMake package, placed where a prefix of <platlib>/bekc (pyproject.toml's
+# "cmake.prefix" entry point) or of the directory itself finds it.
+include(CMakePackageConfigHelpers)
+set(bekc_wheel_cmake_dir bekc/share/cmake/bekc)
+set(bekc_wheel_generated ${CMAKE_BINARY_DIR}/generated/wheel)
+configure_package_config_file(
+  ${CMAKE_CURRENT_LIST_DIR}/bekcWheelConfig.cmake.in ${bekc_wheel_generated}/bekcConfig.cmake
+  INSTALL_DESTINATION ${bekc_wheel_cmake_dir} INSTALL_PREFIX /site-packages)
+write_basic_package_version_file(${bekc_wheel_generated}/bekcConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion ARCH_INDEPENDENT)
+install(FILES ${bekc_wheel_generated}/bekcConfig.cmake ${bekc_wheel_generated}/bekcConfigVersion.cmake
+              ${CMAKE_CURRENT_LIST_DIR}/BekcPackage.cmake ${CMAKE_CURRENT_LIST_DIR}/BekcModule.cmake
+        DESTINATION ${bekc_wheel_cmake_dir})
 
 set(bekc_wheel_files "${SKBUILD_SCRIPTS_DIR}/bekc"
                      "\${CMAKE_INSTALL_PREFIX}/${bekc_wheel_lib_dir}/libbekc_numba.so"

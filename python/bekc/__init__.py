@@ -37,6 +37,8 @@ from ._errors import (
     LibraryHashMismatchError,
     LibraryLoadError,
     ManifestError,
+    NotBatchableError,
+    NotDifferentiableError,
     RegistrationError,
     TargetConflictError,
     UnsupportedArchError,
@@ -44,6 +46,7 @@ from ._errors import (
 from ._attrs import ATTR_TYPES, cast_attr
 from ._loader import KernelFunction, Module, load, registered_targets
 from ._binary import find_binary
+from ._cmake import get_cmake_dir
 from ._compat import (
     build_argv,
     clear_cache,
@@ -99,7 +102,7 @@ __all__ = [
     "clear_cache", "set_cache_dir", "get_cache_dir",
     "use_for_brainevent", "BrainEventPatch", "SUPPORTED_BRAINEVENT_VERSIONS",
     "TESTED_BRAINEVENT_VERSIONS", "UntestedBrainEventWarning",
-    "find_binary", "build_argv", "cast_attr", "ATTR_TYPES",
+    "find_binary", "get_cmake_dir", "build_argv", "cast_attr", "ATTR_TYPES",
     "numba_cuda_kernel", "numba_cuda_callable", "resolve_launch", "UnsupportedDtypeError",
     "XLACustomKernel", "set_backend", "get_backend", "clear_backends",
     "KernelEntry", "NotAKernelError", "KernelCompilationError", "KernelFallbackExhaustedError",
@@ -108,6 +111,6 @@ __all__ = [
     "list_registered_targets", "print_diagnostics", "CompiledModule",
     "BekcError", "ManifestError", "LibraryHashMismatchError", "LibraryLoadError",
     "RegistrationError", "TargetConflictError", "BinaryNotFoundError", "CompileError",
-    "UnsupportedArchError", "CacheError",
+    "UnsupportedArchError", "CacheError", "NotBatchableError", "NotDifferentiableError",
     "BrainEventNotInstalledError", "UnsupportedBrainEventVersionError",
 ]

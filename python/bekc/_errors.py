@@ -13,7 +13,13 @@ __all__ = [
     "TargetConflictError",
     "BinaryNotFoundError",
     "CompileError",
+    "NotBatchableError",
+    "NotDifferentiableError",
 ]
+
+# Where the Python documentation explains batching and gradients of a target;
+# both errors below name it, so keep the heading of docs/python.md.
+BATCHING_AND_GRADIENTS_DOCS = "docs/python.md#batching-and-gradients"
 
 
 class BekcError(Exception):
@@ -60,6 +66,27 @@ class BinaryNotFoundError(BekcError, FileNotFoundError):
 class UnsupportedArchError(BekcError, ValueError):
     """A compute capability that is spelled right but names no CUDA GPU
     (major version below 2), as brainevent's ``UnsupportedArchError``."""
+
+
+class NotBatchableError(BekcError, NotImplementedError):
+    """``jax.vmap`` reached a target that has no ``vmap_method``: JAX cannot
+    batch an FFI call without one. Attributes: ``target`` (the FFI target's
+    name) and ``function``."""
+
+    def __init__(self, message: str, *, target: str = "", function: str = "") -> None:
+        super().__init__(message)
+        self.target = target
+        self.function = function
+
+
+class NotDifferentiableError(BekcError, ValueError):
+    """``jax.grad`` (or any JAX differentiation) reached a target, which has no
+    derivative of its own. Attributes: ``target`` and ``function``."""
+
+    def __init__(self, message: str, *, target: str = "", function: str = "") -> None:
+        super().__init__(message)
+        self.target = target
+        self.function = function
 
 
 # Exit codes documented by ``bekc build --help``.

@@ -49,7 +49,8 @@ def registered_targets() -> Dict[str, str]:
     return REGISTRY.targets()
 
 
-def load(manifest_or_dir, *, register: bool = True, replace: bool = False) -> "Module":
+def load(manifest_or_dir, *, register: bool = True, replace: bool = False,
+         vmap_method=None) -> "Module":
     """Load a bekc build and register its FFI targets with JAX.
 
     ``manifest_or_dir`` is a ``manifest.json`` path or a directory holding one.
@@ -65,7 +66,16 @@ def load(manifest_or_dir, *, register: bool = True, replace: bool = False) -> "M
     ``replace=True`` asks for brainevent's replacement of registered targets;
     XLA cannot do it, so a changed library still raises
     :class:`~bekc.TargetConflictError` (see the module documentation).
+    ``vmap_method`` declares how ``jax.vmap`` batches the targets: a method
+    for all, or ``{function: method}`` (:meth:`Module.set_vmap_method`).
     """
+    module = _load(manifest_or_dir, register, replace)
+    if vmap_method is not None:
+        module.set_vmap_method(vmap_method)
+    return module
+
+
+def _load(manifest_or_dir, register: bool, replace: bool) -> "Module":
     path = resolve_manifest_path(manifest_or_dir)
     with REGISTRY.lock:
         # Fast path: same manifest and library files as last time.

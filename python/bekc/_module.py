@@ -11,8 +11,15 @@ import difflib
 from typing import Any, Dict, List, Optional, Sequence
 
 from ._attrs import cast_attr
-from ._errors import LibraryLoadError
+from ._errors import (BATCHING_AND_GRADIENTS_DOCS, LibraryLoadError, NotBatchableError,
+                      NotDifferentiableError)
 from ._registry import REGISTRY
+
+# How jax.ffi.ffi_call batches a call under jax.vmap (docs/python.md,
+# "Batching and gradients"). JAX also takes the deprecated "legacy_vectorized"
+# in a call, but a target's declared method is one of these.
+VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all")
+
 
 def _suggest(name: str, candidates) -> List[str]:
     """The closest candidate (difflib), else one that contains or is contained in ``name``."""
@@ -21,6 +28,18 @@ def _suggest(name: str, candidates) -> List[str]:
         return close
     low = name.lower()
     return [c for c in candidates if low and (low in c.lower() or c.lower() in low)][:1]
+
+
+def _checked_vmap_method(target: str, method: Optional[str]) -> Optional[str]:
+    """``method`` if a target may declare it, else ``ValueError`` with the choices."""
+    if method is not None and method not in VMAP_METHODS:
+        close = _suggest(str(method), VMAP_METHODS)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ValueError(
+            f"{target}: vmap_method {method!r} is not one of "
+            f"{', '.join(map(repr, VMAP_METHODS))} (or None){hint} "
+            f"(see {BATCHING_AND_GRADIENTS_DOCS})")
+    return method
 
 
 def _varying_axes(typeof, x) -> frozenset:
@@ -71,11 +90,17 @@ class KernelFunction:
     ``jax.ffi.ffi_call(target, out, vmap_method=...)(*arrays, **attrs)``.
     ``out`` is a ``jax.ShapeDtypeStruct`` (or a list of them, one per output);
     left out, a one-output function returns an array shaped like its first input.
+    ``vmap_method`` left out is the target's own, :attr:`vmap_method`.
+
+    A kernel has no derivative, and none to batch it unless a ``vmap_method``
+    says how: ``jax.grad`` raises :class:`~bekc.NotDifferentiableError` and
+    ``jax.vmap`` without a method :class:`~bekc.NotBatchableError`, each naming
+    the target and docs/python.md, "Batching and gradients".
     """
 
     # __weakref__: jax.jit(mod.fn) keeps a weak reference to the callable.
     __slots__ = ("target", "name", "function", "platform", "num_args", "num_rets",
-                 "attr_types", "_attr_names", "info", "__weakref__")
+                 "attr_types", "_attr_names", "info", "_vmap_method", "__weakref__")
 
     def __init__(self, target: dict) -> None:
         self.info = target
@@ -87,6 +112,20 @@ class KernelFunction:
         self.num_rets = int(target["num_rets"])
         self.attr_types = {a["name"]: a["type"] for a in target["attrs"]}
         self._attr_names = tuple(self.attr_types)
+        self._vmap_method: Optional[str] = None
+
+    @property
+    def vmap_method(self) -> Optional[str]:
+        """How ``jax.vmap`` batches a call that names no ``vmap_method``: one of
+        :data:`VMAP_METHODS`, or None (the default: ``jax.vmap`` raises
+        :class:`~bekc.NotBatchableError`). An elementwise kernel, whose output
+        element i depends only on element i of each input, all of one size,
+        takes ``"broadcast_all"``; ``"sequential"`` serves any kernel."""
+        return self._vmap_method
+
+    @vmap_method.setter
+    def vmap_method(self, method: Optional[str]) -> None:
+        self._vmap_method = _checked_vmap_method(self.target, method)
 
     def __repr__(self) -> str:
         attrs = ", ".join(f"{n}: {t}" for n, t in self.attr_types.items())
@@ -154,9 +193,53 @@ class KernelFunction:
         out_spec = self._out_spec(arrays, out)
         self._check_layouts(ffi_call_kwargs, arrays, out_spec)
         import jax
-        results = jax.ffi.ffi_call(self.target, out_spec, vmap_method=vmap_method,
-                                   **ffi_call_kwargs)(*arrays, **cast)
-        return _varying_like(results, arrays)
+        method = self._vmap_method if vmap_method is None else vmap_method
+        call = jax.ffi.ffi_call(self.target, out_spec, vmap_method=method, **ffi_call_kwargs)
+
+        def kernel(*xs):
+            return call(*xs, **cast)
+
+        # Only a traced call can be batched or differentiated; an eager call
+        # on arrays keeps its plain dispatch.
+        if any(isinstance(a, jax.core.Tracer) for a in arrays):
+            kernel = self._with_bekc_errors(kernel, method)
+        return _varying_like(kernel(*arrays), arrays)
+
+    def _with_bekc_errors(self, kernel, method: Optional[str]):
+        """``kernel`` with a derivative rule, and with no method a batching
+        rule, that raise bekc's errors in place of JAX's (which name neither
+        the kernel's source nor a fix)."""
+        import jax
+        if method is None:
+            kernel = jax.custom_batching.custom_vmap(kernel)
+            kernel.def_vmap(self._refuse_vmap)
+        kernel = jax.custom_jvp(kernel)
+        kernel.defjvp(self._refuse_jvp)
+        return kernel
+
+    def _where(self) -> str:
+        source = self.info.get("source")
+        return f"{self.target} ({source})" if source else self.target
+
+    def _refuse_vmap(self, axis_size, in_batched, *args):
+        f = self.function
+        raise NotBatchableError(
+            f"jax.vmap cannot batch {self._where()}: it has no vmap_method. Declare how, "
+            f"once: mod.{f}.vmap_method = \"broadcast_all\" for an elementwise kernel (each "
+            f"output element depends only on the same element of every input), or "
+            f"\"sequential\" for any kernel (one call per batch element); or "
+            f"bekc.load(..., vmap_method={{\"{f}\": ...}}); or mod.{f}(..., vmap_method=...) "
+            f"for one call. See {BATCHING_AND_GRADIENTS_DOCS}",
+            target=self.target, function=f)
+
+    def _refuse_jvp(self, primals, tangents):
+        raise NotDifferentiableError(
+            f"JAX cannot differentiate {self._where()}: a bekc kernel has no derivative "
+            f"rule. Give the call one with jax.custom_vjp (a backward function, often "
+            f"another kernel) or jax.custom_jvp, or make the kernel a "
+            f"bekc.XLACustomKernel with rules (bekc.defjvp and def_transpose_rule). "
+            f"See {BATCHING_AND_GRADIENTS_DOCS}",
+            target=self.target, function=self.function)
 
     def _check_layouts(self, kwargs: Dict[str, Any], arrays, out_spec) -> None:
         """BE::Tensor reads every buffer as row-major, and XLA's buffers carry no
@@ -187,7 +270,8 @@ class Module:
     """A loaded bekc build: one library and its FFI targets.
 
     ``mod.<function>(*arrays, out=None, vmap_method=None, **attrs)`` calls a
-    target (see :class:`KernelFunction`); ``mod["function"]`` or
+    target (see :class:`KernelFunction`; :meth:`set_vmap_method` declares how
+    ``jax.vmap`` batches the targets); ``mod["function"]`` or
     ``mod["prefix.function"]`` works for any name, including a function whose
     name is also an attribute of the module (``mod["path"]``). ``mod.targets``
     maps target names to their manifest entries, ``mod.manifest`` is the parsed
@@ -265,6 +349,28 @@ class Module:
         from a different library still raises :class:`~bekc.TargetConflictError`.
         """
         REGISTRY.register(self, replace)
+        return self
+
+    def set_vmap_method(self, method) -> "Module":
+        """Declares how ``jax.vmap`` batches the targets' calls
+        (:attr:`KernelFunction.vmap_method`): a method name (or None) for every
+        target, or a mapping from function (or target) names to methods, the
+        others left as they are; nothing changes when one is wrong. Returns the
+        module."""
+        if method is None or isinstance(method, str):
+            chosen = {fn: method for fn in self.functions.values()}
+        elif hasattr(method, "items"):
+            chosen = {}
+            for name, m in method.items():
+                if name not in self:
+                    raise ValueError(f"vmap_method names {name!r}: {self._unknown(name)}")
+                chosen[self[name]] = m
+        else:
+            raise TypeError(f"vmap_method must be a string, None or a mapping of function "
+                            f"names to strings, got {type(method).__name__}")
+        checked = {fn: _checked_vmap_method(fn.target, m) for fn, m in chosen.items()}
+        for fn, m in checked.items():
+            fn._vmap_method = m
         return self
 
     # -- access ---------------------------------------------------------------

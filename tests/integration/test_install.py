@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -69,7 +70,8 @@ def prefix(bekc_path, tmp_path_factory) -> Path:
 
 def test_layout(prefix):
     assert os.access(prefix / "bin" / "bekc", os.X_OK)
-    for name in ("bekcConfig.cmake", "bekcConfigVersion.cmake", "BekcModule.cmake"):
+    for name in ("bekcConfig.cmake", "bekcConfigVersion.cmake", "BekcPackage.cmake",
+                 "BekcModule.cmake"):
         assert (prefix / "lib" / "cmake" / "bekc" / name).is_file(), name
     pkg = prefix / PY_SUBDIR / "bekc"
     assert (pkg / "__init__.py").is_file() and (pkg / "_loader.py").is_file()
@@ -160,6 +162,21 @@ def test_cmake_package_follows_a_moved_prefix(prefix, tmp_path):
     assert Path(probe["loc"]) == moved / "bin" / "bekc"
     assert Path(probe["python"]) == moved / PY_SUBDIR
     assert probe["version"].startswith("0.")
+
+
+def test_installed_package_names_the_trees_cmake_dir(prefix, tmp_path):
+    """`python -m bekc --cmakedir` and bekc.get_cmake_dir() of the installed
+    Python package name the tree's lib/cmake/bekc; a source checkout's
+    package has none, and says how to get one."""
+    env = isolated_env(tmp_path, PYTHONPATH=prefix / PY_SUBDIR)
+    printed = run([sys.executable, "-m", "bekc", "--cmakedir"], env=env).stdout.strip()
+    assert Path(printed) == prefix / "lib" / "cmake" / "bekc"
+    assert run([sys.executable, "-c", "import bekc; print(bekc.get_cmake_dir())"],
+               env=env).stdout.strip() == printed
+    source = subprocess.run([sys.executable, "-m", "bekc", "--cmakedir"], capture_output=True,
+                            text=True, env=isolated_env(tmp_path, PYTHONPATH=REPO / "python"))
+    assert source.returncode == 1 and source.stdout == ""
+    assert "has no CMake package" in source.stderr and "pip install bekc" in source.stderr
 
 
 def _cmake_cache(build_dir: Path) -> dict:

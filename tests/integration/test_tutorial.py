@@ -1,5 +1,5 @@
-"""Runs the code blocks of README.md, docs/tutorial.md, docs/migrating.md and the
-tagged example of docs/cpp_api.md.
+"""Runs the code blocks of README.md, docs/tutorial.md, docs/migrating.md,
+docs/python.md and the tagged example of docs/cpp_api.md.
 
 Each fenced block carries a tag after its language (```` ```python tutorial-cpu ````),
 and sources a ``file=NAME``:
@@ -160,10 +160,12 @@ README = REPO / "README.md"
 TUTORIAL = DOCS / "tutorial.md"
 MIGRATING = DOCS / "migrating.md"
 CPP_API = DOCS / "cpp_api.md"
+PYTHON = DOCS / "python.md"
 
 
-@pytest.mark.parametrize("doc,prefix", [(TUTORIAL, "tutorial"), (MIGRATING, "migrating")],
-                         ids=["tutorial", "migrating"])
+@pytest.mark.parametrize("doc,prefix", [(TUTORIAL, "tutorial"), (MIGRATING, "migrating"),
+                                        (PYTHON, "python")],
+                         ids=["tutorial", "migrating", "python"])
 def test_every_block_is_tagged(doc, prefix):
     blocks = parse_blocks(doc)
     assert blocks, f"{doc} has no code blocks"
@@ -181,6 +183,12 @@ def test_tutorial_cpu_blocks_run(bekc_path, tmp_path):
                      bekc_path, tmp_path / "cache")
     assert "[3. 3. 3. 3. 3.]" in out.script.stdout
     assert "[4. 4. 4.]" in out.script.stdout
+    # Section 6: the gradient through jax.custom_vjp, the error it replaces
+    # (naming the target and the docs), and a batched call.
+    assert "[3. 3. 3. 3.]" in out.script.stdout
+    assert "JAX cannot differentiate cpu_kernels.scale_by" in out.script.stdout
+    assert "docs/python.md#batching-and-gradients" in out.script.stdout
+    assert "[ 4.  6.  8. 10.]" in out.script.stdout
     assert (out.workdir / "build" / "cpu_kernels" / "manifest.json").is_file()
 
 
@@ -215,6 +223,17 @@ def test_cpp_api_example_runs(bekc_path, tmp_path):
                      bekc_path, tmp_path / "cache")
     print(out.script.stdout)
     assert "[ 6. 22. 38.]" in out.script.stdout
+
+
+def test_python_page_runs(bekc_path, tmp_path):
+    """docs/python.md: the typed call, both errors, every way to declare a
+    vmap_method, and gradients through jax.custom_vjp and bekc.defjvp."""
+    out = run_blocks(group(parse_blocks(PYTHON), "python-cpu"), tmp_path / "work",
+                     bekc_path, tmp_path / "cache")
+    lines = out.script.stdout
+    assert "[0. 3. 6. 9.]" in lines and "[ 3. 12.]" in lines
+    assert "jax.vmap cannot batch ops.mul" in lines
+    assert "[0. 1. 2. 3.] [3. 3. 3. 3.]" in lines
 
 
 README_TAGS = {

@@ -1,6 +1,7 @@
 """The pip wheel (pyproject.toml, scikit-build-core): what it holds, that its
-platform tag is honest about glibc, and that a clean venv with only the wheel
-installed builds and calls a .cpp kernel from JAX.
+platform tag is honest about glibc, that a clean venv with only the wheel
+installed builds and calls a .cpp kernel from JAX, and that CMake finds the
+wheel's own bekc through ``python -m bekc --cmakedir``, from a moved venv too.
 
 Compiling bekc again would cost CI minutes, so the wheel packages the binaries
 of the build tree under test (``$BEKC_BINARY``'s directory, default
@@ -142,21 +143,33 @@ CALL = textwrap.dedent("""
 """)
 
 
-def test_clean_venv_builds_and_calls_a_cpp_kernel(wheel, tmp_path):
-    """Only the wheel is installed (no index, no dependencies); NumPy and JAX
-    come from the test venv through a .pth file, as a user's would from their
-    environment. Neither the build tree, $BEKC nor PATH points at a bekc."""
-    venv = tmp_path / "venv"
+def install_in_fresh_venv(wheel: Path, venv: Path) -> Path:
+    """A venv holding only the wheel (no index, no dependencies); NumPy and
+    JAX come from the test venv through a .pth file, as a user's would from
+    their environment. Returns its site-packages."""
     run([sys.executable, "-m", "venv", "--without-pip", venv])
-    python = venv / "bin" / "python"
-    run([sys.executable, "-m", "pip", "--python", python, "install", "--no-index", "--no-deps",
-         "-q", wheel])
-    site = Path(run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"])
-                .stdout.strip())
+    run([sys.executable, "-m", "pip", "--python", venv / "bin" / "python", "install",
+         "--no-index", "--no-deps", "-q", wheel])
+    site = Path(run([venv / "bin" / "python", "-c",
+                     "import sysconfig; print(sysconfig.get_path('purelib'))"]).stdout.strip())
     (site / "test_env.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    return site
+
+
+def without_bekc(tmp_path: Path) -> dict:
+    """Neither the build tree, $BEKC nor PATH points at a bekc; a private cache."""
     env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "BEKC", "BEKC_BINARY", "BEKC_NUMBA_LIBRARY")}
+           if k not in ("PYTHONPATH", "BEKC", "BEKC_BINARY", "BEKC_NUMBA_LIBRARY",
+                        "CMAKE_PREFIX_PATH", "bekc_DIR", "bekc_ROOT")}
     env.update(PATH="/usr/bin:/bin", JAX_PLATFORMS="cpu", BEKC_CACHE_DIR=str(tmp_path / "cache"))
+    return env
+
+
+def test_clean_venv_builds_and_calls_a_cpp_kernel(wheel, tmp_path):
+    venv = tmp_path / "venv"
+    python = venv / "bin" / "python"
+    install_in_fresh_venv(wheel, venv)
+    env = without_bekc(tmp_path)
 
     installed = venv / "bin" / "bekc"
     assert installed.is_file() and os.access(installed, os.X_OK)
@@ -169,3 +182,91 @@ def test_clean_venv_builds_and_calls_a_cpp_kernel(wheel, tmp_path):
 
     done = run([python, "-c", CALL, SCALE_CPP], env=env, cwd=tmp_path)
     assert done.stdout.strip().endswith("scale called")
+
+
+CMAKE_PACKAGE = ["bekcConfig.cmake", "bekcConfigVersion.cmake", "BekcPackage.cmake",
+                 "BekcModule.cmake"]
+
+PROBE_PROJECT = textwrap.dedent("""\
+    cmake_minimum_required(VERSION 3.25)
+    project(probe LANGUAGES NONE)
+    find_package(bekc 0.1 REQUIRED)
+    get_target_property(loc bekc::bekc IMPORTED_LOCATION)
+    file(WRITE ${CMAKE_BINARY_DIR}/probe.json
+         "{\\"exe\\": \\"${BEKC_EXECUTABLE}\\", \\"loc\\": \\"${loc}\\",
+           \\"python\\": \\"${BEKC_PYTHONPATH}\\", \\"version\\": \\"${bekc_VERSION}\\",
+           \\"dir\\": \\"${bekc_DIR}\\"}")
+    bekc_add_module(ops SOURCES scale.cpp)
+    """)
+
+
+def test_wheel_holds_the_cmake_package(wheel):
+    """bekc/share/cmake/bekc/ with the config and the helpers, and the
+    cmake.prefix entry point that lets scikit-build-core builds find it."""
+    version = project_version()
+    with zipfile.ZipFile(wheel) as z:
+        names = set(z.namelist())
+        config = z.read("bekc/share/cmake/bekc/bekcConfig.cmake").decode()
+        entry_points = z.read(f"bekc-{version}.dist-info/entry_points.txt").decode()
+    assert {f"bekc/share/cmake/bekc/{n}" for n in CMAKE_PACKAGE} <= names
+    assert f"bekc-{version}.dist-info/RECORD" in config  # finds the binary pip installed
+    assert str(REPO) not in config and "build-wheel" not in config
+    prefix_entry = re.compile(r"^\[cmake\.prefix\]\s*\nbekc\s*=\s*bekc\s*$", re.M)
+    assert prefix_entry.search(entry_points), entry_points
+
+
+def cmake_probe(project: Path, build: Path, env: dict, *args) -> dict:
+    run([shutil.which("cmake"), "-S", project, "-B", build, *args], env=env)
+    return json.loads((build / "probe.json").read_text())
+
+
+def test_cmake_finds_the_wheels_bekc_through_python_m_bekc_cmakedir(wheel, tmp_path):
+    """After `pip install` of the wheel alone, find_package(bekc REQUIRED)
+    works with -Dbekc_DIR or CMAKE_PREFIX_PATH set to `python -m bekc
+    --cmakedir`, and with the prefix the cmake.prefix entry point gives
+    scikit-build-core. It names the venv's own bekc; from a moved venv, the
+    moved one, which bekc_add_module() then builds with."""
+    if shutil.which("cmake") is None:
+        pytest.skip("cmake not installed")
+    venv = tmp_path / "venv"
+    site = install_in_fresh_venv(wheel, venv)
+    env = without_bekc(tmp_path)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "CMakeLists.txt").write_text(PROBE_PROJECT)
+    (project / "scale.cpp").write_text(SCALE_CPP)
+
+    def cmakedir(python: Path) -> str:
+        printed = run([python, "-m", "bekc", "--cmakedir"], env=env).stdout.strip()
+        same = run([python, "-c", "import bekc; print(bekc.get_cmake_dir())"], env=env)
+        assert same.stdout.strip() == printed
+        return printed
+
+    found = cmakedir(venv / "bin" / "python")
+    assert Path(found) == site / "bekc" / "share" / "cmake" / "bekc"
+    entry = run([venv / "bin" / "python", "-c", textwrap.dedent("""\
+        from importlib import metadata, resources
+        (ep,) = metadata.entry_points(group="cmake.prefix")
+        print(ep.name, ep.value, resources.files(ep.load()))""")], env=env).stdout.split()
+    assert entry[:2] == ["bekc", "bekc"] and Path(entry[2]) == site / "bekc"
+    for n, (args, extra_env) in enumerate([
+            ([f"-Dbekc_DIR={found}"], {}),
+            ([], {"CMAKE_PREFIX_PATH": found}),
+            ([f"-DCMAKE_PREFIX_PATH={entry[2]}"], {})]):
+        probe = cmake_probe(project, tmp_path / f"b{n}", dict(env, **extra_env), *args)
+        assert Path(probe["exe"]).resolve() == (venv / "bin" / "bekc").resolve(), probe
+        assert probe["loc"] == probe["exe"] and probe["version"] == project_version()
+        assert Path(probe["python"]) == site and Path(probe["dir"]) == Path(found)
+
+    moved = tmp_path / "moved" / "env"
+    moved.parent.mkdir()
+    shutil.move(str(venv), str(moved))
+    found = cmakedir(moved / "bin" / "python")
+    assert str(moved) in found
+    build = tmp_path / "b-moved"
+    probe = cmake_probe(project, build, env, f"-Dbekc_DIR={found}")
+    assert Path(probe["exe"]) == moved / "bin" / "bekc", probe
+    assert str(moved) in probe["python"]
+    run([shutil.which("cmake"), "--build", build], env=env)
+    manifest = json.loads((build / "bekc" / "ops" / "manifest.json").read_text())
+    assert [t["name"] for t in manifest["targets"]] == ["ops.scale"]

@@ -250,6 +250,38 @@ def test_several_outputs():
     np.testing.assert_allclose(t, x * 2, rtol=1e-6)
 
 
+def test_vmap_and_grad_of_a_built_kernel():
+    """jax.vmap without a vmap_method and jax.grad raise bekc's errors, naming
+    the target and its annotation's file:line; a declared method batches the
+    kernel, and jax.custom_vjp gives it a gradient that batches too."""
+    name = unique_prefix("batching")
+    mod = bekc.load_cpp_inline(name=name, cpp_sources=SCALE_CPP)
+    source = mod.targets[f"{name}.scale"]["source"]
+    x = rand(3, 8)
+    double = lambda v: mod.scale(v, factor=2.0)  # noqa: E731
+    with pytest.raises(bekc.NotBatchableError) as e:
+        jax.vmap(double)(x)
+    assert f"{name}.scale ({source})" in str(e.value)
+    assert "docs/python.md#batching-and-gradients" in str(e.value)
+    with pytest.raises(bekc.NotDifferentiableError) as e:
+        jax.grad(lambda v: double(v).sum())(x)
+    assert f"{name}.scale ({source})" in str(e.value) and "jax.custom_vjp" in str(e.value)
+
+    mod.scale.vmap_method = "broadcast_all"  # elementwise
+    np.testing.assert_allclose(jax.vmap(double)(x), 2 * x, rtol=1e-6)
+    np.testing.assert_allclose(jax.jit(jax.vmap(double, in_axes=1, out_axes=1))(x), 2 * x,
+                               rtol=1e-6)
+
+    @jax.custom_vjp
+    def scaled(v):
+        return double(v)
+
+    scaled.defvjp(lambda v: (double(v), None), lambda _, g: (double(g),))
+    loss = lambda v: (scaled(v) ** 2).sum()  # noqa: E731
+    np.testing.assert_allclose(jax.grad(loss)(x), 8 * x, rtol=1e-5)
+    np.testing.assert_allclose(jax.jit(jax.vmap(jax.grad(loss)))(x), 8 * x, rtol=1e-5)
+
+
 def test_kernel_check_failure_is_a_python_exception():
     mod = bekc.load_cpp_inline(unique_prefix("chk"), ATTRS)
     with pytest.raises(Exception, match="input too long: 10") as e:

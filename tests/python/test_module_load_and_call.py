@@ -92,6 +92,103 @@ def test_under_jit_and_vmap(ref_manifest):
     np.testing.assert_allclose(v, a + b, rtol=1e-6)
 
 
+DOCS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__)))), "docs")
+
+
+def assert_names_a_docs_section(message: str) -> None:
+    """The error points at a heading that exists: docs/<page>.md#<anchor>."""
+    import re
+    m = re.search(r"docs/(\w+\.md)#([a-z0-9-]+)", message)
+    assert m, message
+    with open(os.path.join(DOCS, m.group(1)), encoding="utf-8") as f:
+        anchors = {re.sub(r"[^a-z0-9 -]", "", line.lstrip("#").strip().lower()).replace(" ", "-")
+                   for line in f if line.startswith("#")}
+    assert m.group(2) in anchors, f"{m.group(0)} names no heading of docs/{m.group(1)}"
+
+
+def test_vmap_without_a_method_is_a_bekc_error_naming_the_target(ref_manifest):
+    """Under jax.vmap, a target without a vmap_method (its own or the call's)
+    raises NotBatchableError (a NotImplementedError, as JAX's) naming the
+    target, how to declare a method and the docs section; with jit on either side too."""
+    path, prefix = ref_manifest
+    mod = bekc.load(path)
+    a, b = rand(3, 5), rand(3, 5)
+    add = lambda x, y: mod.ref_add(x, y)  # noqa: E731
+    for batched in (jax.vmap(add), jax.jit(jax.vmap(add)), jax.vmap(jax.jit(add))):
+        with pytest.raises(bekc.NotBatchableError) as e:
+            batched(a, b)
+        message = str(e.value)
+        assert f"{prefix}.ref_add" in message and "vmap_method" in message
+        assert 'mod.ref_add.vmap_method = "broadcast_all"' in message
+        assert_names_a_docs_section(message)
+        assert isinstance(e.value, NotImplementedError) and e.value.target == f"{prefix}.ref_add"
+
+
+def test_grad_is_a_bekc_error_naming_the_target(ref_manifest):
+    """jax.grad (and jax.jvp) of a target raises NotDifferentiableError (a
+    ValueError, as JAX's) naming the target, jax.custom_vjp and the docs section."""
+    path, prefix = ref_manifest
+    mod = bekc.load(path)
+    x = rand(4)
+    loss = lambda v: mod.ref_scale(v, scale=2.0).sum()  # noqa: E731
+    for differentiate in (lambda: jax.grad(loss)(x), lambda: jax.grad(jax.jit(loss))(x),
+                          lambda: jax.jvp(loss, (x,), (x,))):
+        with pytest.raises(bekc.NotDifferentiableError) as e:
+            differentiate()
+        message = str(e.value)
+        assert f"{prefix}.ref_scale" in message and "jax.custom_vjp" in message
+        assert_names_a_docs_section(message)
+        assert isinstance(e.value, ValueError)
+    # Plain and jitted calls, and gradients that do not flow through the kernel, still work.
+    np.testing.assert_allclose(jax.jit(lambda v: mod.ref_scale(v, scale=2.0))(x), 2 * x,
+                               rtol=1e-6)
+    y = rand(4)
+    beside = jax.jit(lambda v, w: (v * mod.ref_scale(w, scale=2.0)).sum())
+    np.testing.assert_allclose(jax.grad(beside)(x, y), 2 * y, rtol=1e-6)
+
+
+def test_a_declared_vmap_method_batches_the_target(ref_manifest):
+    """A target's vmap_method (the attribute, Module.set_vmap_method or
+    bekc.load's keyword) serves every call that names none; the call's wins."""
+    path, _ = ref_manifest
+    mod = bekc.load(path)
+    assert mod.ref_add.vmap_method is None
+    a, b = rand(4, 6), rand(6)
+    mod.ref_add.vmap_method = "broadcast_all"  # elementwise: b is broadcast along the batch
+    np.testing.assert_allclose(jax.vmap(mod.ref_add, in_axes=(0, None))(a, b), a + b, rtol=1e-6)
+    np.testing.assert_allclose(jax.jit(jax.vmap(mod.ref_add, in_axes=(1, None)))(a.T, b),
+                               a + b, rtol=1e-6)
+    np.testing.assert_allclose(jax.vmap(jax.vmap(mod.ref_add))(a[None], a[None]), 2 * a[None],
+                               rtol=1e-6)
+    seq = jax.vmap(lambda x: mod.ref_add(x, b, vmap_method="sequential"))(a)
+    np.testing.assert_allclose(seq, a + b, rtol=1e-6)
+
+    mod.set_vmap_method(None)
+    assert mod.ref_add.vmap_method is None
+    assert bekc.load(path, vmap_method={"ref_scale": "sequential"}) is mod
+    assert mod.ref_scale.vmap_method == "sequential" and mod.ref_add.vmap_method is None
+    np.testing.assert_allclose(jax.vmap(lambda x: mod.ref_scale(x, scale=3.0))(a), 3 * a,
+                               rtol=1e-6)
+    mod.set_vmap_method("sequential")
+    assert {f.vmap_method for f in mod} == {"sequential"}
+    mod.set_vmap_method(None)
+
+
+def test_a_wrong_vmap_method_is_refused_when_declared(ref_manifest):
+    path, _ = ref_manifest
+    mod = bekc.load(path)
+    with pytest.raises(ValueError, match="did you mean 'broadcast_all'"):
+        mod.ref_add.vmap_method = "broadcast"
+    with pytest.raises(ValueError, match="did you mean 'ref_add'"):
+        mod.set_vmap_method({"ref_ad": "sequential"})
+    with pytest.raises(TypeError, match="mapping"):
+        bekc.load(path, vmap_method=["sequential"])
+    with pytest.raises(ValueError, match="ref_scale: vmap_method 'bogus' is not one of"):
+        mod.set_vmap_method({"ref_add": "sequential", "ref_scale": "bogus"})
+    assert mod.ref_add.vmap_method is None  # nothing changed
+
+
 def test_idempotent_reload(ref_manifest, tmp_path, monkeypatch):
     path, prefix = ref_manifest
     mod = bekc.load(path)
