@@ -289,3 +289,23 @@ def test_readme_gpu_blocks_build(bekc_path, nvcc, tmp_path):
     out = run_blocks(group(blocks, "readme-gpu"), work, bekc_path, tmp_path / "cache",
                      run_python=False)
     assert "all results correct" in out.commands[-1].stdout
+
+
+def test_what_the_readmes_commands_write_in_a_checkout_is_ignored():
+    """Running the README's commands in a checkout leaves `git status` clean:
+    every directory they write to (`-o DIR`, `-w DIR`) is in .gitignore."""
+    written = set()
+    for b in parse_blocks(README):
+        if b.lang != "sh":
+            continue
+        for argv in command_lines(b):
+            for flag, value in zip(argv, argv[1:]):
+                if flag in ("-o", "-w") and not os.path.isabs(value):
+                    written.add(Path(value).parts[0])
+    assert written, "the README's commands write no output directory any more"
+    probe = subprocess.run(["git", "-C", str(REPO), "check-ignore", "--no-index", *sorted(written)],
+                           capture_output=True, text=True)
+    if probe.returncode == 128:
+        pytest.skip(f"not a git checkout: {probe.stderr.strip()}")
+    ignored = set(probe.stdout.split())
+    assert ignored == written, f"add {sorted(written - ignored)} to .gitignore"
