@@ -66,6 +66,10 @@ struct BuildInputs {
     // $BEKC_BASE_DIR: paths under it are keyed and recorded relative to it
     // and mapped out of what the compilers write (store/base_dir.hpp).
     BaseDir base;
+    // Where this build's private directories (its build directory, nvcc's
+    // plain-named links) may go after /tmp/bekc-<uid>: from the context's
+    // environment and the own cache (private_dir_places).
+    PrivateDirPlaces private_places;
 
     std::string library_file() const { return library_file_name(name); }
     bool any_cuda() const { return nvcc.has_value(); }

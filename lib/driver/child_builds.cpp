@@ -30,8 +30,7 @@ ChildSlots child_slots(int jobs, bool verbose, bool dry_run, const fs::path& cac
     if (verbose && !out.from_make.refusal().empty())
         std::fprintf(stderr, "bekc: note: %s\n", out.from_make.refusal().c_str());
     if (!out.from_make.named_by_make() && !dry_run) {
-        use_private_dir_places(cache_root, ctx);
-        out.served.emplace(or_fatal(JobSlots::serve(jobs)));
+        out.served.emplace(or_fatal(JobSlots::serve(jobs, private_dir_places(cache_root, ctx))));
     }
     return out;
 }

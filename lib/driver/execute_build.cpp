@@ -260,7 +260,7 @@ Executed execute(const BuildInputs& in, const BuildOptions& o, const std::string
     // into the cache, which others may share: a new directory per build, so
     // no build reads what another process (a compiler a killed bekc left
     // running) may still write there.
-    auto private_dir = private_temp_dir(dir_name);
+    auto private_dir = private_temp_dir(in.private_places, dir_name);
     if (!private_dir) fatal(Error::make(ErrorKind::Cache, private_dir.error().message));
     Executed x{BuildDir(*private_dir)};
     auto start = BuildClock::now();

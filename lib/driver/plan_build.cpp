@@ -45,15 +45,18 @@ BuildGraph plan_graph(const BuildInputs& in, const GraphPaths& paths) {
     // nvcc hands paths to a shell and splits some at commas: it gets
     // plain-named links to the directories it cannot take as they are.
     if (in.nvcc && paths.nvcc_safe_paths) {
-        req.runtime_include = or_fatal(own_path_for_nvcc(paths.runtime_include));
-        for (auto& d : req.flags.include_dirs) d = or_fatal(safe_path_for_nvcc(d)).string();
+        const PrivateDirPlaces& places = in.private_places;
+        req.runtime_include = or_fatal(own_path_for_nvcc(paths.runtime_include, places));
+        for (auto& d : req.flags.include_dirs) d = or_fatal(safe_path_for_nvcc(d, places)).string();
         for (auto* dirs : {&req.toolkit_includes, &req.toolkit_system_includes, &req.toolkit_libs})
-            for (auto& d : *dirs) d = or_fatal(safe_path_for_nvcc(d));
+            for (auto& d : *dirs) d = or_fatal(safe_path_for_nvcc(d, places));
         if (!req.flags.xla_include.empty())
-            req.flags.xla_include = or_fatal(safe_path_for_nvcc(req.flags.xla_include)).string();
-        req.runtime_object = or_fatal(own_path_for_nvcc(paths.runtime_object.parent_path())) /
-                             paths.runtime_object.filename();
-        req.cxx.path = or_fatal(safe_ccbin(req.cxx.path));
+            req.flags.xla_include =
+                or_fatal(safe_path_for_nvcc(req.flags.xla_include, places)).string();
+        req.runtime_object =
+            or_fatal(own_path_for_nvcc(paths.runtime_object.parent_path(), places)) /
+            paths.runtime_object.filename();
+        req.cxx.path = or_fatal(safe_ccbin(req.cxx.path, places));
     }
     req.library = paths.build_dir / in.library_file();
     if (paths.launcher) req.launcher = in.launcher;

@@ -225,7 +225,7 @@ BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& re
     for (const auto& f : scanned.files) any_cuda |= f.cuda;
     if (any_cuda) in.archs = explicit_archs(o);
     take_cache_layers(in, o, ctx, report);
-    use_private_dir_places(in.cache_root, ctx);
+    in.private_places = private_dir_places(in.cache_root, ctx);
     find_toolchain(in, o, any_cuda, ctx);
     static_cast<CompileFlags&>(in.flags) = o.flags;
     for (auto& d : in.flags.include_dirs) d = (ctx.cwd / d).string();
@@ -261,9 +261,9 @@ BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& re
     return in;
 }
 
-void use_private_dir_places(const fs::path& cache_root, const BuildContext& ctx) {
-    set_private_dir_places({ctx.raw_env("XDG_RUNTIME_DIR"), ctx.raw_env("TMPDIR"),
-                            cache_root / CacheLayout::private_builds(::getuid())});
+PrivateDirPlaces private_dir_places(const fs::path& cache_root, const BuildContext& ctx) {
+    return {ctx.raw_env("XDG_RUNTIME_DIR"), ctx.raw_env("TMPDIR"),
+            cache_root / CacheLayout::private_builds(::getuid())};
 }
 
 }  // namespace bekc

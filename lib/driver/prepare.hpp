@@ -11,8 +11,8 @@ namespace bekc {
 
 BuildInputs prepare(const BuildOptions& o, BuildContext& ctx, const Reporter& report);
 
-// Where bekc's private directories go (util/fs.hpp, set_private_dir_places)
-// for a build with this environment and cache.
-void use_private_dir_places(const fs::path& cache_root, const BuildContext& ctx);
+// Where bekc's private directories go (util/fs.hpp, PrivateDirPlaces) for a
+// build with this context's environment and this cache.
+PrivateDirPlaces private_dir_places(const fs::path& cache_root, const BuildContext& ctx);
 
 }  // namespace bekc
