@@ -1,5 +1,5 @@
 // libbekc_lookup.so: `bekc build --json` answered inside the Python process
-// on a local cache hit (driver/warm_lookup.hpp), so a warm load starts no
+// on a local cache hit (warm/warm_lookup.hpp), so a warm load starts no
 // process. Everything else is "not handled", and Python runs the binary.
 //
 // The C ABI is versioned by its function names and bekc_lookup_abi_version.
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "driver/warm_lookup.hpp"
+#include "warm/warm_lookup.hpp"
 
 #define BEKC_LOOKUP_API extern "C" __attribute__((visibility("default")))
 

@@ -2,18 +2,15 @@
 
 #include <cstdio>
 
-#include "driver/compile_commands.hpp"
-#include "driver/deliver.hpp"
-#include "driver/execute_build.hpp"
 #include "driver/fatal.hpp"
-#include "driver/keys.hpp"
-#include "driver/look_up.hpp"
-#include "driver/plan_build.hpp"
-#include "driver/portable.hpp"
-#include "driver/prepare.hpp"
-#include "driver/publish.hpp"
-#include "driver/recording.hpp"
-#include "driver/reporter.hpp"
+#include "driver/phases.hpp"
+#include "graph/compile_commands.hpp"
+#include "graph/keys.hpp"
+#include "graph/plan_build.hpp"
+#include "portable/portable.hpp"
+#include "prep/prepare.hpp"
+#include "prep/recording.hpp"
+#include "prep/reporter.hpp"
 #include "run/execute.hpp"
 #include "scan/symbols.hpp"
 #include "store/compile_times.hpp"
@@ -34,7 +31,7 @@ PlannedBuild plan(const BuildInputs& in, const BuildOptions& o) {
         if (o.explain_key) std::fputs(portable.explain().c_str(), stdout);
         return p;
     }
-    KeyBuilder direct = direct_key_builder(in);
+    KeyBuilder direct = direct_key_builder(in, or_fatal(key_graph(in)));
     p.direct_key = direct.digest();
     p.direct_key_record = direct.explain();
     if (o.explain_key) {
@@ -46,14 +43,14 @@ PlannedBuild plan(const BuildInputs& in, const BuildOptions& o) {
         std::fputs(p.direct_key_record.c_str(), stdout);
     }
     if (o.compile_commands && !o.dry_run)
-        write_compile_commands(fs::path(*o.compile_commands), in,
-                               or_fatal(materialize_runtime_headers(in.cache_root)));
+        or_fatal(write_compile_commands(fs::path(*o.compile_commands), in,
+                                        or_fatal(materialize_runtime_headers(in.cache_root))));
     p.dir_name = build_dir_name(in, p.direct_key);
     return p;
 }
 
 BuildInputs prepare_build(const BuildOptions& options, BuildContext& context) {
-    return prepare(options, context, Reporter(options));
+    return or_fatal(prepare(options, context, Reporter(options)));
 }
 
 BuildResult run_build(const BuildOptions& options) {
@@ -75,7 +72,7 @@ void dry_run(const BuildInputs& in, const BuildOptions& o, const PlannedBuild& p
     eo.jobs = jobs_wanted(o);
     GraphPaths paths = graph_paths(in, private_user_path() / (p.dir_name + ".XXXXXX"));
     paths.device_threads = device_threads_for(in, eo.jobs, !paths.runtime_object_ready);
-    BuildGraph graph = plan_graph(in, paths);
+    BuildGraph graph = or_fatal(plan_graph(in, paths));
     CompileTimes times(in.cache_root);
     split_nvcc_compiles(graph, in, ctx.runner, ctx.tools, &times);
     (void)execute_graph(graph, dry, eo);
@@ -147,13 +144,13 @@ BuildResult delivered_hit(const BuildInputs& in, const BuildOptions& o, const Pl
 Attempt build_attempt(const BuildOptions& o, BuildContext& ctx) {
     auto start = BuildClock::now();
     Reporter report(o);
-    BuildInputs in = prepare(o, ctx, report);
+    BuildInputs in = or_fatal(prepare(o, ctx, report));
     PlannedBuild planned = plan(in, o);
     if (in.toolchain_missing) {
         if (o.dry_run || o.force) fatal(*in.toolchain_missing);
         PortableLookup found;
         auto hit = hit_without_toolchain(in, o, planned, ctx, report, start, found);
-        if (!hit) fail_without_toolchain(in, found);
+        if (!hit) fatal(toolchain_missing_error(in, found));
         return {std::move(*hit), std::nullopt};
     }
     BuildResult result = planned_result(planned);
@@ -212,7 +209,7 @@ BuildResult run_build(const BuildOptions& options, BuildContext& ctx) {
 std::optional<BuildResult> run_build_if_cached(const BuildOptions& o, BuildContext& ctx,
                                                const Reporter& report) {
     auto start = BuildClock::now();
-    BuildInputs in = prepare(o, ctx, report);
+    BuildInputs in = or_fatal(prepare(o, ctx, report));
     PlannedBuild planned = plan(in, o);
     std::optional<BuildResult> hit;
     if (in.toolchain_missing) {

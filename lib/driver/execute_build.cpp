@@ -1,4 +1,4 @@
-#include "driver/execute_build.hpp"
+#include "driver/phases.hpp"
 
 #include <unistd.h>
 
@@ -10,10 +10,10 @@
 
 #include "diag/compile_log.hpp"
 #include "driver/fatal.hpp"
-#include "driver/link_errors.hpp"
-#include "driver/plan_build.hpp"
-#include "driver/reporter.hpp"
-#include "driver/step_keys.hpp"
+#include "graph/link_errors.hpp"
+#include "graph/plan_build.hpp"
+#include "graph/step_keys.hpp"
+#include "prep/reporter.hpp"
 #include "run/execute.hpp"
 #include "run/interrupt.hpp"
 #include "run/jobserver.hpp"
@@ -114,7 +114,7 @@ BuildGraph plan_in(const BuildInputs& in, const fs::path& dir, int slots, bool l
     paths.nvcc_safe_paths = true;
     paths.link_depfile = link_depfile;
     paths.device_threads = device_threads_for(in, slots, !paths.runtime_object_ready);
-    BuildGraph graph = plan_graph(in, paths);
+    BuildGraph graph = or_fatal(plan_graph(in, paths));
     split_nvcc_compiles(graph, in, ctx.runner, ctx.tools, module_ids);
     return graph;
 }
@@ -188,7 +188,7 @@ std::expected<ReportedDependencies, Error> compile(const BuildInputs& in, const 
         return name ? times.seconds(*name) : std::nullopt;
     };
     // nvcc's per-architecture phases and the host compile come from the
-    // step cache when it has them (driver/step_keys.hpp); --force compiles
+    // step cache when it has them (graph/step_keys.hpp); --force compiles
     // every step again, and what it compiled replaces what the cache held.
     // One StepReuse for each graph executed: it remembers its steps' keys.
     Cache cache(in.cache_root);
@@ -246,11 +246,6 @@ std::optional<std::string> input_changed_since_read(const std::vector<SourceFile
 }
 
 }  // namespace
-
-int jobs_wanted(const BuildOptions& o) {
-    return o.jobs > 0 ? o.jobs
-                      : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
 
 Executed execute(const BuildInputs& in, const BuildOptions& o, const std::string& dir_name,
                  const Cache& cache, BuildContext& ctx) {

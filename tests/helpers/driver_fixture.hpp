@@ -9,8 +9,9 @@
 #include <string>
 
 #include "driver/build.hpp"
-#include "driver/keys.hpp"
 #include "fake_runner.hpp"
+#include "graph/keys.hpp"
+#include "graph/plan_build.hpp"
 #include "temp_dir.hpp"
 
 namespace bekc::test {
@@ -78,7 +79,8 @@ struct DriverFixture {
 
     std::string key() {
         BuildContext c = context();
-        return direct_key_builder(prepare_build(o, c)).digest();
+        BuildInputs in = prepare_build(o, c);
+        return direct_key_builder(in, key_graph(in).value()).digest();
     }
 };
 

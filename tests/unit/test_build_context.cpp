@@ -17,8 +17,8 @@
 #include "../helpers/env.hpp"
 #include "../helpers/temp_dir.hpp"
 #include "driver/build.hpp"
-#include "driver/keys.hpp"
-#include "driver/package_build.hpp"
+#include "graph/keys.hpp"
+#include "package/package_build.hpp"
 #include "store/layout.hpp"
 #include "toolchain/compiler_env.hpp"
 #include "toolchain/gpu_detect.hpp"
@@ -208,13 +208,15 @@ TEST_CASE("context: the compiler drivers' temporaries are judged by the context'
     const std::string temporary = (stub_tmp / "cc1.o").string(),
                       lib = (tmp / "libuser.so").string();
     ReportedDependencies deps{{source.string()}, {{temporary, temporary}, {lib, lib}}, true};
-    DependencySet d = classify_dependencies(deps, in, runtime, tmp / "build");
+    DependencySet d = classify_dependencies(deps, in, runtime, tmp / "build").value();
     std::vector<std::string> hashed;
     for (const auto& [path, sha] : d.hashed) hashed.push_back(path);
     CHECK(hashed == std::vector<std::string>{lib});
     // Elsewhere, a missing link input is an error.
     in.env.tmpdir.reset();
-    CHECK_THROWS_AS(classify_dependencies(deps, in, runtime, tmp / "build"), FatalError);
+    auto missing = classify_dependencies(deps, in, runtime, tmp / "build");
+    REQUIRE_FALSE(missing);
+    CHECK(missing.error().kind == ErrorKind::Source);
 }
 
 TEST_CASE(

@@ -1,7 +1,7 @@
 // The direct key follows the build: every option and environment setting
 // that changes a command of the build graph changes the key, and the options
 // that only change how bekc reports or where it copies the result do not.
-// The key is derived from the graph (driver/keys.cpp), so these hold for
+// The key is derived from the graph (graph/keys.cpp), so these hold for
 // options added later too, as long as they reach a command.
 #include <catch2/catch.hpp>
 
@@ -9,8 +9,8 @@
 #include <functional>
 
 #include "../helpers/driver_fixture.hpp"
-#include "driver/keys.hpp"
-#include "driver/plan_build.hpp"
+#include "graph/keys.hpp"
+#include "graph/plan_build.hpp"
 #include "toolchain/compiler_env.hpp"
 
 using namespace bekc;
@@ -24,7 +24,8 @@ using Change = std::function<void(DriverFixture&)>;
 std::vector<std::string> graph_of(DriverFixture& f) {
     BuildContext c = f.context();
     std::vector<std::string> out;
-    for (const auto& s : key_graph(prepare_build(f.o, c)).steps) {
+    const BuildGraph graph = key_graph(prepare_build(f.o, c)).value();
+    for (const auto& s : graph.steps) {
         std::string line = describe_step(s);
         out.push_back(s.runs() ? line : line + "\n" + s.content);
     }
@@ -190,7 +191,7 @@ TEST_CASE("key: nvcc names a CUDA input by its own directory, never the build di
     DriverFixture f;
     auto graph = [&f] {
         BuildContext c = f.context();
-        return key_graph(prepare_build(f.o, c));
+        return key_graph(prepare_build(f.o, c)).value();
     };
     const std::string own = "--orig_src_path_name=" + (f.tmp / "src/0_a.bekc.cu").string();
     CHECK(nvcc_source_of(graph()) == own);
@@ -198,7 +199,7 @@ TEST_CASE("key: nvcc names a CUDA input by its own directory, never the build di
     BuildInputs in = prepare_build(f.o, c);
     GraphPaths elsewhere;
     elsewhere.build_dir = f.tmp / "build.1234";
-    CHECK(nvcc_source_of(plan_graph(in, elsewhere)) == own);
+    CHECK(nvcc_source_of(plan_graph(in, elsewhere).value()) == own);
     // Relative to the base, as checkouts share it.
     f.env["BEKC_BASE_DIR"] = f.tmp.path().string();
     CHECK(nvcc_source_of(graph()) == "--orig_src_path_name=./src/0_a.bekc.cu");
@@ -213,7 +214,7 @@ TEST_CASE("key: nvcc names a CUDA input by its own directory, never the build di
 
 namespace {
 
-// The portable key (driver/keys.hpp) of the fixture's build.
+// The portable key (graph/keys.hpp) of the fixture's build.
 std::string portable_key_of(DriverFixture& f) {
     BuildContext c = f.context();
     BuildInputs in = prepare_build(f.o, c);

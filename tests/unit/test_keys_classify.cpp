@@ -1,4 +1,4 @@
-// classify_dependencies (lib/driver/keys): what a build's full key and direct
+// classify_dependencies (lib/graph/dependencies): what a build's full key and direct
 // record hold besides the inputs. Real files in a temporary directory; no
 // compiler runs: the "reported" lists stand for the depfiles.
 #include <catch2/catch.hpp>
@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "../helpers/temp_dir.hpp"
-#include "driver/keys.hpp"
-#include "driver/search_order.hpp"
+#include "graph/keys.hpp"
+#include "graph/search_order.hpp"
 #include "util/error.hpp"
 
 using namespace bekc;
@@ -50,10 +50,15 @@ struct Fixture {
         return t;
     }
 
-    DependencySet classify(std::vector<std::string> compile,
-                           std::vector<LinkerDependency> link = {}, bool link_reported = true) {
+    std::expected<DependencySet, Error> classified(std::vector<std::string> compile,
+                                                   std::vector<LinkerDependency> link = {},
+                                                   bool link_reported = true) {
         return classify_dependencies({std::move(compile), std::move(link), link_reported}, in,
                                      runtime_include, build_dir);
+    }
+    DependencySet classify(std::vector<std::string> compile,
+                           std::vector<LinkerDependency> link = {}, bool link_reported = true) {
+        return classified(std::move(compile), std::move(link), link_reported).value();
     }
 };
 
@@ -227,7 +232,9 @@ TEST_CASE("keys: the driver's deleted temporaries are skipped, other missing fil
     f.source("int x;\n");
     auto d = f.classify({}, {link("/tmp/ccBEKCnone.o"), link(f.build_dir / "0_k.bekc.cpp.o")});
     CHECK(d.hashed.empty());
-    CHECK_THROWS_AS(f.classify({}, {link(f.tmp / "gone/libx.a")}), FatalError);
+    auto gone = f.classified({}, {link(f.tmp / "gone/libx.a")});
+    REQUIRE_FALSE(gone);
+    CHECK(gone.error().kind == ErrorKind::Source);
 }
 
 TEST_CASE("keys: the ld and lld spellings of a path with a space", "[keys][link]") {

@@ -8,8 +8,8 @@
 
 #include "../helpers/plan_unit.hpp"
 #include "../helpers/temp_dir.hpp"
-#include "driver/build_inputs.hpp"
 #include "plan/compile_plan.hpp"
+#include "prep/build_inputs.hpp"
 #include "toolchain/link_search.hpp"
 
 using namespace bekc;
