@@ -1,19 +1,23 @@
 // `bekc build` in six phases, each a function returning one value:
-//   prepare (prep/prepare.hpp)        BuildInputs: options checked, inputs
-//                                       scanned, tools found, archs chosen
-//   plan (here)                         PlannedBuild: targets, the direct key
-//   look_up (driver/phases.hpp)         LookUp: a hit, or a miss holding the lock
-//   execute (driver/phases.hpp)         Executed: the graph run in a private directory
-//   publish (driver/phases.hpp)         Published: the entry under the full key
-//   deliver (driver/phases.hpp)         Delivered: the manifest and library, -o, --depfile
-// run_build chains them; a hit goes from look_up to deliver. See
-// docs/ARCHITECTURE.md for the stages and the build graph's steps.
+//   prepare (prep/prepare.hpp)    BuildInputs: options checked, inputs
+//                                 scanned, tools found, archs chosen
+//   plan (graph/plan.hpp)         PlannedBuild: the graph with placeholder
+//                                 directories, the targets, the keys
+//   look_up (driver/phases.hpp)   LookUp: a hit, or a miss holding the lock
+//   execute (driver/phases.hpp)   Executed: the graph filled in and run in a
+//                                 private directory
+//   publish (driver/phases.hpp)   Published: the entry under the full key
+//   deliver (driver/phases.hpp)   Delivered: the manifest and library, -o, --depfile
+// run_build chains them and is where a failure ends the run (FatalError);
+// a hit goes from look_up to deliver. See docs/ARCHITECTURE.md for the
+// stages and the build graph's steps.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "graph/plan.hpp"
 #include "prep/build_context.hpp"
 #include "prep/build_inputs.hpp"
 #include "prep/build_options.hpp"
@@ -56,24 +60,16 @@ BuildResult run_build(const BuildOptions& options, BuildContext& context);
 std::optional<BuildResult> run_build_if_cached(const BuildOptions& options, BuildContext& context,
                                                const Reporter& report);
 
-// The second phase: what the build makes and the direct key it is known by.
-struct PlannedBuild {
-    std::vector<std::string> targets;  // the XLA target of every exported function
-    // The direct key and the record it hashes (KeyBuilder::explain).
-    std::string direct_key, direct_key_record;
-    // The portable key (graph/keys.hpp): all a plan has when no toolchain
-    // is found (BuildInputs::toolchain_missing), and the direct key is empty.
-    std::string portable_key;
-    // The start of the private build directory's name (plan_build.hpp).
-    std::string dir_name;
-};
-
-// Prints the key's record with --explain-key and writes
-// --compile-commands (not in a dry run).
-PlannedBuild plan(const BuildInputs& in, const BuildOptions& o);
-
-// The first stage: options checked, inputs read and scanned, tools found and
-// asked their versions, archs chosen. Everything the graph and the key read.
+// The first two phases as run_build runs them, a failure thrown as
+// FatalError: prepare (prep/prepare.hpp) and plan (graph/plan.hpp).
 BuildInputs prepare_build(const BuildOptions& options, BuildContext& context);
+PlannedBuild plan_build(const BuildInputs& in, const BuildOptions& o);
+
+// What run_build does between plan and look-up, in the open: --explain-key
+// prints the planned graph's key record (stdout; the nvcc chosen, stderr),
+// and --compile-commands writes its file (not in a dry run), with the
+// runtime headers it names.
+void explain_plan(const BuildInputs& in, const BuildOptions& o, const PlannedBuild& planned);
+void write_planned_compile_commands(const BuildInputs& in, const BuildOptions& o);
 
 }  // namespace bekc

@@ -107,18 +107,21 @@ struct Executed {
     ReportedDependencies dependencies;
     int64_t start_ns = 0;  // when the compile started (publish's changed-during-build)
     double seconds = 0;    // the compile's wall time
-    // The host compiler's multiarch triplet (BuildInputs::multiarch), asked
-    // here: only a miss sorts what the compilers read.
+    // The host compiler's multiarch triplet ("x86_64-linux-gnu"), which names
+    // its system include and library directories, asked here: only a miss
+    // sorts what the compilers read (publish). BuildInputs is not changed.
     std::string multiarch;
     // An input the compilers may not have read as bekc read it (its path):
     // nothing was built that anybody may use, and the build starts again.
     std::optional<std::string> edited;
 };
 
-// Runs the build of `in` in a new private directory named `dir_name` plus a
-// unique suffix. A failed step throws FatalError with the compiler's output
-// on stderr, unless an input was edited meanwhile (then `edited` says which).
-Executed execute(const BuildInputs& in, const BuildOptions& o, const std::string& dir_name,
+// Fills `planned`'s graph in with a new private directory (named
+// planned.dir_name plus a unique suffix), the cache's runtime and the links
+// nvcc needs, splits nvcc's compiles into their phases, and runs it. A failed
+// step throws FatalError with the compiler's output on stderr, unless an
+// input was edited meanwhile (then `edited` says which).
+Executed execute(const BuildInputs& in, const BuildOptions& o, const PlannedBuild& planned,
                  const Cache& cache, BuildContext& ctx);
 
 // ---- publish (driver/publish.cpp) ----

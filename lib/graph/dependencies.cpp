@@ -115,8 +115,9 @@ std::vector<fs::path> has_include_chain(const HasIncludeOperand& o, const fs::pa
 // linker's, then the paths whose appearance would change the build.
 class Classifier {
   public:
-    Classifier(const BuildInputs& in, const fs::path& runtime_include, const fs::path& build_dir)
-        : in_(in), build_dir_(build_dir) {
+    Classifier(const BuildInputs& in, const std::string& multiarch, const fs::path& runtime_include,
+               const fs::path& build_dir)
+        : in_(in), multiarch_(multiarch), build_dir_(build_dir) {
         // Before any file is examined: the direct record's time (store/direct.hpp).
         out_.direct.examined_ns = now_ns();
         for (const auto& f : in.files) inputs_.insert(paths_.normal(f.path));
@@ -149,7 +150,7 @@ class Classifier {
             }
             if (inputs_.count(p) || path_is_under(p, build_dir_) || is_toolchain_header(p, in_))
                 continue;
-            bool user = !is_system_header(p, in_.multiarch);
+            bool user = !is_system_header(p, multiarch_);
             key_file(p, user, spelled);
             if (user) user_headers_.push_back(p);
             recorded_.push_back(p);
@@ -178,7 +179,7 @@ class Classifier {
 
     // The compilers' search orders (graph/search_order.hpp).
     std::vector<SearchOrder> search_orders() {
-        return bekc::search_orders(in_, runtime_dir_, paths_);
+        return bekc::search_orders(in_, multiarch_, runtime_dir_, paths_);
     }
 
     // Where a new header or library would be found before one read, by any
@@ -195,7 +196,7 @@ class Classifier {
                 for (auto& c : shadow_candidates(p, order.dirs, includers, out_.present_shadows))
                     absent_.insert(std::move(c));
             for (const auto& p : recorded_) {
-                bool system = is_system_header(p, in_.multiarch);
+                bool system = is_system_header(p, multiarch_);
                 for (auto& c :
                      shadow_candidates(p, order.dirs, system ? std::vector<fs::path>{} : includers,
                                        out_.present_shadows))
@@ -330,6 +331,7 @@ class Classifier {
     }
 
     const BuildInputs& in_;
+    const std::string& multiarch_;
     fs::path build_dir_, runtime_root_, runtime_dir_;
     RealPaths real_paths_;
     // Every path is made absolute and normal by it, as the kernel opens it.
@@ -349,11 +351,12 @@ class Classifier {
 
 std::expected<DependencySet, Error> classify_dependencies(const ReportedDependencies& reported,
                                                           const BuildInputs& in,
+                                                          const std::string& multiarch,
                                                           const fs::path& runtime_include,
                                                           const fs::path& build_dir) {
-    Classifier c(in, runtime_include, build_dir);
+    Classifier c(in, multiarch, runtime_include, build_dir);
     c.add_compiled(reported.compile);
-    LinkerSearch search = linker_search(in.flags, in.env, in.multiarch);
+    LinkerSearch search = linker_search(in.flags, in.env, multiarch);
     c.add_linked(reported, search);
     std::vector<SearchOrder> orders = c.search_orders();
     c.add_shadows(orders, search);
@@ -363,20 +366,22 @@ std::expected<DependencySet, Error> classify_dependencies(const ReportedDependen
 
 namespace {
 
-bool is_system_path(const fs::path& p, const BuildInputs& in) {
-    return is_system_header(p, in.multiarch) || is_system_library(p);
+bool is_system_path(const fs::path& p, const std::string& multiarch) {
+    return is_system_header(p, multiarch) || is_system_library(p);
 }
 
 }  // namespace
 
-DirectInputs portable_dependencies(const DirectInputs& direct, const BuildInputs& in) {
+DirectInputs portable_dependencies(const DirectInputs& direct, const BuildInputs& in,
+                                   const std::string& multiarch) {
     DirectInputs kept;
     kept.key = direct.key;
     kept.examined_ns = direct.examined_ns;
     for (const auto& d : direct.dependencies)
-        if (!is_system_path(d.path, in)) kept.dependencies.push_back(d);
+        if (!is_system_path(d.path, multiarch)) kept.dependencies.push_back(d);
     for (const auto& p : direct.must_not_exist)
-        if (!is_system_path(p, in) && !is_toolchain_header(p, in)) kept.must_not_exist.push_back(p);
+        if (!is_system_path(p, multiarch) && !is_toolchain_header(p, in))
+            kept.must_not_exist.push_back(p);
     return kept;
 }
 

@@ -49,10 +49,14 @@ struct DependencySet {
 // rechecked, and what the toolchain identities cover, and lists the paths
 // whose appearance would change the build: a header or library found in a
 // directory searched earlier, a header a `__has_include` in the inputs or
-// the user's headers asks for. `build_dir` holds the wrappers and objects.
-// A dependency that cannot be read is a Source error.
+// the user's headers asks for. `multiarch`: the host compiler's triplet
+// ("x86_64-linux-gnu", toolchain/tool_versions.hpp), which names its system
+// include and library directories, asked on a miss only; "" when it has
+// none. `build_dir` holds the wrappers and objects. A dependency that cannot
+// be read is a Source error.
 std::expected<DependencySet, Error> classify_dependencies(const ReportedDependencies& reported,
                                                           const BuildInputs& in,
+                                                          const std::string& multiarch,
                                                           const fs::path& runtime_include,
                                                           const fs::path& build_dir);
 
@@ -61,8 +65,10 @@ std::expected<DependencySet, Error> classify_dependencies(const ReportedDependen
 // and libraries, with the compiler's and the toolkit's, already left out)
 // are left out too, with the places under them that must stay absent; a
 // machine without a compiler has none of them, and its own C library is
-// checked by version instead (plan/target.hpp).
-DirectInputs portable_dependencies(const DirectInputs& direct, const BuildInputs& in);
+// checked by version instead (plan/target.hpp). `multiarch` as for
+// classify_dependencies.
+DirectInputs portable_dependencies(const DirectInputs& direct, const BuildInputs& in,
+                                   const std::string& multiarch);
 
 // True for files the toolchain identity covers (CUDA toolkit, host
 // compiler's private directories: its headers and its libraries).

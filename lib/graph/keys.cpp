@@ -1,6 +1,6 @@
 #include "graph/keys.hpp"
 
-#include "graph/plan_build.hpp"
+#include "graph/recipe.hpp"
 #include "graph/search_order.hpp"
 #include "prep/build_args.hpp"
 #include "store/hash.hpp"

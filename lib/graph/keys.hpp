@@ -32,7 +32,7 @@ namespace bekc {
 // The direct key: bekc's version and embedded files, the inputs' paths and
 // bytes, the tools' identities and versions, the environment they read, and
 // every step of `graph`, the build of `in` planned with placeholder
-// directories (graph/plan_build.hpp, key_graph): the normalised commands and
+// directories (graph/recipe.hpp, key_graph): the normalised commands and
 // the files bekc writes. A new option reaches the key through the command it
 // changes.
 KeyBuilder direct_key_builder(const BuildInputs& in, const BuildGraph& graph);

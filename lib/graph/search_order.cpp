@@ -105,8 +105,8 @@ std::vector<fs::path> system_include_dirs(const std::string& multiarch) {
     return dirs;
 }
 
-std::vector<SearchOrder> search_orders(const BuildInputs& in, const fs::path& runtime_dir,
-                                       PhysicalPaths& paths) {
+std::vector<SearchOrder> search_orders(const BuildInputs& in, const std::string& multiarch,
+                                       const fs::path& runtime_dir, PhysicalPaths& paths) {
     std::vector<SearchOrder> orders;
     for (const FlagChains& c : chains_in_use(in)) {
         OrderBuilder b(paths);
@@ -120,7 +120,7 @@ std::vector<SearchOrder> search_orders(const BuildInputs& in, const fs::path& ru
         b.add(in.env.include_dirs);
         b.add(c.system);
         b.add(in.env.system_include_dirs);
-        b.add(system_include_dirs(in.multiarch));
+        b.add(system_include_dirs(multiarch));
         b.add(c.after);
         orders.push_back(b.take(c.cuda));
     }

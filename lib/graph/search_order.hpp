@@ -32,10 +32,11 @@ std::vector<fs::path> system_include_dirs(const std::string& multiarch);
 // The order of each compiler that compiles an input of `in` (the host
 // compiler's first), each: the -iquote directories, the -I ones (bekc's
 // options, `runtime_dir` and XLA's headers, the flags'), $CPATH, -isystem,
-// $CPLUS_INCLUDE_PATH, system_include_dirs, -idirafter. The CUDA toolkit's
-// directories are left out: its identity covers what is in them.
-std::vector<SearchOrder> search_orders(const BuildInputs& in, const fs::path& runtime_dir,
-                                       PhysicalPaths& paths);
+// $CPLUS_INCLUDE_PATH, system_include_dirs (of the host compiler's
+// `multiarch` triplet), -idirafter. The CUDA toolkit's directories are left
+// out: its identity covers what is in them.
+std::vector<SearchOrder> search_orders(const BuildInputs& in, const std::string& multiarch,
+                                       const fs::path& runtime_dir, PhysicalPaths& paths);
 
 // The include directories the compile flags add (--cxx-flag when a .cpp
 // input reads them, --cuda-flag and nvcc's $NVCC_PREPEND_FLAGS /

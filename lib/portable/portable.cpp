@@ -179,9 +179,10 @@ void report_portable_hit(const BuildOptions& o, const fs::path& layer, const std
 }
 
 void record_portable(Cache& cache, const std::string& portable_key, const DirectInputs& direct,
-                     const BuildInputs& in, std::optional<RemoteCache>& remote, const Entry& entry,
+                     const BuildInputs& in, const std::string& multiarch,
+                     std::optional<RemoteCache>& remote, const Entry& entry,
                      const Reporter& report) {
-    DirectInputs kept = portable_dependencies(direct, in);
+    DirectInputs kept = portable_dependencies(direct, in, multiarch);
     const BaseDir base = portable_base(in);
     if (auto r = cache.record_portable(portable_key, kept, base); !r)
         report.warn("could not record the build for hits without a compiler: " + r.error().message);

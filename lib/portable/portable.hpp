@@ -51,9 +51,11 @@ LibraryTarget library_target(const BuildInputs& in, const fs::path& library);
 // The portable record of a published build: its dependencies less the
 // system's (graph/dependencies.hpp, portable_dependencies), relative to
 // portable_base(in), in `cache` and, when one is configured, the remote
-// cache. A failure is a warning.
+// cache. `multiarch`: the host compiler's triplet, as the build's
+// dependencies were sorted with it. A failure is a warning.
 void record_portable(Cache& cache, const std::string& portable_key, const DirectInputs& direct,
-                     const BuildInputs& in, std::optional<RemoteCache>& remote, const Entry& entry,
+                     const BuildInputs& in, const std::string& multiarch,
+                     std::optional<RemoteCache>& remote, const Entry& entry,
                      const Reporter& report);
 
 // The error of a build that found no toolchain and no fitting entry: the

@@ -1,6 +1,6 @@
 // Everything `bekc build` decides before anything runs, as one value: the
 // scanned inputs, the tools, the archs, the flags, the environment the tools
-// read. The build graph (graph/plan_build.hpp), the keys (graph/keys.hpp),
+// read. The build graph (graph/recipe.hpp), the keys (graph/keys.hpp),
 // the manifest and compile_commands.json all read this one value; none keeps
 // a copy of its own.
 #pragma once
@@ -38,10 +38,6 @@ struct BuildInputs {
     std::vector<std::string> nvcc_wheels;
     Tool cxx;
     std::string nvcc_version, cxx_version;  // toolchain/tool_versions.hpp
-    // The host compiler's multiarch triplet ("x86_64-linux-gnu"), which names
-    // its system include and library directories; "" when it has none. Asked
-    // on a miss only, where the dependencies are sorted.
-    std::string multiarch;
     std::vector<Arch> archs;
     // `--arch auto` found no GPU and nothing else names an architecture, so
     // the build compiles for the default one: the warning that says so, in

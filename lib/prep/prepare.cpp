@@ -283,7 +283,9 @@ std::expected<void, Error> ask_tools(BuildInputs& in, BuildContext& ctx, const R
     if (auto base = ctx.env("BEKC_BASE_DIR"); base && !base->empty())
         in.base = BaseDir(ctx.cwd / *base);
     if (!in.nvcc) return {};
-    in.link_reads_opaque_code = link_reads_opaque_code(in.flags, in.env, in.nvcc, in.multiarch);
+    // The host compiler's multiarch triplet is asked on a miss only (the
+    // execute phase): its system library directories are not looked in here.
+    in.link_reads_opaque_code = link_reads_opaque_code(in.flags, in.env, in.nvcc, "");
     return resolve_cudart(in, report);
 }
 

@@ -11,7 +11,6 @@
 #include "driver/build.hpp"
 #include "fake_runner.hpp"
 #include "graph/keys.hpp"
-#include "graph/plan_build.hpp"
 #include "temp_dir.hpp"
 
 namespace bekc::test {
@@ -79,8 +78,7 @@ struct DriverFixture {
 
     std::string key() {
         BuildContext c = context();
-        BuildInputs in = prepare_build(o, c);
-        return direct_key_builder(in, key_graph(in).value()).digest();
+        return plan_build(prepare_build(o, c), o).direct_key;
     }
 };
 

@@ -208,13 +208,13 @@ TEST_CASE("context: the compiler drivers' temporaries are judged by the context'
     const std::string temporary = (stub_tmp / "cc1.o").string(),
                       lib = (tmp / "libuser.so").string();
     ReportedDependencies deps{{source.string()}, {{temporary, temporary}, {lib, lib}}, true};
-    DependencySet d = classify_dependencies(deps, in, runtime, tmp / "build").value();
+    DependencySet d = classify_dependencies(deps, in, "", runtime, tmp / "build").value();
     std::vector<std::string> hashed;
     for (const auto& [path, sha] : d.hashed) hashed.push_back(path);
     CHECK(hashed == std::vector<std::string>{lib});
     // Elsewhere, a missing link input is an error.
     in.env.tmpdir.reset();
-    auto missing = classify_dependencies(deps, in, runtime, tmp / "build");
+    auto missing = classify_dependencies(deps, in, "", runtime, tmp / "build");
     REQUIRE_FALSE(missing);
     CHECK(missing.error().kind == ErrorKind::Source);
 }

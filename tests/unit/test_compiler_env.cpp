@@ -8,8 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/keys.hpp"
-#include "graph/plan_build.hpp"
+#include "graph/plan.hpp"
 #include "toolchain/compiler_env.hpp"
 
 using namespace bekc;
@@ -39,7 +38,7 @@ std::string direct_key(const CompilerEnv& env) {
     in.target_prefix = "k";
     in.cxx = Tool{"/usr/bin/g++", "/usr/bin/g++", 1, 2};
     in.env = env;
-    return direct_key_builder(in, key_graph(in).value()).digest();
+    return plan(in, BuildOptions()).value().direct_key;
 }
 
 }  // namespace

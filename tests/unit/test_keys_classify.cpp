@@ -21,6 +21,7 @@ struct Fixture {
     test::TempDir tmp;
     BuildInputs in;
     fs::path runtime_include, build_dir;
+    std::string multiarch;  // the host compiler's triplet: none
 
     Fixture() {
         runtime_include = tmp / "cache/runtime/h/include";
@@ -54,7 +55,7 @@ struct Fixture {
                                                    std::vector<LinkerDependency> link = {},
                                                    bool link_reported = true) {
         return classify_dependencies({std::move(compile), std::move(link), link_reported}, in,
-                                     runtime_include, build_dir);
+                                     multiarch, runtime_include, build_dir);
     }
     DependencySet classify(std::vector<std::string> compile,
                            std::vector<LinkerDependency> link = {}, bool link_reported = true) {
@@ -345,7 +346,7 @@ TEST_CASE("search order: each compiler's chains as it searches them", "[keys][se
     using Dirs = std::vector<fs::path>;
     BuildInputs in;
     in.files = {SourceFile{"/w/k.cpp", false, "", {}}, SourceFile{"/w/k.cu", true, "", {}}};
-    in.multiarch = "x86_64-linux-gnu";
+    const std::string multiarch = "x86_64-linux-gnu";
     in.flags.include_dirs = {"/w/i"};
     in.flags.xla_include = "/w/xla";
     in.env.include_dirs = {"/w/cpath"};
@@ -362,7 +363,7 @@ TEST_CASE("search order: each compiler's chains as it searches them", "[keys][se
                               "/w/cq",    "-idirafter", "/w/cd", "-I/w/cb"};
         in.flags.cuda_flags = {"-I", "/w/na", "-isystem=/w/ns", "-Xcompiler",
                                "-I/w/xa,-isystem,/w/xs,-iquote,/w/xq,-idirafter,/w/xd"};
-        auto orders = search_orders(in, "/cache/rt", paths);
+        auto orders = search_orders(in, multiarch, "/cache/rt", paths);
         REQUIRE(orders.size() == 2);
         CHECK_FALSE(orders[0].cuda);
         CHECK(orders[0].dirs == with_system({"/w/cq", "/w/i", "/cache/rt", "/w/xla", "/w/ca",
@@ -378,7 +379,7 @@ TEST_CASE("search order: each compiler's chains as it searches them", "[keys][se
     SECTION("a directory named twice counts where it is searched last") {
         in.files.pop_back();
         in.flags.cxx_flags = {"-I/usr/include", "-iquote", "/w/i/", "-I", "/w/x/../i"};
-        auto orders = search_orders(in, "/cache/rt", paths);
+        auto orders = search_orders(in, multiarch, "/cache/rt", paths);
         REQUIRE(orders.size() == 1);
         CHECK(orders[0].dirs ==
               with_system({"/cache/rt", "/w/xla", "/w/i", "/w/cpath", "/w/cplus"}, {}));
