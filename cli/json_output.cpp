@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -15,8 +16,13 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 // The copy's write function: the bytes to standard error, and into the copy.
+// The copy keeps the first kCopyLimit bytes: a compiler's flood of errors
+// cannot grow it without bound, and the first errors are the ones that count.
+constexpr size_t kCopyLimit = size_t{1} << 20;
+
 ssize_t write_both(void* cookie, const char* data, size_t size) {
-    static_cast<std::string*>(cookie)->append(data, size);
+    auto* copy = static_cast<std::string*>(cookie);
+    if (copy->size() < kCopyLimit) copy->append(data, std::min(size, kCopyLimit - copy->size()));
     for (size_t done = 0; done < size;) {
         ssize_t n = ::write(STDERR_FILENO, data + done, size - done);
         if (n < 0 && errno == EINTR) continue;

@@ -304,9 +304,9 @@ def _loader_argv(inputs, *, flag_kind: str, compute_capability=None,
     (:func:`building_for_brainevent`), also brainevent's ``include`` directory.
     Also the architecture chosen, for :func:`_build_and_load`."""
     arch = _resolve_arch(compute_capability) if flag_kind == "cuda" else None
+    include = _routed_include(options["name"], options.get("verbose", False))
     argv = build_argv(inputs, flag_kind=flag_kind, compute_capability=arch and arch.value,
-                      cache_dir=_CACHE_DIR_OVERRIDE,
-                      brainevent_include=_routed_include(options["name"], options["verbose"]),
+                      cache_dir=_CACHE_DIR_OVERRIDE, brainevent_include=include,
                       xla_include=_found("xla", _xla_include_dir), **options)
     return argv + (_nvcc_args() if flag_kind == "cuda" else _site_args(cuda=False)), arch
 
