@@ -180,7 +180,7 @@ def bench_remote(label: str, remote: str, env: dict, args, work: Path) -> list:
                   f"{run['wall']:.1f} s" + (f", {len(failed)} FAILED" if failed else ""),
                   flush=True)
             for w in warnings[:3]:
-                print("      " + w[:160], flush=True)
+                print("      " + w[:400], flush=True)
     return rows
 
 
