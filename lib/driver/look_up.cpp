@@ -95,7 +95,7 @@ LookUp look_up(const BuildInputs& in, const BuildOptions& o, const PlannedBuild&
     found.miss_reason = local.miss_reason;
     found.remote = open_remote_cache(o, ctx, report);
     if (found.remote && !o.force) {
-        if (auto e = found.remote->fetch(cache, direct_key, in.base)) {
+        if (auto e = found.remote->fetch_or_wait(cache, direct_key, in.base)) {
             found.miss_reason = "local miss, remote hit";
             found.remote_hit = true;
             keep_under_limit(cache, *e, direct_key, ctx.env, report);

@@ -58,7 +58,8 @@ def test_cache_stats_json_counts_hits_and_misses(bekc, kernels):
     assert list(out) == ["cache", "counters", "entries", "direct_records", "entry_bytes",
                          "total_bytes", "max_size"]
     assert out["counters"] == {"hits": 1, "local_hits": 1, "remote_hits": 0, "misses": 1,
-                               "errors": 0, "zeroed_at": None}
+                               "errors": 0, "remote_waits": 0, "remote_waits_served": 0,
+                               "wait_seconds": 0.0, "saved_seconds": 0.0, "zeroed_at": None}
     assert out["entries"] == 1 and out["direct_records"] >= 1
     assert out["max_size"] == {"bytes": 5_000_000_000, "source": "default"}
     zeroed = json_out(bekc.cache("stats", "--zero", "--json"))
