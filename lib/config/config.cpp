@@ -54,13 +54,6 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 8> kBools{{
     {"0", "0"},
 }};
 
-std::string lower(std::string_view s) {
-    std::string out(s);
-    std::transform(out.begin(), out.end(), out.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return out;
-}
-
 std::string known_keys() {
     std::string out;
     for (const auto& s : kSettings) out += (out.empty() ? "" : ", ") + std::string(s.key);
@@ -128,12 +121,12 @@ std::expected<std::string, Error> convert(const SettingInfo& s, std::string_view
             return std::string(value);
         case SettingType::Bool:
             for (const auto& [word, as_env] : kBools)
-                if (lower(value) == word) return std::string(as_env);
+                if (lower_case(value) == word) return std::string(as_env);
             return fail(ErrorKind::Usage,
                         fmt::format("{} must be true or false (or yes/no, on/off, 1/0), not '{}'",
                                     s.key, value));
         case SettingType::Url: {
-            std::string l = lower(value);
+            std::string l = lower_case(value);
             bool s3 = s.key == "remote_cache" && l.rfind("s3://", 0) == 0;
             if (!value.empty() && l.rfind("http://", 0) != 0 && l.rfind("https://", 0) != 0 && !s3)
                 return fail(ErrorKind::Usage,

@@ -18,13 +18,6 @@ namespace {
 // A credentials file is a few hundred bytes.
 constexpr uint64_t kMaxCredentialsFileBytes = 1 << 20;
 
-std::string lower(std::string_view s) {
-    std::string out(s);
-    std::transform(out.begin(), out.end(), out.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return out;
-}
-
 std::optional<std::string> setting(const EnvLookup& env, const char* name) {
     auto v = env(name);
     if (v && v->empty()) return std::nullopt;
@@ -51,7 +44,7 @@ bool is_region(std::string_view r) {
 // dropped so the signed Host header is the one curl sends.
 std::expected<std::string, std::string> normal_endpoint(std::string e) {
     while (!e.empty() && e.back() == '/') e.pop_back();
-    std::string l = lower(e);
+    std::string l = lower_case(e);
     size_t host = l.rfind("http://", 0) == 0 ? 7 : l.rfind("https://", 0) == 0 ? 8 : 0;
     if (host == 0) return std::unexpected("is not an http:// or https:// URL");
     std::string_view authority = std::string_view(e).substr(host);
@@ -62,7 +55,7 @@ std::expected<std::string, std::string> normal_endpoint(std::string e) {
     std::string hostport(authority);
     if ((host == 7 && hostport.ends_with(":80")) || (host == 8 && hostport.ends_with(":443")))
         hostport.erase(hostport.rfind(':'));
-    return scheme + lower(hostport);
+    return scheme + lower_case(hostport);
 }
 
 using Profile = std::map<std::string, std::string>;
@@ -90,7 +83,7 @@ std::expected<std::map<std::string, Profile>, std::string> parse_ini(const std::
         if (eq == std::string_view::npos || !current)
             return std::unexpected(
                 fmt::format("{}:{}: not a '[profile]' or 'key = value' line", shown, line_no));
-        (*current)[lower(trim(line.substr(0, eq)))] = std::string(trim(line.substr(eq + 1)));
+        (*current)[lower_case(trim(line.substr(0, eq)))] = std::string(trim(line.substr(eq + 1)));
     }
     return sections;
 }
@@ -196,7 +189,7 @@ std::expected<void, std::string> read_place(const EnvLookup& env, S3Target& t) {
     }
     t.path_style = !t.endpoint.empty() || t.bucket.find('.') != std::string::npos;
     if (auto p = setting(env, "BEKC_S3_PATH_STYLE")) {
-        std::string v = lower(*p);
+        std::string v = lower_case(*p);
         if (v != "1" && v != "0" && v != "true" && v != "false" && v != "yes" && v != "no" &&
             v != "on" && v != "off")
             return std::unexpected("$BEKC_S3_PATH_STYLE='" + *p + "' is not 1 or 0");
@@ -208,7 +201,7 @@ std::expected<void, std::string> read_place(const EnvLookup& env, S3Target& t) {
 }  // namespace
 
 bool is_s3_url(std::string_view url) {
-    return lower(url.substr(0, 5)) == "s3://";
+    return lower_case(url.substr(0, 5)) == "s3://";
 }
 
 std::expected<S3Target, std::string> s3_target(const std::string& url, const EnvLookup& env) {

@@ -36,18 +36,11 @@ std::string hex(std::string_view bytes) {
     return out;
 }
 
-std::string lower(std::string_view s) {
-    std::string out(s);
-    std::transform(out.begin(), out.end(), out.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return out;
-}
-
 // Lower-case names in order; the values of a name given twice joined by ','.
 std::map<std::string, std::string> canonical_headers(const SigV4Request& request) {
     std::map<std::string, std::string> headers;
     for (const auto& [name, value] : request.headers) {
-        std::string& slot = headers[lower(name)];
+        std::string& slot = headers[lower_case(name)];
         slot += (slot.empty() ? "" : ",") + fold_spaces(value);
     }
     return headers;

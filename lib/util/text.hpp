@@ -35,6 +35,14 @@ inline std::string fold_spaces(std::string_view s) {
     return out;
 }
 
+// `s` with ASCII letters made lower case (std::tolower in the C locale).
+inline std::string lower_case(std::string_view s) {
+    std::string out(s);
+    std::transform(out.begin(), out.end(), out.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return out;
+}
+
 // True when `s` holds an ASCII control character (below 0x20, or DEL), which
 // would let a value break a line, a header or a terminal.
 inline bool has_control_char(std::string_view s) {
