@@ -100,7 +100,7 @@ TEST_CASE("entries are fanned out by the first two hex digits of the key", "[cac
     fs::path lock = CacheLayout::lock(key);
     CHECK(lock == fs::path("locks") / key.substr(0, 2) / (key.substr(2) + ".lock"));
     CHECK(CacheLayout::direct_record(key) ==
-          fs::path("direct") / key.substr(0, 2) / (key.substr(2) + ".json"));
+          fs::path("direct") / key.substr(0, 2) / (key.substr(2) + ".rec"));
     CHECK(CacheLayout::key_of(key.substr(0, 2), key.substr(2), "") == key);
     CHECK(CacheLayout::key_of(key.substr(0, 2), key.substr(2) + ".lock", ".lock") == key);
     CHECK(CacheLayout::key_of("ab", "not-a-key", "").empty());
@@ -1181,10 +1181,11 @@ struct StampFixture : DirectFixture {
     }
 
     DirectRecord record_on_file() const {
-        auto records = parse_direct_records(
+        auto records = decode_direct_records(
             test::read_file(cache.layout().path(CacheLayout::direct_record(direct_key))));
-        REQUIRE(records.size() == 1);
-        return records[0];
+        REQUIRE(records);
+        REQUIRE(records->size() == 1);
+        return (*records)[0];
     }
 };
 
@@ -1356,10 +1357,10 @@ TEST_CASE("direct mode records a dependency read for the key as it was read, wit
     test::write_file(f.a, "#define A 8\n");
     test::set_mtime(f.a, old);
     REQUIRE(cache.record_direct(f.direct_key, in).has_value());
-    auto records = nlohmann::json::parse(
-        test::read_file(cache.layout().path(CacheLayout::direct_record(f.direct_key))));
-    CHECK(records["records"][0]["written_ns"].get<int64_t>() == examined);
-    CHECK(records["records"][0]["files"][0]["xxh128"] == xxh128_hex("#define A 1\n"));
+    auto records = read_direct_records(cache.dir(), CacheLayout::direct_record(f.direct_key));
+    REQUIRE(records.size() == 1);
+    CHECK(records[0].written_ns == examined);
+    CHECK(records[0].files[0].xxh128 == xxh128_hex("#define A 1\n"));
     DirectLookup changed = cache.lookup_direct(f.direct_key);
     CHECK_FALSE(changed.key.has_value());
     CHECK(changed.why_not == f.a.string() + " changed");
@@ -1385,9 +1386,8 @@ TEST_CASE("direct mode keeps a handful of records per direct key", "[cache][dire
         DirectInputs in{fake_key("full " + std::to_string(i)), {{f.a, sha256_hex(text)}}, {}};
         REQUIRE(cache.record_direct(f.direct_key, in).has_value());
     }
-    auto records = nlohmann::json::parse(
-        test::read_file(cache.layout().path(CacheLayout::direct_record(f.direct_key))));
-    CHECK(records["records"].size() == kMaxDirectRecords);
+    CHECK(read_direct_records(cache.dir(), CacheLayout::direct_record(f.direct_key)).size() ==
+          kMaxDirectRecords);
     test::write_file(f.a, "#define A 5\n");
     CHECK(cache.lookup_direct(f.direct_key).key == fake_key("full 5"));
     test::write_file(f.a, "#define A 0\n");  // the oldest, dropped
@@ -1475,7 +1475,13 @@ TEST_CASE("list and clear work by manifest name", "[cache]") {
     REQUIRE(cache.record_direct(dk, DirectInputs{k3, {{tmp / "h.h", ""}}, {}}).has_value());
     cache.write_memo(CacheLayout::tool_memo(), "{}");
     CHECK(cache.stats().value().direct_records == 1);
+    // An older bekc's JSON records, which this one never reads, go too.
+    const std::string old_key = fake_key("old");
+    const fs::path old_record =
+        tmp / "cache" / "portable" / old_key.substr(0, 2) / (old_key.substr(2) + ".json");
+    test::write_file(old_record, R"({"format": 2, "records": []})");
     CHECK(cache.clear().value() == 1);
+    CHECK_FALSE(fs::exists(old_record));
     CacheStats stats = cache.stats().value();
     CHECK(stats.entries == 0);
     CHECK(stats.direct_records == 0);
