@@ -85,7 +85,7 @@ LookUp look_up(const BuildInputs& in, const BuildOptions& o, const PlannedBuild&
     const std::string& direct_key = planned.direct_key;
     auto lock = cache.lock(CacheLayout::lock(direct_key));
     throw_if_interrupted();
-    if (!lock) fatal(Error::make(ErrorKind::Cache, lock.error().message));
+    if (!lock) fatal(std::move(lock.error()));
     found.lock.emplace(std::move(*lock));
     local = find_local(cache, direct_key, in, o.force, report);
     if (local.entry) {

@@ -174,7 +174,7 @@ std::expected<void, Error> count_build(const CacheDir& cache, BuildCount what) {
 
 std::expected<void, Error> zero_counters(const CacheDir& cache) {
     auto lock = FileLock::acquire(cache, stats_lock(), kLockWait);
-    if (!lock) return fail(ErrorKind::Cache, lock.error().message);
+    if (!lock) return std::unexpected(lock.error());
     return fold(cache, *lock, true);
 }
 

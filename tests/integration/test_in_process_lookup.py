@@ -182,9 +182,9 @@ def test_a_direct_record_with_a_damaged_key_is_a_miss_in_process_too(bekc, kerne
     changed) is a miss in the library as in the binary: the load compiles
     again and succeeds."""
     first = bekc.build(kernel, FAST)
-    record = next(Path(bekc.cache_dir).glob("direct/*/*.json"))
-    record.write_text(record.read_text().replace(first.key, first.key[:10] + "x" +
-                                                 first.key[11:]))
+    record = next(Path(bekc.cache_dir).glob("direct/*/*.rec"))
+    record.write_bytes(record.read_bytes().replace(
+        first.key.encode(), (first.key[:10] + "x" + first.key[11:]).encode()))
     argv = bekc.build_argv(kernel, FAST)
     assert lookup(lookup_library, argv) is None
     rebuilt = run_bekc_counting(argv)
