@@ -144,6 +144,25 @@ def test_cache_dir_in_bekc_conf_is_the_loaders_cache_too(bekc_bin, monkeypatch, 
     assert not sources[0].exists()
 
 
+def test_a_bekc_conf_with_an_error_fails_the_cache_dir_as_it_fails_the_binary(
+        bekc_bin, monkeypatch, tmp_path):
+    """The loaders choose no cache of their own when bekc.conf is wrong: they
+    raise the binary's error, which names the file and line."""
+    home = tmp_path / "home"
+    conf = home / ".config" / "bekc" / "bekc.conf"
+    conf.parent.mkdir(parents=True)
+    conf.write_text("max_sise = 1G\n")
+    monkeypatch.setenv("HOME", str(home))
+    for var in ("BEKC_CACHE_DIR", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "BEKC_CONFIG"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(_compat, "_CACHE_DIR_OVERRIDE", None)
+    with pytest.raises(bekc.CompileError) as e:
+        bekc.get_cache_dir()
+    assert e.value.returncode == 2
+    assert f"{conf}:1: error: unknown key 'max_sise'" in e.value.stderr
+    assert str(e.value).startswith("bekc config failed (exit 2: usage error)")
+
+
 # --------------------------------------------------------------------------- stand-in binary
 FAKE = r'''#!{python}
 import json, os, shutil, sys
