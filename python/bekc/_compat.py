@@ -16,7 +16,6 @@ call returns the same module.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import importlib.util
 import os
@@ -26,7 +25,7 @@ import sys
 import sysconfig
 from typing import List, Optional, Tuple
 
-from . import _inline_sources
+from . import _cache_choice, _inline_sources
 from ._argv import (BRAINEVENT_NVCC, CACHE_DIR, NVCC_PREFER, PYTHON_SITE, ArchChoice, Functions,
                     arch_error, build_argv, resolve_arch, spelled)
 from ._binary import find_binary
@@ -245,13 +244,16 @@ def _found(what: str, find):
 def prime() -> None:
     """Look up, once per process, what every CUDA load of this interpreter
     passes to bekc (brainevent's and jaxlib's include directories, the
-    ``nvidia`` packages or site-packages), so that the first load need not.
-    Called on import; a later change of ``sys.path`` makes the next load look
-    again (:func:`_found`). Never raises."""
+    ``nvidia`` packages or site-packages) and the cache the binary uses (of
+    its lookup library only: no process starts), so that the first load need
+    not. Called on import; a later change of ``sys.path`` makes the next load
+    look again (:func:`_found`), as a change of the variables the cache's
+    choice read does (``_cache_choice.py``). Never raises."""
     try:
         _found("brainevent", _brainevent_include_dir)
         _found("xla", _xla_include_dir)
         _python_sites()
+        _cache_choice.prime(find_binary(), _CACHE_DIR_OVERRIDE)
     except Exception:  # whatever a finder on sys.path raises: the load looks again
         pass
 
@@ -283,7 +285,7 @@ def _loader_argv(inputs, options: Optional[LoaderOptions] = None, binary: str = 
         options = LoaderOptions(kind=flag_kind, **keywords)
     cuda = options.kind == "cuda"
     arch = resolve_arch(options.compute_capability) if cuda else None
-    chosen = dataclasses.replace(options, compute_capability=arch and arch.value)
+    chosen = options._replace(compute_capability=arch and arch.value)
     argv = build_argv(inputs, chosen, binary=binary, cache_dir=_CACHE_DIR_OVERRIDE,
                       brainevent_include=_routed_include(options.name, options.verbose),
                       xla_include=_found("xla", _xla_include_dir))
@@ -441,7 +443,7 @@ def load_cuda_file(filepath, functions: Functions = None, *, name: Optional[str]
     keywords as in :func:`load_cuda_inline`."""
     options = LoaderOptions.of_call("load_cuda_file", "cuda", locals())
     p = _existing_file(filepath)
-    return _load_files([p], dataclasses.replace(options, name=name or _stem(filepath)))
+    return _load_files([p], options._replace(name=name or _stem(filepath)))
 
 
 def load_cuda_dir(directory, functions: Functions = None, *, name: Optional[str] = None,
@@ -467,8 +469,8 @@ def load_cuda_dir(directory, functions: Functions = None, *, name: Optional[str]
                 files.append(real)
     if not files:
         raise FileNotFoundError(f"no source files matching {patterns} in {given}")
-    return _load_files(files, dataclasses.replace(
-        options, name=name or os.path.basename(given.rstrip(os.sep))))
+    return _load_files(files, options._replace(
+        name=name or os.path.basename(given.rstrip(os.sep))))
 
 
 def load_cpp_file(filepath, functions: Functions = None, *, name: Optional[str] = None,
@@ -477,4 +479,4 @@ def load_cpp_file(filepath, functions: Functions = None, *, name: Optional[str] 
     stem as spelled; other keywords as in :func:`load_cpp_inline`."""
     options = LoaderOptions.of_call("load_cpp_file", "cxx", locals())
     p = _existing_file(filepath)
-    return _load_files([p], dataclasses.replace(options, name=name or _stem(filepath)))
+    return _load_files([p], options._replace(name=name or _stem(filepath)))

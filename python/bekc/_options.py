@@ -8,7 +8,7 @@ what that option is written with (``_argv.py`` writes them).
 
 from __future__ import annotations
 
-import dataclasses
+import collections
 import os
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
@@ -170,48 +170,62 @@ def _loader_only(value, kind: str) -> None:
     return None  # the loader's own (replace, auto_register): no option
 
 
-def _keyword(default: Any, convert: Callable[[Any, str], Any]):
-    return dataclasses.field(default=default, metadata={"convert": convert})
-
-
 # --------------------------------------------------------------------------- the options
-@dataclasses.dataclass(frozen=True)
-class LoaderOptions:
+# The loaders' keywords, each once: its default, and the check that gives the
+# value its option is written with (``_argv.py``). One per keyword of the
+# binary's table; tests/python/test_binary_interface.py checks both lists.
+_KEYWORDS = (
+    ("name", None, _name),
+    ("functions", None, _functions),
+    ("target_prefix", None, _text_or_none),
+    ("optimization_level", 3, _optimization_level),
+    ("use_fast_math", False, _flag),
+    ("compute_capability", None, arch_spelling),
+    ("extra_include_paths", None, _include_paths),
+    ("extra_cuda_cflags", None, _compiler_flags),
+    ("extra_cflags", None, _compiler_flags),
+    ("extra_ldflags", None, _linker_entries),
+    ("allow_cuda_graph", True, _flag),
+    ("force_rebuild", False, _flag),
+    ("build_directory", None, _path_or_none),
+    ("ninja_workers", None, _workers),
+    ("verbose", False, _flag),
+    ("replace", False, _loader_only),
+    ("auto_register", True, _loader_only),
+)
+_CONVERT: Dict[str, Callable[[Any, str], Any]] = {k: convert for k, _, convert in _KEYWORDS}
+
+# A named tuple, not a dataclass: making the class costs `import bekc` a
+# tenth of what a dataclass of as many fields costs.
+_Fields = collections.namedtuple("_Fields", ("kind",) + tuple(k for k, _, _ in _KEYWORDS),
+                                 defaults=("cuda",) + tuple(d for _, d, _ in _KEYWORDS))
+
+
+class LoaderOptions(_Fields):
     """One load's keyword arguments (see :func:`bekc.load_cuda_inline` for
-    each). ``kind`` is not a keyword: which loaders made it, ``"cuda"`` or
-    ``"cxx"``; a keyword only the other kind's loaders take keeps its default.
-    Values are checked when the command is written (:meth:`converted`)."""
+    each), as one value; ``_replace(...)`` gives a changed copy. ``kind`` is
+    not a keyword: which loaders made it, ``"cuda"`` or ``"cxx"``; a keyword
+    only the other kind's loaders take keeps its default. Values are checked
+    when the command is written (:meth:`converted`)."""
 
-    kind: str = "cuda"
-    name: Optional[str] = _keyword(None, _name)
-    functions: Functions = _keyword(None, _functions)
-    target_prefix: Optional[str] = _keyword(None, _text_or_none)
-    optimization_level: int = _keyword(3, _optimization_level)
-    use_fast_math: bool = _keyword(False, _flag)
-    compute_capability: Any = _keyword(None, arch_spelling)
-    extra_include_paths: Optional[List[str]] = _keyword(None, _include_paths)
-    extra_cuda_cflags: Optional[List[str]] = _keyword(None, _compiler_flags)
-    extra_cflags: Optional[List[str]] = _keyword(None, _compiler_flags)
-    extra_ldflags: Optional[List[str]] = _keyword(None, _linker_entries)
-    allow_cuda_graph: bool = _keyword(True, _flag)
-    force_rebuild: bool = _keyword(False, _flag)
-    build_directory: Optional[str] = _keyword(None, _path_or_none)
-    ninja_workers: Optional[int] = _keyword(None, _workers)
-    verbose: bool = _keyword(False, _flag)
-    replace: bool = _keyword(False, _loader_only)
-    auto_register: bool = _keyword(True, _loader_only)
+    __slots__ = ()
 
-    def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f"flag_kind must be 'cuda' or 'cxx', got {self.kind!r}")
+    def __new__(cls, kind: str = "cuda", **keywords) -> "LoaderOptions":
+        if kind not in KINDS:
+            raise ValueError(f"flag_kind must be 'cuda' or 'cxx', got {kind!r}")
+        for key in keywords:
+            if key not in _CONVERT:
+                raise TypeError(f"unexpected keyword argument {key!r}: the loaders' keywords "
+                                f"are {', '.join(_CONVERT)}")
+        return super().__new__(cls, kind, **keywords)
 
-    @classmethod
-    def keywords(cls) -> List[str]:
+    @staticmethod
+    def keywords() -> List[str]:
         """Every keyword, in the order of the fields."""
-        return [f.name for f in dataclasses.fields(cls) if "convert" in f.metadata]
+        return [k for k, _, _ in _KEYWORDS]
 
-    @classmethod
-    def taken_by(cls, kind: str) -> List[str]:
+    @staticmethod
+    def taken_by(kind: str) -> List[str]:
         """The keywords the loaders of ``kind`` take."""
         return [k for k, of_kind, _, _ in LOADER_KEYWORDS if of_kind in ("", kind)]
 
@@ -232,5 +246,4 @@ class LoaderOptions:
 
     def converted(self, keyword: str) -> Any:
         """The checked value of ``keyword``, as its option is written."""
-        field = self.__dataclass_fields__[keyword]
-        return field.metadata["convert"](getattr(self, keyword), self.kind)
+        return _CONVERT[keyword](getattr(self, keyword), self.kind)
