@@ -32,7 +32,7 @@ from ._binary import find_binary
 from ._cache_choice import cache_choice
 from ._caller import caller_location
 from ._errors import BekcError, CacheError, CompileError
-from ._for_brainevent import building_for_brainevent  # noqa: F401  (reached here)
+from ._for_brainevent import building_for_brainevent  # noqa: F401  (tests reach it here)
 from ._for_brainevent import for_brainevent, nvcc_settings
 from ._loader import Module, load
 from ._options import LoaderOptions
