@@ -82,7 +82,7 @@ def bench_load_many(binary: str, workdir: str, nfun: int, repeat: int, env) -> d
     with open(src, "w") as f:
         f.write(many_functions_source(nfun))
     t0 = time.perf_counter()
-    res = bekc._binary.run_bekc([binary, "build", src, "--name=bench_many", "--json",
+    res = bekc._run.run_bekc([binary, "build", src, "--name=bench_many", "--json",
                                  f"--cache-dir={env['BEKC_CACHE_DIR']}"])
     build_s = time.perf_counter() - t0
     manifest = res["manifest"]

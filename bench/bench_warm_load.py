@@ -58,9 +58,14 @@ tvm-ffi is not in the test venv; install it beside it without touching it:
 ``.bench-deps/pyXY`` (XY: this Python's version) is put on the children's
 path when it exists; ``--extra-path DIR`` adds another directory.
 
+``--baseline DIR`` names an earlier checkout with its binary built (its
+``python/`` and ``build/bekc``): ``bekc-earlier`` and ``bekc-binary-earlier``
+time that package and binary in the same run, interleaved with the others.
+
 Usage:
     .venv/bin/python bench/bench_warm_load.py [--bekc build/bekc] [--reps 9]
         [--cold-reps 1] [--tools bekc,brainevent,tvm-ffi,bekc-binary] [--json FILE]
+        [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -80,6 +85,8 @@ from _child import (REPO, bench_deps_dir, child_env, fmt, locate_bekc, machine_l
                     run_child)
 
 TOOLS = ("bekc", "brainevent", "tvm-ffi", "bekc-binary")
+# With --baseline: bekc and bekc-binary of an earlier checkout, in the same run.
+EARLIER = "-earlier"
 PEERS = ("brainevent", "tvm-ffi")
 LOOKUP_LIBRARY = "libbekc_lookup.so"  # bekc's in-process lookup, beside a built binary
 
@@ -154,7 +161,7 @@ class Tool:
     """How one tool's children run: environment, source file, cache directory."""
 
     MODULE = {"bekc": "bekc", "bekc-binary": "bekc", "brainevent": "brainevent",
-              "tvm-ffi": "tvm_ffi"}
+              "tvm-ffi": "tvm_ffi", "bekc" + EARLIER: "bekc", "bekc-binary" + EARLIER: "bekc"}
 
     def __init__(self, name: str, args, work: Path):
         self.name = name
@@ -170,11 +177,12 @@ class Tool:
         return self.cache
 
     def env(self) -> dict:
-        if self.name == "bekc":
+        name = self.name[:-len(EARLIER)] if self.name.endswith(EARLIER) else self.name
+        if name == "bekc":
             own = {"BEKC_CACHE_DIR": str(self.cache)}
-        elif self.name == "bekc-binary":  # the in-process lookup off: the binary answers
+        elif name == "bekc-binary":  # the in-process lookup off: the binary answers
             own = {"BEKC_CACHE_DIR": str(self.cache), "BEKC_IN_PROCESS_LOOKUP": "0"}
-        elif self.name == "brainevent":
+        elif name == "brainevent":
             own = {"BRAINEVENT_CACHE_DIR": str(self.cache)}
         else:
             # Where torch is installed, tvm_ffi would import it on import (and
@@ -182,6 +190,13 @@ class Tool:
             # or HIP); neither is part of loading a kernel for JAX.
             own = {"TVM_FFI_CACHE_DIR": str(self.cache), "TVM_FFI_CUDA_ARCH_LIST": "9.0",
                    "TVM_FFI_DISABLE_TORCH_C_DLPACK": "1", "TVM_FFI_GPU_BACKEND": "cuda"}
+        if name != self.name:  # the earlier checkout's package and binary
+            base = Path(self.args.baseline)
+            env = child_env(self.args.nvcc_home, str(base / "build" / "bekc"),
+                            self.args.extra_path, **own)
+            env["PYTHONPATH"] = os.pathsep.join(
+                [str(base / "python")] + env["PYTHONPATH"].split(os.pathsep)[1:])
+            return env
         return child_env(self.args.nvcc_home, self.args.bekc, self.args.extra_path, **own)
 
     def run(self) -> dict:
@@ -224,14 +239,19 @@ def parse_args():
     ap.add_argument("--extra-path", action="append", default=[],
                     help="a directory put on the children's PYTHONPATH (repeatable)")
     ap.add_argument("--json", dest="json_out", default=None, help="also write the figures here")
+    ap.add_argument("--baseline", default=None,
+                    help="an earlier checkout (its python/ and build/bekc): adds bekc"
+                         f"{EARLIER} and bekc-binary{EARLIER}, timed in the same run")
     args = ap.parse_args()
     args.bekc = locate_bekc(args.bekc)
+    known = TOOLS + ((f"bekc{EARLIER}", f"bekc-binary{EARLIER}") if args.baseline else ())
     if args.tools is None:
-        args.tools = ",".join(TOOLS if lookup_library(args.bekc) else TOOLS[:-1])
+        args.tools = ",".join(t for t in known
+                              if "bekc-binary" not in t or lookup_library(args.bekc))
     args.tools = [t.strip() for t in args.tools.split(",") if t.strip()]
-    unknown = [t for t in args.tools if t not in TOOLS]
+    unknown = [t for t in args.tools if t not in known]
     if unknown:
-        ap.error(f"--tools takes {', '.join(TOOLS)}; not {', '.join(unknown)}")
+        ap.error(f"--tools takes {', '.join(known)}; not {', '.join(unknown)}")
     return args
 
 
@@ -315,6 +335,8 @@ def main() -> int:
     # As pip byte-compiles an installed package: the children import bekc from
     # python/, and where PYTHONDONTWRITEBYTECODE is set nothing else would.
     compileall.compile_dir(str(REPO / "python" / "bekc"), quiet=1)
+    if args.baseline:
+        compileall.compile_dir(str(Path(args.baseline) / "python" / "bekc"), quiet=1)
     work = Path(tempfile.mkdtemp(prefix="bekc-bench-warm-load-"))
     try:
         skipped = {}

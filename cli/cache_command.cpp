@@ -75,6 +75,15 @@ void print_counters(const BuildCounters& c, uint64_t limit, uint64_t bytes) {
     std::printf("misses          %llu%s\n", static_cast<unsigned long long>(c.misses),
                 percent(c.misses, builds).c_str());
     std::printf("errors          %llu\n", static_cast<unsigned long long>(c.errors));
+    if (c.remote_waits) {
+        std::printf("waited for others %llu (another machine compiled the same miss)\n",
+                    static_cast<unsigned long long>(c.remote_waits));
+        std::printf("  served        %llu (compiles saved)\n",
+                    static_cast<unsigned long long>(c.remote_waits_served));
+        std::printf("  waited        %.1f s\n", static_cast<double>(c.wait_ms) / 1000);
+        std::printf("  saved         %.1f s of compiling\n",
+                    static_cast<double>(c.saved_ms) / 1000);
+    }
     if (limit)
         std::printf("cache size      %s / %s%s\n", format_size(bytes).c_str(),
                     format_size(limit).c_str(), percent(bytes, limit).c_str());
@@ -124,6 +133,10 @@ Json stats_json(const Cache& cache, const CacheStats& s, const SizeLimit& limit,
                      {"remote_hits", c.remote_hits},
                      {"misses", c.misses},
                      {"errors", c.errors},
+                     {"remote_waits", c.remote_waits},
+                     {"remote_waits_served", c.remote_waits_served},
+                     {"wait_seconds", static_cast<double>(c.wait_ms) / 1000},
+                     {"saved_seconds", static_cast<double>(c.saved_ms) / 1000},
                      {"zeroed_at", c.zeroed_at ? Json(utc_time(c.zeroed_at)) : Json(nullptr)}};
     return {{"cache", cache.path().string()},
             {"counters", counters},

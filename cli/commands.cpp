@@ -18,16 +18,20 @@
 #include "run/interrupt.hpp"
 #include "scan/arg_spec.hpp"
 #include "util/error.hpp"
+#include "util/exit_codes.hpp"
 #include "util/version.hpp"
 
 namespace bekc::cli {
 
 namespace {
 
-constexpr const char* kExitCodes =
-    "Exit codes: 0 success; 1 the kernel source failed to scan or compile; 2 usage error; "
-    "3 nvcc or the host compiler is missing or failed to run; 4 the cache could not be read or "
-    "written, or standard output could not be written; 70 internal error.";
+// "Exit codes: 0 success; 1 ...; 70 internal error.", from util/exit_codes.hpp.
+std::string exit_codes_footer() {
+    std::string out = "Exit codes: 0 success";
+    for (const ExitCodeRow& row : kExitCodeRows)
+        out += "; " + std::to_string(row.code) + " " + std::string(row.meaning);
+    return out + ".";
+}
 
 // Options whose empty value means something: `--remote-cache ""` turns off a
 // remote cache set in the environment, `--read-only-caches ""` the
@@ -280,7 +284,7 @@ using Actions = std::vector<std::pair<CLI::App*, Action>>;
 
 // The app and every command's action.
 void add_commands(CLI::App& app, Actions& actions) {
-    app.footer(kExitCodes);
+    app.footer(exit_codes_footer());
     app.set_version_flag("--version", version_text);
     app.require_subcommand(1);
     auto add = [&](Action (*adder)(CLI::App&)) {

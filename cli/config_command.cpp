@@ -1,22 +1,36 @@
 // `bekc config --show`: every setting bekc would use, and where it came from,
 // as `ccache -p` prints them. The layering is config/settings.hpp's.
+// `bekc config --json`: the same as one JSON object, with the caches, and
+// what bekc's Python package reads from the binary: the exit codes, `bekc
+// build`'s options, the loaders' keywords and the --arch refusals
+// (python/bekc/_interface.py is generated from it).
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
 
 #include "commands.hpp"
+#include "config/cache_choice.hpp"
 #include "config/setting_options.hpp"
+#include "prep/build_args.hpp"
 #include "driver/fatal.hpp"
+#include "json_output.hpp"
+#include "plan/arch.hpp"
+#include "scan/loader_keywords.hpp"
 #include "store/cache.hpp"
 #include "store/cache_layers.hpp"
 #include "store/size.hpp"
 #include "util/error.hpp"
+#include "util/exit_codes.hpp"
 
 namespace bekc::cli {
 
 namespace {
 
+using Json = nlohmann::ordered_json;
+
 struct ConfigOptions {
     bool show = false;  // the one thing config does; --show is kept for scripts that pass it
+    bool json = false;
     std::optional<std::string> cache_dir, read_only_caches, remote_cache, launcher;
     bool remote_read_only = false;
 };
@@ -59,6 +73,30 @@ void show_layers(const ConfigOptions& o, const EnvLookup& env) {
         std::printf("#   %s (read-only, skipped: %s)\n", skipped.dir.c_str(), skipped.why.c_str());
 }
 
+struct SettingRow {
+    std::string key;
+    SettingValue value;
+};
+
+// Every setting's value and origin: the flag, the environment or a file, else
+// the default.
+std::vector<SettingRow> setting_rows(const ConfigOptions& o, const Settings& settings,
+                                     const fs::path& root, const EnvLookup& env) {
+    std::vector<SettingRow> rows;
+    for (const SettingInfo& s : config_settings()) {
+        SettingValue v;
+        if (auto flag = from_flag(s, o)) {
+            v = {*flag, std::string(s.flag)};
+        } else if (auto found = settings.find(s.env)) {
+            v = *found;
+        } else {
+            v = default_of(s, root, env);
+        }
+        rows.push_back({std::string(s.key), std::move(v)});
+    }
+    return rows;
+}
+
 int show(const ConfigOptions& o) {
     Settings settings = load_settings_or_exit(o.cache_dir);
     EnvLookup env = settings.lookup();
@@ -69,19 +107,71 @@ int show(const ConfigOptions& o) {
         for (const auto& f : settings.files()) read = read || f.path == place;
         std::printf("#   %s%s\n", place.c_str(), read ? "" : " (not present)");
     }
-    for (const SettingInfo& s : config_settings()) {
-        SettingValue v;
-        if (auto flag = from_flag(s, o)) {
-            v = {*flag, std::string(s.flag)};
-        } else if (auto found = settings.find(s.env)) {
-            v = *found;
-        } else {
-            v = default_of(s, root, env);
-        }
-        std::printf("(%s) %s = %s\n", v.origin.c_str(), std::string(s.key).c_str(),
-                    v.value.c_str());
-    }
+    for (const SettingRow& row : setting_rows(o, settings, root, env))
+        std::printf("(%s) %s = %s\n", row.value.origin.c_str(), row.key.c_str(),
+                    row.value.value.c_str());
     show_layers(o, env);
+    return kExitOk;
+}
+
+// `bekc build`'s options as CLI11 defines them (prep/build_args): each
+// one's spellings, whether it takes a value, and whether it may be given
+// more than once.
+Json build_options_json() {
+    CLI::App cmd;
+    BuildOptions unused;
+    add_build_options(cmd, unused);
+    Json out = Json::array();
+    for (const CLI::Option* opt : cmd.get_options()) {
+        if (opt->get_positional() || opt == cmd.get_help_ptr()) continue;
+        Json names = Json::array();
+        for (const auto& s : opt->get_snames()) names.push_back("-" + s);
+        for (const auto& l : opt->get_lnames()) names.push_back("--" + l);
+        out.push_back({{"names", names},
+                       {"value", opt->get_items_expected_max() > 0},
+                       {"repeatable", opt->get_expected_max() > 1}});
+    }
+    return out;
+}
+
+Json loader_keywords_json() {
+    static constexpr const char* kForms[] = {"each", "value", "when_true", "when_false", "none"};
+    Json out = Json::array();
+    for (const LoaderKeyword& k : kLoaderKeywords)
+        out.push_back({{"keyword", std::string(k.keyword)},
+                       {"kind", std::string(k.kind)},
+                       {"option", std::string(k.option)},
+                       {"form", kForms[static_cast<int>(k.form)]}});
+    return out;
+}
+
+Json exit_codes_json() {
+    Json out = Json::array();
+    for (const ExitCodeRow& row : kExitCodeRows)
+        out.push_back({{"kind", std::string(row.name)},
+                       {"code", row.code},
+                       {"meaning", std::string(row.meaning)}});
+    return out;
+}
+
+int show_json(const ConfigOptions& o) {
+    Settings settings = load_settings_or_exit(o.cache_dir);
+    EnvLookup env = settings.lookup();
+    fs::path root = or_fatal(resolve_cache_root(o.cache_dir, env));
+    Json rows = Json::array();
+    for (const SettingRow& row : setting_rows(o, settings, root, env))
+        rows.push_back(
+            {{"key", row.key}, {"value", row.value.value}, {"origin", row.value.origin}});
+    CacheChoice cache = or_fatal(choose_cache(o.cache_dir, system_env()));
+    print_json({{"settings", rows},
+                {"cache", cache_choice_json(cache)},
+                {"exit_codes", exit_codes_json()},
+                {"build_options", build_options_json()},
+                {"loader_keywords", loader_keywords_json()},
+                {"arch_refusals",
+                 {{"prefix", std::string(kArchRefusalPrefix)},
+                  {"no_gpu", std::string(kArchNoGpuWords)},
+                  {"unreadable", std::string(kArchUnreadableWords)}}}});
     return kExitOk;
 }
 
@@ -108,9 +198,12 @@ Action add_config_command(CLI::App& app) {
     cmd->add_flag("--show", o->show,
                   "Print every setting as '(origin) key = value' (what bekc config does without "
                   "it too)");
+    cmd->add_flag("--json", o->json,
+                  "Print one JSON object: the settings, the caches, and what bekc's Python "
+                  "package reads from the binary (docs/cli.md, \"Scripting\")");
     add_setting_options(cmd, o->cache_dir, o->read_only_caches, o->remote_cache,
                         o->remote_read_only, o->launcher);
-    return [o] { return show(*o); };
+    return [o] { return o->json ? show_json(*o) : show(*o); };
 }
 
 }  // namespace bekc::cli

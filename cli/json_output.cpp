@@ -2,10 +2,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "diag/diagnostic_text.hpp"
+#include "util/exit_codes.hpp"
 #include "util/json_text.hpp"
 
 namespace bekc::cli {
@@ -15,8 +17,13 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 // The copy's write function: the bytes to standard error, and into the copy.
+// The copy keeps the first kCopyLimit bytes: a compiler's flood of errors
+// cannot grow it without bound, and the first errors are the ones that count.
+constexpr size_t kCopyLimit = size_t{1} << 20;
+
 ssize_t write_both(void* cookie, const char* data, size_t size) {
-    static_cast<std::string*>(cookie)->append(data, size);
+    auto* copy = static_cast<std::string*>(cookie);
+    if (copy->size() < kCopyLimit) copy->append(data, std::min(size, kCopyLimit - copy->size()));
     for (size_t done = 0; done < size;) {
         ssize_t n = ::write(STDERR_FILENO, data + done, size - done);
         if (n < 0 && errno == EINTR) continue;
@@ -26,22 +33,9 @@ ssize_t write_both(void* cookie, const char* data, size_t size) {
     return static_cast<ssize_t>(size);
 }
 
-const char* kind_name(ErrorKind kind) {
-    switch (kind) {
-        case ErrorKind::Source:
-            return "source";
-        case ErrorKind::Usage:
-            return "usage";
-        case ErrorKind::Toolchain:
-            return "toolchain";
-        case ErrorKind::Cache:
-            return "cache";
-        case ErrorKind::Interrupted:
-            return "interrupted";
-        case ErrorKind::Internal:
-            break;
-    }
-    return "internal";
+std::string_view kind_name(ErrorKind kind) {
+    if (const ExitCodeRow* row = exit_code_row(kind)) return row->name;
+    return "interrupted";
 }
 
 Json or_null(const std::string& s) {
@@ -72,9 +66,12 @@ Json error_json(const Error& error, const std::vector<TextDiagnostic>& diagnosti
             notes.insert(notes.begin(), d.notes.begin(), d.notes.end());
             break;
         }
-    return {{"kind", kind_name(error.kind)},   {"message", message},
-            {"file", or_null(where.file)},     {"line", or_null(where.line)},
-            {"column", or_null(where.column)}, {"notes", notes}};
+    return {{"kind", std::string(kind_name(error.kind))},
+            {"message", message},
+            {"file", or_null(where.file)},
+            {"line", or_null(where.line)},
+            {"column", or_null(where.column)},
+            {"notes", notes}};
 }
 
 }  // namespace

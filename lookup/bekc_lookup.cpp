@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "config/cache_choice.hpp"
+#include "util/json_text.hpp"
 #include "warm/warm_lookup.hpp"
 
 #define BEKC_LOOKUP_API extern "C" __attribute__((visibility("default")))
@@ -68,6 +70,26 @@ BEKC_LOOKUP_API int bekc_lookup_v1(int argc, const char* const* argv, char** jso
         *messages = m;
         return kHit;
     } catch (...) {  // FatalError, bad_alloc, anything: the binary answers
+        return kNotHandled;
+    }
+}
+
+// The cache `bekc config --json [--cache-dir=FLAG]` names in its "cache"
+// member (config/cache_choice.hpp), for `cache_dir_flag` (null: none). Returns
+// 0 with *json (that member, one line) allocated; 1 otherwise (a bekc.conf
+// with errors, no HOME), with *json left null, and the binary answers.
+BEKC_LOOKUP_API int bekc_lookup_cache_v1(const char* cache_dir_flag, char** json) {
+    if (!json) return kNotHandled;
+    *json = nullptr;
+    try {
+        std::optional<std::string> flag;
+        if (cache_dir_flag) flag = cache_dir_flag;
+        std::lock_guard guard(g_lock);
+        auto choice = bekc::choose_cache(flag, bekc::system_env());
+        if (!choice) return kNotHandled;
+        *json = copy_out(bekc::dump_json(bekc::cache_choice_json(*choice)));
+        return *json ? kHit : kNotHandled;
+    } catch (...) {  // bad_alloc, anything: the binary answers
         return kNotHandled;
     }
 }

@@ -87,15 +87,22 @@ def check(root: Path) -> list[str]:
     return problems
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def run_check(check_tree, description: str) -> int:
+    """The command line of a check of the tree (this one, and
+    check_python_layers.py): `--root DIR`, one line per problem, exit 1 when
+    there is any."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent,
                         help="the repository to check (default: this one)")
     args = parser.parse_args()
-    problems = check(args.root.resolve())
+    problems = check_tree(args.root.resolve())
     for p in problems:
         print(p)
     return 1 if problems else 0
+
+
+def main() -> int:
+    return run_check(check, __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

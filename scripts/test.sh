@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up (scripts/setup.sh), then runs every test: unit tests (ctest), the
 # Python and integration suites (pytest, JAX on the CPU), the unit tests again
-# under ASan+UBSan, the scanner fuzzer for a bounded time, the layering check,
+# under ASan+UBSan, the scanner fuzzer for a bounded time, the layering checks
+# (lib/ and python/bekc),
 # the length of lib/'s functions (scripts/check_function_length.py) and
 # clang-format.
 # Ends with one line "N passed, N failed". Exit status 0 only when all pass.
@@ -83,24 +84,33 @@ if [[ -f tests/fuzz/run_fuzz.sh ]]; then
   fi
 fi
 
+# check NAME LOG MESSAGE COMMAND...: a check that prints its problems; the
+# first 40 lines of them when it fails.
+check() {
+  local name=$1 log=$RESULTS/$2 message=$3
+  shift 3
+  if "$@" > "$log" 2>&1; then
+    echo "<testsuite><testcase name=\"$name\"/></testsuite>" > "${log%.log}.xml"
+  else
+    head -40 "$log"
+    echo "<testsuite><testcase name=\"$name\"><failure message=\"$message\"/></testcase></testsuite>" \
+      > "${log%.log}.xml"
+    status=1
+  fi
+}
+
 step "layering (scripts/check_layers.py)"
 # No folder includes a header of a folder above it in docs/ARCHITECTURE.md's
 # folder table.
-if .venv/bin/python scripts/check_layers.py > "$RESULTS/layers.log" 2>&1; then
-  echo '<testsuite><testcase name="layering"/></testsuite>' > "$RESULTS/layers.xml"
-else
-  head -40 "$RESULTS/layers.log"
-  echo '<testsuite><testcase name="layering"><failure message="an include points up"/></testcase></testsuite>' > "$RESULTS/layers.xml"
-  status=1
-fi
+check layering layers.log "an include points up" .venv/bin/python scripts/check_layers.py
+step "Python layering (scripts/check_python_layers.py)"
+# No module of python/bekc imports one of a layer above it in
+# docs/ARCHITECTURE.md's table of the package's layers, and none in a cycle.
+check python-layering python-layers.log "an import points up or goes round" \
+  .venv/bin/python scripts/check_python_layers.py
 step "function length (lib/: at most 80 lines a function)"
-if .venv/bin/python scripts/check_function_length.py lib > "$RESULTS/function-length.log" 2>&1; then
-  echo '<testsuite><testcase name="function-length"/></testsuite>' > "$RESULTS/function-length.xml"
-else
-  cat "$RESULTS/function-length.log"
-  echo '<testsuite><testcase name="function-length"><failure message="split the functions listed"/></testcase></testsuite>' \
-    > "$RESULTS/function-length.xml"; status=1
-fi
+check function-length function-length.log "split the functions listed" \
+  .venv/bin/python scripts/check_function_length.py lib
 
 step "clang-format"
 mapfile -t sources < <(git ls-files 'lib/*.cpp' 'lib/*.hpp' 'cli/*.cpp' 'cli/*.hpp' 'tests/unit/*.cpp' \

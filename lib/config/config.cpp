@@ -18,12 +18,13 @@ namespace bekc {
 
 namespace {
 
-// cache_dir and log_file choose where bekc writes; remote_cache where the
-// token goes and whose libraries are loaded, and read_only_caches whose
+// cache_dir and log_file choose where bekc writes; remote_cache (and the
+// s3_ settings) where the token or credentials go and whose libraries are
+// loaded, and read_only_caches whose
 // libraries are loaded; remote_read_only whether the token is used to write
 // there; launcher runs a program on every miss; record chooses where bekc
 // appends each load (prep/recording.hpp).
-constexpr std::array<SettingInfo, 9> kSettings{{
+constexpr std::array<SettingInfo, 13> kSettings{{
     {"cache_dir", "BEKC_CACHE_DIR", "--cache-dir", SettingType::Path, SettingTrust::OwnedFile},
     {"max_size", "BEKC_CACHE_MAX_SIZE", "", SettingType::Size, SettingTrust::AnyFile},
     {"read_only_caches", "BEKC_READ_ONLY_CACHES", "--read-only-caches", SettingType::PathList,
@@ -32,6 +33,10 @@ constexpr std::array<SettingInfo, 9> kSettings{{
      SettingTrust::OwnedFile},
     {"remote_read_only", "BEKC_REMOTE_CACHE_READONLY", "--remote-cache-read-only",
      SettingType::Bool, SettingTrust::OwnedFile},
+    {"remote_wait", "BEKC_REMOTE_WAIT", "", SettingType::Seconds, SettingTrust::AnyFile},
+    {"s3_region", "BEKC_S3_REGION", "", SettingType::Word, SettingTrust::OwnedFile},
+    {"s3_endpoint", "BEKC_S3_ENDPOINT", "", SettingType::Url, SettingTrust::OwnedFile},
+    {"s3_path_style", "BEKC_S3_PATH_STYLE", "", SettingType::Bool, SettingTrust::OwnedFile},
     {"base_dir", "BEKC_BASE_DIR", "", SettingType::Path, SettingTrust::AnyFile},
     {"launcher", "BEKC_LAUNCHER", "--launcher", SettingType::Launcher, SettingTrust::OwnedFile},
     {"log_file", "BEKC_LOG", "", SettingType::Path, SettingTrust::OwnedFile},
@@ -48,13 +53,6 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 8> kBools{{
     {"off", "0"},
     {"0", "0"},
 }};
-
-std::string lower(std::string_view s) {
-    std::string out(s);
-    std::transform(out.begin(), out.end(), out.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return out;
-}
 
 std::string known_keys() {
     std::string out;
@@ -123,19 +121,38 @@ std::expected<std::string, Error> convert(const SettingInfo& s, std::string_view
             return std::string(value);
         case SettingType::Bool:
             for (const auto& [word, as_env] : kBools)
-                if (lower(value) == word) return std::string(as_env);
+                if (lower_case(value) == word) return std::string(as_env);
             return fail(ErrorKind::Usage,
                         fmt::format("{} must be true or false (or yes/no, on/off, 1/0), not '{}'",
                                     s.key, value));
         case SettingType::Url: {
-            std::string l = lower(value);
-            if (!value.empty() && l.rfind("http://", 0) != 0 && l.rfind("https://", 0) != 0)
-                return fail(
-                    ErrorKind::Usage,
-                    fmt::format("{} must be an http:// or https:// URL (or empty: none), not '{}'",
-                                s.key, value));
+            std::string l = lower_case(value);
+            bool s3 = s.key == "remote_cache" && l.rfind("s3://", 0) == 0;
+            if (!value.empty() && l.rfind("http://", 0) != 0 && l.rfind("https://", 0) != 0 && !s3)
+                return fail(ErrorKind::Usage,
+                            fmt::format("{} must be an {} URL (or empty: none), not '{}'", s.key,
+                                        s.key == "remote_cache" ? "http://, https:// or s3://"
+                                                                : "http:// or https://",
+                                        value));
             return std::string(value);
         }
+        case SettingType::Word:
+            if (!std::all_of(value.begin(), value.end(), [](char c) {
+                    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ||
+                           c == '.';
+                }))
+                return fail(ErrorKind::Usage,
+                            fmt::format("{} must be a plain word (letters, digits, '-', '_', "
+                                        "'.'), not '{}'",
+                                        s.key, value));
+            return std::string(value);
+        case SettingType::Seconds:
+            if (value.size() > 4 || !std::all_of(value.begin(), value.end(), ::isdigit) ||
+                std::stoi(std::string(value)) > 3600)
+                return fail(ErrorKind::Usage,
+                            fmt::format("{} must be a number of seconds from 0 to 3600, not '{}'",
+                                        s.key, value));
+            return std::string(value);
         case SettingType::PathList:
             return convert_path_list(s, value, dir);
         case SettingType::Launcher:

@@ -29,7 +29,9 @@ enum class SettingType {
     Path,      // relative: to the file's directory
     Size,      // store/size.hpp's syntax
     Bool,      // true/false, yes/no, on/off, 1/0
-    Url,       // http:// or https://; empty turns the remote cache off
+    Url,       // http://, https:// or (remote_cache) s3://; empty turns the remote cache off
+    Word,      // letters, digits, '-', '_' and '.' (an S3 region)
+    Seconds,   // a whole number of seconds, 0 to 3600
     Launcher,  // a name on PATH, or a path (relative: to the file's directory)
     PathList,  // paths separated by ':' (relative: to the file's directory); empty: none
 };

@@ -76,7 +76,7 @@ LookUp look_up(const BuildInputs& in, const BuildOptions& o, const PlannedBuild&
     const std::string& direct_key = planned.direct_key;
     auto lock = cache.lock(CacheLayout::lock(direct_key));
     throw_if_interrupted();
-    if (!lock) fatal(Error::make(ErrorKind::Cache, lock.error().message));
+    if (!lock) fatal(std::move(lock.error()));
     found.lock.emplace(std::move(*lock));
     local = find_local(cache, direct_key, in, o.force, report);
     if (local.entry) {
@@ -86,7 +86,7 @@ LookUp look_up(const BuildInputs& in, const BuildOptions& o, const PlannedBuild&
     found.miss_reason = local.miss_reason;
     found.remote = open_remote_cache(o, ctx, report);
     if (found.remote && !o.force) {
-        if (auto e = found.remote->fetch(cache, direct_key, in.base)) {
+        if (auto e = found.remote->fetch_or_wait(cache, direct_key, in.base)) {
             found.miss_reason = "local miss, remote hit";
             found.remote_hit = true;
             keep_under_limit(cache, *e, direct_key, ctx.env, report);

@@ -136,7 +136,7 @@ Published publish(const BuildInputs& in, const BuildOptions& o, const PlannedBui
     fs::path library = built.dir.path() / in.library_file();
     auto outcome = cache.get_or_build(
         p.key, [&](const Staging& s) { return stage_entry(s, in, library, p.key, deps); }, o.force);
-    if (!outcome) fatal(Error::make(ErrorKind::Cache, outcome.error().message));
+    if (!outcome) fatal(std::move(outcome.error()));
     check_forced_rebuild(in, *outcome, p.key, report);
     if (!outcome->repaired.empty())
         report.warn("replaced a corrupt cache entry: " + outcome->repaired);

@@ -15,7 +15,9 @@
 #include <string_view>
 #include <utility>
 
+#include "prep/build_args.hpp"
 #include "prep/inputs.hpp"
+#include "scan/loader_keywords.hpp"
 #include "scan/python_loads.hpp"
 #include "scan/python_path.hpp"
 #include "scan/scanner.hpp"
@@ -35,12 +37,21 @@ bool is_package_python(const fs::path& p) {
     return p.extension() == ".py" && !(n.size() > 8 && n.substr(n.size() - 8) == "_test.py");
 }
 
-// The keyword arguments that leave the library and its cache key unchanged:
-// a call that passes only these (and `name`) is one the prebuild reproduces.
-bool key_neutral(const std::string& keyword) {
-    static const std::set<std::string> kNeutral = {
-        "name", "allow_cuda_graph", "verbose", "auto_register", "replace", "force_rebuild"};
-    return kNeutral.count(keyword) > 0;
+// The row of `keyword` for `load`'s loader (scan/loader_keywords.hpp), or
+// nullptr when that loader takes no such keyword.
+const LoaderKeyword* loader_keyword(const KernelLoad& load, const std::string& keyword) {
+    const std::string_view kind = load.function == "load_cpp_file" ? "cxx" : "cuda";
+    for (const LoaderKeyword& k : kLoaderKeywords)
+        if (k.keyword == keyword && (k.kind.empty() || k.kind == kind)) return &k;
+    return nullptr;
+}
+
+// Whether a load that passes `keyword` makes the library the prebuild makes
+// without it (a call that passes only such keywords, and `name`, is one the
+// prebuild reproduces).
+bool key_neutral(const KernelLoad& load, const std::string& keyword) {
+    const LoaderKeyword* k = loader_keyword(load, keyword);
+    return k && k->prebuild == PrebuildUse::Ignore;
 }
 
 // Why `bekc build --name` would refuse `name`, empty when it takes it.
@@ -63,62 +74,50 @@ std::string spoken_list(const std::vector<std::string>& items) {
     return out;
 }
 
-// The flag arguments a prebuild passes on when they are literal lists of
-// strings: the loader that takes the keyword, and the `bekc build` option it
-// becomes there (python/bekc/_argv.py: --cuda-flag, --linker-arg, --cxx-flag,
-// --ldflag).
-struct FlagKeyword {
-    std::string_view function, keyword;
-    std::vector<std::string> CompileFlags::*field;
-};
-const FlagKeyword kFlagKeywords[] = {
-    {"load_cuda_file", "extra_cuda_cflags", &CompileFlags::cuda_flags},
-    {"load_cuda_file", "extra_ldflags", &CompileFlags::linker_args},
-    {"load_cpp_file", "extra_cflags", &CompileFlags::cxx_flags},
-    {"load_cpp_file", "extra_ldflags", &CompileFlags::ldflags},
-};
-
-// Whether bekc's loader raises on `entry` of such an argument, so the
-// package's load never builds (python/bekc/_argv.py): an empty entry or a
-// NUL anywhere, a line break in a link flag, a comma in a CUDA linker
-// argument (nvcc's -Xlinker would split it).
-bool loader_refuses(const FlagKeyword& k, const std::string& entry) {
-    const bool link = k.field == &CompileFlags::ldflags || k.field == &CompileFlags::linker_args;
+// Whether bekc's loader raises on `entry` of a flag argument that becomes
+// `option`, so the package's load never builds (python/bekc/_options.py): an
+// empty entry or a NUL anywhere, a line break in a link flag, a comma in a
+// CUDA linker argument (nvcc's -Xlinker would split it).
+bool loader_refuses(std::string_view option, const std::string& entry) {
+    const bool link = option == "--ldflag" || option == "--linker-arg";
     return entry.empty() || entry.find('\0') != std::string::npos ||
            (link && entry.find_first_of("\n\r") != std::string::npos) ||
-           (k.field == &CompileFlags::linker_args && entry.find(',') != std::string::npos);
+           (option == "--linker-arg" && entry.find(',') != std::string::npos);
 }
 
-// Keyword `keyword` of `load` into `flags` when it is a flag argument given
-// as a literal list the loader takes; else why not.
+// Keyword `keyword` of `load` as `bekc build` arguments, added to `args`,
+// when it is a flag argument given as a literal list the loader takes; else
+// why not.
 std::string take_flag_argument(const KernelLoad& load, const std::string& keyword,
-                               CompileFlags& flags) {
-    const auto k = std::find_if(
-        std::begin(kFlagKeywords), std::end(kFlagKeywords),
-        [&](const FlagKeyword& f) { return f.function == load.function && f.keyword == keyword; });
+                               std::vector<std::string>& args) {
+    const LoaderKeyword* k = loader_keyword(load, keyword);
     const auto list = load.string_lists.find(keyword);
-    if (k == std::end(kFlagKeywords) || list == load.string_lists.end()) return keyword;
+    if (!k || k->prebuild != PrebuildUse::Flags || list == load.string_lists.end()) return keyword;
     for (const auto& entry : list->second)
-        if (loader_refuses(*k, entry))
+        if (loader_refuses(k->option, entry))
             return keyword + " entry '" + entry + "', which the loader refuses";
-    auto& to = flags.*(k->field);
-    to.insert(to.end(), list->second.begin(), list->second.end());
+    for (const auto& entry : list->second) args.push_back(std::string(k->option) + "=" + entry);
     return "";
 }
 
 // What in a load a prebuild cannot reproduce (nothing when it can), given the
 // name it resolves to (empty when its path is computed); the flags it passes
-// go to `flags`.
+// go to `flags`, read as `bekc build` reads them (prep/build_args).
 std::vector<std::string> irreproducible(const KernelLoad& load, const std::string& name,
                                         CompileFlags& flags) {
     std::vector<std::string> why;
     const bool has_name = std::count(load.keywords.begin(), load.keywords.end(), "name") > 0;
     if (has_name && load.name.empty()) why.push_back("a computed name");
     if (load.positional > 1) why.push_back("a functions argument");
+    std::vector<std::string> args = {"input"};
     for (const auto& k : load.keywords)
-        if (!key_neutral(k))
-            if (std::string refused = take_flag_argument(load, k, flags); !refused.empty())
+        if (!key_neutral(load, k))
+            if (std::string refused = take_flag_argument(load, k, args); !refused.empty())
                 why.push_back(refused);
+    if (auto parsed = parse_build_args(args))
+        flags = parsed->flags;
+    else
+        why.push_back("flags bekc build refuses (" + parsed.error() + ")");
     if (why.empty() && !name.empty() && !valid_module_name(name))
         why.push_back("the name '" + name + "', which " + module_name_refusal(name));
     return why;

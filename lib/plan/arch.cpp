@@ -79,7 +79,7 @@ std::string did_you_mean(int n) {
 }
 
 Error arch_refusal(std::string message, const std::string& guess) {
-    Error e = Error::make(ErrorKind::Usage, "--arch: " + std::move(message));
+    Error e = Error::make(ErrorKind::Usage, std::string(kArchRefusalPrefix) + std::move(message));
     if (!guess.empty()) e.note(guess);
     return e;
 }
@@ -89,9 +89,8 @@ std::optional<Error> unsupported(const Spelled& s, const std::string& item) {
     const int n = s.arch.number;
     std::optional<Error> e;
     if (n < 20)
-        e = arch_refusal(
-            spelled_as(s, item) + " names no GPU: no CUDA GPU has a major version below 2",
-            did_you_mean(n * 10));
+        e = arch_refusal(spelled_as(s, item) + " names no GPU: " + std::string(kArchNoGpuWords),
+                         did_you_mean(n * 10));
     else if (s.text != s.arch.sm())
         e = arch_refusal(
             "nvcc does not compile for " + spelled_as(s, item) + ": the number has a leading zero",
@@ -116,10 +115,9 @@ Error unreadable(const std::string& item) {
     for (char c : item)
         if (c >= '0' && c <= '9') digits += c;
     const int n = digits.empty() || digits.size() > 3 ? 0 : std::stoi(digits);
-    return arch_refusal(
-        "'" + item +
-            "' is not a GPU architecture (write sm_90, 90, 9.0 or sm_90a; or native, auto)",
-        did_you_mean(n));
+    return arch_refusal("'" + item + "' " + std::string(kArchUnreadableWords) +
+                            " (write sm_90, 90, 9.0 or sm_90a; or native, auto)",
+                        did_you_mean(n));
 }
 
 void sort_unique(std::vector<Arch>& archs) {

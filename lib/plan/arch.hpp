@@ -4,6 +4,7 @@
 #include <expected>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "util/error.hpp"
@@ -21,6 +22,14 @@ struct Arch {
 
 // The arch set bekc uses when `auto` finds no GPU: documented in --help.
 inline constexpr int kDefaultArch = 80;
+
+// What a refusal's message starts with, and the words of the two refusals a
+// caller tells apart: a spelling that reads as a major version below 2, and
+// one no architecture reads as. bekc's Python loaders raise brainevent's
+// exception for each (`bekc config --json`'s "arch_refusals").
+inline constexpr std::string_view kArchRefusalPrefix = "--arch: ";
+inline constexpr std::string_view kArchNoGpuWords = "no CUDA GPU has a major version below 2";
+inline constexpr std::string_view kArchUnreadableWords = "is not a GPU architecture";
 
 // Parses an explicit, comma-separated list; sorted and de-duplicated. A
 // malformed element, or one nvcc does not compile for, is a Usage error

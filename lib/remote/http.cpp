@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 
@@ -64,15 +65,48 @@ class SideFile {
     fs::path path_;
 };
 
-// The Authorization header for one request, in a 0600 file created fresh
-// (never through a planted link).
-std::expected<void, Error> write_header_file(const fs::path& path, const std::string& token) {
+// One request's header lines, in a 0600 file created fresh (never through a
+// planted link).
+std::expected<void, Error> write_header_file(const fs::path& path,
+                                             const std::vector<std::string>& lines) {
     UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!fd.valid()) return fail(ErrorKind::Cache, errno_message("create", path, errno));
-    std::string line = "Authorization: Bearer " + token + "\n";
-    if (::write(fd.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+    std::string text;
+    for (const auto& line : lines) text += line + "\n";
+    if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
         return fail(ErrorKind::Cache, errno_message("write", path, errno));
     return {};
+}
+
+// What an S3-style error code means for whoever set the remote up, in the
+// words of its fix. Codes not listed are shown as they are.
+struct CodeHint {
+    std::string_view code, hint;
+};
+constexpr CodeHint kCodeHints[] = {
+    {"NoSuchBucket", "the bucket does not exist: create it, or fix the bucket in the s3:// URL"},
+    {"InvalidAccessKeyId",
+     "the store does not know the access key id: check AWS_ACCESS_KEY_ID or the profile"},
+    {"SignatureDoesNotMatch",
+     "the signature does not match: check the secret access key, and the region "
+     "($BEKC_S3_REGION)"},
+    {"AuthorizationHeaderMalformed",
+     "the store refused the signing region: set $BEKC_S3_REGION to the bucket's region"},
+    {"PermanentRedirect",
+     "the bucket is in another region: set $BEKC_S3_REGION to the bucket's region"},
+    {"RequestTimeTooSkewed",
+     "this machine's clock is more than 15 minutes away from the store's: set the clock (NTP)"},
+    {"ExpiredToken", "the session token has expired: renew AWS_SESSION_TOKEN"},
+    {"InvalidToken", "the session token is not valid: renew AWS_SESSION_TOKEN"},
+    {"AccessDenied",
+     "the credentials may not do this (docs/cache.md lists the permissions; without "
+     "s3:ListBucket a missing object is AccessDenied instead of a miss)"},
+};
+
+std::string describe_code(const std::string& code) {
+    for (const auto& h : kCodeHints)
+        if (h.code == code) return code + ": " + std::string(h.hint);
+    return code;
 }
 
 // The first few kilobytes of curl's messages: they explain a failure in a
@@ -124,14 +158,11 @@ std::vector<std::string> curl_argv(const CurlRequest& r) {
         argv.push_back("--header");
         argv.push_back(fmt::format("@{}", r.header_file->string()));
     }
-    if (r.put) {
-        argv.insert(argv.end(), {"--upload-file", r.file.string(), "--output", "/dev/null"});
-    } else {
-        // Refused early when the server announces a larger body; the copy
-        // into r.file is bounded by run_process whatever the server does.
-        argv.insert(argv.end(),
-                    {"--max-filesize", std::to_string(body_limit(r.limits)), "--output", "-"});
-    }
+    if (r.put) argv.insert(argv.end(), {"--upload-file", r.file.string()});
+    // Refused early when the server announces a larger body; the copy of
+    // stdout is bounded by run_process whatever the server does.
+    argv.insert(argv.end(),
+                {"--max-filesize", std::to_string(body_limit(r.limits)), "--output", "-"});
     // "--url" keeps a URL that starts with '-' from being read as an option.
     argv.insert(argv.end(), {"--url", r.url});
     return argv;
@@ -149,17 +180,29 @@ std::optional<int> parse_status_line(std::string_view text) {
     return status;
 }
 
+std::string error_body_code(std::string_view body) {
+    size_t start = body.find("<Code>");
+    if (start == std::string_view::npos) return "";
+    start += 6;
+    size_t end = body.find("</Code>", start);
+    if (end == std::string_view::npos || end - start > 64 || end == start) return "";
+    std::string code(body.substr(start, end - start));
+    for (char c : code)
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.') return "";
+    return code;
+}
+
 HttpResult interpret_curl(const ProcessResult& run, std::optional<int> status,
-                          const std::string& messages) {
+                          const std::string& messages, std::string_view error_body) {
     HttpResult result;
     switch (run.status) {
         case ProcessStatus::SpawnFailed:
-            return {HttpResult::Kind::Unreachable, 0, "cannot run curl: " + run.error};
+            return {HttpResult::Kind::Unreachable, 0, "cannot run curl: " + run.error, ""};
         case ProcessStatus::TimedOut:
         case ProcessStatus::Signaled:
-            return {HttpResult::Kind::Unreachable, 0, "curl " + run.describe()};
+            return {HttpResult::Kind::Unreachable, 0, "curl " + run.describe(), ""};
         case ProcessStatus::OutputFailed:
-            return {HttpResult::Kind::Failed, 0, run.error};
+            return {HttpResult::Kind::Failed, 0, run.error, ""};
         default:
             break;
     }
@@ -173,35 +216,65 @@ HttpResult interpret_curl(const ProcessResult& run, std::optional<int> status,
     }
     if (result.status >= 200 && result.status < 300) {
         result.kind = HttpResult::Kind::Ok;
-    } else if (result.status == 404) {
+        return result;
+    }
+    result.code = error_body_code(error_body);
+    if (result.status == 404 && result.code != "NoSuchBucket") {
         result.kind = HttpResult::Kind::NotFound;
+    } else if (result.status == 412 ||
+               (result.status == 409 && result.code != "BucketAlreadyExists")) {
+        result.kind = HttpResult::Kind::PreconditionFailed;
+        result.message = fmt::format("HTTP status {}", result.status);
     } else {
         result.kind = HttpResult::Kind::Failed;
         result.message = fmt::format("HTTP status {}", result.status);
+        if (!result.code.empty()) result.message += " (" + describe_code(result.code) + ")";
     }
     return result;
 }
 
+HeaderSource bearer_headers(std::optional<std::string> token) {
+    return [token = std::move(token)](
+               const HeaderRequest& r) -> std::expected<std::vector<std::string>, Error> {
+        std::vector<std::string> lines;
+        for (const auto& [name, value] : r.extra) lines.push_back(name + ": " + value);
+        if (token) lines.push_back("Authorization: Bearer " + *token);
+        return lines;
+    };
+}
+
 HttpResult HttpClient::get(const std::string& url, const fs::path& dest,
                            const HttpLimits& limits) const {
-    return send({curl_, false, url, dest, std::nullopt, limits, {}});
+    return send({curl_, false, url, dest, std::nullopt, limits, {}}, {});
 }
 
-HttpResult HttpClient::put(const std::string& url, const fs::path& source,
-                           const HttpLimits& limits) const {
-    return send({curl_, true, url, source, std::nullopt, limits, {}});
+HttpResult HttpClient::put(const std::string& url, const fs::path& source, const HttpLimits& limits,
+                           bool if_absent) const {
+    HttpLimits answer = limits;
+    answer.max_bytes = kMaxPutResponseBytes + kStatusLineSize;
+    std::vector<std::pair<std::string, std::string>> extra;
+    if (if_absent) extra.emplace_back("If-None-Match", "*");
+    return send({curl_, true, url, source, std::nullopt, answer, {}}, std::move(extra));
 }
 
-HttpResult HttpClient::send(CurlRequest request) const {
+HttpResult HttpClient::send(CurlRequest request,
+                            std::vector<std::pair<std::string, std::string>> extra) const {
     std::optional<SideFile> header;
-    if (token_) {
-        header.emplace(fs::path(request.file.string() + ".auth"));
-        if (auto w = write_header_file(header->path(), *token_); !w)
-            return {HttpResult::Kind::Failed, 0, w.error().message};
+    auto lines = headers_ ? headers_({request.put ? "PUT" : "GET", request.url,
+                                      request.put ? &request.file : nullptr, std::move(extra)})
+                          : std::expected<std::vector<std::string>, Error>{};
+    if (!lines) return {HttpResult::Kind::Failed, 0, lines.error().message, ""};
+    if (!lines->empty()) {
+        header.emplace(fs::path(request.file.string() + ".headers"));
+        if (auto w = write_header_file(header->path(), *lines); !w)
+            return {HttpResult::Kind::Failed, 0, w.error().message, ""};
         request.header_file = header->path();
     }
     SideFile messages(fs::path(request.file.string() + ".messages"));
     request.messages_file = messages.path();
+    // A PUT's answer goes to a file of its own, read for its error code.
+    SideFile answer(fs::path(request.file.string() + ".answer"));
+    const fs::path& body = request.put ? answer.path() : request.file;
     Command command;
     command.argv = curl_argv(request);
     command.description = (request.put ? "PUT " : "GET ") + request.url;
@@ -210,15 +283,15 @@ HttpResult HttpClient::send(CurlRequest request) const {
     RunOptions& options = with.run;
     options.timeout = request.limits.total + std::chrono::seconds(2);
     // The body, then the status line.
-    if (!request.put)
-        options.output_file = {request.file, body_limit(request.limits) + kStatusLineSize};
+    options.output_file = {body, body_limit(request.limits) + kStatusLineSize};
     auto runs = runner_->run({command}, 1, {}, with);
     ProcessResult run = runs.empty() ? ProcessResult{} : std::move(runs.front());
 
     std::optional<int> status;
-    if (run.status == ProcessStatus::Exited)
-        status = request.put ? parse_status_line(run.output) : take_status_line(request.file);
-    HttpResult result = interpret_curl(run, status, read_messages(messages.path()));
+    if (run.status == ProcessStatus::Exited) status = take_status_line(body);
+    std::string error_body;
+    if (status && (*status < 200 || *status >= 300)) error_body = read_messages(body);
+    HttpResult result = interpret_curl(run, status, read_messages(messages.path()), error_body);
     if (run.status == ProcessStatus::OutputFailed && options.output_file &&
         run.output_bytes == options.output_file->max_bytes)
         result.message =

@@ -14,14 +14,17 @@
 // a file of their own (--stderr), so they never mix with the body.
 //
 // Every file of a request lives beside the file it downloads or uploads, in
-// the caller's scratch directory: the messages, and the bearer token, which
-// never appears on a command line (visible to every user in `ps`) but in a
-// 0600 file that curl reads with `-H @file`, removed when the request ends.
+// the caller's scratch directory: the messages, a PUT's response, and the
+// request's own headers (a bearer token, an S3 signature and session token),
+// which never appear on a command line (visible to every user in `ps`) but in
+// a 0600 file that curl reads with `-H @file`, removed when the request ends.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <expected>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,6 +32,7 @@
 
 #include "run/process.hpp"
 #include "run/runner.hpp"
+#include "util/error.hpp"
 
 namespace bekc {
 
@@ -40,10 +44,16 @@ struct HttpResult {
         NotFound,     // 404: a plain miss
         Failed,       // any other answer, or curl failed after connecting
         Unreachable,  // no answer at all: refused, unresolved, timed out
+        // 412 (or S3's 409 ConditionalRequestConflict) to a conditional PUT:
+        // the object exists, or another writer is creating it.
+        PreconditionFailed,
     };
     Kind kind = Kind::Failed;
     int status = 0;       // the HTTP status; 0 when none arrived
     std::string message;  // Failed, Unreachable: what went wrong, in one line
+    // An S3-style error body's <Code> ("NoSuchBucket", "SignatureDoesNotMatch"),
+    // when the answer had one.
+    std::string code;
 };
 
 // The status line curl writes after everything else on stdout: a marker,
@@ -65,42 +75,74 @@ struct CurlRequest {
     bool put = false;  // PUT `file`; else GET into curl's stdout
     std::string url;
     fs::path file;
-    std::optional<fs::path> header_file;  // "Authorization: …" for -H @file
+    std::optional<fs::path> header_file;  // "Authorization: …" lines for -H @file
     HttpLimits limits;
     fs::path messages_file;  // curl's own messages (--stderr)
 };
 
+// The largest response body to a PUT that is kept (for its error code).
+inline constexpr uint64_t kMaxPutResponseBytes = 64 << 10;
+
 // Pure: the argument vector for one request. Starts with -q so a ~/.curlrc
 // cannot change it, allows only http(s), follows no redirects (which could
-// carry the token elsewhere), sends a GET's body to stdout, and ends stdout
-// with the status line that parse_status_line reads.
+// carry the token elsewhere), sends the response body (a GET's, and a PUT's
+// answer) to stdout, and ends stdout with the status line that
+// parse_status_line reads.
 std::vector<std::string> curl_argv(const CurlRequest& request);
 
 // Pure: the HTTP status from the last kStatusLineSize bytes of curl's stdout,
 // or nullopt when they are not a status line.
 std::optional<int> parse_status_line(std::string_view text);
 
-// Pure: what a finished curl run means, given the status from its stdout and
-// its messages.
+// Pure: the <Code> of an S3-style XML error body (`<Error><Code>NoSuchKey
+// </Code>...`), when it has one made of letters, digits and '.'; "" otherwise.
+std::string error_body_code(std::string_view body);
+
+// Pure: what a finished curl run means, given the status from its stdout, its
+// messages and the start of a failed answer's body. An error code in the
+// body becomes a message that says how to fix it (a wrong key, a missing
+// bucket, a clock off by more than 15 minutes); a 404 whose code says the
+// bucket is missing is a failure, not a miss.
 HttpResult interpret_curl(const ProcessResult& run, std::optional<int> status,
-                          const std::string& messages);
+                          const std::string& messages, std::string_view error_body = {});
+
+// One request, as the source of its headers sees it.
+struct HeaderRequest {
+    std::string_view method;  // "GET", "PUT"
+    const std::string& url;
+    const fs::path* upload;  // a PUT's body; nullptr for a GET
+    // Headers of the request itself (If-None-Match), which a signature covers.
+    std::vector<std::pair<std::string, std::string>> extra;
+};
+// The "Name: value" lines a request carries besides curl's own, or why they
+// cannot be made. They may hold secrets, so they only ever reach curl
+// through a 0600 file.
+using HeaderSource =
+    std::function<std::expected<std::vector<std::string>, Error>(const HeaderRequest&)>;
+
+// `extra`, and "Authorization: Bearer <token>" when there is a token.
+HeaderSource bearer_headers(std::optional<std::string> token);
 
 class HttpClient {
   public:
     // curl runs through `runner` (run/runner.hpp), which must outlive the client.
-    HttpClient(fs::path curl, std::optional<std::string> token, Runner& runner)
-        : curl_(std::move(curl)), token_(std::move(token)), runner_(&runner) {}
+    HttpClient(fs::path curl, HeaderSource headers, Runner& runner)
+        : curl_(std::move(curl)), headers_(std::move(headers)), runner_(&runner) {}
 
     // `dest` must not exist; it is created with O_EXCL, never holds more than
     // limits.max_bytes, and holds the body alone when this returns.
     HttpResult get(const std::string& url, const fs::path& dest, const HttpLimits& limits) const;
-    HttpResult put(const std::string& url, const fs::path& source, const HttpLimits& limits) const;
+    // `if_absent`: only when nothing is at `url` (If-None-Match: *); a store
+    // that honours it answers PreconditionFailed otherwise.
+    HttpResult put(const std::string& url, const fs::path& source, const HttpLimits& limits,
+                   bool if_absent = false) const;
 
   private:
-    HttpResult send(CurlRequest request) const;
+    HttpResult send(CurlRequest request,
+                    std::vector<std::pair<std::string, std::string>> extra) const;
 
     fs::path curl_;
-    std::optional<std::string> token_;
+    HeaderSource headers_;
     Runner* runner_;
 };
 

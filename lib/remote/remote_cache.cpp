@@ -34,7 +34,9 @@ bool travels(const std::string& name, const Entry& entry) {
 }  // namespace
 
 RemoteCache::RemoteCache(RemoteConfig config, Warn warn, Runner& runner, const ToolLookup& tools)
-    : config_(std::move(config)), warn_(std::move(warn)), base_(config_.url) {
+    : config_(std::move(config)),
+      warn_(std::move(warn)),
+      base_(config_.s3 ? s3_base_url(*config_.s3) : config_.url) {
     while (!base_.empty() && base_.back() == '/') base_.pop_back();
     std::string problem = config_.problem;
     std::optional<fs::path> curl;
@@ -46,7 +48,8 @@ RemoteCache::RemoteCache(RemoteConfig config, Warn warn, Runner& runner, const T
         warn_("remote cache disabled: " + problem);
         return;
     }
-    http_.emplace(*curl, config_.token, runner);
+    http_.emplace(*curl, config_.s3 ? s3_headers(*config_.s3) : bearer_headers(config_.token),
+                  runner);
 }
 
 std::chrono::seconds lookup_budget(const RemoteConfig& config) {
@@ -291,6 +294,8 @@ void RemoteCache::publish(const Cache& cache, const Entry& entry, const std::str
         return;
     }
     put_record(cache, direct_url(direct_key), entry, local_deps, base);
+    // After the record: a waiter told "done" finds the entry.
+    end_lease(Lease::State::Done);
 }
 
 void RemoteCache::publish_portable(const Cache& cache, const Entry& entry,

@@ -1,5 +1,7 @@
 // A remote cache shared by a team or CI: whole entries read and written over
-// HTTP GET/PUT (WebDAV-style, as ccache's and Bazel's HTTP caches do).
+// HTTP GET/PUT (WebDAV-style, as ccache's and Bazel's HTTP caches do), or
+// as objects of an S3-compatible bucket (s3_target.hpp), whose requests are
+// the same GETs and PUTs, signed.
 //
 // Local first: the remote is asked only after a local miss, and a remote hit
 // is verified (library SHA-256 against its manifest) before it is published
@@ -21,12 +23,15 @@
 //   URL/entries/<key>.tar          entry_archive.hpp: the library, both
 //                                  manifests, dependencies.json and
 //                                  target.json
+//   URL/leases/<direct key>.<n>.json  lease.hpp: who compiles a miss that
+//                                  several machines have at once
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <expected>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,6 +39,8 @@
 
 #include "remote/entry_archive.hpp"
 #include "remote/http.hpp"
+#include "remote/lease.hpp"
+#include "remote/s3_target.hpp"
 #include "store/cache.hpp"
 #include "store/direct.hpp"
 #include "toolchain/tools.hpp"
@@ -42,13 +49,23 @@
 
 namespace bekc {
 
+// The default of $BEKC_REMOTE_WAIT: longer than a kernel module's compile
+// (tens of seconds for a CUDA one), short enough that a stalled builder
+// costs a job a few minutes, not an hour.
+inline constexpr std::chrono::seconds kDefaultRemoteWait{300};
+
 struct RemoteConfig {
-    std::string url;                   // base URL, e.g. http://cache:8080/bekc
+    std::string url;                   // base URL, e.g. http://cache:8080/bekc, s3://bucket/prefix
     bool read_only = false;            // CI readers: never PUT
     std::optional<std::string> token;  // sent as "Authorization: Bearer <token>"
     std::chrono::seconds timeout{10};
     // The largest entry archive downloaded (or uploaded).
     uint64_t max_entry_bytes = kDefaultMaxEntryBytes;
+    // The most a build waits for another machine that compiles the same miss
+    // ($BEKC_REMOTE_WAIT; remote/lease.hpp); 0: every machine compiles.
+    std::chrono::seconds wait{kDefaultRemoteWait};
+    // An s3:// URL's bucket, settings and credentials.
+    std::optional<S3Target> s3;
     // Set when the configuration cannot be used (a URL that is not http(s),
     // a token with a line break, a bad $BEKC_REMOTE_TIMEOUT or
     // $BEKC_REMOTE_MAX_ENTRY_SIZE): RemoteCache
@@ -60,7 +77,10 @@ struct RemoteConfig {
 // $BEKC_REMOTE_CACHE_READONLY=1, and the token from $BEKC_REMOTE_TOKEN.
 // $BEKC_REMOTE_TIMEOUT (seconds) replaces the 10 s limit on small requests;
 // $BEKC_REMOTE_MAX_ENTRY_SIZE (a size as for $BEKC_CACHE_MAX_SIZE: 500M, 1GiB;
-// at least 1 KiB) replaces the 256 MiB limit on an entry archive.
+// at least 1 KiB) replaces the 256 MiB limit on an entry archive;
+// $BEKC_REMOTE_WAIT (seconds, 0 to 3600) the 300 s bound on waiting for
+// another machine's compile. An s3:// URL reads its settings and
+// credentials (s3_target.hpp), and an unusable one sets `problem`.
 // An empty --remote-cache "" turns off a remote set in the environment.
 std::optional<RemoteConfig> remote_config(const std::optional<std::string>& flag_url,
                                           bool flag_read_only, const EnvLookup& env);
@@ -106,6 +126,11 @@ class RemoteCache {
     // curl is found through `tools` and runs through `runner`
     // (driver/build.hpp, BuildContext), which must outlive the cache.
     RemoteCache(RemoteConfig config, Warn warn, Runner& runner, const ToolLookup& tools);
+    // Releases a lease still held: the build ended without publishing.
+    ~RemoteCache();
+    RemoteCache(RemoteCache&&) noexcept = default;
+    // Releases a lease this one holds first.
+    RemoteCache& operator=(RemoteCache&& other) noexcept;
 
     // After a local miss: the remote's direct record for `direct_key`, checked
     // against the local files it names; then the entry, verified and published
@@ -122,8 +147,18 @@ class RemoteCache {
     std::optional<Entry> fetch_portable(Cache& cache, const std::string& portable_key,
                                         const BaseDir& base,
                                         const std::function<bool(const Entry&)>& fits);
+    // fetch, and on a miss the lease protocol (remote/lease.hpp), unless
+    // $BEKC_REMOTE_WAIT is 0: either this build takes the key's lease and
+    // returns nullopt to compile (publish then marks the lease done; a build
+    // that ends without publishing releases it), or another machine holds
+    // it, and this one waits, at most $BEKC_REMOTE_WAIT, for its entry. A
+    // read-only machine waits for a lease it finds but takes none. Each wait
+    // is counted in `cache`'s statistics (store/stats.hpp).
+    std::optional<Entry> fetch_or_wait(Cache& cache, const std::string& direct_key,
+                                       const BaseDir& base = {});
     // After a local build: uploads the entry (from `cache`) and its direct
-    // record, unless read-only; paths under `base` go out relative to it.
+    // record, unless read-only; paths under `base` go out relative to it;
+    // then marks a lease this build holds done.
     void publish(const Cache& cache, const Entry& entry, const std::string& direct_key,
                  const DirectInputs& deps, const BaseDir& base = {});
     // And its portable record (after publish: the entry is there already).
@@ -167,10 +202,35 @@ class RemoteCache {
     void put_record(const Cache& cache, const std::string& url, const Entry& entry,
                     const DirectInputs& deps, const BaseDir& base);
 
+    // The lease protocol (lease_protocol.cpp).
+    struct HeldLease {
+        const Cache* cache;
+        std::string url;
+        Lease lease;
+        std::chrono::steady_clock::time_point taken;
+    };
+    enum class Claim { Won, Taken, Ignored, Failed };
+    struct Waited {
+        enum class End { Done, Gone, Absent, TimedOut, Failed } end = End::Failed;
+        Lease lease;
+    };
+    std::string lease_url(const std::string& direct_key, int generation) const;
+    std::optional<Entry> coordinate(Cache& cache, const std::string& direct_key,
+                                    const BaseDir& base);
+    Claim claim_lease(const Cache& cache, const std::string& url, const Scratch& scratch);
+    Waited wait_on_lease(const std::string& url, const Scratch& scratch,
+                         std::chrono::steady_clock::time_point deadline);
+    // GETs the lease at `url`: nullopt when absent, a Lease (state Released
+    // for a malformed one), or Failed through `failed`.
+    std::optional<Lease> read_lease(const std::string& url, const Scratch& scratch, bool& failed);
+    // Writes the held lease's last state and lets it go.
+    void end_lease(Lease::State state);
+
     RemoteConfig config_;
     Warn warn_;
-    std::string base_;                // config_.url without trailing '/'
-    std::optional<HttpClient> http_;  // empty: disabled or found unreachable
+    std::string base_;                 // config_.url without trailing '/'
+    std::optional<HttpClient> http_;   // empty: disabled or found unreachable
+    std::unique_ptr<HeldLease> held_;  // the lease this build took, until it ends
 };
 
 }  // namespace bekc

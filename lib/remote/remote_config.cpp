@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "remote/remote_cache.hpp"
+#include "remote/s3_target.hpp"
 #include "store/size.hpp"
 #include "util/text.hpp"
 
@@ -29,24 +30,31 @@ bool truthy(const std::optional<std::string>& v) {
 }
 
 // Why `c` cannot be used, or "".
+// A number of seconds from `least` to 3600, or nullopt.
+std::optional<int> seconds_of(const std::string& text, int least) {
+    int seconds = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+    if (ec != std::errc() || end != text.data() + text.size() || seconds < least || seconds > 3600)
+        return std::nullopt;
+    return seconds;
+}
+
 std::string problem_of(const RemoteConfig& c, const std::optional<std::string>& timeout,
-                       const std::optional<std::string>& max_entry) {
-    if (!starts_with_nocase(c.url, "http://") && !starts_with_nocase(c.url, "https://"))
-        return fmt::format("'{}' is not an http:// or https:// URL", display_url(c.url));
+                       const std::optional<std::string>& max_entry,
+                       const std::optional<std::string>& wait) {
+    if (!starts_with_nocase(c.url, "http://") && !starts_with_nocase(c.url, "https://") &&
+        !is_s3_url(c.url))
+        return fmt::format("'{}' is not an http://, https:// or s3:// URL", display_url(c.url));
     if (has_control_char(c.url) || c.url.find(' ') != std::string::npos)
         return "the URL contains spaces or control characters";
     // A line break would let the token add headers of its own.
     if (c.token && has_control_char(*c.token))
         return "$BEKC_REMOTE_TOKEN contains control characters";
-    if (timeout) {
-        int seconds = 0;
-        auto [end, ec] =
-            std::from_chars(timeout->data(), timeout->data() + timeout->size(), seconds);
-        if (ec != std::errc() || end != timeout->data() + timeout->size() || seconds < 1 ||
-            seconds > 3600)
-            return "$BEKC_REMOTE_TIMEOUT='" + *timeout +
-                   "' is not a number of seconds from 1 to 3600";
-    }
+    if (timeout && !seconds_of(*timeout, 1))
+        return "$BEKC_REMOTE_TIMEOUT='" + *timeout + "' is not a number of seconds from 1 to 3600";
+    if (wait && !seconds_of(*wait, 0))
+        return "$BEKC_REMOTE_WAIT='" + *wait +
+               "' is not a number of seconds from 0 (no waiting) to 3600";
     if (max_entry) {
         auto bytes = parse_size(*max_entry);
         if (!bytes) return "$BEKC_REMOTE_MAX_ENTRY_SIZE: " + bytes.error().message;
@@ -67,10 +75,20 @@ std::optional<RemoteConfig> remote_config(const std::optional<std::string>& flag
     c.token = env("BEKC_REMOTE_TOKEN");
     auto timeout = env("BEKC_REMOTE_TIMEOUT");
     auto max_entry = env("BEKC_REMOTE_MAX_ENTRY_SIZE");
+    auto wait = env("BEKC_REMOTE_WAIT");
     if (max_entry && max_entry->empty()) max_entry.reset();
-    c.problem = problem_of(c, timeout, max_entry);
-    if (c.problem.empty() && timeout) c.timeout = std::chrono::seconds(std::stoi(*timeout));
+    if (wait && wait->empty()) wait.reset();
+    c.problem = problem_of(c, timeout, max_entry, wait);
+    if (c.problem.empty() && timeout) c.timeout = std::chrono::seconds(*seconds_of(*timeout, 1));
     if (c.problem.empty() && max_entry) c.max_entry_bytes = *parse_size(*max_entry);
+    if (c.problem.empty() && wait) c.wait = std::chrono::seconds(*seconds_of(*wait, 0));
+    if (c.problem.empty() && is_s3_url(c.url)) {
+        auto target = s3_target(c.url, env);
+        if (target)
+            c.s3 = std::move(*target);
+        else
+            c.problem = target.error();
+    }
     return c;
 }
 

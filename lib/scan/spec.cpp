@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <iterator>
 
+#include "util/text.hpp"
+
 namespace bekc {
 
 const std::vector<AttrTypeInfo>& attr_types() {
@@ -89,21 +91,6 @@ constexpr CxxSpelling kCxxSpellings[] = {
     {"signed long long int", AttrType::Int64},
     {"unsigned long long int", AttrType::UInt64},
 };
-
-std::string fold_spaces(std::string_view s) {
-    std::string out;
-    bool space = false;
-    for (char c : s) {
-        if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
-            space = !out.empty();
-            continue;
-        }
-        if (space) out += ' ';
-        space = false;
-        out += c;
-    }
-    return out;
-}
 
 }  // namespace
 

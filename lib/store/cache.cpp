@@ -24,9 +24,21 @@ constexpr std::string_view kCacheDirTag =
     "# This file is a cache directory tag created by bekc.\n"
     "# For information about cache directory tags see https://bford.info/cachedir/\n";
 
-CacheError io_error(std::string message) {
-    return {CacheError::Kind::Io, std::move(message)};
-}
+// Runs `undo` when it goes out of scope: a staging directory goes whichever
+// way get_or_build or ensure_tree leaves, a builder's FatalError included, so
+// nothing half-built stays behind. (Once published, the directory is gone
+// from tmp/ and there is nothing left to remove.)
+template <typename Undo>
+class OnExit {
+  public:
+    explicit OnExit(Undo undo) : undo_(std::move(undo)) {}
+    OnExit(const OnExit&) = delete;
+    OnExit& operator=(const OnExit&) = delete;
+    ~OnExit() { undo_(); }
+
+  private:
+    Undo undo_;
+};
 
 nlohmann::json read_marker(const CacheDir& dir) {
     auto text = dir.read(kMarkerFile, 1 << 16);
@@ -170,18 +182,13 @@ std::expected<Entry, Miss> Cache::lookup(std::string_view key, bool repair) {
     return entry;
 }
 
-std::expected<FileLock, CacheError> Cache::lock(const fs::path& rel) const {
-    if (auto made = ensure_created(); !made) return std::unexpected(io_error(made.error().message));
-    auto lock = FileLock::acquire(dir(), rel, options_.lock_timeout);
-    if (!lock)
-        return std::unexpected(CacheError{
-            lock.error().timed_out ? CacheError::Kind::LockTimeout : CacheError::Kind::Io,
-            lock.error().message});
-    return std::move(*lock);
+std::expected<FileLock, Error> Cache::lock(const fs::path& rel) const {
+    if (auto made = ensure_created(); !made) return std::unexpected(made.error());
+    return FileLock::acquire(dir(), rel, options_.lock_timeout);
 }
 
-std::expected<BuildOutcome, CacheError> Cache::get_or_build(std::string_view key,
-                                                            const Builder& build, bool replace) {
+std::expected<BuildOutcome, Error> Cache::get_or_build(std::string_view key, const Builder& build,
+                                                       bool replace) {
     std::string repaired;
     if (!replace) {
         auto first = lookup(key);
@@ -205,48 +212,32 @@ std::expected<BuildOutcome, CacheError> Cache::get_or_build(std::string_view key
     }
     auto staging = make_staging(key);
     if (!staging) return std::unexpected(staging.error());
-    std::expected<void, Error> built;
-    try {
-        built = build(Staging(dir(), *staging));
-    } catch (...) {
-        (void)discard(*staging);  // the fatal path: nothing half-built stays behind
-        throw;
-    }
-    if (!built) {
-        (void)discard(*staging);
-        return std::unexpected(CacheError{CacheError::Kind::Builder, built.error().message});
-    }
+    OnExit remove_staging([&] { (void)discard(*staging); });
+    if (auto built = build(Staging(dir(), *staging)); !built) return std::unexpected(built.error());
     // Replacing (a corrupt entry, or --force): out of the way first, while
     // holding the key's lock.
-    if (replace || !repaired.empty()) {
-        if (auto d = discard(CacheLayout::entry(key)); !d) {
-            (void)discard(*staging);
-            return std::unexpected(io_error(d.error().message));
-        }
-    }
+    if (replace || !repaired.empty())
+        if (auto d = discard(CacheLayout::entry(key)); !d) return std::unexpected(d.error());
     auto entry = publish(*staging, key);
     if (!entry) return std::unexpected(entry.error());
     return BuildOutcome{*entry, false, repaired, replaced_sha256};
 }
 
-std::expected<fs::path, CacheError> Cache::make_staging(std::string_view what) const {
-    if (auto made = ensure_created(); !made) return std::unexpected(io_error(made.error().message));
+std::expected<fs::path, Error> Cache::make_staging(std::string_view what) const {
+    if (auto made = ensure_created(); !made) return std::unexpected(made.error());
     fs::path rel = CacheLayout::staging(what);
-    if (auto made = dir().make_dir(rel); !made)
-        return std::unexpected(io_error(made.error().message));
+    if (auto made = dir().make_dir(rel); !made) return std::unexpected(made.error());
     return rel;
 }
 
-std::expected<Entry, CacheError> Cache::publish(const fs::path& staging, std::string_view key) {
+// The caller removes `staging` when this fails.
+std::expected<Entry, Error> Cache::publish(const fs::path& staging, std::string_view key) {
     auto sealed = seal_entry(dir(), staging, key);
-    if (!sealed) {
-        (void)discard(staging);
+    if (!sealed)
         return std::unexpected(
-            CacheError{CacheError::Kind::Builder,
-                       "the build left an invalid cache entry: " + sealed.error().message});
-    }
+            std::move(sealed.error().within("the build left an invalid cache entry")));
     fs::path target = CacheLayout::entry(key);
-    std::string err;
+    Error failure;
     for (int attempt = 0; attempt < 3; ++attempt) {
         auto moved = dir().rename(staging, target);
         if (moved) {
@@ -255,19 +246,15 @@ std::expected<Entry, CacheError> Cache::publish(const fs::path& staging, std::st
             entry.library = entry.dir / sealed->library.filename();
             return entry;
         }
-        err = moved.error().message;
+        failure = std::move(moved.error());
         auto st = dir().stat(target);
         if (!st) break;
         // Someone published first; without working locks that can happen.
         auto theirs = check_entry(dir(), target, key, CheckLevel::Cheap);
-        if (theirs) {
-            (void)discard(staging);
-            return *theirs;
-        }
+        if (theirs) return *theirs;
         (void)discard(target);
     }
-    (void)discard(staging);
-    return std::unexpected(io_error(err));
+    return std::unexpected(std::move(failure));
 }
 
 std::expected<void, Error> Cache::discard(const fs::path& rel) const {
@@ -286,9 +273,8 @@ bool Cache::tree_ready(const fs::path& rel) const {
     return static_cast<bool>(check_seal(dir(), rel, CheckLevel::Cheap));
 }
 
-std::expected<fs::path, CacheError> Cache::ensure_tree(const fs::path& rel,
-                                                       const fs::path& lock_rel,
-                                                       const Builder& build, bool replace) {
+std::expected<fs::path, Error> Cache::ensure_tree(const fs::path& rel, const fs::path& lock_rel,
+                                                  const Builder& build, bool replace) {
     if (!replace && check_seal(dir(), rel, CheckLevel::Cheap)) return layout_.path(rel);
     auto lock = this->lock(lock_rel);
     if (!lock) return std::unexpected(lock.error());
@@ -296,35 +282,18 @@ std::expected<fs::path, CacheError> Cache::ensure_tree(const fs::path& rel,
         return layout_.path(rel);  // built meanwhile
     auto staging = make_staging("runtime");
     if (!staging) return std::unexpected(staging.error());
-    std::expected<void, Error> built;
-    try {
-        built = build(Staging(dir(), *staging));
-    } catch (...) {
-        (void)discard(*staging);
-        throw;
-    }
-    if (built) {
-        auto sealed = seal_dir(dir(), *staging, std::nullopt);
-        if (!sealed) built = std::unexpected(sealed.error());
-    }
-    if (!built) {
-        (void)discard(*staging);
-        return std::unexpected(CacheError{CacheError::Kind::Builder, built.error().message});
-    }
-    if (auto d = discard(rel); !d) {  // a damaged or replaced one
-        (void)discard(*staging);
-        return std::unexpected(io_error(d.error().message));
-    }
-    if (auto moved = dir().rename(*staging, rel); !moved) {
-        (void)discard(*staging);
-        return std::unexpected(io_error(moved.error().message));
-    }
+    OnExit remove_staging([&] { (void)discard(*staging); });
+    if (auto built = build(Staging(dir(), *staging)); !built) return std::unexpected(built.error());
+    if (auto sealed = seal_dir(dir(), *staging, std::nullopt); !sealed)
+        return std::unexpected(sealed.error());
+    if (auto d = discard(rel); !d) return std::unexpected(d.error());  // a damaged or replaced one
+    if (auto moved = dir().rename(*staging, rel); !moved) return std::unexpected(moved.error());
     return layout_.path(rel);
 }
 
 std::expected<fs::path, Error> Cache::make_scratch() const {
     auto staging = make_staging("scratch");
-    if (!staging) return fail(ErrorKind::Cache, staging.error().message);
+    if (!staging) return std::unexpected(staging.error());
     return layout_.path(*staging);
 }
 

@@ -65,12 +65,6 @@ struct Miss {
     std::string reason;  // Corrupt: what is wrong (the entry has been removed)
 };
 
-struct CacheError {
-    enum class Kind { Builder, LockTimeout, Io };
-    Kind kind = Kind::Io;
-    std::string message;
-};
-
 struct BuildOutcome {
     Entry entry;
     bool hit = false;      // no build ran in this process
@@ -98,7 +92,7 @@ class Staging {
 };
 
 // Writes the library, dependencies.json and both manifests (manifests last).
-// Its error is passed through as CacheError::Kind::Builder.
+// Its error is passed through as it is: kind, file, line and notes.
 using Builder = std::function<std::expected<void, Error>(const Staging& staging)>;
 
 struct EntryInfo {
@@ -168,19 +162,20 @@ class Cache {
     // The entry for `key`, running `build` when there is none: at most one
     // process per key builds, the others wait (up to lock_timeout) and use
     // its result. With `replace`, an existing entry is rebuilt and replaced.
-    std::expected<BuildOutcome, CacheError> get_or_build(std::string_view key, const Builder& build,
-                                                         bool replace = false);
+    std::expected<BuildOutcome, Error> get_or_build(std::string_view key, const Builder& build,
+                                                    bool replace = false);
 
-    // A lock on `rel` (a CacheLayout lock path), the cache created first.
-    std::expected<FileLock, CacheError> lock(const fs::path& rel) const;
+    // A lock on `rel` (a CacheLayout lock path), the cache created first;
+    // FileLock::acquire's error when it is not had within lock_timeout.
+    std::expected<FileLock, Error> lock(const fs::path& rel) const;
 
     // A sealed directory outside entries/ (the runtime trees): its absolute
     // path once it exists and passes its seal, built by `build` under the
     // lock `lock_rel` and published by rename when missing or damaged, or
     // always with `replace` (what `--force` compiled takes the place of
     // what the cache held).
-    std::expected<fs::path, CacheError> ensure_tree(const fs::path& rel, const fs::path& lock_rel,
-                                                    const Builder& build, bool replace = false);
+    std::expected<fs::path, Error> ensure_tree(const fs::path& rel, const fs::path& lock_rel,
+                                               const Builder& build, bool replace = false);
 
     // Whether the sealed directory `rel` exists and passes its seal.
     bool tree_ready(const fs::path& rel) const;
@@ -252,8 +247,8 @@ class Cache {
     std::string foreign_name() const;
 
     std::expected<Entry, Miss> probe(std::string_view key) const;
-    std::expected<Entry, CacheError> publish(const fs::path& staging, std::string_view key);
-    std::expected<fs::path, CacheError> make_staging(std::string_view what) const;
+    std::expected<Entry, Error> publish(const fs::path& staging, std::string_view key);
+    std::expected<fs::path, Error> make_staging(std::string_view what) const;
     // Renamed into tmp/ first (nobody sees it half deleted), then removed.
     std::expected<void, Error> discard(const fs::path& rel) const;
     std::expected<PruneReport, Error> prune_to(uint64_t max_bytes,

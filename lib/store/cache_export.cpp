@@ -17,7 +17,7 @@ std::vector<PortableBuild> portable_builds(const Cache& cache) {
         auto files = dir.list(CacheLayout::portable() / fan.name);
         if (!files) continue;
         for (const auto& f : *files) {
-            std::string pk = CacheLayout::key_of(fan.name, f.name, ".json");
+            std::string pk = CacheLayout::key_of(fan.name, f.name, CacheLayout::kRecordExtension);
             if (pk.empty() || !f.is_regular) continue;
             for (const auto& r :
                  read_direct_records(dir, CacheLayout::portable() / fan.name / f.name))

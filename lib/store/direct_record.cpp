@@ -1,394 +1,150 @@
 #include "store/direct_record.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <string_view>
 
-#include <nlohmann/json.hpp>
-
 #include "store/base_dir.hpp"
+#include "store/hash.hpp"
 #include "store/layout.hpp"
-#include "util/json_text.hpp"
-#include "util/text.hpp"
+#include "util/le_bytes.hpp"
 
 namespace bekc {
 
 namespace {
 
-// 2: "absent_dirs". A bekc that reads only 1 would skip them, and take the
-// paths they group for checked: it sees a 2 as a broken file (a miss). A 1
-// (no groups) reads as ever.
-constexpr int kRecordFormat = 2;
-constexpr int kOldestRecordFormat = 1;
+constexpr std::string_view kMagic = "bekc-rec";
+// 3: this binary format. 1 and 2 were JSON, in files named ….json.
+constexpr uint32_t kRecordFormat = 3;
+constexpr size_t kCheckBytes = 8;
 // Eight records of a few thousand headers each fit many times over.
 constexpr uint64_t kMaxRecordFileBytes = 64 << 20;
 
-using nlohmann::json;
-
-json to_json(const DirectRecord& record) {
-    json files = json::array();
-    for (const auto& f : record.files) {
-        files.push_back({{"path", f.path},
-                         {"size", f.stat.size},
-                         {"mtime_ns", f.stat.mtime_ns},
-                         {"ctime_ns", f.stat.ctime_ns},
-                         {"xxh128", f.xxh128}});
-    }
-    json dirs = json::array();
-    for (const auto& d : record.absent_dirs) {
-        dirs.push_back({{"path", d.dir},
-                        {"dev", d.stamp.dev},
-                        {"ino", d.stamp.ino},
-                        {"mtime_ns", d.stamp.mtime_ns},
-                        {"ctime_ns", d.stamp.ctime_ns},
-                        {"names", d.names}});
-    }
-    return {{"key", record.key},
-            {"written_ns", record.written_ns},
-            {"files", files},
-            {"absent", record.absent},
-            {"absent_dirs", dirs}};
+// The fields of a record, in the order they are in the file: the one
+// description of the format. The writer walks it over a const record,
+// appending each field; the reader walks it over an empty one, reading each
+// field back and checking it, and fails at the first that is not there or
+// not of its kind. So the reader reads exactly what the writer wrote.
+template <typename Io, typename Record>
+bool record_fields(Io& io, Record& r) {
+    return io.key(r.key) && io.i64(r.written_ns) && io.list(r.files, [&](auto& f) {
+        return io.path(f.path) && io.u64(f.stat.size) && io.i64(f.stat.mtime_ns) &&
+               io.i64(f.stat.ctime_ns) && io.flag(f.stat.is_regular) && io.hash(f.xxh128);
+    }) && io.list(r.absent, [&](auto& path) {
+        return io.path(path);
+    }) && io.list(r.absent_dirs, [&](auto& d) {
+        return io.path(d.dir) && io.u64(d.stamp.dev) && io.u64(d.stamp.ino) &&
+               io.i64(d.stamp.mtime_ns) && io.i64(d.stamp.ctime_ns) &&
+               io.list(d.names, [&](auto& name) { return io.name(name); });
+    });
 }
 
-// The record file as the lookup reads it, straight into records: a warm hit
-// reads one record file of a few hundred paths on every load, and building
-// nlohmann's document of it first took most of an in-process hit's time.
-// Reads the JSON grammar (any key order, unknown keys skipped, the last of
-// two equal keys wins, as nlohmann's parser), with integers only where the
-// writer puts integers; anything else fails, which the caller treats as a
-// broken file: a miss.
-class RecordReader {
+// Appends each field; never fails.
+class Writer {
   public:
-    explicit RecordReader(std::string_view text) : s_(text) {}
-
-    bool read(std::vector<DirectRecord>& out) {
-        bool format_seen = false, records_seen = false;
-        bool ok = object([&](const std::string& key) {
-            if (key == "format") {
-                int64_t format = 0;
-                return integer(format) &&
-                       (format_seen = format >= kOldestRecordFormat && format <= kRecordFormat);
-            }
-            if (key == "records") {
-                out.clear();
-                records_seen = true;
-                return array([&] {
-                    out.emplace_back();
-                    return record(out.back());
-                });
-            }
-            return skip_value();
-        });
-        skip_space();
-        return ok && format_seen && records_seen && i_ == s_.size();
+    bool u64(uint64_t v) {
+        for (int i = 0; i < 8; ++i) out_ += static_cast<char>(v >> (8 * i));
+        return true;
     }
+    bool i64(int64_t v) { return u64(static_cast<uint64_t>(v)); }
+    bool u32(uint32_t v) {
+        for (int i = 0; i < 4; ++i) out_ += static_cast<char>(v >> (8 * i));
+        return true;
+    }
+    bool flag(bool v) {
+        out_ += static_cast<char>(v ? 1 : 0);
+        return true;
+    }
+    bool bytes(std::string_view s) {
+        u32(static_cast<uint32_t>(s.size()));
+        out_.append(s);
+        return true;
+    }
+    bool key(const std::string& s) { return bytes(s); }
+    bool hash(const std::string& s) { return bytes(s); }
+    bool path(const std::string& s) { return bytes(s); }
+    bool name(const std::string& s) { return bytes(s); }
+    template <typename T, typename Element>
+    bool list(const std::vector<T>& items, Element&& element) {
+        u32(static_cast<uint32_t>(items.size()));
+        for (const T& item : items) element(item);
+        return true;
+    }
+
+    std::string& out() { return out_; }
 
   private:
-    bool record(DirectRecord& r) {
-        bool key = false, written = false, files = false, absent = false;
-        return object([&](const std::string& name) {
-                   if (name == "key") return key = string(r.key) && is_valid_key(r.key);
-                   if (name == "written_ns") return written = integer(r.written_ns);
-                   if (name == "files") {
-                       r.files.clear();
-                       return files = array([&] {
-                                  r.files.emplace_back();
-                                  return file(r.files.back());
-                              });
-                   }
-                   if (name == "absent") {
-                       r.absent.clear();
-                       return absent = array([&] {
-                                  r.absent.emplace_back();
-                                  return path(r.absent.back());
-                              });
-                   }
-                   if (name == "absent_dirs") {
-                       r.absent_dirs.clear();
-                       return array([&] {
-                           r.absent_dirs.emplace_back();
-                           return dir(r.absent_dirs.back());
-                       });
-                   }
-                   return skip_value();
-               }) &&
-               key && written && files && absent;
-    }
+    std::string out_;
+};
 
-    bool dir(AbsentDir& d) {
-        bool path = false, dev = false, ino = false, mtime = false, ctime = false, names = false;
-        return object([&](const std::string& name) {
-                   if (name == "path") return path = this->path(d.dir);
-                   if (name == "dev") return dev = unsigned_integer(d.stamp.dev);
-                   if (name == "ino") return ino = unsigned_integer(d.stamp.ino);
-                   if (name == "mtime_ns") return mtime = integer(d.stamp.mtime_ns);
-                   if (name == "ctime_ns") return ctime = integer(d.stamp.ctime_ns);
-                   if (name == "names") {
-                       d.names.clear();
-                       return names = array([&] {
-                                  d.names.emplace_back();
-                                  return string(d.names.back()) && is_name_below(d.names.back());
-                              });
-                   }
-                   return skip_value();
-               }) &&
-               path && dev && ino && mtime && ctime && names;
-    }
+// Reads each field back from bytes that may be anything: every read checks
+// that it lies inside them, and every string that it is of its kind.
+class Reader {
+  public:
+    explicit Reader(std::string_view in) : in_(in) {}
 
-    bool file(RecordedFile& f) {
-        bool path = false, size = false, mtime = false, ctime = false, hash = false;
-        f.stat.is_regular = true;
-        return object([&](const std::string& name) {
-                   if (name == "path") return path = this->path(f.path);
-                   if (name == "size") return size = unsigned_integer(f.stat.size);
-                   if (name == "mtime_ns") return mtime = integer(f.stat.mtime_ns);
-                   if (name == "ctime_ns") return ctime = integer(f.stat.ctime_ns);
-                   if (name == "xxh128") return hash = string(f.xxh128) && is_hex(f.xxh128, 32);
-                   return skip_value();
-               }) &&
-               path && size && mtime && ctime && hash;
+    bool u64(uint64_t& v) { return fixed(v, 8); }
+    bool i64(int64_t& v) {
+        uint64_t bits = 0;
+        if (!u64(bits)) return false;
+        v = static_cast<int64_t>(bits);
+        return true;
     }
-
-    // A path as the writer records it: absolute, or under the base directory
-    // ("$BEKC_BASE_DIR/..."), and without a NUL, which no file name holds
-    // (the system would take only what comes before it).
-    bool path(std::string& out) {
-        return string(out) && (out.starts_with('/') || out.starts_with(BaseDir::kToken)) &&
-               out.find('\0') == std::string::npos;
+    bool u32(uint32_t& v) {
+        uint64_t wide = 0;
+        if (!fixed(wide, 4)) return false;
+        v = static_cast<uint32_t>(wide);
+        return true;
     }
-
-    void skip_space() {
-        while (i_ < s_.size() &&
-               (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r'))
-            ++i_;
+    bool flag(bool& v) {
+        uint64_t byte = 0;
+        if (!fixed(byte, 1) || byte > 1) return false;
+        v = byte == 1;
+        return true;
     }
-
-    bool take(char c) {
-        skip_space();
-        if (i_ >= s_.size() || s_[i_] != c) return false;
-        ++i_;
+    bool key(std::string& s) { return bytes(s) && is_valid_key(s); }
+    bool hash(std::string& s) { return bytes(s) && is_hex(s, 32); }
+    // Absolute, or under the base directory, and without a NUL, which no file
+    // name holds (the system would take only what comes before it).
+    bool path(std::string& s) {
+        return bytes(s) && (s.starts_with('/') || s.starts_with(BaseDir::kToken)) &&
+               s.find('\0') == std::string::npos;
+    }
+    bool name(std::string& s) { return bytes(s) && is_name_below(s); }
+    template <typename T, typename Element>
+    bool list(std::vector<T>& items, Element&& element) {
+        uint32_t n = 0;
+        // Every item starts with a string's length: a count past the end
+        // fails here, and what is allocated up front stays small whatever
+        // the count says.
+        if (!u32(n) || n > (in_.size() - at_) / 4) return false;
+        items.clear();
+        items.reserve(std::min<size_t>(n, 1024));
+        for (uint32_t i = 0; i < n; ++i)
+            if (!element(items.emplace_back())) return false;
         return true;
     }
 
-    // `member(key)` reads the member's value.
-    template <typename Member>
-    bool object(Member&& member) {
-        if (!take('{')) return false;
-        if (take('}')) return true;
-        std::string key;
-        do {
-            if (!string(key) || !take(':') || !member(key)) return false;
-        } while (take(','));
-        return take('}');
-    }
+    bool at_end() const { return at_ == in_.size(); }
 
-    template <typename Element>
-    bool array(Element&& element) {
-        if (!take('[')) return false;
-        if (take(']')) return true;
-        do {
-            if (!element()) return false;
-        } while (take(','));
-        return take(']');
+  private:
+    bool fixed(uint64_t& v, unsigned width) {
+        std::optional<uint64_t> read = read_le(in_, at_, width);
+        if (!read) return false;
+        v = *read;
+        at_ += width;
+        return true;
     }
-
-    bool hex4(uint32_t& v) {
-        std::optional<uint32_t> digits = escape_digits(s_.substr(i_, 4));
-        if (!digits) return false;
-        i_ += 4;
-        v = *digits;
+    bool bytes(std::string& s) {
+        uint32_t n = 0;
+        if (!u32(n) || !span_fits(at_, n, in_.size())) return false;
+        s.assign(in_.substr(at_, n));
+        at_ += n;
         return true;
     }
 
-    static void append_utf8(std::string& out, uint32_t cp) {
-        if (cp < 0x80) {
-            out += static_cast<char>(cp);
-        } else if (cp < 0x800) {
-            out += static_cast<char>(0xC0 | (cp >> 6));
-            out += static_cast<char>(0x80 | (cp & 0x3F));
-        } else if (cp < 0x10000) {
-            out += static_cast<char>(0xE0 | (cp >> 12));
-            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-            out += static_cast<char>(0x80 | (cp & 0x3F));
-        } else {
-            out += static_cast<char>(0xF0 | (cp >> 18));
-            out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-            out += static_cast<char>(0x80 | (cp & 0x3F));
-        }
-    }
-
-    // One UTF-8 sequence at i_, copied to `out`.
-    bool utf8_sequence(std::string& out) {
-        size_t n = utf8_length_at(s_, i_);
-        out.append(s_.substr(i_, n));
-        i_ += n;
-        return n > 0;
-    }
-
-    bool string(std::string& out) {
-        if (!take('"')) return false;
-        out.clear();
-        while (i_ < s_.size()) {
-            size_t plain = i_;
-            while (plain < s_.size() && s_[plain] != '"' && s_[plain] != '\\' &&
-                   static_cast<unsigned char>(s_[plain]) >= 0x20 &&
-                   static_cast<unsigned char>(s_[plain]) < 0x80)
-                ++plain;
-            out.append(s_.substr(i_, plain - i_));
-            i_ = plain;
-            if (i_ >= s_.size()) return false;
-            unsigned char c = static_cast<unsigned char>(s_[i_]);
-            if (c == '"') {
-                ++i_;
-                return true;
-            }
-            if (c < 0x20) return false;
-            if (c >= 0x80) {
-                if (!utf8_sequence(out)) return false;
-                continue;
-            }
-            if (++i_ >= s_.size()) return false;  // the backslash
-            char e = s_[i_++];
-            switch (e) {
-                case '"':
-                    out += '"';
-                    break;
-                case '\\':
-                    out += '\\';
-                    break;
-                case '/':
-                    out += '/';
-                    break;
-                case 'b':
-                    out += '\b';
-                    break;
-                case 'f':
-                    out += '\f';
-                    break;
-                case 'n':
-                    out += '\n';
-                    break;
-                case 'r':
-                    out += '\r';
-                    break;
-                case 't':
-                    out += '\t';
-                    break;
-                case 'u': {
-                    uint32_t cp = 0;
-                    if (!hex4(cp)) return false;
-                    // A lone low surrogate: a byte that is not UTF-8
-                    // (util/json_text.hpp), or not a record file.
-                    if (cp >= 0xDC00 && cp <= 0xDFFF) {
-                        std::optional<char> byte = escaped_byte(cp);
-                        if (!byte) return false;
-                        out += *byte;
-                        break;
-                    }
-                    if (cp >= 0xD800 && cp <= 0xDBFF) {
-                        uint32_t low = 0;
-                        if (s_.size() - i_ < 2 || s_[i_] != '\\' || s_[i_ + 1] != 'u') return false;
-                        i_ += 2;
-                        if (!hex4(low) || low < 0xDC00 || low > 0xDFFF) return false;
-                        cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-                    }
-                    append_utf8(out, cp);
-                    break;
-                }
-                default:
-                    return false;
-            }
-        }
-        return false;
-    }
-
-    // A JSON integer: no fraction, no exponent, within uint64_t; `negative`
-    // tells its sign.
-    bool magnitude(uint64_t& v, bool& negative) {
-        skip_space();
-        negative = i_ < s_.size() && s_[i_] == '-';
-        if (negative) ++i_;
-        size_t start = i_;
-        v = 0;
-        while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') {
-            auto digit = static_cast<uint64_t>(s_[i_] - '0');
-            if (v > (UINT64_MAX - digit) / 10) return false;
-            v = v * 10 + digit;
-            ++i_;
-        }
-        size_t digits = i_ - start;
-        if (digits == 0 || (digits > 1 && s_[start] == '0')) return false;
-        return i_ >= s_.size() || (s_[i_] != '.' && s_[i_] != 'e' && s_[i_] != 'E');
-    }
-
-    bool unsigned_integer(uint64_t& out) {
-        bool negative = false;
-        return magnitude(out, negative) && !negative;
-    }
-
-    bool integer(int64_t& out) {
-        uint64_t v = 0;
-        bool negative = false;
-        if (!magnitude(v, negative)) return false;
-        if (negative ? v > uint64_t(INT64_MAX) + 1 : v > uint64_t(INT64_MAX)) return false;
-        out = negative ? static_cast<int64_t>(0 - v) : static_cast<int64_t>(v);
-        return true;
-    }
-
-    bool literal(std::string_view word) {
-        skip_space();
-        if (s_.substr(i_, word.size()) != word) return false;
-        i_ += word.size();
-        return true;
-    }
-
-    // A value of a key the reader does not use; a number in full JSON form.
-    bool skip_value(int depth = 0) {
-        if (depth > 64) return false;
-        skip_space();
-        if (i_ >= s_.size()) return false;
-        switch (s_[i_]) {
-            case '{':
-                return object([&](const std::string&) { return skip_value(depth + 1); });
-            case '[':
-                return array([&] { return skip_value(depth + 1); });
-            case '"': {
-                std::string ignored;
-                return string(ignored);
-            }
-            case 't':
-                return literal("true");
-            case 'f':
-                return literal("false");
-            case 'n':
-                return literal("null");
-            default:
-                return skip_number();
-        }
-    }
-
-    bool skip_number() {
-        auto digits = [&] {
-            size_t start = i_;
-            while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') ++i_;
-            return i_ > start;
-        };
-        if (i_ < s_.size() && s_[i_] == '-') ++i_;
-        if (i_ < s_.size() && s_[i_] == '0')
-            ++i_;
-        else if (!digits())
-            return false;
-        if (i_ < s_.size() && s_[i_] == '.' && (++i_, !digits())) return false;
-        if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
-            ++i_;
-            if (i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-')) ++i_;
-            if (!digits()) return false;
-        }
-        return true;
-    }
-
-    std::string_view s_;
-    size_t i_ = 0;
+    std::string_view in_;
+    size_t at_ = 0;
 };
 
 }  // namespace
@@ -404,23 +160,39 @@ bool is_name_below(std::string_view name) {
     }
 }
 
-std::vector<DirectRecord> parse_direct_records(std::string_view text) {
+std::string encode_direct_records(const std::vector<DirectRecord>& records) {
+    Writer w;
+    w.out().append(kMagic);
+    w.u32(kRecordFormat);
+    w.list(records, [&](const DirectRecord& r) { return record_fields(w, r); });
+    w.u64(xxh3_64(w.out()));
+    return std::move(w.out());
+}
+
+std::optional<std::vector<DirectRecord>> decode_direct_records(std::string_view bytes) {
+    if (bytes.size() < kMagic.size() + 4 + kCheckBytes || !bytes.starts_with(kMagic))
+        return std::nullopt;
+    std::string_view body = bytes.substr(0, bytes.size() - kCheckBytes);
+    if (read_le(bytes, body.size(), kCheckBytes) != xxh3_64(body)) return std::nullopt;
+    Reader r(body.substr(kMagic.size()));
+    uint32_t format = 0;
     std::vector<DirectRecord> records;
-    if (!RecordReader(text).read(records)) return {};
+    if (!r.u32(format) || format != kRecordFormat ||
+        !r.list(records, [&](DirectRecord& record) { return record_fields(r, record); }) ||
+        !r.at_end())
+        return std::nullopt;
     return records;
 }
 
 std::vector<DirectRecord> read_direct_records(const CacheDir& cache, const fs::path& file) {
-    auto text = cache.read(file, kMaxRecordFileBytes);
-    if (!text) return {};
-    return parse_direct_records(*text);
+    auto bytes = cache.read(file, kMaxRecordFileBytes);
+    if (!bytes) return {};
+    return decode_direct_records(*bytes).value_or(std::vector<DirectRecord>{});
 }
 
 std::expected<void, Error> write_direct_records(const CacheDir& cache, const fs::path& file,
                                                 const std::vector<DirectRecord>& records) {
-    json j = {{"format", kRecordFormat}, {"records", json::array()}};
-    for (const auto& r : records) j["records"].push_back(to_json(r));
-    return cache.write(file, dump_json(j) + "\n");
+    return cache.write(file, encode_direct_records(records));
 }
 
 }  // namespace bekc

@@ -161,6 +161,10 @@ std::string xxh128_hex(std::string_view bytes) {
     return xxh_to_hex(XXH3_128bits(bytes.data(), bytes.size()));
 }
 
+uint64_t xxh3_64(std::string_view bytes) {
+    return XXH3_64bits(bytes.data(), bytes.size());
+}
+
 std::expected<std::string, Error> xxh128_file(const std::filesystem::path& path) {
     return with_file(path, [&](int fd) { return xxh128_fd(fd, path); });
 }

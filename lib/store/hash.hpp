@@ -4,6 +4,7 @@
 // and nobody is trying to forge a collision.
 #pragma once
 
+#include <cstdint>
 #include <expected>
 #include <filesystem>
 #include <string>
@@ -26,6 +27,8 @@ std::expected<std::string, Error> sha256_fd(int fd, const std::filesystem::path&
 std::string xxh128_hex(std::string_view bytes);
 std::expected<std::string, Error> xxh128_file(const std::filesystem::path& path);
 std::expected<std::string, Error> xxh128_fd(int fd, const std::filesystem::path& shown);
+// XXH3-64: the check that ends a record file (store/direct_record.hpp).
+uint64_t xxh3_64(std::string_view bytes);
 
 // One read of a file for both keys: the full key's SHA-256 and direct mode's
 // XXH3-128 of the same bytes, and what fstat said before the first read.

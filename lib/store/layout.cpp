@@ -54,11 +54,11 @@ fs::path CacheLayout::lock(std::string_view key) {
 }
 
 fs::path CacheLayout::direct_record(std::string_view direct_key) {
-    return fan_out(direct(), direct_key, ".json");
+    return fan_out(direct(), direct_key, kRecordExtension);
 }
 
 fs::path CacheLayout::portable_record(std::string_view portable_key) {
-    return fan_out(portable(), portable_key, ".json");
+    return fan_out(portable(), portable_key, kRecordExtension);
 }
 
 fs::path CacheLayout::history_record(std::string_view inputs_id) {

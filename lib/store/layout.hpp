@@ -18,8 +18,9 @@
 //       target.json           where the library runs (store/target_file.hpp):
 //                             its SASS and PTX, the CUDA release, the machine
 //       last-use              empty; its mtime is the entry's last hit (LRU)
-//     direct/ab/cdef….json    direct-mode records for one direct key
-//     portable/ab/cdef….json  the same records for one portable key: the
+//     direct/ab/cdef….rec     direct-mode records for one direct key
+//                             (binary: store/direct_record.hpp)
+//     portable/ab/cdef….rec   the same records for one portable key: the
 //                             inputs and options, without the toolchain
 //                             (graph/keys.hpp, portable_key_builder), for a
 //                             hit where no compiler is found
@@ -89,6 +90,12 @@ bool is_valid_key(std::string_view key);
 // True for n lowercase hex digits.
 bool is_hex(std::string_view s, size_t n);
 
+// A folder of record files named by a key, and how their names end.
+struct RecordFolder {
+    fs::path dir;
+    std::string_view extension;
+};
+
 class CacheLayout {
   public:
     explicit CacheLayout(fs::path root, CacheAccess access = CacheAccess::ReadWrite)
@@ -102,9 +109,20 @@ class CacheLayout {
     static fs::path entries() { return "entries"; }
     static fs::path direct() { return "direct"; }
     static fs::path portable() { return "portable"; }
-    // Every folder of record files named by a key: the direct and portable
-    // records, and the build history.
-    static std::vector<fs::path> record_dirs() { return {direct(), portable(), history()}; }
+    // How the names of direct and portable records end (binary,
+    // store/direct_record.hpp).
+    static constexpr std::string_view kRecordExtension = ".rec";
+    // Every folder of record files named by a key, with how their names end:
+    // the direct and portable records, and the build history.
+    static std::vector<RecordFolder> record_folders() {
+        return {{direct(), kRecordExtension}, {portable(), kRecordExtension}, {history(), ".json"}};
+    }
+    // The direct and portable records of an older bekc, JSON files named
+    // "….json" (record formats 1 and 2), which this one never reads: clear
+    // and prune remove them with the others, verify as records of no use.
+    static std::vector<RecordFolder> old_record_folders() {
+        return {{direct(), ".json"}, {portable(), ".json"}};
+    }
     static fs::path locks() { return "locks"; }
     static fs::path tmp() { return "tmp"; }
     static fs::path runtime() { return "runtime"; }
@@ -166,7 +184,7 @@ class CacheLayout {
     static fs::path trash();
 
     // The key an entries/ab/<rest> directory or a locks/ab/<rest>.lock or
-    // direct/ab/<rest>.json file stands for, from its two last components, or
+    // direct/ab/<rest>.rec file stands for, from its two last components, or
     // "" when they are not one of ours.
     static std::string key_of(std::string_view fan, std::string_view name,
                               std::string_view extension);

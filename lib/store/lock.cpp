@@ -78,10 +78,22 @@ std::string holder_of(const CacheDir& dir, const fs::path& rel) {
     return line.empty() ? "another process" : line;
 }
 
+Error timed_out(const CacheDir& dir, const fs::path& rel, milliseconds timeout) {
+    return Error::make(
+               ErrorKind::Cache,
+               fmt::format("gave up after {:.1f} s waiting for the cache lock {}, held by {}",
+                           std::chrono::duration<double>(timeout).count(), dir.path(rel).string(),
+                           holder_of(dir, rel)))
+        .note(
+            "another bekc process is building the same cache entry: let it finish or stop it, "
+            "then run again (a lock whose holder died is released by the kernel, so a lock that "
+            "stays held means its holder is still running)");
+}
+
 }  // namespace
 
-std::expected<FileLock, LockError> FileLock::acquire(const CacheDir& dir, const fs::path& rel,
-                                                     milliseconds timeout) {
+std::expected<FileLock, Error> FileLock::acquire(const CacheDir& dir, const fs::path& rel,
+                                                 milliseconds timeout) {
     auto deadline = Clock::now() + timeout;
     milliseconds delay = kFirstPoll;
     for (;;) {
@@ -90,22 +102,11 @@ std::expected<FileLock, LockError> FileLock::acquire(const CacheDir& dir, const 
             record_holder(attempt.fd);
             return FileLock(dir, rel, attempt.fd);
         }
-        if (!attempt.busy) return std::unexpected(LockError{false, attempt.error});
+        if (!attempt.busy) return fail(ErrorKind::Cache, attempt.error);
         // Ctrl-C during a wait of up to minutes: stop waiting.
-        if (interrupted_by()) return std::unexpected(LockError{false, "interrupted"});
+        if (auto go_on = check_interrupted(); !go_on) return std::unexpected(go_on.error());
         auto now = Clock::now();
-        if (now >= deadline) {
-            return std::unexpected(LockError{
-                true,
-                fmt::format(
-                    "gave up after {:.1f} s waiting for the cache lock {}, held by {}. Another "
-                    "bekc "
-                    "process is building the same cache entry: let it finish or stop it, then run "
-                    "again. (A lock whose holder died is released by the kernel, so a lock that "
-                    "stays held means its holder is still running.)",
-                    std::chrono::duration<double>(timeout).count(), dir.path(rel).string(),
-                    holder_of(dir, rel))});
-        }
+        if (now >= deadline) return std::unexpected(timed_out(dir, rel, timeout));
         std::this_thread::sleep_for(std::min<Clock::duration>(delay, deadline - now));
         delay = std::min(delay * 2, kLongestPoll);
     }

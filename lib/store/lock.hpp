@@ -19,23 +19,21 @@
 #include <string>
 
 #include "store/cache_dir.hpp"
+#include "util/error.hpp"
 
 namespace bekc {
-
-struct LockError {
-    bool timed_out = false;  // false: the lock file could not be opened or locked
-    std::string message;
-};
 
 class FileLock {
   public:
     // Waits up to `timeout` for the lock on `rel` in `dir`, creating the file
     // (and its parent directories) when missing; a link there is an error,
-    // never followed. The error names the lock file, the holder (pid and host,
-    // which the holder writes into the file) and the timeout.
-    static std::expected<FileLock, LockError> acquire(const CacheDir& dir,
-                                                      const std::filesystem::path& rel,
-                                                      std::chrono::milliseconds timeout);
+    // never followed. The error, of kind Cache, names the lock file, and when
+    // the wait timed out the holder (pid and host, which the holder writes
+    // into the file) and the timeout, with a note on what to do; of kind
+    // Interrupted when a signal ended the wait (run/interrupt.hpp).
+    static std::expected<FileLock, Error> acquire(const CacheDir& dir,
+                                                  const std::filesystem::path& rel,
+                                                  std::chrono::milliseconds timeout);
     // Takes the lock only if it is free right now.
     static std::optional<FileLock> try_acquire(const CacheDir& dir,
                                                const std::filesystem::path& rel);

@@ -68,6 +68,19 @@ std::string manifest_name(const CacheDir& dir, const fs::path& entry) {
     return j.is_object() && it != j.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
+// Every record file's folder and ending, an older bekc's records included:
+// what clear and prune remove.
+std::vector<RecordFolder> all_record_folders() {
+    auto all = CacheLayout::record_folders();
+    for (auto& old : CacheLayout::old_record_folders()) all.push_back(std::move(old));
+    return all;
+}
+
+// The check of a file no record of this bekc's is in.
+bool no_record_is_valid(const CacheDir&, const fs::path&) {
+    return false;
+}
+
 // A candidate for prune: an entry or a direct record, oldest use first.
 struct Item {
     std::string key;
@@ -166,7 +179,7 @@ std::expected<CacheStats, Error> Cache::stats() const {
                        ++stats.entries;
                        stats.entry_bytes += dir().tree_bytes(rel);
                    });
-    for_each_keyed(dir(), CacheLayout::direct(), ".json", Items::Files,
+    for_each_keyed(dir(), CacheLayout::direct(), CacheLayout::kRecordExtension, Items::Files,
                    [&](const std::string&, const fs::path&) { ++stats.direct_records; });
     stats.bytes = *ok ? dir().tree_bytes("") : 0;
     return stats;
@@ -188,8 +201,8 @@ std::expected<size_t, Error> Cache::clear(const std::optional<std::string>& name
                        }
                    });
     if (!name && error.empty()) {
-        for (const fs::path& records : CacheLayout::record_dirs())
-            for_each_keyed(dir(), records, ".json", Items::Any,
+        for (const RecordFolder& records : all_record_folders())
+            for_each_keyed(dir(), records.dir, records.extension, Items::Any,
                            [&](const std::string&, const fs::path& rel) {
                                if (auto d = discard(rel); !d && error.empty())
                                    error = d.error().message;
@@ -245,9 +258,9 @@ std::expected<PruneReport, Error> Cache::prune_to(uint64_t max_bytes,
                        items.push_back(
                            {key, rel, dir().tree_bytes(rel), last_use_of(dir(), rel), false, true});
                    });
-    for (const fs::path& records : CacheLayout::record_dirs())
+    for (const RecordFolder& records : all_record_folders())
         for_each_keyed(
-            dir(), records, ".json", Items::Files,
+            dir(), records.dir, records.extension, Items::Files,
             [&](const std::string& key, const fs::path& rel) {
                 auto st = dir().stat(rel);
                 items.push_back({key, rel, st ? st->file.size : 0, mtime_of(dir(), rel), false});
@@ -375,9 +388,10 @@ std::expected<VerifyReport, Error> Cache::verify() {
     }
     // A record is a regular file (lstat): a directory, FIFO or link in its
     // place is removed too (a link itself, never what it names).
-    auto check_records = [&](const fs::path& top, bool (*valid)(const CacheDir&, const fs::path&),
+    auto check_records = [&](const RecordFolder& top,
+                             bool (*valid)(const CacheDir&, const fs::path&),
                              const std::string& what) {
-        for_each_keyed(dir(), top, ".json", Items::Any,
+        for_each_keyed(dir(), top.dir, top.extension, Items::Any,
                        [&](const std::string&, const fs::path& rel) {
                            ++report.checked_other;
                            auto st = dir().stat(rel);
@@ -385,9 +399,14 @@ std::expected<VerifyReport, Error> Cache::verify() {
                                remove_bad(rel, what, true);
                        });
     };
-    check_records(CacheLayout::direct(), direct_file_is_valid, "not a direct-mode record");
-    check_records(CacheLayout::portable(), direct_file_is_valid, "not a portable record");
-    check_records(CacheLayout::history(), history_file_is_valid, "not a build history record");
+    const std::string_view rec = CacheLayout::kRecordExtension;
+    check_records({CacheLayout::direct(), rec}, direct_file_is_valid, "not a direct-mode record");
+    check_records({CacheLayout::portable(), rec}, direct_file_is_valid, "not a portable record");
+    check_records({CacheLayout::history(), ".json"}, history_file_is_valid,
+                  "not a build history record");
+    for (const RecordFolder& old : CacheLayout::old_record_folders())
+        check_records(old, no_record_is_valid,
+                      "a record of an older bekc, which this one never reads");
     for (const fs::path& memo : CacheLayout::root_json_files()) {
         auto st = dir().stat(memo);
         if (!st) continue;
@@ -445,10 +464,10 @@ std::expected<size_t, Error> Cache::remove_stale_temps() const {
     // What killed writers left beside their targets ("X.tmp.<suffix>"):
     // in the root (memos, the marker) and among the direct and history records.
     std::vector<fs::path> dirs{""};
-    for (const fs::path& records : CacheLayout::record_dirs())
-        if (auto fans = dir().list(records))
+    for (const RecordFolder& records : CacheLayout::record_folders())
+        if (auto fans = dir().list(records.dir))
             for (const auto& fan : *fans)
-                if (fan.is_dir && is_hex(fan.name, 2)) dirs.push_back(records / fan.name);
+                if (fan.is_dir && is_hex(fan.name, 2)) dirs.push_back(records.dir / fan.name);
     for (const auto& d : dirs) {
         auto names = dir().list(d);
         if (!names) continue;

@@ -60,7 +60,7 @@ std::expected<fs::path, Error> materialize_runtime_headers(const fs::path& cache
             }
             return {};
         });
-    if (!tree) return fail(ErrorKind::Cache, tree.error().message);
+    if (!tree) return std::unexpected(tree.error());
     return *tree;
 }
 
@@ -82,7 +82,7 @@ std::expected<void, Error> publish_runtime_object(const RuntimeObjectId& id,
     auto tree = cache.ensure_tree(
         object_dir(id), CacheLayout::runtime_object_lock(headers_hash16(), compiler_hash16(id)),
         [&](const Staging& staging) { return staging.move_in("bekc_rt.o", built); });
-    if (!tree) return fail(ErrorKind::Cache, tree.error().message);
+    if (!tree) return std::unexpected(tree.error());
     return {};
 }
 

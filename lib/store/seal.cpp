@@ -1,5 +1,8 @@
 #include "store/seal.hpp"
 
+#include <optional>
+#include <type_traits>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -75,35 +78,74 @@ std::expected<std::optional<LibraryStamp>, Error> check_library(const CacheDir& 
     return LibraryStamp{stamp.name, now->file, digest->xxh128};
 }
 
+// The member `name` of the object `j` when it holds a T: a string, or an
+// integer that T holds (a size is never negative).
+template <typename T>
+std::optional<T> member(const json& j, const char* name) {
+    auto it = j.find(name);
+    if (it == j.end()) return std::nullopt;
+    if constexpr (std::is_same_v<T, std::string>) {
+        if (it->is_string()) return it->get<std::string>();
+    } else if constexpr (std::is_unsigned_v<T>) {
+        if (it->is_number_unsigned()) return it->get<T>();
+    } else {
+        if (it->is_number_unsigned() && it->get<uint64_t>() <= uint64_t(INT64_MAX))
+            return it->get<T>();
+        if (it->is_number_integer() && !it->is_number_unsigned()) return it->get<T>();
+    }
+    return std::nullopt;
+}
+
+std::optional<SealedFile> sealed_file(const std::string& name, const json& f) {
+    if (!f.is_object()) return std::nullopt;
+    auto size = member<uint64_t>(f, "size");
+    auto sha256 = member<std::string>(f, "sha256");
+    // A name the seal may hold: a path below the directory.
+    fs::path p(name);
+    if (!size || !sha256 || sha256->size() != 64 || p.is_absolute() ||
+        name.find("..") != std::string::npos)
+        return std::nullopt;
+    return SealedFile{*size, std::move(*sha256)};
+}
+
+std::optional<LibraryStamp> library_stamp(const json& lib) {
+    if (!lib.is_object()) return std::nullopt;
+    auto name = member<std::string>(lib, "name");
+    auto size = member<uint64_t>(lib, "size");
+    auto mtime = member<int64_t>(lib, "mtime_ns");
+    auto ctime = member<int64_t>(lib, "ctime_ns");
+    auto xxh128 = member<std::string>(lib, "xxh128");
+    if (!name || !size || !mtime || !ctime || !xxh128) return std::nullopt;
+    return LibraryStamp{std::move(*name), FileStat{*size, *mtime, *ctime, true},
+                        std::move(*xxh128)};
+}
+
+// The seal stamp.json's JSON describes, or nullopt when it is not one.
+std::optional<Seal> seal_of(const json& j) {
+    if (!j.is_object() || member<uint64_t>(j, "seal") != 1u) return std::nullopt;
+    auto files = j.find("files");
+    if (files == j.end() || !files->is_object()) return std::nullopt;
+    Seal seal;
+    for (const auto& [name, f] : files->items()) {
+        auto file = sealed_file(name, f);
+        if (!file) return std::nullopt;
+        seal.files[name] = std::move(*file);
+    }
+    if (auto lib = j.find("library"); lib != j.end()) {
+        seal.library = library_stamp(*lib);
+        if (!seal.library || !seal.files.count(seal.library->name)) return std::nullopt;
+    }
+    return seal;
+}
+
 }  // namespace
 
 std::expected<Seal, Error> Seal::read(const CacheDir& cache, const fs::path& dir) {
     auto text = cache.read(dir / kStampFile, kMaxSealBytes);
     if (!text) return fail(ErrorKind::Cache, std::string(kStampFile) + " is missing or unreadable");
-    auto j = parse_json(*text).value_or(nullptr);
-    try {
-        if (!j.is_object() || j.at("seal") != 1) throw std::runtime_error("format");
-        Seal seal;
-        for (const auto& [name, f] : j.at("files").items())
-            seal.files[name] = {f.at("size").get<uint64_t>(), f.at("sha256").get<std::string>()};
-        if (auto lib = j.find("library"); lib != j.end()) {
-            LibraryStamp s;
-            s.name = lib->at("name").get<std::string>();
-            s.stat = FileStat{lib->at("size").get<uint64_t>(), lib->at("mtime_ns").get<int64_t>(),
-                              lib->at("ctime_ns").get<int64_t>(), true};
-            s.xxh128 = lib->at("xxh128").get<std::string>();
-            if (!seal.files.count(s.name)) throw std::runtime_error("library");
-            seal.library = s;
-        }
-        for (const auto& [name, f] : seal.files) {
-            fs::path p(name);
-            if (p.is_absolute() || name.find("..") != std::string::npos || f.sha256.size() != 64)
-                throw std::runtime_error("name");
-        }
-        return seal;
-    } catch (const std::exception&) {
-        return fail(ErrorKind::Cache, std::string(kStampFile) + " is not a seal");
-    }
+    auto seal = seal_of(parse_json(*text).value_or(nullptr));
+    if (!seal) return fail(ErrorKind::Cache, std::string(kStampFile) + " is not a seal");
+    return std::move(*seal);
 }
 
 std::expected<void, Error> Seal::write(const CacheDir& cache, const fs::path& dir) const {

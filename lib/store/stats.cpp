@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <iterator>
 
@@ -34,15 +35,58 @@ std::expected<void, Error> write_counters(const CacheDir& cache, const BuildCoun
                         {"remote_hits", c.remote_hits},
                         {"misses", c.misses},
                         {"errors", c.errors},
+                        {"remote_waits", c.remote_waits},
+                        {"remote_waits_served", c.remote_waits_served},
+                        {"wait_ms", c.wait_ms},
+                        {"saved_ms", c.saved_ms},
                         {"zeroed_at", c.zeroed_at}};
     return cache.write(CacheLayout::stats_file(), dump_json(j) + "\n");
 }
 
 constexpr const char* kCounters[] = {"local_hits", "remote_hits", "misses", "errors"};
+// Read back from stats.json with the counters; added up from the waits' tally.
+constexpr const char* kWaitCounters[] = {"remote_waits", "remote_waits_served", "wait_ms",
+                                         "saved_ms"};
+constexpr const char* kWaitTally = "remote_waits";
 
 uint64_t& field(BuildCounters& c, size_t i) {
     uint64_t* fields[] = {&c.local_hits, &c.remote_hits, &c.misses, &c.errors};
     return *fields[i];
+}
+
+uint64_t& wait_field(BuildCounters& c, size_t i) {
+    uint64_t* fields[] = {&c.remote_waits, &c.remote_waits_served, &c.wait_ms, &c.saved_ms};
+    return *fields[i];
+}
+
+// The waits' tally: one line "<served 0|1> <wait ms> <saved ms>" per wait.
+// A line cut short (a crash mid-write) or garbled counts for nothing.
+void add_wait_lines(BuildCounters& c, std::string_view text) {
+    for (size_t pos = 0; pos < text.size();) {
+        size_t nl = text.find('\n', pos);
+        if (nl == std::string_view::npos) break;
+        unsigned long long served = 0, wait = 0, saved = 0;
+        std::string line(text.substr(pos, nl - pos));
+        pos = nl + 1;
+        char extra = 0;
+        if (std::sscanf(line.c_str(), "%llu %llu %llu %c", &served, &wait, &saved, &extra) != 3 ||
+            served > 1)
+            continue;
+        c.remote_waits += 1;
+        c.remote_waits_served += served;
+        c.wait_ms += wait;
+        c.saved_ms += saved;
+    }
+}
+
+// The waits' tally read and, with `take`, emptied.
+void wait_tally(const CacheDir& cache, BuildCounters& c, bool take) {
+    fs::path rel = CacheLayout::stats_tally(kWaitTally);
+    auto text = cache.read(rel, 1 << 20);
+    if (!text) return;
+    add_wait_lines(c, *text);
+    if (!take) return;
+    if (auto fd = cache.open_rw(rel)) (void)::ftruncate(fd->get(), 0);
 }
 
 // A tally's length and, with `take`, the tally emptied.
@@ -62,6 +106,8 @@ BuildCounters read_folded(const CacheDir& cache) {
     if (!j.is_object()) return {};
     BuildCounters c;
     for (size_t i = 0; i < std::size(kCounters); ++i) field(c, i) = count_of(j, kCounters[i]);
+    for (size_t i = 0; i < std::size(kWaitCounters); ++i)
+        wait_field(c, i) = count_of(j, kWaitCounters[i]);
     if (auto it = j.find("zeroed_at"); it != j.end() && it->is_number_integer())
         c.zeroed_at = it->get<int64_t>();
     return c;
@@ -76,6 +122,11 @@ std::expected<void, Error> fold(const CacheDir& cache, const FileLock& /*held*/,
         uint64_t n = tally(cache, i, true);
         if (!zero) field(c, i) += n;
     }
+    BuildCounters waits;
+    wait_tally(cache, waits, true);
+    if (!zero)
+        for (size_t i = 0; i < std::size(kWaitCounters); ++i)
+            wait_field(c, i) += wait_field(waits, i);
     if (zero)
         c.zeroed_at = std::chrono::duration_cast<std::chrono::seconds>(
                           std::chrono::system_clock::now().time_since_epoch())
@@ -91,7 +142,20 @@ constexpr uint64_t kFoldAt = 4096;
 BuildCounters read_counters(const CacheDir& cache) {
     BuildCounters c = read_folded(cache);
     for (size_t i = 0; i < std::size(kCounters); ++i) field(c, i) += tally(cache, i, false);
+    wait_tally(cache, c, false);
     return c;
+}
+
+std::expected<void, Error> count_remote_wait(const CacheDir& cache, bool served, uint64_t wait_ms,
+                                             uint64_t saved_ms) {
+    std::string line = std::to_string(served ? 1 : 0) + " " + std::to_string(wait_ms) + " " +
+                       std::to_string(saved_ms) + "\n";
+    auto size = cache.append(CacheLayout::stats_tally(kWaitTally), line);
+    if (!size) return std::unexpected(size.error());
+    if (*size < kFoldAt * 8) return {};
+    auto lock = FileLock::try_acquire(cache, stats_lock());
+    if (!lock) return {};
+    return fold(cache, *lock, false);
 }
 
 std::expected<void, Error> count_build(const CacheDir& cache, BuildCount what) {
@@ -110,7 +174,7 @@ std::expected<void, Error> count_build(const CacheDir& cache, BuildCount what) {
 
 std::expected<void, Error> zero_counters(const CacheDir& cache) {
     auto lock = FileLock::acquire(cache, stats_lock(), kLockWait);
-    if (!lock) return fail(ErrorKind::Cache, lock.error().message);
+    if (!lock) return std::unexpected(lock.error());
     return fold(cache, *lock, true);
 }
 

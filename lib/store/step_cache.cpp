@@ -40,7 +40,7 @@ std::expected<void, Error> StepCache::store(std::string_view key,
         return staging.write(std::string(kMetaFile), meta);
     };
     auto tree = cache_.ensure_tree(CacheLayout::step(key), CacheLayout::lock(key), write, replace);
-    if (!tree) return fail(ErrorKind::Cache, tree.error().message);
+    if (!tree) return std::unexpected(tree.error());
     return {};
 }
 

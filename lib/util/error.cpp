@@ -1,23 +1,19 @@
 #include "util/error.hpp"
 
+#include "util/exit_codes.hpp"
+
 namespace bekc {
 
+const ExitCodeRow* exit_code_row(ErrorKind kind) {
+    for (const ExitCodeRow& row : kExitCodeRows)
+        if (row.kind == kind) return &row;
+    return nullptr;
+}
+
 int exit_code_of(ErrorKind kind) {
-    switch (kind) {
-        case ErrorKind::Source:
-            return kExitSourceError;
-        case ErrorKind::Usage:
-            return kExitUsage;
-        case ErrorKind::Toolchain:
-            return kExitToolchain;
-        case ErrorKind::Cache:
-            return kExitCache;
-        case ErrorKind::Internal:
-            return kExitInternal;
-        case ErrorKind::Interrupted:
-            return 128;
-    }
-    return kExitInternal;
+    if (kind == ErrorKind::Interrupted) return 128;
+    const ExitCodeRow* row = exit_code_row(kind);
+    return row ? row->code : kExitInternal;
 }
 
 int Error::exit_code() const {

@@ -17,6 +17,32 @@ inline std::string_view trim(std::string_view s) {
     return s;
 }
 
+// `s` with leading and trailing blanks (space, tab, line breaks) dropped and
+// each inner run of them made one space: "unsigned  long" and an HTTP
+// header's value compare by their words.
+inline std::string fold_spaces(std::string_view s) {
+    std::string out;
+    bool space = false;
+    for (char c : s) {
+        if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+            space = !out.empty();
+            continue;
+        }
+        if (space) out += ' ';
+        space = false;
+        out += c;
+    }
+    return out;
+}
+
+// `s` with ASCII letters made lower case (std::tolower in the C locale).
+inline std::string lower_case(std::string_view s) {
+    std::string out(s);
+    std::transform(out.begin(), out.end(), out.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return out;
+}
+
 // True when `s` holds an ASCII control character (below 0x20, or DEL), which
 // would let a value break a line, a header or a terminal.
 inline bool has_control_char(std::string_view s) {

@@ -27,7 +27,7 @@ Importing this package does not import JAX; JAX is needed to register and call.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 from ._errors import (
     BekcError,
@@ -47,8 +47,8 @@ from ._attrs import ATTR_TYPES, cast_attr
 from ._loader import KernelFunction, Module, load, registered_targets
 from ._binary import find_binary
 from ._cmake import get_cmake_dir
+from ._argv import build_argv
 from ._compat import (
-    build_argv,
     clear_cache,
     get_cache_dir,
     load_cpp_file,

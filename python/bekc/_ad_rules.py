@@ -32,10 +32,12 @@ def _zero_tangent(value):
 
 
 def _primitive_of(primitive):
+    """``primitive``, or the JAX primitive of a :class:`bekc.XLACustomKernel`
+    (its ``primitive``), which is built on this module and so not imported here."""
     from jax.extend.core import Primitive
-    from ._custom_kernel import XLACustomKernel
-    if isinstance(primitive, XLACustomKernel):
-        primitive = primitive.primitive
+    inner = getattr(primitive, "primitive", None)
+    if not isinstance(primitive, Primitive) and isinstance(inner, Primitive):
+        primitive = inner
     if not isinstance(primitive, Primitive):
         raise TypeError(f"defjvp needs a JAX primitive or a bekc.XLACustomKernel, got "
                         f"{type(primitive).__name__}")

@@ -23,11 +23,12 @@ import sys
 import threading
 import warnings
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
 from . import _compat
 from ._caller import caller_stacklevel
 from ._errors import BekcError
+from ._for_brainevent import building_for_brainevent, set_patched
 from ._signatures import differences
 
 __all__ = [
@@ -112,9 +113,10 @@ def _bekc_loader(name: str):
 
 
 # loader name -> what brainevent's modules hold in its place: bekc's loader,
-# marking its builds as brainevent's (_compat.building_for_brainevent), which
-# compile against brainevent's own headers. One function per name, so that
-# every module holds the same one and undo can recognise it.
+# marking its builds as brainevent's (_for_brainevent.py), which compile
+# against brainevent's own headers with brainevent's nvcc settings. One
+# function per name, so that every module holds the same one and undo can
+# recognise it.
 _ROUTED: Dict[str, object] = {}
 
 
@@ -125,7 +127,7 @@ def _routed_loader(name: str):
 
         @functools.wraps(loader)
         def routed(*args, **kwargs):
-            with _compat.building_for_brainevent():
+            with building_for_brainevent():
                 return loader(*args, **kwargs)
 
         routed.__doc__ = (f"bekc's {name}, for brainevent's own kernels (use_for_brainevent): "
@@ -290,6 +292,7 @@ def _enable() -> BrainEventPatch:
             setattr(module, attr, replacement)
             _PATCHED[(mod_name, attr)] = (value, replacement)
             replaced += 1
+    set_patched(bool(_PATCHED))
     return BrainEventPatch(True, _VERSION, replaced, 0, tuple(sorted(_PATCHED)), _CHECK)
 
 
@@ -304,31 +307,11 @@ def _disable() -> BrainEventPatch:
             restored += 1
     version = _VERSION
     _PATCHED.clear()
+    set_patched(False)
     _ORIGINALS.clear()
     _VERSION = ""
     _CHECK = ""
     return BrainEventPatch(False, version, 0, restored, ())
-
-
-def nvcc_settings() -> Tuple[Optional[str], Optional[str]]:
-    """brainevent's nvcc choices while its loaders are bekc's, else ``(None, None)``:
-    ``BRAINEVENT_NVCC_PATH`` (or None when unset) and the discovery preference,
-    ``"pip"`` or ``"system"``, that ``brainevent.config.prefer_system_nvcc``,
-    ``set_nvcc_discovery`` or ``BRAINEVENT_NVCC_PREFER`` chose, read from
-    brainevent itself (its ``get_nvcc_discovery``)."""
-    if not _PATCHED:
-        return None, None
-    path = os.environ.get("BRAINEVENT_NVCC_PATH") or None
-    prefer = None
-    try:
-        toolchain = importlib.import_module("brainevent._op.kernix_toolchain")
-    except ImportError:
-        toolchain = None
-    getter = getattr(toolchain, "get_nvcc_discovery", None)
-    if getter is not None:
-        value = getter()
-        prefer = value if value in ("pip", "system") else None
-    return path, prefer
 
 
 def use_for_brainevent(enable: bool = True) -> BrainEventPatch:

@@ -16,8 +16,6 @@ call returns the same module.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import functools
 import importlib.util
 import os
@@ -27,13 +25,18 @@ import sys
 import sysconfig
 from typing import List, Optional, Tuple
 
-from . import _inline_sources
-from ._argv import ArchChoice, Functions, arch_error, build_argv
-from ._argv import _resolve_arch
-from ._binary import find_binary, run_bekc
+from . import _cache_choice, _inline_sources
+from ._argv import (BRAINEVENT_NVCC, CACHE_DIR, NVCC_PREFER, PYTHON_SITE, ArchChoice, Functions,
+                    arch_error, build_argv, resolve_arch, spelled)
+from ._binary import find_binary
+from ._cache_choice import cache_choice
 from ._caller import caller_location
 from ._errors import BekcError, CacheError, CompileError
+from ._for_brainevent import building_for_brainevent  # noqa: F401  (tests reach it here)
+from ._for_brainevent import for_brainevent, nvcc_settings
 from ._loader import Module, load
+from ._options import LoaderOptions
+from ._run import run_bekc
 
 __all__ = [
     "load_cuda_inline", "load_cuda_file", "load_cuda_dir",
@@ -46,29 +49,18 @@ _CACHE_DIR_OVERRIDE: Optional[str] = None
 
 # --------------------------------------------------------------------------- cache dir
 def get_cache_dir() -> str:
-    """The bekc cache directory: ``set_cache_dir``'s value, else ``$BEKC_CACHE_DIR``,
-    else ``$XDG_CACHE_HOME/bekc``, else ``~/.cache/bekc`` (bekc's own rule)."""
-    if _CACHE_DIR_OVERRIDE:
-        return _CACHE_DIR_OVERRIDE
-    env = os.environ.get("BEKC_CACHE_DIR")
-    if env:
-        return os.path.abspath(os.path.expanduser(env))
-    return _default_cache_dir()
-
-
-def _default_cache_dir() -> str:
-    """The cache when none is chosen: ``$XDG_CACHE_HOME/bekc``, else ``~/.cache/bekc``."""
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    if xdg and os.path.isabs(xdg):
-        return os.path.join(xdg, "bekc")
-    return os.path.join(os.path.expanduser("~"), ".cache", "bekc")
+    """The bekc cache directory: ``set_cache_dir``'s value, else the one the
+    ``bekc`` binary uses (``$BEKC_CACHE_DIR``, else ``cache_dir`` in bekc.conf,
+    else ``$XDG_CACHE_HOME/bekc``, else ``~/.cache/bekc``), as the binary
+    says it (``bekc cache path``)."""
+    return cache_choice(find_binary(), _CACHE_DIR_OVERRIDE).dir
 
 
 def set_cache_dir(path) -> None:
     """Use ``path`` as the cache for subsequent builds (passed as ``--cache-dir``).
 
     Created if missing; existing entries elsewhere are not moved. ``None``
-    restores the default (``$BEKC_CACHE_DIR`` / XDG / ``~/.cache/bekc``).
+    restores the default (the one the binary chooses: see :func:`get_cache_dir`).
     """
     global _CACHE_DIR_OVERRIDE
     if path is None:
@@ -80,35 +72,36 @@ def set_cache_dir(path) -> None:
 
 
 def _cache_dir_args() -> List[str]:
-    return [f"--cache-dir={_CACHE_DIR_OVERRIDE}"] if _CACHE_DIR_OVERRIDE else []
+    return [spelled(CACHE_DIR, _CACHE_DIR_OVERRIDE)] if _CACHE_DIR_OVERRIDE else []
 
 
 def clear_cache(name: Optional[str] = None) -> int:
     """Run ``bekc cache clear [NAME]``; also drops the inline sources this package
     wrote. Returns the number bekc reports removed
     (0 when it prints none). Targets already registered stay registered."""
-    argv = [find_binary(), "cache", "clear"] + ([name] if name else []) + _cache_dir_args()
-    out = run_bekc(argv, parse_json=False)
-    _remove_inline_sources(name)
+    binary = find_binary()
+    out = run_bekc([binary, "cache", "clear"] + ([name] if name else []) + _cache_dir_args(),
+                   parse_json=False)
+    _inline_sources.remove_inline_sources(cache_choice(binary, _CACHE_DIR_OVERRIDE).dir, name)
     m = re.search(r"\d+", out or "")
     return int(m.group(0)) if m else 0
 
 
 # --------------------------------------------------------------------------- inline sources
-# (_inline_sources.py), in the cache this module chooses.
+# (_inline_sources.py), in the cache the binary chooses.
 def _remove_inline_sources(name: Optional[str]) -> None:
     _inline_sources.remove_inline_sources(get_cache_dir(), name)
 
 
-def _inline_source_path(text: str, name: str, ext: str) -> str:
-    """In the cache this module chooses; when that is a bekc cache this process
-    cannot write and it lacks the source, in the default cache, where bekc
-    builds the misses of a read-only cache (docs/cache.md, "Layered caches")."""
-    root = get_cache_dir()
-    path = _inline_sources.inline_source_path(root, text, name, ext)
-    if not _inline_sources.read_only_cache(root) or _inline_sources.holds(root, path, text):
+def _inline_source_path(text: str, name: str, ext: str, binary: Optional[str] = None) -> str:
+    """In the cache the binary uses; when that is a bekc cache this process
+    cannot write and it lacks the source, in the cache the binary builds the
+    misses of such a cache into (docs/cache.md, "Layered caches")."""
+    choice = cache_choice(binary or find_binary(), _CACHE_DIR_OVERRIDE)
+    path = _inline_sources.inline_source_path(choice.dir, text, name, ext)
+    if choice.demoted is None or _inline_sources.holds(choice.dir, path, text):
         return path
-    return _inline_sources.inline_source_path(_default_cache_dir(), text, name, ext)
+    return _inline_sources.inline_source_path(choice.own, text, name, ext)
 
 
 def _ensure_source_file(path: str, text: str) -> None:
@@ -130,25 +123,6 @@ def _package_dir(name: str) -> Optional[str]:
     return locations[0] if locations else None
 
 
-# True while a build that brainevent asked for runs: one of the loaders that
-# use_for_brainevent() put in brainevent's modules (_brainevent.py) was called.
-# Only such a build compiles against brainevent's own headers and takes
-# brainevent's nvcc settings; every other load is the `bekc build` of its
-# arguments, with bekc's runtime headers (docs/migrating.md, "Which headers").
-_FOR_BRAINEVENT: contextvars.ContextVar = contextvars.ContextVar("bekc_for_brainevent",
-                                                                default=False)
-
-
-@contextlib.contextmanager
-def building_for_brainevent():
-    """Marks the loads made inside it as brainevent's own (use_for_brainevent)."""
-    token = _FOR_BRAINEVENT.set(True)
-    try:
-        yield
-    finally:
-        _FOR_BRAINEVENT.reset(token)
-
-
 def _brainevent_include_dir() -> Optional[str]:
     """The real path of the installed brainevent's ``include`` directory, or ``None``."""
     d = _package_dir("brainevent")
@@ -167,13 +141,13 @@ def _xla_include_dir() -> Optional[str]:
 
 
 
-def _build_and_load(argv_tail: List[str], *, verbose: bool, auto_register: bool,
-                    replace: bool = False, arch: Optional[ArchChoice] = None) -> Module:
+def _build_and_load(argv: List[str], options: LoaderOptions,
+                    arch: Optional[ArchChoice] = None) -> Module:
     """Runs ``bekc build`` and loads its manifest. bekc's refusal of ``arch``
-    raises what brainevent raises for that value (see :func:`arch_error`)."""
-    argv = [find_binary()] + argv_tail
+    raises what brainevent raises for that value (see :func:`arch_error`).
+    brainevent: ``force_rebuild`` re-registers as ``replace`` would."""
     try:
-        result = run_bekc(argv, verbose=verbose)
+        result = run_bekc(argv, verbose=options.verbose)
     except CompileError as e:
         refused = arch_error(e, arch.origin) if arch else None
         if refused is None:
@@ -183,7 +157,8 @@ def _build_and_load(argv_tail: List[str], *, verbose: bool, auto_register: bool,
     if not manifest:
         raise BekcError(f"bekc --json output has no 'manifest': {result!r}")
     # An unchanged entry comes back as the same Module (load's own memo).
-    return load(manifest, register=auto_register, replace=replace)
+    return load(manifest, register=options.auto_register,
+                replace=bool(options.replace or options.force_rebuild))
 
 
 def _nvidia_sites() -> List[str]:
@@ -226,7 +201,7 @@ def _site_args(cuda: bool) -> List[str]:
     for d in _site_packages():
         if d and d not in sites:
             sites.append(d)
-    return [f"--python-site={d}" for d in sites]
+    return [spelled(PYTHON_SITE, d) for d in sites]
 
 
 def _nvcc_args() -> List[str]:
@@ -235,14 +210,13 @@ def _nvcc_args() -> List[str]:
     through :func:`bekc.use_for_brainevent`, brainevent's ``BRAINEVENT_NVCC_PATH``
     and nvcc discovery preference."""
     args = _site_args(cuda=True)
-    if not _FOR_BRAINEVENT.get():
+    if not for_brainevent():
         return args
-    from . import _brainevent  # imports _compat: a late import
-    path, prefer = _brainevent.nvcc_settings()
+    path, prefer = nvcc_settings()
     if path:
-        args.append(f"--brainevent-nvcc={os.path.abspath(path)}")
+        args.append(spelled(BRAINEVENT_NVCC, os.path.abspath(path)))
     if prefer:
-        args.append(f"--nvcc-prefer={prefer}")
+        args.append(spelled(NVCC_PREFER, prefer))
     return args
 
 
@@ -270,23 +244,26 @@ def _found(what: str, find):
 def prime() -> None:
     """Look up, once per process, what every CUDA load of this interpreter
     passes to bekc (brainevent's and jaxlib's include directories, the
-    ``nvidia`` packages or site-packages), so that the first load need not.
-    Called on import; a later change of ``sys.path`` makes the next load look
-    again (:func:`_found`). Never raises."""
+    ``nvidia`` packages or site-packages) and the cache the binary uses (of
+    its lookup library only: no process starts), so that the first load need
+    not. Called on import; a later change of ``sys.path`` makes the next load
+    look again (:func:`_found`), as a change of the variables the cache's
+    choice read does (``_cache_choice.py``). Never raises."""
     try:
         _found("brainevent", _brainevent_include_dir)
         _found("xla", _xla_include_dir)
         _python_sites()
+        _cache_choice.prime(find_binary(), _CACHE_DIR_OVERRIDE)
     except Exception:  # whatever a finder on sys.path raises: the load looks again
         pass
 
 
 def _routed_include(name: str, verbose: bool) -> Optional[str]:
     """brainevent's ``include`` directory for a build brainevent asked for
-    (:data:`_FOR_BRAINEVENT`), else ``None``: every other load compiles with
+    (``_for_brainevent.py``), else ``None``: every other load compiles with
     bekc's runtime headers, as ``bekc build`` does. With ``verbose`` the switch
     is said."""
-    if not _FOR_BRAINEVENT.get():
+    if not for_brainevent():
         return None
     include = _found("brainevent", _brainevent_include_dir)
     if include and verbose:
@@ -295,20 +272,24 @@ def _routed_include(name: str, verbose: bool) -> Optional[str]:
     return include
 
 
-def _loader_argv(inputs, *, flag_kind: str, compute_capability=None,
-                 **options) -> Tuple[List[str], Optional[ArchChoice]]:
-    """``build_argv`` plus what every load adds: XLA's FFI headers
+def _loader_argv(inputs, options: Optional[LoaderOptions] = None, binary: str = "bekc", *,
+                 flag_kind: str = "cuda", **keywords) -> Tuple[List[str], Optional[ArchChoice]]:
+    """``build_argv`` of ``options`` (or of ``flag_kind`` and the loaders'
+    ``keywords``) plus what every load adds: XLA's FFI headers
     (``jax.ffi.include_dir()``), this interpreter's site-packages (for its
     installed packs), and, for CUDA, brainevent's compute-capability pins and
     the nvcc this interpreter has; for a build brainevent asked for
     (:func:`building_for_brainevent`), also brainevent's ``include`` directory.
     Also the architecture chosen, for :func:`_build_and_load`."""
-    arch = _resolve_arch(compute_capability) if flag_kind == "cuda" else None
-    argv = build_argv(inputs, flag_kind=flag_kind, compute_capability=arch and arch.value,
-                      cache_dir=_CACHE_DIR_OVERRIDE,
-                      brainevent_include=_routed_include(options["name"], options["verbose"]),
-                      xla_include=_found("xla", _xla_include_dir), **options)
-    return argv + (_nvcc_args() if flag_kind == "cuda" else _site_args(cuda=False)), arch
+    if options is None:
+        options = LoaderOptions(kind=flag_kind, **keywords)
+    cuda = options.kind == "cuda"
+    arch = resolve_arch(options.compute_capability) if cuda else None
+    chosen = options._replace(compute_capability=arch and arch.value)
+    argv = build_argv(inputs, chosen, binary=binary, cache_dir=_CACHE_DIR_OVERRIDE,
+                      brainevent_include=_routed_include(options.name, options.verbose),
+                      xla_include=_found("xla", _xla_include_dir))
+    return argv + (_nvcc_args() if cuda else _site_args(cuda=False)), arch
 
 
 def _name_the_caller(error: CompileError, loader: str, src: str) -> None:
@@ -326,20 +307,15 @@ def _name_the_caller(error: CompileError, loader: str, src: str) -> None:
     error.caller = where
 
 
-def _load_inline(name, sources, ext, flag_kind, functions, extra_flags, *, replace,
-                 auto_register, **options) -> Module:
-    """``options``: the keyword arguments of :func:`build_argv` a loader takes."""
+def _load_inline(loader: str, sources, ext: str, options: LoaderOptions) -> Module:
+    """Writes the inline source into the cache (``_inline_sources.py``) and loads it.
+    bekc runs every time: besides the text and the argv, a build reads
+    headers, libraries, response files and the environment ($CPATH, ...),
+    which only bekc's key checks. A hit costs it a few milliseconds."""
     text = _inline_sources.join_sources(sources)
-    src = _inline_source_path(text, name, ext)
-    argv, arch = _loader_argv([src], name=name, functions=functions, flag_kind=flag_kind,
-                              extra_flags=extra_flags, **options)
-    tail = argv[1:]
-    force_rebuild = options["force_rebuild"]
-    # brainevent: force_rebuild re-registers as replace would.
-    replace = bool(replace or force_rebuild)
-    # bekc runs every time: besides the text and the argv, a build reads
-    # headers, libraries, response files and the environment ($CPATH, ...),
-    # which only bekc's key checks. A hit costs it a few milliseconds.
+    binary = find_binary()
+    src = _inline_source_path(text, options.name, ext, binary)
+    argv, arch = _loader_argv([src], options, binary)
     try:
         _ensure_source_file(src, text)
     except OSError as e:
@@ -350,10 +326,9 @@ def _load_inline(name, sources, ext, flag_kind, functions, extra_flags, *, repla
             f"$BEKC_CACHE_DIR=DIR, or --cache-dir DIR for the bekc command",
             cache_dir=root) from e
     try:
-        return _build_and_load(tail, verbose=options["verbose"], auto_register=auto_register,
-                               replace=replace, arch=arch)
+        return _build_and_load(argv, options, arch)
     except CompileError as e:
-        _name_the_caller(e, "load_cuda_inline" if flag_kind == "cuda" else "load_cpp_inline", src)
+        _name_the_caller(e, loader, src)
         raise
 
 
@@ -408,14 +383,8 @@ def load_cuda_inline(
     (they name the file in bekc's cache the source was written to), followed
     by a note naming the line that called this function.
     """
-    return _load_inline(
-        name, cuda_sources, ".cu", "cuda", functions, extra_cuda_cflags,
-        extra_ldflags=extra_ldflags, extra_include_paths=extra_include_paths,
-        build_directory=build_directory, verbose=verbose, compute_capability=compute_capability,
-        force_rebuild=force_rebuild, replace=replace, auto_register=auto_register,
-        target_prefix=target_prefix, ninja_workers=ninja_workers,
-        optimization_level=optimization_level, use_fast_math=use_fast_math,
-        allow_cuda_graph=allow_cuda_graph)
+    options = LoaderOptions.of_call("load_cuda_inline", "cuda", locals())
+    return _load_inline("load_cuda_inline", cuda_sources, ".cu", options)
 
 
 def load_cpp_inline(
@@ -444,31 +413,14 @@ def load_cpp_inline(
     (``--ldflag``), as in brainevent. Targets are registered for platform
     ``"cpu"``.
     """
-    return _load_inline(
-        name, cpp_sources, ".cpp", "cxx", functions, extra_cflags,
-        extra_ldflags=extra_ldflags, extra_include_paths=extra_include_paths,
-        build_directory=build_directory, verbose=verbose, compute_capability=None,
-        force_rebuild=force_rebuild, replace=replace, auto_register=auto_register,
-        target_prefix=target_prefix, ninja_workers=ninja_workers,
-        optimization_level=optimization_level, use_fast_math=use_fast_math,
-        allow_cuda_graph=True)
+    options = LoaderOptions.of_call("load_cpp_inline", "cxx", locals())
+    return _load_inline("load_cpp_inline", cpp_sources, ".cpp", options)
 
 
-def _load_files(files: List[str], name: str, flag_kind: str, functions, extra_flags, *,
-                extra_ldflags=None, extra_include_paths=None, build_directory=None,
-                verbose=False, compute_capability=None, force_rebuild=False, replace=False,
-                auto_register=True, target_prefix=None, ninja_workers=None,
-                optimization_level=3, use_fast_math=False, allow_cuda_graph=True) -> Module:
-    argv, arch = _loader_argv(
-        files, name=name, functions=functions, flag_kind=flag_kind, extra_flags=extra_flags,
-        extra_ldflags=extra_ldflags, extra_include_paths=extra_include_paths,
-        build_directory=build_directory, verbose=verbose, compute_capability=compute_capability,
-        force_rebuild=force_rebuild, target_prefix=target_prefix, ninja_workers=ninja_workers,
-        optimization_level=optimization_level, use_fast_math=use_fast_math,
-        allow_cuda_graph=allow_cuda_graph)
+def _load_files(files: List[str], options: LoaderOptions) -> Module:
+    argv, arch = _loader_argv(files, options, find_binary())
     # Files on disk may include headers bekc alone tracks: always ask bekc (a hit costs ms).
-    return _build_and_load(argv[1:], verbose=verbose, auto_register=auto_register,
-                           replace=bool(replace or force_rebuild), arch=arch)
+    return _build_and_load(argv, options, arch)
 
 
 def _stem(path) -> str:
@@ -489,9 +441,9 @@ def load_cuda_file(filepath, functions: Functions = None, *, name: Optional[str]
     """Compile one ``.cu`` file (passed to bekc by its real path, so diagnostics
     name it) and load it. ``name`` defaults to the file stem as spelled; other
     keywords as in :func:`load_cuda_inline`."""
+    options = LoaderOptions.of_call("load_cuda_file", "cuda", locals())
     p = _existing_file(filepath)
-    return _load_files([p], name or _stem(filepath), "cuda", functions, extra_cuda_cflags,
-                       **kwargs)
+    return _load_files([p], options._replace(name=name or _stem(filepath)))
 
 
 def load_cuda_dir(directory, functions: Functions = None, *, name: Optional[str] = None,
@@ -502,10 +454,11 @@ def load_cuda_dir(directory, functions: Functions = None, *, name: Optional[str]
     brainevent; ``.cpp`` files matched too become CPU targets) into one module.
     ``name`` defaults to the directory name; other keywords as in
     :func:`load_cuda_inline`."""
-    spelled = os.path.abspath(os.fspath(directory))
-    d = os.path.realpath(spelled)
+    options = LoaderOptions.of_call("load_cuda_dir", "cuda", locals())
+    given = os.path.abspath(os.fspath(directory))
+    d = os.path.realpath(given)
     if not os.path.isdir(d):
-        raise FileNotFoundError(f"not a directory: {spelled}")
+        raise FileNotFoundError(f"not a directory: {given}")
     patterns = list(file_patterns or ["*.cu"])
     files: List[str] = []
     root = pathlib.Path(d)
@@ -515,14 +468,15 @@ def load_cuda_dir(directory, functions: Functions = None, *, name: Optional[str]
             if os.path.isfile(real) and real not in files:
                 files.append(real)
     if not files:
-        raise FileNotFoundError(f"no source files matching {patterns} in {spelled}")
-    return _load_files(files, name or os.path.basename(spelled.rstrip(os.sep)), "cuda",
-                       functions, extra_cuda_cflags, **kwargs)
+        raise FileNotFoundError(f"no source files matching {patterns} in {given}")
+    return _load_files(files, options._replace(
+        name=name or os.path.basename(given.rstrip(os.sep))))
 
 
 def load_cpp_file(filepath, functions: Functions = None, *, name: Optional[str] = None,
                   extra_cflags=None, **kwargs) -> Module:
     """Compile one C++ file for the CPU and load it. ``name`` defaults to the file
     stem as spelled; other keywords as in :func:`load_cpp_inline`."""
+    options = LoaderOptions.of_call("load_cpp_file", "cxx", locals())
     p = _existing_file(filepath)
-    return _load_files([p], name or _stem(filepath), "cxx", functions, extra_cflags, **kwargs)
+    return _load_files([p], options._replace(name=name or _stem(filepath)))

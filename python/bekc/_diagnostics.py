@@ -14,8 +14,10 @@ import sys
 from typing import List
 
 from . import _compat
-from ._binary import find_binary, run_bekc
+from ._binary import find_binary
 from ._loader import registered_targets
+from ._run import run_bekc
+from ._version import __version__
 
 __all__ = ["list_registered_targets", "print_diagnostics"]
 
@@ -29,7 +31,6 @@ def print_diagnostics() -> None:
     """Prints the bekc package and binary, then ``bekc doctor``'s report
     (toolchain, GPUs, cache, Python/JAX; the cache of :func:`bekc.set_cache_dir`
     when one is set), then how many FFI targets this process registered."""
-    from . import __version__
     binary = find_binary()
     print(f"bekc (Python package) {__version__}: {os.path.dirname(os.path.abspath(__file__))}")
     print(f"Python: {sys.version.split()[0]} ({sys.executable})")

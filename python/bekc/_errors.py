@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import shlex
 
+from ._interface import EXIT_CODES
+
 __all__ = [
     "BekcError",
     "ManifestError",
@@ -89,13 +91,14 @@ class NotDifferentiableError(BekcError, ValueError):
         self.function = function
 
 
-# Exit codes documented by ``bekc build --help``.
-_EXIT_MEANING = {
-    1: "the source failed to compile or an arg_spec is wrong",
-    2: "usage error",
-    3: "toolchain missing",
-    4: "cache error",
-}
+def exit_code(kind: str) -> int:
+    """The binary's exit code for a failure of ``kind`` ("source", "usage",
+    "toolchain", "cache", "internal"), from its own table (``_interface.py``)."""
+    return EXIT_CODES[kind][0]
+
+
+# exit code -> what it means, as ``bekc --help`` says it.
+_EXIT_MEANING = {code: meaning for code, meaning in EXIT_CODES.values()}
 
 
 class CacheError(BekcError, OSError):

@@ -106,20 +106,6 @@ def cache_of(path: str) -> str:
     return os.path.dirname(os.path.dirname(os.path.dirname(path)))
 
 
-def read_only_cache(cache: str) -> bool:
-    """Whether ``cache`` is a bekc cache whose src/ this process cannot write
-    (a team's, mounted read-only), as bekc's own check (store/cache_layers)."""
-    if not os.path.isfile(os.path.join(cache, "bekc-cache.json")):
-        return False
-    src = os.path.join(cache, "src")
-    effective = os.access in os.supports_effective_ids
-
-    def writable(d: str) -> bool:
-        return os.access(d, os.W_OK | os.X_OK, effective_ids=effective)
-
-    return not writable(cache) or (os.path.isdir(src) and not writable(src))
-
-
 def holds(cache: str, path: str, text: str) -> bool:
     """Whether the inline source ``path`` below ``cache`` holds ``text``
     (read without following a link)."""

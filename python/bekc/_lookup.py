@@ -5,7 +5,7 @@ The library is the binary's own lookup (``lookup/bekc_lookup.cpp``, which
 runs ``lib/driver``'s phases of a hit): the same argument vector, the same
 checks of the entry, the same hit counted in ``bekc stats`` and the build
 log. It answers hits only; on anything else (a miss, an error, ``-v``,
-``--force``, ...) it says "not handled" and :func:`~bekc._binary.run_bekc`
+``--force``, ...) it says "not handled" and :func:`~bekc._run.run_bekc`
 runs the binary as before, so every miss, message and exit code stays the
 binary's.
 
@@ -29,7 +29,9 @@ import os
 import threading
 from typing import Dict, Optional, Sequence, Tuple
 
-__all__ = ["warm_hit", "lookup_library_for", "preload"]
+from . import _binary
+
+__all__ = ["warm_hit", "cache_choice", "lookup_library_for", "preload"]
 
 _LIBRARY_NAME = "libbekc_lookup.so"
 _ABI_VERSION = 1
@@ -53,7 +55,27 @@ class _Lookup:
                                        ctypes.POINTER(ctypes.c_void_p))
         lib.bekc_lookup_free.restype = None
         lib.bekc_lookup_free.argtypes = (ctypes.c_void_p,)
+        # Absent from a library older than the query: the binary answers it.
+        self.cache_query = getattr(lib, "bekc_lookup_cache_v1", None)
+        if self.cache_query is not None:
+            self.cache_query.restype = ctypes.c_int
+            self.cache_query.argtypes = (ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p))
         self.lib = lib
+
+    def cache(self, cache_dir_flag: Optional[str]) -> Optional[str]:
+        """``bekc config --json``'s "cache" member, as JSON text, or None."""
+        if self.cache_query is None:
+            return None
+        flag = None if cache_dir_flag is None else os.fsencode(cache_dir_flag)
+        if flag is not None and b"\0" in flag:
+            return None
+        out = ctypes.c_void_p()
+        if self.cache_query(flag, ctypes.byref(out)) != _HIT:
+            return None
+        try:
+            return ctypes.string_at(out).decode("utf-8", "replace")
+        finally:
+            self.lib.bekc_lookup_free(out)
 
     def __call__(self, argv: Sequence[str]) -> Optional[Tuple[str, str]]:
         encoded = [os.fsencode(a) for a in argv]
@@ -75,8 +97,7 @@ class _Lookup:
 
 def _is_packages_binary(real_binary: str) -> bool:
     """Whether the binary is the one this package was installed with."""
-    from ._binary import bundled_binary_path, wheel_binary_path
-    own = [bundled_binary_path(), wheel_binary_path()]
+    own = [_binary.bundled_binary_path(), _binary.wheel_binary_path()]
     return any(p and os.path.realpath(p) == real_binary for p in own)
 
 
@@ -86,8 +107,7 @@ def lookup_library_for(binary: str) -> Optional[str]:
     if env:
         return env if os.path.isfile(env) else None
     real = os.path.realpath(binary)
-    from ._binary import libraries_beside
-    for c in libraries_beside(real, _LIBRARY_NAME):
+    for c in _binary.libraries_beside(real, _LIBRARY_NAME):
         if os.path.isfile(c):
             return c
     # A wheel: asked last, since reading the wheel's file list takes
@@ -115,8 +135,7 @@ def preload() -> None:
     if os.environ.get("BEKC_IN_PROCESS_LOOKUP", "") == "0":
         return
     try:
-        from ._binary import find_binary
-        path = lookup_library_for(find_binary())
+        path = lookup_library_for(_binary.find_binary())
     except Exception:  # BinaryNotFoundError, an unreadable wheel RECORD, ...
         return
     if path:
@@ -140,3 +159,15 @@ def warm_hit(argv: Sequence[str]) -> Optional[Tuple[str, str]]:
         return None
     json_line, messages = found
     return json_line + "\n", messages
+
+
+def cache_choice(binary: str, cache_dir_flag: Optional[str]) -> Optional[str]:
+    """``binary config --json [--cache-dir=FLAG]``'s "cache" member as JSON
+    text, answered in this process by the lookup library built with
+    ``binary``; None when the binary must answer (no library, the lookup
+    turned off, a bekc.conf with errors)."""
+    if os.environ.get("BEKC_IN_PROCESS_LOOKUP", "") == "0":
+        return None
+    path = lookup_library_for(binary)
+    lookup = _loaded(path) if path else None
+    return lookup.cache(cache_dir_flag) if lookup is not None else None

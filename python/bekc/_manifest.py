@@ -15,6 +15,7 @@ from typing import Dict, List, Tuple
 
 from ._attrs import ATTR_TYPES
 from ._errors import ManifestError
+from ._version import __version__
 
 SCHEMA_VERSION = 1
 MANIFEST_NAME = "manifest.json"
@@ -126,15 +127,10 @@ def read_manifest(path: str) -> Tuple[dict, os.stat_result]:
     if type(schema) is not int or schema != SCHEMA_VERSION:
         raise ManifestError(
             f"{path}: unsupported manifest schema {schema!r}; this loader (bekc "
-            f"{_version()}) reads schema {SCHEMA_VERSION}. Rebuild with a matching "
+            f"{__version__}) reads schema {SCHEMA_VERSION}. Rebuild with a matching "
             f"`bekc build`, or install the bekc Python package that ships with that binary.")
     _validate(manifest, path)
     return manifest, st
-
-
-def _version() -> str:
-    from . import __version__
-    return __version__
 
 
 _JSON_TYPES = {bool: "true/false", int: "an integer", float: "a number", str: "a string",

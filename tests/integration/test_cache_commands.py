@@ -103,11 +103,11 @@ def test_verify_reports_and_removes_a_corrupt_entry(bekc, kernels):
 def damage_direct_record_key(bekc, key: str) -> Path:
     """Changes one character of `key` in the cache's only direct-mode record
     to one that is not a hex digit; returns the record file."""
-    records = list(Path(bekc.cache_dir).glob("direct/*/*.json"))
+    records = list(Path(bekc.cache_dir).glob("direct/*/*.rec"))
     assert len(records) == 1, records
-    text = records[0].read_text()
-    assert key in text
-    records[0].write_text(text.replace(key, key[:10] + "x" + key[11:]))
+    data = records[0].read_bytes()
+    assert key.encode() in data
+    records[0].write_bytes(data.replace(key.encode(), (key[:10] + "x" + key[11:]).encode()))
     return records[0]
 
 
@@ -130,10 +130,34 @@ def test_a_direct_record_with_a_damaged_key_is_a_miss_and_verify_removes_it(bekc
     assert bekc.build(src, FAST).hit is False
 
 
+def test_a_direct_record_of_an_older_bekc_is_never_read_and_verify_removes_it(bekc, kernels):
+    """Direct records were JSON files named ``….json`` before (formats 1 and
+    2): one such file, naming the key of an entry the cache holds, is no
+    record for this bekc (the build misses and records again), and `cache
+    verify` removes it as of no use."""
+    src, first = built(bekc, kernels)
+    (record,) = Path(bekc.cache_dir).glob("direct/*/*.rec")
+    old = record.with_suffix(".json")
+    old.write_text('{"format": 2, "records": [{"key": "%s", "written_ns": 0, "files": [], '
+                   '"absent": [], "absent_dirs": []}]}\n' % first.key)
+    record.unlink()
+    again = bekc.build(src, FAST)
+    assert again.hit is False and again.key == first.key
+    assert again.info["miss_reason"] == "no direct-mode record", again.info
+    assert record.is_file()
+    assert bekc.build(src, FAST).hit is True
+
+    proc = bekc.cache("verify")
+    assert "a record of an older bekc, which this one never reads" in proc.stdout, (
+        proc.stdout + proc.stderr)
+    assert not old.exists() and record.is_file()
+    assert bekc.cache("verify").returncode == 0
+
+
 def replace_direct_record(bekc, kind: str, outside: Path) -> Path:
     """Puts a directory (holding a file), a FIFO or a link to `outside` in
     place of the cache's only direct-mode record; returns its path."""
-    records = list(Path(bekc.cache_dir).glob("direct/*/*.json"))
+    records = list(Path(bekc.cache_dir).glob("direct/*/*.rec"))
     assert len(records) == 1, records
     record = records[0]
     record.unlink()

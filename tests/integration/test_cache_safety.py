@@ -316,7 +316,7 @@ def test_a_build_does_not_write_through_a_symlinked_lock_file(bekc, kernels, tmp
     src, built = module(bekc, kernels, "k")
     root = bekc.cache_dir
     locks = set(root.glob("locks/*/*.lock")) | {lock_of(root, built.key)}
-    for record in root.glob("direct/*/*.json"):  # the direct key's lock, if it takes one
+    for record in root.glob("direct/*/*.rec"):  # the direct key's lock, if it takes one
         locks.add(lock_of(root, record.parent.name + record.stem))
     planted = {}
     for i, lock in enumerate(sorted(locks)):

@@ -1,5 +1,8 @@
 """scripts/check_layers.py: no folder of lib/ or cli/ includes a header of a
-folder listed below it in docs/ARCHITECTURE.md's folder table.
+folder listed below it in docs/ARCHITECTURE.md's folder table; and
+scripts/check_python_layers.py: no module of python/bekc imports a module of a
+layer listed below its own in the table of the package's layers, and no
+modules import each other in a cycle.
 
 The real tree passes; made-up trees show each rule failing, with the file and
 line named and exit status 1.
@@ -10,6 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "check_layers.py"
+PYTHON_SCRIPT = ROOT / "scripts" / "check_python_layers.py"
 
 TABLE = """# Architecture
 
@@ -25,8 +29,8 @@ Text after the table.
 """
 
 
-def check(root: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPT), "--root", str(root)],
+def check(root: Path, script: Path = SCRIPT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(script), "--root", str(root)],
                           capture_output=True, text=True, timeout=60)
 
 
@@ -107,3 +111,75 @@ def test_a_document_without_the_table_fails(tmp_path):
     r = check(root)
     assert r.returncode == 1
     assert "no folder table" in r.stdout
+
+
+# --------------------------------------------------------------------------- python/bekc
+PYTHON_TABLE = """# Architecture
+
+| python layer | modules |
+|---|---|
+| values | `_errors`, `_options` |
+| binary | `_run`, `_lookup` |
+| package | `__init__` |
+
+Text after the table.
+"""
+
+
+def make_package(root: Path, files: dict, table: str = PYTHON_TABLE) -> Path:
+    (root / "docs").mkdir(parents=True)
+    (root / "docs" / "ARCHITECTURE.md").write_text(table)
+    package = root / "python" / "bekc"
+    package.mkdir(parents=True)
+    base = {"__init__.py": "from ._run import run\nfrom . import _lookup\n",
+            "_errors.py": "import os\n", "_options.py": "from ._errors import E\n",
+            "_run.py": "from . import _lookup\nfrom ._errors import E\n",
+            "_lookup.py": "from bekc._options import O\n"}
+    base.update(files)
+    for name, text in base.items():
+        (package / name).write_text(text)
+    return root
+
+
+def test_the_package_keeps_its_layers():
+    r = check(ROOT, PYTHON_SCRIPT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout == ""
+
+
+def test_imports_of_the_same_or_lower_layers_pass(tmp_path):
+    r = check(make_package(tmp_path, {}), PYTHON_SCRIPT)
+    assert r.returncode == 0, r.stdout
+    assert r.stdout == ""
+
+
+def test_an_import_of_a_higher_layer_fails_even_inside_a_function(tmp_path):
+    root = make_package(tmp_path, {
+        "_options.py": "from ._errors import E\n\n\ndef f():\n    from ._run import run\n"})
+    r = check(root, PYTHON_SCRIPT)
+    assert r.returncode == 1
+    assert r.stdout.startswith("python/bekc/_options.py:5: _options (values) imports _run, "
+                               "which is in the layer binary above it"), r.stdout
+
+
+def test_the_version_from_the_package_itself_points_up(tmp_path):
+    root = make_package(tmp_path, {"_errors.py": "def v():\n    from . import __version__\n"})
+    r = check(root, PYTHON_SCRIPT)
+    assert r.returncode == 1
+    assert "python/bekc/_errors.py:2: _errors (values) imports __init__" in r.stdout
+
+
+def test_a_cycle_within_a_layer_fails(tmp_path):
+    root = make_package(tmp_path, {"_lookup.py": "def f():\n    from ._run import run\n"})
+    r = check(root, PYTHON_SCRIPT)
+    assert r.returncode == 1
+    assert "_lookup, _run import each other in a cycle" in r.stdout, r.stdout
+
+
+def test_a_module_without_a_row_and_a_row_without_a_module_fail(tmp_path):
+    root = make_package(tmp_path, {"_new.py": ""},
+                        table=PYTHON_TABLE.replace("`_run`, `_lookup`", "`_run`, `_lookup`, `_gone`"))
+    r = check(root, PYTHON_SCRIPT)
+    assert r.returncode == 1
+    assert "names _gone, which has no python/bekc/_gone.py" in r.stdout
+    assert "python/bekc/_new.py: not in docs/ARCHITECTURE.md's table" in r.stdout

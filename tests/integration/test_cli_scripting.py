@@ -58,7 +58,8 @@ def test_cache_stats_json_counts_hits_and_misses(bekc, kernels):
     assert list(out) == ["cache", "counters", "entries", "direct_records", "entry_bytes",
                          "total_bytes", "max_size"]
     assert out["counters"] == {"hits": 1, "local_hits": 1, "remote_hits": 0, "misses": 1,
-                               "errors": 0, "zeroed_at": None}
+                               "errors": 0, "remote_waits": 0, "remote_waits_served": 0,
+                               "wait_seconds": 0.0, "saved_seconds": 0.0, "zeroed_at": None}
     assert out["entries"] == 1 and out["direct_records"] >= 1
     assert out["max_size"] == {"bytes": 5_000_000_000, "source": "default"}
     zeroed = json_out(bekc.cache("stats", "--zero", "--json"))
@@ -101,7 +102,9 @@ def failed(bekc, *args, cwd=None, env=None):
     assert list(out) == ["error", "exit_code", "diagnostics", "stderr"], out
     assert out["exit_code"] == proc.returncode
     assert list(out["error"]) == ["kind", "message", "file", "line", "column", "notes"]
-    assert out["stderr"] == proc.stderr, "the JSON holds what was printed on stderr"
+    assert proc.stderr.startswith(out["stderr"]) and (
+        out["stderr"] == proc.stderr or len(out["stderr"].encode()) == 1 << 20), \
+        "the JSON holds what was printed on stderr, its first MiB"
     return out, proc
 
 
@@ -121,6 +124,20 @@ def test_failed_build_json_for_a_compile_error_lists_the_compilers_diagnostics(b
     assert mine and mine[0]["severity"] == "error" and mine[0]["line"] == 4, out["diagnostics"]
     assert mine[0]["column"] > 0 and "not_declared_anywhere" in mine[0]["message"]
     assert "not_declared_anywhere" in proc.stderr, "stderr keeps the human text"
+
+
+def test_failed_build_json_keeps_a_bounded_copy_of_a_flood_of_errors(bekc, kernels):
+    """With -v every compiler line reaches standard error; the JSON's copy of
+    it stops at 1 MiB, with the first errors in it."""
+    body = "\n".join(f"#error flood_{i} " + "x" * 400 for i in range(3000))
+    src = kernels.text(bekc.workdir / "flood.cpp", '#include "brainevent/common.h"\n'
+                       "// @BE f\nvoid f(const BE::Tensor x, BE::Tensor out) {}\n" + body)
+    out, proc = failed(bekc, "build", src, FAST, "-v", "--json", "--cache-dir", bekc.cache_dir)
+    assert proc.returncode == 1
+    assert len(proc.stderr) > 2 << 20, "the flood reaches standard error whole"
+    assert len(out["stderr"].encode()) <= 1 << 20
+    assert "flood_0 " in out["stderr"]
+    assert any(d["line"] == 4 for d in out["diagnostics"])
 
 
 def test_failed_build_json_for_a_wrong_spec_carries_file_line_and_column(bekc, kernels):

@@ -53,7 +53,8 @@ def test_show_names_every_setting_and_its_origin(run, home, tmp_path):
                BEKC_LOG=tmp_path / "log.jsonl")
     s = shown(proc)
     assert set(s) == {"cache_dir", "max_size", "read_only_caches", "remote_cache",
-                      "remote_read_only", "base_dir", "launcher", "log_file",
+                      "remote_read_only", "remote_wait", "s3_region", "s3_endpoint",
+                      "s3_path_style", "base_dir", "launcher", "log_file",
                       "record"}, proc.stdout
     assert s["cache_dir"] == ("default", str(home / ".cache" / "bekc"))
     assert s["max_size"] == (f"{user_conf(home)}:3", "3G")
@@ -112,7 +113,11 @@ def test_bekc_config_replaces_the_cache_file(run, home, tmp_path):
     ("max_sise = 1G", "unknown key 'max_sise'"),
     ("max_size = lots", "max_size: "),
     ("remote_read_only = perhaps", "remote_read_only must be true or false"),
-    ("remote_cache = ftp://x", "remote_cache must be an http:// or https:// URL"),
+    ("remote_cache = ftp://x", "remote_cache must be an http://, https:// or s3:// URL"),
+    ("s3_endpoint = s3://x", "s3_endpoint must be an http:// or https:// URL"),
+    ("s3_region = eu west", "s3_region must be a plain word"),
+    ("remote_wait = 5m", "remote_wait must be a number of seconds from 0 to 3600"),
+    ("remote_wait = 9999", "remote_wait must be a number of seconds from 0 to 3600"),
 ])
 def test_a_bad_line_is_file_line_error_and_exit_2_for_every_command(run, home, kernels, tmp_path,
                                                                    line, message):

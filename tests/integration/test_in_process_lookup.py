@@ -35,7 +35,7 @@ LOOKUP = textwrap.dedent("""
 
 # run_bekc on the argument vector in argv[1:], counting the processes it starts.
 COUNT_SPAWNS = COUNTING + textwrap.dedent("""
-    from bekc._binary import run_bekc
+    from bekc._run import run_bekc
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         out = run_bekc(sys.argv[1:])
@@ -182,9 +182,9 @@ def test_a_direct_record_with_a_damaged_key_is_a_miss_in_process_too(bekc, kerne
     changed) is a miss in the library as in the binary: the load compiles
     again and succeeds."""
     first = bekc.build(kernel, FAST)
-    record = next(Path(bekc.cache_dir).glob("direct/*/*.json"))
-    record.write_text(record.read_text().replace(first.key, first.key[:10] + "x" +
-                                                 first.key[11:]))
+    record = next(Path(bekc.cache_dir).glob("direct/*/*.rec"))
+    record.write_bytes(record.read_bytes().replace(
+        first.key.encode(), (first.key[:10] + "x" + first.key[11:]).encode()))
     argv = bekc.build_argv(kernel, FAST)
     assert lookup(lookup_library, argv) is None
     rebuilt = run_bekc_counting(argv)
@@ -266,6 +266,36 @@ def test_run_bekc_on_a_warm_cache_starts_no_process(bekc, kernel, lookup_library
     assert warm["out"]["cache_hit"] and warm["out"]["manifest"] == cold["out"]["manifest"]
 
 
+# bekc.get_cache_dir() twice, counting the processes it starts.
+CACHE_DIR_TWICE = COUNTING + textwrap.dedent("""
+    import bekc
+    first = bekc.get_cache_dir()
+    second = bekc.get_cache_dir()
+    print(json.dumps({"dirs": [first, second], "spawned": len(spawned)}))
+""")
+
+
+@pytest.mark.parametrize("lookup_on", [True, False])
+def test_the_cache_directory_is_asked_once_and_in_process(bekc, lookup_library, tmp_path,
+                                                          lookup_on):
+    """The cache directory a Python load uses is the binary's (`bekc cache
+    path`): answered by the lookup library without a process, or, with the
+    lookup off, by the binary once for the process."""
+    home = tmp_path / "home"
+    (home / ".config" / "bekc").mkdir(parents=True)
+    (home / ".config" / "bekc" / "bekc.conf").write_text(f"cache_dir = {tmp_path / 'c'}\n")
+    env = python_env(HOME=str(home), BEKC=str(bekc.binary),
+                     BEKC_IN_PROCESS_LOOKUP=None if lookup_on else "0")
+    for var in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME"):
+        env.pop(var, None)
+    proc = subprocess.run([sys.executable, "-c", CACHE_DIR_TWICE], capture_output=True,
+                          text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["dirs"] == [str(tmp_path / "c")] * 2
+    assert out["spawned"] == (0 if lookup_on else 1)
+
+
 def test_the_switch_and_an_unusable_library_fall_back_to_the_binary(bekc, kernel,
                                                                     lookup_library, tmp_path):
     argv = bekc.build_argv(kernel, FAST)
@@ -303,7 +333,8 @@ def test_the_library_exports_only_its_abi(lookup_library):
     if nm.returncode != 0:
         pytest.skip("nm (binutils) not found")
     exported = sorted(line.split()[-1] for line in nm.stdout.splitlines() if line.strip())
-    assert exported == ["bekc_lookup_abi_version", "bekc_lookup_free", "bekc_lookup_v1"]
+    assert exported == ["bekc_lookup_abi_version", "bekc_lookup_cache_v1", "bekc_lookup_free",
+                        "bekc_lookup_v1"]
 
 
 def test_import_opens_the_lookup_library_and_finds_the_include_directories(bekc,

@@ -285,8 +285,9 @@ BRAINEVENT_SCRIPT = textwrap.dedent("""\
     if sys.argv[2] == "system":
         brainevent.config.prefer_system_nvcc()
     theirs = kt._select_nvcc()[0]
-    argv, _ = _compat._loader_argv([sys.argv[1]], name="m", flag_kind="cuda",
-                                   compute_capability="8.0")
+    with _compat.building_for_brainevent():  # a build brainevent asked for
+        argv, _ = _compat._loader_argv([sys.argv[1]], name="m", flag_kind="cuda",
+                                       compute_capability="8.0")
     argv = [os.environ["BEKC"]] + argv[1:] + ["--dry-run", "--explain-key"]
     r = subprocess.run(argv, capture_output=True, text=True)
     line = [l for l in r.stderr.splitlines() if l.startswith("bekc: nvcc ")]

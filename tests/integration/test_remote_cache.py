@@ -71,6 +71,7 @@ http {{
         root {root};
         location /bekc/ {{
             {auth}
+            {conditional}
             dav_methods PUT;
             create_full_put_path on;
             dav_access user:rw group:r all:r;
@@ -80,10 +81,21 @@ http {{
 """
 
 
-class Nginx:
-    """A private nginx serving (and accepting PUTs into) ``root``/bekc."""
+# docs/cache.md's lines that make nginx refuse a conditional PUT (If-None-Match:
+# *) of a file that exists, which its WebDAV module ignores.
+NGINX_CONDITIONAL = """
+            set $exists "";
+            if ($http_if_none_match = "*") { set $exists "ask"; }
+            if (-f $request_filename) { set $exists "${exists}-there"; }
+            if ($exists = "ask-there") { return 412; }"""
 
-    def __init__(self, binary: str, prefix: Path, token: Optional[str] = None):
+
+class Nginx:
+    """A private nginx serving (and accepting PUTs into) ``root``/bekc; with
+    ``conditional``, honouring If-None-Match: * as docs/cache.md shows."""
+
+    def __init__(self, binary: str, prefix: Path, token: Optional[str] = None,
+                 conditional: bool = True):
         self.prefix = prefix
         self.root = prefix / "root"
         self.tree = self.root / "bekc"
@@ -91,7 +103,8 @@ class Nginx:
         self.port = free_port()
         auth = (f'if ($http_authorization != "Bearer {token}") {{ return 403; }}' if token else "")
         conf = prefix / "nginx.conf"
-        conf.write_text(NGINX_CONF.format(prefix=prefix, port=self.port, root=self.root, auth=auth))
+        conf.write_text(NGINX_CONF.format(prefix=prefix, port=self.port, root=self.root, auth=auth,
+                                          conditional=NGINX_CONDITIONAL if conditional else ""))
         self.proc = subprocess.Popen([binary, "-p", str(prefix), "-c", str(conf),
                                       "-e", str(prefix / "error.log")],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -139,8 +152,8 @@ def nginx_factory(tmp_path):
         pytest.skip("nginx is not installed (Debian: apt-get install nginx)")
     started = []
 
-    def start(token: Optional[str] = None) -> Nginx:
-        server = Nginx(binary, tmp_path / f"nginx{len(started)}", token)
+    def start(token: Optional[str] = None, conditional: bool = True) -> Nginx:
+        server = Nginx(binary, tmp_path / f"nginx{len(started)}", token, conditional)
         started.append(server)
         return server
 
@@ -655,13 +668,41 @@ def test_read_only_never_puts(project, nginx, how):
     assert a.compiled and a.stderr == ""
     assert nginx.files() == []
     assert [m for m, _, _ in nginx.requests() if m != "GET"] == []
-    assert len(nginx.requests()) == 1, "only the direct record was asked for"
+    # The direct record, and whether another machine is building it (a lease).
+    asked = sorted(uri.split("/")[2] for _, uri, _ in nginx.requests())
+    assert asked == ["direct", "leases"], nginx.requests()
     # Reading still works: once a writer published, a read-only machine hits.
     project.build("w", "--remote-cache", nginx.url)
     puts = [r for r in nginx.requests() if r[0] == "PUT"]
     b = project.build("b", *args, env=env)
     assert b.info["remote_hit"] is True and not b.compiled
     assert [r for r in nginx.requests() if r[0] == "PUT"] == puts
+
+
+# --------------------------------------------------------------------------- leases
+def test_a_store_that_ignores_conditional_puts_is_found_out(project, nginx_factory):
+    """nginx's WebDAV PUT ignores If-None-Match: the builder finds that out
+    from its second conditional PUT of the lease, warns once, and builds as
+    without leases; the next machine still gets a remote hit."""
+    server = nginx_factory(conditional=False)
+    a = project.build("a", "--remote-cache", server.url, timeout=60)
+    assert a.compiled and a.info["remote_hit"] is False
+    assert a.stderr.count("warning:") == 1, a.stderr
+    assert "ignores conditional PUTs (If-None-Match)" in a.stderr, a.stderr
+    b = project.build("b", "--remote-cache", server.url)
+    assert b.info["remote_hit"] is True and not b.compiled
+
+
+def test_nginx_with_the_documented_lines_holds_leases(project, nginx):
+    """With docs/cache.md's lines nginx refuses a second conditional PUT:
+    no warning, and the builder's lease ends "done" with its build time."""
+    a = project.build("a", "--remote-cache", nginx.url)
+    assert a.compiled and a.stderr == "", a.stderr
+    (lease,) = [f for f in nginx.files() if f.startswith("leases/")]
+    assert lease.endswith(".0.json")
+    state = json.loads((nginx.tree / lease).read_text())
+    assert state["state"] == "done" and state["build_ms"] > 0, state
+    assert [r for r in nginx.requests() if r[1].endswith(lease) and r[0] == "PUT"][1][2] == "412"
 
 
 # --------------------------------------------------------------------------- token

@@ -89,12 +89,12 @@ def test_wheel_holds_the_binary_the_library_and_the_package(wheel):
         names = set(z.namelist())
         binary = z.getinfo(f"bekc-{version}.data/scripts/bekc")
         assert binary.external_attr >> 16 & 0o111, "bekc is not executable in the wheel"
-        init = z.read("bekc/__init__.py").decode()
+        version_py = z.read("bekc/_version.py").decode()
     assert {"bekc/lib/libbekc_numba.so", "bekc/lib/libbekc_lookup.so", "bekc/__main__.py", "bekc/_binary.py",
             "bekc/py.typed", f"bekc-{version}.dist-info/licenses/LICENSE"} <= names
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
     # One version everywhere: CMake's project(), the package, and python/pyproject.toml.
-    assert f'__version__ = "{version}"' in init
+    assert f'__version__ = "{version}"' in version_py
     assert f'version = "{version}"' in (REPO / "python" / "pyproject.toml").read_text()
 
 

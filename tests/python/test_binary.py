@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import bekc
-from bekc import _binary
+from bekc import _binary, _run
 from support.kernels import NOOP_EXPORT
 
 
@@ -85,7 +85,7 @@ def test_loader_reports_missing_binary(clean_env, monkeypatch):
 def test_run_nonzero_exit_is_compile_error(tmp_path):
     script = _exe(tmp_path / "fail", "#!/bin/sh\necho 'k.cu:3:5: error: expected ;' >&2\nexit 1\n")
     with pytest.raises(bekc.CompileError) as e:
-        _binary.run_bekc([script, "build", "k.cu"])
+        _run.run_bekc([script, "build", "k.cu"])
     assert e.value.returncode == 1
     assert "k.cu:3:5: error: expected ;" in str(e.value)
     assert "k.cu:3:5" in e.value.stderr
@@ -95,10 +95,10 @@ def test_run_nonzero_exit_is_compile_error(tmp_path):
 
 def test_run_exit_codes_are_explained(tmp_path):
     script = _exe(tmp_path / "fail3", "#!/bin/sh\necho 'nvcc not found' >&2\nexit 3\n")
-    with pytest.raises(bekc.CompileError, match="toolchain missing"):
-        _binary.run_bekc([script])
+    with pytest.raises(bekc.CompileError, match="nvcc or the host compiler is missing or failed to run"):
+        _run.run_bekc([script])
     with pytest.raises(bekc.CompileError, match="^bekc cache clear failed"):
-        _binary.run_bekc([script, "cache", "clear", "--cache-dir=/x"])
+        _run.run_bekc([script, "cache", "clear", "--cache-dir=/x"])
 
 
 def test_run_parses_json_and_warns(tmp_path):
@@ -106,7 +106,7 @@ def test_run_parses_json_and_warns(tmp_path):
                   "#!/bin/sh\necho 'bekc: warning: no GPU, using sm_80' >&2\n"
                   "echo '{\"manifest\": \"/x/manifest.json\"}'\n")
     with pytest.warns(RuntimeWarning, match="no GPU") as caught:
-        assert _binary.run_bekc([script]) == {"manifest": "/x/manifest.json"}
+        assert _run.run_bekc([script]) == {"manifest": "/x/manifest.json"}
     # Said once whose it is, as the binary said it.
     assert [str(w.message) for w in caught] == ["bekc: warning: no GPU, using sm_80"]
 
@@ -116,7 +116,7 @@ def test_a_compilers_warning_is_said_to_come_through_bekc(tmp_path):
                   "#!/bin/sh\necho 'k.cu(3): warning #177-D: variable was declared' >&2\n"
                   "echo '{\"manifest\": \"/x/manifest.json\"}'\n")
     with pytest.warns(RuntimeWarning) as caught:
-        _binary.run_bekc([script])
+        _run.run_bekc([script])
     assert [str(w.message) for w in caught] == [
         "bekc: k.cu(3): warning #177-D: variable was declared"]
 
@@ -124,12 +124,12 @@ def test_a_compilers_warning_is_said_to_come_through_bekc(tmp_path):
 def test_run_bad_json(tmp_path):
     script = _exe(tmp_path / "junk", "#!/bin/sh\necho hello\n")
     with pytest.raises(bekc.BekcError, match="no JSON"):
-        _binary.run_bekc([script])
+        _run.run_bekc([script])
 
 
 def test_run_verbose_echoes_stderr(tmp_path, capfd):
     script = _exe(tmp_path / "v", "#!/bin/sh\necho 'compiling k.cu' >&2\necho '{\"a\": 1}'\n")
-    assert _binary.run_bekc([script], verbose=True) == {"a": 1}
+    assert _run.run_bekc([script], verbose=True) == {"a": 1}
     assert "compiling k.cu" in capfd.readouterr().err
 
 
@@ -138,7 +138,7 @@ def test_never_uses_a_shell(tmp_path):
     script = _exe(tmp_path / "echo",
                   f"#!{sys.executable}\nimport json, sys\nprint(json.dumps({{'argv': sys.argv[1:]}}))\n")
     weird = "$(touch pwned); `x` | > ; '\""
-    assert _binary.run_bekc([script, weird]) == {"argv": [weird]}
+    assert _run.run_bekc([script, weird]) == {"argv": [weird]}
     assert not os.path.exists("pwned")
 
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from bekc._binary import run_bekc
+from bekc._run import run_bekc
 
 FAKE = """#!{python}
 import signal, sys, time, pathlib

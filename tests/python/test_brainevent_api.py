@@ -39,7 +39,7 @@ import jax.numpy as jnp  # noqa: E402
 from brainevent._op import kernix_pipeline  # noqa: E402
 
 import bekc  # noqa: E402
-from bekc import _brainevent, _compat  # noqa: E402
+from bekc import _brainevent, _cache_choice, _compat  # noqa: E402
 from conftest import REPO, sha256_of, unique_prefix  # noqa: E402
 from support.kernels import NOOP_EXPORT, SCALE_CPP  # noqa: E402
 
@@ -93,6 +93,9 @@ def rec(monkeypatch, tmp_path):
     monkeypatch.setattr(_compat, "find_binary", lambda: "/fake/bekc")
     monkeypatch.setattr(_compat, "load", load)
     monkeypatch.setattr(_compat, "_CACHE_DIR_OVERRIDE", str(tmp_path / "cache"))
+    cache = str(tmp_path / "cache")
+    monkeypatch.setattr(_compat, "cache_choice",
+                        lambda binary, flag: _cache_choice.CacheChoice(cache, cache, None))
     monkeypatch.delenv(ARCH_ENV, raising=False)
     return r
 
@@ -111,7 +114,7 @@ def opts(argv, prefix):
 
 
 def i_dirs(argv):
-    return [argv[i + 1] for i, a in enumerate(argv) if a == "-I"]
+    return [a[len("-I"):] for a in argv if a.startswith("-I")]
 
 
 # --------------------------------------------------------------------------- parameters
@@ -178,7 +181,7 @@ def test_build_directory_and_auto_register_and_replace(rec, tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     argv = rec.argv(brainevent.load_cuda_inline, "m", NOOP_EXPORT, build_directory="out",
                     auto_register=False)
-    assert argv[argv.index("-o") + 1] == str(tmp_path / "out")
+    assert f"--output-dir={tmp_path / 'out'}" in argv
     assert rec.loads[-1] == {"register": False, "replace": False}
     rec.argv(brainevent.load_cpp_inline, "m", NOOP_EXPORT, replace=True)
     assert rec.loads[-1] == {"register": True, "replace": True}

@@ -8,11 +8,11 @@ import os
 
 import pytest
 
-from bekc import _compat, _inline_sources
+from bekc import _cache_choice, _compat, _inline_sources
 
 
 @pytest.fixture
-def cache(tmp_path, monkeypatch):
+def cache(bekc_bin, tmp_path, monkeypatch):
     root = tmp_path / "cache"
     root.mkdir()
     monkeypatch.setattr(_compat, "_CACHE_DIR_OVERRIDE", str(root))
@@ -99,22 +99,18 @@ def test_a_linked_src_directory_is_left_alone(cache, tmp_path):
 
 
 @pytest.fixture
-def read_only_team(tmp_path, monkeypatch):
+def read_only_team(bekc_bin, tmp_path, monkeypatch):
     """A bekc cache this process may not write (as another user's is), chosen
-    as the cache; the default cache is under tmp_path/xdg."""
+    as the cache: the binary then names it as demoted, and the default cache,
+    under tmp_path/xdg, as the one misses build into (lib/config/cache_choice;
+    the binary's own tests make such a cache for real)."""
     team = tmp_path / "team"
     team.mkdir()
     (team / "bekc-cache.json").write_text('{"bekc_cache": 1}\n')
-    real_access = os.access
-
-    def access(path, mode, **kw):
-        if mode & os.W_OK and os.path.abspath(path).startswith(str(team)):
-            return False
-        return real_access(path, mode, **kw)
-
-    monkeypatch.setattr(os, "access", access)
+    own = tmp_path / "xdg" / "bekc"
+    choice = _cache_choice.CacheChoice(str(team), str(own), str(team))
+    monkeypatch.setattr(_compat, "cache_choice", lambda binary, flag: choice)
     monkeypatch.setattr(_compat, "_CACHE_DIR_OVERRIDE", str(team))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     return team
 
 

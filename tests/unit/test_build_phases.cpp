@@ -224,6 +224,32 @@ TEST_CASE("look_up: a build that waits for the lock finds the entry its holder p
     CHECK(f.runner.batches.size() == 2);  // the first build's waves only
 }
 
+TEST_CASE(
+    "look_up: giving up on the cache lock names the lock and its holder, and what to do as a note",
+    "[phases]") {
+    DriverFixture f;
+    PhaseRun run(f);
+    auto holder = Cache(run.in.cache_root).lock(CacheLayout::lock(run.planned.direct_key));
+    REQUIRE(holder);
+    Cache cache(run.in.cache_root, CacheOptions{.lock_timeout = 200ms});
+    try {
+        (void)run.look_up(cache);
+        FAIL("look_up went on without the lock");
+    } catch (const FatalError& e) {
+        const Error& error = e.error();
+        CHECK(e.exit_code() == kExitCache);
+        CHECK_THAT(error.message,
+                   Catch::StartsWith("gave up after 0.2 s waiting for the cache lock " +
+                                     holder->path().string() + ", held by pid " +
+                                     std::to_string(::getpid())));
+        REQUIRE(error.notes.size() == 1);
+        CHECK_THAT(error.notes[0],
+                   Catch::StartsWith("another bekc process is building the same cache entry: "
+                                     "let it finish or stop it, then run again"));
+        CHECK_THAT(e.what(), Catch::Contains("\nnote: another bekc process"));
+    }
+}
+
 TEST_CASE("execute: every step runs in a private directory that goes with the value", "[phases]") {
     DriverFixture f;
     PhaseRun run(f);

@@ -123,3 +123,24 @@ TEST_CASE("build report: one JSON line per build in the log", "[build_report]") 
     REQUIRE_FALSE(logged.has_value());
     CHECK(logged.error().message.find("no-dir/build.log") != std::string::npos);
 }
+
+TEST_CASE("waits for another machine's compile are counted, and zeroed with the rest",
+          "[build_report]") {
+    Fixture f;
+    CacheDir dir = Cache(f.cache_root).dir();
+    REQUIRE(count_remote_wait(dir, true, 1500, 4000));
+    REQUIRE(count_remote_wait(dir, false, 300000, 0));
+    // A line cut short by a crash counts for nothing.
+    REQUIRE(dir.append(CacheLayout::stats_tally("remote_waits"), "1 12"));
+    BuildCounters c = f.counters();
+    CHECK(c.remote_waits == 2);
+    CHECK(c.remote_waits_served == 1);
+    CHECK(c.wait_ms == 301500);
+    CHECK(c.saved_ms == 4000);
+    REQUIRE(zero_counters(dir));
+    c = f.counters();
+    CHECK(c.remote_waits == 0);
+    CHECK(c.wait_ms == 0);
+    REQUIRE(count_remote_wait(dir, true, 10, 20));
+    CHECK(f.counters().remote_waits_served == 1);
+}

@@ -100,7 +100,7 @@ TEST_CASE("entries are fanned out by the first two hex digits of the key", "[cac
     fs::path lock = CacheLayout::lock(key);
     CHECK(lock == fs::path("locks") / key.substr(0, 2) / (key.substr(2) + ".lock"));
     CHECK(CacheLayout::direct_record(key) ==
-          fs::path("direct") / key.substr(0, 2) / (key.substr(2) + ".json"));
+          fs::path("direct") / key.substr(0, 2) / (key.substr(2) + ".rec"));
     CHECK(CacheLayout::key_of(key.substr(0, 2), key.substr(2), "") == key);
     CHECK(CacheLayout::key_of(key.substr(0, 2), key.substr(2) + ".lock", ".lock") == key);
     CHECK(CacheLayout::key_of("ab", "not-a-key", "").empty());
@@ -260,7 +260,6 @@ TEST_CASE("a failing builder leaves nothing behind", "[cache]") {
         return fail(ErrorKind::Cache, "kernels.cu:3: error: expected ';'");
     });
     REQUIRE_FALSE(r.has_value());
-    CHECK(r.error().kind == CacheError::Kind::Builder);
     CHECK(r.error().message == "kernels.cu:3: error: expected ';'");
     CHECK(count_children(tmp / "cache" / "tmp") == 0);
     CHECK(count_entries(tmp / "cache") == 0);
@@ -272,9 +271,10 @@ TEST_CASE("a failing builder leaves nothing behind", "[cache]") {
         return {};
     });
     REQUIRE_FALSE(wrong.has_value());
-    CHECK(wrong.error().kind == CacheError::Kind::Builder);
+    CHECK(wrong.error().kind == ErrorKind::Cache);
     CHECK_THAT(wrong.error().message,
-               Catch::Contains("invalid cache entry") && Catch::Contains("library_sha256"));
+               Catch::StartsWith("the build left an invalid cache entry: ") &&
+                   Catch::Contains("library_sha256"));
     CHECK(count_entries(tmp / "cache") == 0);
     CHECK(count_children(tmp / "cache" / "tmp") == 0);
 
@@ -297,6 +297,32 @@ TEST_CASE("a failing builder leaves nothing behind", "[cache]") {
     CHECK_THROWS_AS(cache.get_or_build(key, throws), FatalError);
     CHECK(count_children(tmp / "cache" / "tmp") == 0);
     CHECK(cache.get_or_build(key, fake_builder(key, "k", "bytes")).has_value());  // lock released
+}
+
+TEST_CASE("a builder's error reaches the caller whole: kind, file, line and notes", "[cache]") {
+    // get_or_build and ensure_tree hand back the Error their builder
+    // returned, as it is, so the user sees where it happened and how to fix it.
+    test::TempDir tmp;
+    Cache cache(tmp / "cache");
+    const Error failure =
+        Error::at(ErrorKind::Toolchain, "kernels.cu", 3, "the compiler stopped").note("try -v");
+    auto builder = [&](const Staging&) -> StagingResult { return std::unexpected(failure); };
+    auto check_whole = [&](const Error& e) {
+        CHECK(e.kind == ErrorKind::Toolchain);
+        CHECK(e.file == "kernels.cu");
+        CHECK(e.line == 3);
+        CHECK(e.message == "the compiler stopped");
+        CHECK(e.notes == std::vector<std::string>{"try -v"});
+        CHECK(e.render() == "kernels.cu:3: error: the compiler stopped\nnote: try -v");
+    };
+    auto entry = cache.get_or_build(fake_key("whole"), builder);
+    REQUIRE_FALSE(entry.has_value());
+    check_whole(entry.error());
+    auto tree = cache.ensure_tree(CacheLayout::step(fake_key("whole")),
+                                  CacheLayout::lock(fake_key("whole")), builder);
+    REQUIRE_FALSE(tree.has_value());
+    check_whole(tree.error());
+    CHECK(count_children(tmp / "cache" / "tmp") == 0);
 }
 
 TEST_CASE("an entry published by someone else first wins", "[cache]") {
@@ -415,7 +441,8 @@ TEST_CASE("a builder waiting on a busy key gives up with a message naming the lo
     kill(holder, SIGKILL);
     test::wait_child(holder);
     REQUIRE_FALSE(r.has_value());
-    CHECK(r.error().kind == CacheError::Kind::LockTimeout);
+    CHECK(r.error().kind == ErrorKind::Cache);
+    CHECK_THAT(r.error().message, Catch::StartsWith("gave up after 0.3 s waiting"));
     CHECK_THAT(r.error().message,
                Catch::Contains(cache.layout().path(CacheLayout::lock(key)).string()));
     CHECK_THAT(r.error().message, Catch::Contains("pid " + std::to_string(holder)));
@@ -761,7 +788,7 @@ TEST_CASE("links planted in the cache are never served or followed", "[cache]") 
         fs::create_directory_symlink(outside, tmp / "cache" / "tmp");
         auto r = cache.get_or_build(key, fake_builder(key, "k", "bytes"));
         REQUIRE_FALSE(r.has_value());
-        CHECK(r.error().kind == CacheError::Kind::Io);
+        CHECK(r.error().kind == ErrorKind::Cache);
         CHECK_THAT(r.error().message, Catch::Contains((tmp / "cache" / "tmp").string()) &&
                                           Catch::Contains("symbolic link"));
         CHECK(count_children(outside) == 0);
@@ -810,7 +837,6 @@ TEST_CASE("ensure_tree builds a sealed tree once and repairs a damaged one", "[c
         CacheLayout::runtime_include("fedcba9876543210"), lock,
         [](const Staging&) -> StagingResult { return fail(ErrorKind::Cache, "no headers"); });
     REQUIRE_FALSE(failed.has_value());
-    CHECK(failed.error().kind == CacheError::Kind::Builder);
     CHECK(failed.error().message == "no headers");
     CHECK(count_children(tmp / "cache" / "tmp") == 0);
 }
@@ -1155,10 +1181,11 @@ struct StampFixture : DirectFixture {
     }
 
     DirectRecord record_on_file() const {
-        auto records = parse_direct_records(
+        auto records = decode_direct_records(
             test::read_file(cache.layout().path(CacheLayout::direct_record(direct_key))));
-        REQUIRE(records.size() == 1);
-        return records[0];
+        REQUIRE(records);
+        REQUIRE(records->size() == 1);
+        return (*records)[0];
     }
 };
 
@@ -1330,10 +1357,10 @@ TEST_CASE("direct mode records a dependency read for the key as it was read, wit
     test::write_file(f.a, "#define A 8\n");
     test::set_mtime(f.a, old);
     REQUIRE(cache.record_direct(f.direct_key, in).has_value());
-    auto records = nlohmann::json::parse(
-        test::read_file(cache.layout().path(CacheLayout::direct_record(f.direct_key))));
-    CHECK(records["records"][0]["written_ns"].get<int64_t>() == examined);
-    CHECK(records["records"][0]["files"][0]["xxh128"] == xxh128_hex("#define A 1\n"));
+    auto records = read_direct_records(cache.dir(), CacheLayout::direct_record(f.direct_key));
+    REQUIRE(records.size() == 1);
+    CHECK(records[0].written_ns == examined);
+    CHECK(records[0].files[0].xxh128 == xxh128_hex("#define A 1\n"));
     DirectLookup changed = cache.lookup_direct(f.direct_key);
     CHECK_FALSE(changed.key.has_value());
     CHECK(changed.why_not == f.a.string() + " changed");
@@ -1359,9 +1386,8 @@ TEST_CASE("direct mode keeps a handful of records per direct key", "[cache][dire
         DirectInputs in{fake_key("full " + std::to_string(i)), {{f.a, sha256_hex(text)}}, {}};
         REQUIRE(cache.record_direct(f.direct_key, in).has_value());
     }
-    auto records = nlohmann::json::parse(
-        test::read_file(cache.layout().path(CacheLayout::direct_record(f.direct_key))));
-    CHECK(records["records"].size() == kMaxDirectRecords);
+    CHECK(read_direct_records(cache.dir(), CacheLayout::direct_record(f.direct_key)).size() ==
+          kMaxDirectRecords);
     test::write_file(f.a, "#define A 5\n");
     CHECK(cache.lookup_direct(f.direct_key).key == fake_key("full 5"));
     test::write_file(f.a, "#define A 0\n");  // the oldest, dropped
@@ -1449,7 +1475,13 @@ TEST_CASE("list and clear work by manifest name", "[cache]") {
     REQUIRE(cache.record_direct(dk, DirectInputs{k3, {{tmp / "h.h", ""}}, {}}).has_value());
     cache.write_memo(CacheLayout::tool_memo(), "{}");
     CHECK(cache.stats().value().direct_records == 1);
+    // An older bekc's JSON records, which this one never reads, go too.
+    const std::string old_key = fake_key("old");
+    const fs::path old_record =
+        tmp / "cache" / "portable" / old_key.substr(0, 2) / (old_key.substr(2) + ".json");
+    test::write_file(old_record, R"({"format": 2, "records": []})");
     CHECK(cache.clear().value() == 1);
+    CHECK_FALSE(fs::exists(old_record));
     CacheStats stats = cache.stats().value();
     CHECK(stats.entries == 0);
     CHECK(stats.direct_records == 0);

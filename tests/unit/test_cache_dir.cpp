@@ -423,7 +423,18 @@ TEST_CASE("a seal catches what changed, at the level that can see it", "[cache]"
                  R"({"seal": 1, "files": {"/etc/passwd": {"size": 1, "sha256": ")" +
                      std::string(64, '0') + R"("}}})",
                  R"({"seal": 1, "files": {"a": {"size": 1, "sha256": "short"}}})",
-                 R"({"seal": 1, "files": {}, "library": {"name": "libk.so"}})"}) {
+                 R"({"seal": 1, "files": {}, "library": {"name": "libk.so"}})",
+                 // members of another type than the writer writes
+                 R"({"seal": "1", "files": {}})", R"({"seal": 1, "files": []})",
+                 R"({"seal": 1, "files": {"a": {"size": "1", "sha256": ")" + std::string(64, '0') +
+                     R"("}}})",
+                 R"({"seal": 1, "files": {"a": {"size": -1, "sha256": ")" + std::string(64, '0') +
+                     R"("}}})",
+                 R"({"seal": 1, "files": {"a": 7}})",
+                 R"({"seal": 1, "files": {"libk.so": {"size": 1, "sha256": ")" +
+                     std::string(64, '0') +
+                     R"("}}, "library": {"name": "libk.so", "size": 1, "mtime_ns": 1.5,
+                     "ctime_ns": 1, "xxh128": "x"}})"}) {
             INFO(text);
             test::write_file(f.tmp / "d" / "stamp.json", text);
             CHECK_THAT(f.check(CheckLevel::Cheap).error().message,

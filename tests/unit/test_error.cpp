@@ -2,8 +2,12 @@
 // and the text main() prints for it.
 #include <catch2/catch.hpp>
 
+#include <set>
+#include <string_view>
+
 #include "driver/fatal.hpp"
 #include "util/error.hpp"
+#include "util/exit_codes.hpp"
 
 using namespace bekc;
 
@@ -16,6 +20,23 @@ TEST_CASE("error: each kind exits with the code docs/cli.md gives it", "[error]"
     Error interrupted = Error::make(ErrorKind::Interrupted, "interrupted by SIGINT");
     interrupted.signal = 2;
     CHECK(interrupted.exit_code() == 130);
+}
+
+TEST_CASE("error: one exit code row per kind, each code and name its own", "[error]") {
+    std::set<int> codes;
+    std::set<std::string_view> names;
+    for (ErrorKind kind : {ErrorKind::Source, ErrorKind::Usage, ErrorKind::Toolchain,
+                           ErrorKind::Cache, ErrorKind::Internal}) {
+        const ExitCodeRow* row = exit_code_row(kind);
+        REQUIRE(row);
+        CHECK(row->code == exit_code_of(kind));
+        CHECK_FALSE(row->meaning.empty());
+        codes.insert(row->code);
+        names.insert(row->name);
+    }
+    CHECK(codes.size() == std::size(kExitCodeRows));
+    CHECK(names.size() == std::size(kExitCodeRows));
+    CHECK(exit_code_row(ErrorKind::Interrupted) == nullptr);
 }
 
 TEST_CASE("error: rendered as bekc prints it, with its file, line and notes", "[error]") {
