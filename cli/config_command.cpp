@@ -11,7 +11,7 @@
 #include "commands.hpp"
 #include "config/cache_choice.hpp"
 #include "config/setting_options.hpp"
-#include "driver/build_args.hpp"
+#include "prep/build_args.hpp"
 #include "driver/fatal.hpp"
 #include "json_output.hpp"
 #include "plan/arch.hpp"
@@ -114,7 +114,7 @@ int show(const ConfigOptions& o) {
     return kExitOk;
 }
 
-// `bekc build`'s options as CLI11 defines them (driver/build_args): each
+// `bekc build`'s options as CLI11 defines them (prep/build_args): each
 // one's spellings, whether it takes a value, and whether it may be given
 // more than once.
 Json build_options_json() {

@@ -5,7 +5,7 @@
 
 #include "commands.hpp"
 #include "driver/fatal.hpp"
-#include "driver/inputs.hpp"
+#include "prep/inputs.hpp"
 #include "toolchain/device_code.hpp"
 #include "util/error.hpp"
 #include "util/json_text.hpp"
@@ -59,9 +59,10 @@ int inspect(const InspectOptions& o) {
         fatal(Error::make(ErrorKind::Usage,
                           "bekc inspect needs at least one input, or --device-code LIB")
                   .note("example: bekc inspect kernels.cu"));
-    std::vector<ExplicitSpec> specs = collect_explicit_specs(o.functions, o.functions_json);
+    std::vector<ExplicitSpec> specs =
+        or_fatal(collect_explicit_specs(o.functions, o.functions_json));
     ScannedInputs scanned =
-        scan_inputs(or_fatal(expand_inputs(o.inputs)), specs, InputsAre::Independent);
+        or_fatal(scan_inputs(or_fatal(expand_inputs(o.inputs)), specs, InputsAre::Independent));
     if (has_errors(scanned.diagnostics)) {
         std::fputs(render_all(scanned.diagnostics).c_str(), stderr);
         fatal(Error::make(ErrorKind::Source, ""));  // printed already

@@ -1,10 +1,10 @@
 // `bekc pack`: prebuilt kernels as a read-only cache for machines that never
-// compile them (lib/driver/pack.hpp; docs/packs.md).
+// compile them (lib/package/pack.hpp; docs/packs.md).
 #include <cstdio>
 #include <memory>
 
 #include "commands.hpp"
-#include "driver/pack.hpp"
+#include "package/pack.hpp"
 #include "run/runner.hpp"
 
 namespace bekc::cli {

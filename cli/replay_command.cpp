@@ -2,7 +2,7 @@
 
 #include "commands.hpp"
 #include "driver/build.hpp"
-#include "driver/replay.hpp"
+#include "package/replay.hpp"
 
 namespace bekc::cli {
 

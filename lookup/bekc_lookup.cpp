@@ -1,5 +1,5 @@
 // libbekc_lookup.so: `bekc build --json` answered inside the Python process
-// on a local cache hit (driver/warm_lookup.hpp), so a warm load starts no
+// on a local cache hit (warm/warm_lookup.hpp), so a warm load starts no
 // process. Everything else is "not handled", and Python runs the binary.
 //
 // The C ABI is versioned by its function names and bekc_lookup_abi_version.
@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "config/cache_choice.hpp"
-#include "driver/warm_lookup.hpp"
 #include "util/json_text.hpp"
+#include "warm/warm_lookup.hpp"
 
 #define BEKC_LOOKUP_API extern "C" __attribute__((visibility("default")))
 

@@ -23,7 +23,7 @@ namespace {
 // loaded, and read_only_caches whose
 // libraries are loaded; remote_read_only whether the token is used to write
 // there; launcher runs a program on every miss; record chooses where bekc
-// appends each load (driver/recording.hpp).
+// appends each load (prep/recording.hpp).
 constexpr std::array<SettingInfo, 13> kSettings{{
     {"cache_dir", "BEKC_CACHE_DIR", "--cache-dir", SettingType::Path, SettingTrust::OwnedFile},
     {"max_size", "BEKC_CACHE_MAX_SIZE", "", SettingType::Size, SettingTrust::AnyFile},

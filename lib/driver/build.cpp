@@ -2,58 +2,48 @@
 
 #include <cstdio>
 
-#include "driver/compile_commands.hpp"
-#include "driver/deliver.hpp"
-#include "driver/execute_build.hpp"
 #include "driver/fatal.hpp"
-#include "driver/keys.hpp"
-#include "driver/look_up.hpp"
-#include "driver/plan_build.hpp"
-#include "driver/portable.hpp"
-#include "driver/prepare.hpp"
-#include "driver/publish.hpp"
-#include "driver/recording.hpp"
-#include "driver/reporter.hpp"
+#include "driver/phases.hpp"
+#include "graph/compile_commands.hpp"
+#include "graph/nvcc_split.hpp"
+#include "graph/recipe.hpp"
+#include "portable/portable.hpp"
+#include "prep/prepare.hpp"
+#include "prep/recording.hpp"
+#include "prep/reporter.hpp"
 #include "run/execute.hpp"
-#include "scan/symbols.hpp"
 #include "store/compile_times.hpp"
 #include "store/runtime_headers.hpp"
 #include "util/error.hpp"
 
 namespace bekc {
 
-PlannedBuild plan(const BuildInputs& in, const BuildOptions& o) {
-    PlannedBuild p;
-    for (const auto& f : in.files)
-        for (const auto& fn : f.functions)
-            p.targets.push_back(target_name(in.target_prefix, fn.name));
-    KeyBuilder portable = portable_key_builder(in, o);
-    p.portable_key = portable.digest();
-    if (in.toolchain_missing) {
-        // No toolchain: the portable key is all there is to look up.
-        if (o.explain_key) std::fputs(portable.explain().c_str(), stdout);
-        return p;
-    }
-    KeyBuilder direct = direct_key_builder(in);
-    p.direct_key = direct.digest();
-    p.direct_key_record = direct.explain();
-    if (o.explain_key) {
-        // Why this nvcc: not hashed (the same binary found another way builds
-        // the same library), so on stderr, beside the records.
-        if (in.nvcc)
-            std::fprintf(stderr, "bekc: nvcc %s (chosen by %s)\n", in.nvcc->path.c_str(),
-                         in.nvcc_how.c_str());
-        std::fputs(p.direct_key_record.c_str(), stdout);
-    }
-    if (o.compile_commands && !o.dry_run)
-        write_compile_commands(fs::path(*o.compile_commands), in,
-                               or_fatal(materialize_runtime_headers(in.cache_root)));
-    p.dir_name = build_dir_name(in, p.direct_key);
-    return p;
+BuildInputs prepare_build(const BuildOptions& options, BuildContext& context) {
+    return or_fatal(prepare(options, context, Reporter(options)));
 }
 
-BuildInputs prepare_build(const BuildOptions& options, BuildContext& context) {
-    return prepare(options, context, Reporter(options));
+PlannedBuild plan_build(const BuildInputs& in, const BuildOptions& o) {
+    return or_fatal(plan(in, o));
+}
+
+void explain_plan(const BuildInputs& in, const BuildOptions& o, const PlannedBuild& planned) {
+    if (!o.explain_key) return;
+    if (in.toolchain_missing) {
+        std::fputs(planned.portable_key_record.c_str(), stdout);
+        return;
+    }
+    // Why this nvcc: not hashed (the same binary found another way builds
+    // the same library), so on stderr, beside the records.
+    if (in.nvcc)
+        std::fprintf(stderr, "bekc: nvcc %s (chosen by %s)\n", in.nvcc->path.c_str(),
+                     in.nvcc_how.c_str());
+    std::fputs(planned.direct_key_record.c_str(), stdout);
+}
+
+void write_planned_compile_commands(const BuildInputs& in, const BuildOptions& o) {
+    if (!o.compile_commands || o.dry_run || in.toolchain_missing) return;
+    or_fatal(write_compile_commands(fs::path(*o.compile_commands), in,
+                                    or_fatal(materialize_runtime_headers(in.cache_root))));
 }
 
 BuildResult run_build(const BuildOptions& options) {
@@ -64,8 +54,9 @@ BuildResult run_build(const BuildOptions& options) {
 
 namespace {
 
-// --dry-run: the graph a build would execute, step by step, from the same
-// plan, on stdout.
+// --dry-run: the planned graph filled in as a build would fill it in, step
+// by step, on stdout. Its private directory is only named, and nvcc's phases
+// are asked for as a build asks (nvcc --dryrun writes nothing).
 void dry_run(const BuildInputs& in, const BuildOptions& o, const PlannedBuild& p, BuildContext& ctx,
              const Reporter& report) {
     if (!in.arch_fallback.empty()) report.warn(in.arch_fallback);
@@ -73,11 +64,11 @@ void dry_run(const BuildInputs& in, const BuildOptions& o, const PlannedBuild& p
     ExecuteOptions eo;
     eo.echo = stdout;
     eo.jobs = jobs_wanted(o);
-    GraphPaths paths = graph_paths(in, private_user_path() / (p.dir_name + ".XXXXXX"));
-    paths.device_threads = device_threads_for(in, eo.jobs, !paths.runtime_object_ready);
-    BuildGraph graph = plan_graph(in, paths);
+    GraphDirs dirs = build_dirs(in, private_user_path() / (p.dir_name + ".XXXXXX"));
+    dirs.device_threads = device_threads_for(in, eo.jobs, !dirs.runtime_object_ready);
+    BuildGraph graph = or_fatal(fill_in(p.recipe, dirs));
     CompileTimes times(in.cache_root);
-    split_nvcc_compiles(graph, in, ctx.runner, ctx.tools, &times);
+    split_nvcc_compiles(graph, ask_nvcc_phases(graph, in, ctx.runner, ctx.tools), in, &times);
     (void)execute_graph(graph, dry, eo);
 }
 
@@ -147,13 +138,15 @@ BuildResult delivered_hit(const BuildInputs& in, const BuildOptions& o, const Pl
 Attempt build_attempt(const BuildOptions& o, BuildContext& ctx) {
     auto start = BuildClock::now();
     Reporter report(o);
-    BuildInputs in = prepare(o, ctx, report);
-    PlannedBuild planned = plan(in, o);
+    const BuildInputs in = or_fatal(prepare(o, ctx, report));
+    PlannedBuild planned = plan_build(in, o);
+    explain_plan(in, o, planned);
+    write_planned_compile_commands(in, o);
     if (in.toolchain_missing) {
         if (o.dry_run || o.force) fatal(*in.toolchain_missing);
         PortableLookup found;
         auto hit = hit_without_toolchain(in, o, planned, ctx, report, start, found);
-        if (!hit) fail_without_toolchain(in, found);
+        if (!hit) fatal(toolchain_missing_error(in, found));
         return {std::move(*hit), std::nullopt};
     }
     BuildResult result = planned_result(planned);
@@ -173,11 +166,8 @@ Attempt build_attempt(const BuildOptions& o, BuildContext& ctx) {
     if (!found.entry) {
         // Said when it compiles for the default architecture, not on a hit.
         if (!in.arch_fallback.empty()) report.warn(in.arch_fallback);
-        Executed built = execute(in, o, planned.dir_name, cache, ctx);
+        Executed built = execute(in, o, planned, cache, ctx);
         if (built.edited) return {result, built.edited};
-        // Only a miss sorts what the compilers read, by the host compiler's
-        // directories.
-        in.multiarch = built.multiarch;
         result.seconds_compile = built.seconds;
         published = publish(in, o, planned, built, cache, found.remote, ctx, report);
     }
@@ -212,8 +202,10 @@ BuildResult run_build(const BuildOptions& options, BuildContext& ctx) {
 std::optional<BuildResult> run_build_if_cached(const BuildOptions& o, BuildContext& ctx,
                                                const Reporter& report) {
     auto start = BuildClock::now();
-    BuildInputs in = prepare(o, ctx, report);
-    PlannedBuild planned = plan(in, o);
+    const BuildInputs in = or_fatal(prepare(o, ctx, report));
+    PlannedBuild planned = plan_build(in, o);
+    explain_plan(in, o, planned);
+    write_planned_compile_commands(in, o);
     std::optional<BuildResult> hit;
     if (in.toolchain_missing) {
         // A miss is the binary's to report.

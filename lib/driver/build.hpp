@@ -1,25 +1,27 @@
 // `bekc build` in six phases, each a function returning one value:
-//   prepare (driver/prepare.hpp)        BuildInputs: options checked, inputs
-//                                       scanned, tools found, archs chosen
-//   plan (here)                         PlannedBuild: targets, the direct key
-//   look_up (driver/look_up.hpp)        LookUp: a hit, or a miss holding the lock
-//   execute (driver/execute_build.hpp)  Executed: the graph run in a private directory
-//   publish (driver/publish.hpp)        Published: the entry under the full key
-//   deliver (driver/deliver.hpp)        Delivered: the manifest and library, -o, --depfile
-// run_build chains them; a hit goes from look_up to deliver. See
-// docs/ARCHITECTURE.md for the stages and the build graph's steps.
+//   prepare (prep/prepare.hpp)    BuildInputs: options checked, inputs
+//                                 scanned, tools found, archs chosen
+//   plan (graph/plan.hpp)         PlannedBuild: the graph with placeholder
+//                                 directories, the targets, the keys
+//   look_up (driver/phases.hpp)   LookUp: a hit, or a miss holding the lock
+//   execute (driver/phases.hpp)   Executed: the graph filled in and run in a
+//                                 private directory
+//   publish (driver/phases.hpp)   Published: the entry under the full key
+//   deliver (driver/phases.hpp)   Delivered: the manifest and library, -o, --depfile
+// run_build chains them and is where a failure ends the run (FatalError);
+// a hit goes from look_up to deliver. See docs/ARCHITECTURE.md for the
+// stages and the build graph's steps.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "driver/build_inputs.hpp"
-#include "driver/build_options.hpp"
-#include "driver/reporter.hpp"
-#include "run/runner.hpp"
-#include "toolchain/tools.hpp"
-#include "util/env.hpp"
+#include "graph/plan.hpp"
+#include "prep/build_context.hpp"
+#include "prep/build_inputs.hpp"
+#include "prep/build_options.hpp"
+#include "prep/reporter.hpp"
 #include "util/fs.hpp"
 
 namespace bekc {
@@ -36,7 +38,7 @@ struct BuildResult {
     // with KeyBuilder::parts), for logs that say which part changed.
     std::string direct_key, direct_key_record;
     // The entry's key, and the portable key it is recorded under
-    // (driver/keys.hpp), which `bekc pack` reads from --json.
+    // (graph/keys.hpp), which `bekc pack` reads from --json.
     std::string key, portable_key;
     // The read-only cache the hit came from (empty: the own cache), and what
     // a hit through the portable key checked in place of the toolchain.
@@ -44,57 +46,30 @@ struct BuildResult {
     std::string checked;
 };
 
-// What a build reaches outside its options: the runner that writes and
-// spawns, the environment, and where programs are found. Tests give their
-// own (tests/helpers/fake_runner.hpp) and need no compiler.
-struct BuildContext {
-    Runner& runner;
-    EnvLookup env = system_env();
-    RawEnvLookup raw_env = process_environment();  // what the tools see
-    ToolLookup tools = ToolLookup::system();
-    fs::path cwd = fs::current_path();
-};
-
-// A context whose settings and tool lookup both read `env` (config/settings.hpp).
-inline BuildContext context_with(Runner& runner, const EnvLookup& env) {
-    BuildContext context{runner};
-    context.env = env;
-    context.tools.env = env;
-    return context;
-}
-
 // Runs the whole build; diagnostics and progress go to stderr, and the
 // caller prints the result to stdout.
 BuildResult run_build(const BuildOptions& options);
 BuildResult run_build(const BuildOptions& options, BuildContext& context);
 
 // The phases of a hit and nothing else: prepare, plan, the local cache
-// (driver/look_up.hpp, find_local) and deliver. The result of run_build on a
+// (driver/phases.hpp, find_local) and deliver. The result of run_build on a
 // local hit; nullopt on a miss, before any lock is taken or anything is
 // written. For options that plan writes nothing for (no --explain-key,
 // --compile-commands or --dry-run); the in-process lookup
-// (driver/warm_lookup.hpp) answers with it.
+// (warm/warm_lookup.hpp) answers with it.
 std::optional<BuildResult> run_build_if_cached(const BuildOptions& options, BuildContext& context,
                                                const Reporter& report);
 
-// The second phase: what the build makes and the direct key it is known by.
-struct PlannedBuild {
-    std::vector<std::string> targets;  // the XLA target of every exported function
-    // The direct key and the record it hashes (KeyBuilder::explain).
-    std::string direct_key, direct_key_record;
-    // The portable key (driver/keys.hpp): all a plan has when no toolchain
-    // is found (BuildInputs::toolchain_missing), and the direct key is empty.
-    std::string portable_key;
-    // The start of the private build directory's name (plan_build.hpp).
-    std::string dir_name;
-};
-
-// Prints the key's record with --explain-key and writes
-// --compile-commands (not in a dry run).
-PlannedBuild plan(const BuildInputs& in, const BuildOptions& o);
-
-// The first stage: options checked, inputs read and scanned, tools found and
-// asked their versions, archs chosen. Everything the graph and the key read.
+// The first two phases as run_build runs them, a failure thrown as
+// FatalError: prepare (prep/prepare.hpp) and plan (graph/plan.hpp).
 BuildInputs prepare_build(const BuildOptions& options, BuildContext& context);
+PlannedBuild plan_build(const BuildInputs& in, const BuildOptions& o);
+
+// What run_build does between plan and look-up, in the open: --explain-key
+// prints the planned graph's key record (stdout; the nvcc chosen, stderr),
+// and --compile-commands writes its file (not in a dry run), with the
+// runtime headers it names.
+void explain_plan(const BuildInputs& in, const BuildOptions& o, const PlannedBuild& planned);
+void write_planned_compile_commands(const BuildInputs& in, const BuildOptions& o);
 
 }  // namespace bekc

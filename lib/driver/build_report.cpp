@@ -7,7 +7,7 @@
 #include <ctime>
 #include <optional>
 
-#include "driver/inputs.hpp"
+#include "prep/inputs.hpp"
 #include "store/build_history.hpp"
 #include "store/cache.hpp"
 #include "store/cache_layers.hpp"

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "driver/build.hpp"
-#include "driver/reporter.hpp"
+#include "prep/reporter.hpp"
 #include "util/env.hpp"
 #include "util/error.hpp"
 

@@ -1,4 +1,4 @@
-#include "driver/deliver.hpp"
+#include "driver/phases.hpp"
 
 #include <cstdio>
 

@@ -1,4 +1,4 @@
-#include "driver/execute_build.hpp"
+#include "driver/phases.hpp"
 
 #include <unistd.h>
 
@@ -10,10 +10,11 @@
 
 #include "diag/compile_log.hpp"
 #include "driver/fatal.hpp"
-#include "driver/link_errors.hpp"
-#include "driver/plan_build.hpp"
-#include "driver/reporter.hpp"
-#include "driver/step_keys.hpp"
+#include "graph/link_errors.hpp"
+#include "graph/nvcc_split.hpp"
+#include "graph/recipe.hpp"
+#include "graph/step_keys.hpp"
+#include "prep/reporter.hpp"
 #include "run/execute.hpp"
 #include "run/interrupt.hpp"
 #include "run/jobserver.hpp"
@@ -106,17 +107,17 @@ Error step_error(const BuildInputs& in, const BuildGraph& graph, const StepFailu
     return Error::make(ErrorKind::Source, "compilation failed (" + r.describe() + ")");
 }
 
-// The graph of a build in `dir` with `slots` job slots; `link_depfile`:
-// ask the linker for --dependency-file.
-BuildGraph plan_in(const BuildInputs& in, const fs::path& dir, int slots, bool link_depfile,
-                   BuildContext& ctx, const CompileTimes* module_ids) {
-    GraphPaths paths = graph_paths(in, dir);
-    paths.nvcc_safe_paths = true;
-    paths.link_depfile = link_depfile;
-    paths.device_threads = device_threads_for(in, slots, !paths.runtime_object_ready);
-    BuildGraph graph = plan_graph(in, paths);
-    split_nvcc_compiles(graph, in, ctx.runner, ctx.tools, module_ids);
-    return graph;
+// The planned graph filled in for a run in `dir` with `slots` job slots:
+// the cache's runtime as it is now, and the links nvcc needs (made here).
+// `link_depfile`: ask the linker for --dependency-file.
+BuildGraph fill_in_run(const BuildInputs& in, const GraphRecipe& recipe, const fs::path& dir,
+                       int slots, bool link_depfile) {
+    GraphDirs dirs = build_dirs(in, dir);
+    dirs.link_depfile = link_depfile;
+    dirs.device_threads = device_threads_for(in, slots, !dirs.runtime_object_ready);
+    if (recipe.any_cuda)
+        dirs.nvcc_links = or_fatal(make_nvcc_links(recipe, dirs, in.private_places));
+    return or_fatal(fill_in(recipe, dirs));
 }
 
 // The module id cudafe++ wrote for each input, kept for the next build's
@@ -168,17 +169,22 @@ std::optional<std::string> timing_name(const BuildInputs& in, const Step& s) {
     return input_name(in.files[*s.unit].path);
 }
 
-// Executes the build graph in `dir` and returns the dependencies the
-// compilers and the linker reported, or why a step failed (printed).
+// Fills the planned graph in for `dir`, executes it, and returns the
+// dependencies the compilers and the linker reported, or why a step failed
+// (printed).
 std::expected<ReportedDependencies, Error> compile(const BuildInputs& in, const BuildOptions& o,
-                                                   const fs::path& dir, BuildContext& ctx) {
+                                                   const GraphRecipe& recipe, const fs::path& dir,
+                                                   BuildContext& ctx) {
     // Under `make -jN` (or a package's build) the slots come from the
     // jobserver, a token at a time (run/jobserver.hpp).
     JobSlots slots = JobSlots::take(jobs_wanted(o), ctx.env);
     if (o.verbose && !slots.refusal().empty())
         std::fprintf(stderr, "bekc: note: %s\n", slots.refusal().c_str());
     CompileTimes times(in.cache_root);
-    BuildGraph graph = plan_in(in, dir, slots.count(), true, ctx, &times);
+    BuildGraph graph = fill_in_run(in, recipe, dir, slots.count(), true);
+    // nvcc's phases, asked once: a run again splits its new graph the same.
+    const NvccPhasePlan phases = ask_nvcc_phases(graph, in, ctx.runner, ctx.tools);
+    split_nvcc_compiles(graph, phases, in, &times);
     ExecuteOptions eo;
     eo.jobs = slots.count();
     eo.tokens = slots.jobserver();
@@ -188,7 +194,7 @@ std::expected<ReportedDependencies, Error> compile(const BuildInputs& in, const 
         return name ? times.seconds(*name) : std::nullopt;
     };
     // nvcc's per-architecture phases and the host compile come from the
-    // step cache when it has them (driver/step_keys.hpp); --force compiles
+    // step cache when it has them (graph/step_keys.hpp); --force compiles
     // every step again, and what it compiled replaces what the cache held.
     // One StepReuse for each graph executed: it remembers its steps' keys.
     Cache cache(in.cache_root);
@@ -213,17 +219,18 @@ std::expected<ReportedDependencies, Error> compile(const BuildInputs& in, const 
         steps.emplace(cache, in, dir, ctx.cwd, ctx.runner, o.force);
         return execute_graph(graph, ctx.runner, eo, cache_step);
     };
+    // The graph filled in again (the runtime the first run left in the
+    // cache included) and run again, with no module id predicted.
+    auto again = [&](bool link_depfile) {
+        graph = fill_in_run(in, recipe, dir, slots.count(), link_depfile);
+        split_nvcc_compiles(graph, phases, in, nullptr);
+        return execute();
+    };
     auto done = execute();
     // A module id other than predicted: the build runs again without one.
-    if (!done && graph.steps[done.error().step].kind == StepKind::Check) {
-        graph = plan_in(in, dir, slots.count(), true, ctx, nullptr);
-        done = execute();
-    }
+    if (!done && graph.steps[done.error().step].kind == StepKind::Check) done = again(true);
     // Such a linker: the build runs again without the option.
-    if (!done && linker_lacks_depfile(graph, done.error())) {
-        graph = plan_in(in, dir, slots.count(), false, ctx, nullptr);
-        done = execute();
-    }
+    if (!done && linker_lacks_depfile(graph, done.error())) done = again(false);
     if (!done) return std::unexpected(step_error(in, graph, done.error(), o.verbose));
     record_module_ids(in, graph, times);
     times.save();
@@ -247,12 +254,7 @@ std::optional<std::string> input_changed_since_read(const std::vector<SourceFile
 
 }  // namespace
 
-int jobs_wanted(const BuildOptions& o) {
-    return o.jobs > 0 ? o.jobs
-                      : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
-
-Executed execute(const BuildInputs& in, const BuildOptions& o, const std::string& dir_name,
+Executed execute(const BuildInputs& in, const BuildOptions& o, const PlannedBuild& planned,
                  const Cache& cache, BuildContext& ctx) {
     // The last place for private build directories is under the cache's tmp/.
     (void)cache.dir().open_dir(CacheLayout::tmp(), true);
@@ -260,14 +262,14 @@ Executed execute(const BuildInputs& in, const BuildOptions& o, const std::string
     // into the cache, which others may share: a new directory per build, so
     // no build reads what another process (a compiler a killed bekc left
     // running) may still write there.
-    auto private_dir = private_temp_dir(dir_name);
+    auto private_dir = private_temp_dir(in.private_places, planned.dir_name);
     if (!private_dir) fatal(Error::make(ErrorKind::Cache, private_dir.error().message));
     Executed x{BuildDir(*private_dir)};
     auto start = BuildClock::now();
     x.start_ns = now_ns();
     // The compilers read the inputs again, possibly after a wait for the
     // lock or the remote: the result counts only if they read what was keyed.
-    auto compiled = compile(in, o, x.dir.path(), ctx);
+    auto compiled = compile(in, o, planned.recipe, x.dir.path(), ctx);
     if (!compiled) {
         // An edit may be why it failed (a wrapper from the old signature).
         if (interrupted_by() || !(x.edited = input_changed_since_read(in.files, x.start_ns)))

@@ -1,8 +1,7 @@
-#include "driver/look_up.hpp"
-
 #include "driver/fatal.hpp"
-#include "driver/portable.hpp"
-#include "driver/publish.hpp"
+#include "driver/phases.hpp"
+#include "portable/portable.hpp"
+#include "prep/remote_choice.hpp"
 #include "run/interrupt.hpp"
 #include "util/error.hpp"
 
@@ -40,14 +39,6 @@ LocalLookup find_local(Cache& cache, const std::string& direct_key, const BuildI
         return found;
     }
     return own;
-}
-
-std::optional<RemoteCache> open_remote_cache(const BuildOptions& o, BuildContext& ctx,
-                                             const Reporter& report) {
-    auto config = remote_config(o.remote_cache, o.remote_read_only, ctx.env);
-    if (!config) return std::nullopt;
-    return RemoteCache(
-        *config, [report](const std::string& m) { report.warn(m); }, ctx.runner, ctx.tools);
 }
 
 LocalLookup find_local_or_portable(Cache& cache, const PlannedBuild& planned, const BuildInputs& in,

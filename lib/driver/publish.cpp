@@ -1,13 +1,13 @@
-#include "driver/publish.hpp"
+#include "driver/phases.hpp"
 
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
 
 #include "driver/fatal.hpp"
-#include "driver/keys.hpp"
-#include "driver/portable.hpp"
+#include "graph/keys.hpp"
 #include "plan/arch.hpp"
+#include "portable/portable.hpp"
 #include "store/file_ops.hpp"
 #include "store/hash.hpp"
 #include "store/manifest.hpp"
@@ -117,8 +117,9 @@ Published publish(const BuildInputs& in, const BuildOptions& o, const PlannedBui
                   const Executed& built, Cache& cache, std::optional<RemoteCache>& remote,
                   BuildContext& ctx, const Reporter& report) {
     const std::string& direct_key = planned.direct_key;
-    DependencySet deps = classify_dependencies(
-        built.dependencies, in, runtime_include_dir(in.cache_root), built.dir.path());
+    DependencySet deps =
+        or_fatal(classify_dependencies(built.dependencies, in, built.multiarch,
+                                       runtime_include_dir(in.cache_root), built.dir.path()));
     KeyBuilder full = full_key_builder(direct_key, deps, in.base);
     if (o.explain_key) std::fputs(full.explain().c_str(), stdout);
     Published p;
@@ -146,7 +147,8 @@ Published publish(const BuildInputs& in, const BuildOptions& o, const PlannedBui
     if (!outcome->hit) keep_under_limit(cache, p.entry, direct_key, ctx.env, report);
     if (remote) remote->publish(cache, p.entry, direct_key, deps.direct, in.base);
     // After the remote's entry: a reader who finds the record finds it.
-    record_portable(cache, planned.portable_key, deps.direct, in, remote, p.entry, report);
+    record_portable(cache, planned.portable_key, deps.direct, in, built.multiarch, remote, p.entry,
+                    report);
     return p;
 }
 

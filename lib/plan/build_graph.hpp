@@ -3,7 +3,7 @@
 // cache lacks them, each compile, the link. Each step names what it reads and
 // writes and which steps must finish first. `bekc build` executes it through
 // a Runner (run/runner.hpp), `--dry-run` and `-v` print it step by step, and
-// the direct key is derived from it (driver/keys.hpp). Pure.
+// the direct key is derived from it (graph/keys.hpp). Pure.
 #pragma once
 
 #include <optional>

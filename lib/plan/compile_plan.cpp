@@ -201,7 +201,7 @@ std::vector<std::string> cudart_link_flags(const PlanRequest& r) {
     if (kind != "shared" || !r.cudart_library) return {"-cudart", kind};
     std::string dir = r.cudart_library->parent_path().string();
     // nvcc's device link runs only with a runtime it links itself, by
-    // -lcudart (driver/cudart_choice chose shared only where the directory
+    // -lcudart (prep/cudart_choice chose shared only where the directory
     // has a libcudart.so for that).
     if (needs_device_link(r))
         return {"-cudart", "shared", "-L" + dir, "-Xlinker", "-rpath", "-Xlinker", dir};

@@ -1,7 +1,7 @@
 // The C++ standards a compile may be asked for, and where a list of compiler
 // flags asks for one. bekc's runtime headers (its own and brainevent's) need
 // C++17: a build that asks for an older standard anywhere a compiler reads it
-// is refused before anything compiles (driver/cxx_standard_check.hpp), instead
+// is refused before anything compiles (prep/cxx_standard_check.hpp), instead
 // of failing with hundreds of errors inside those headers.
 #pragma once
 

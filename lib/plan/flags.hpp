@@ -1,5 +1,5 @@
 // The compile options of a build, as the user gave them: one struct that the
-// CLI fills (driver/build_options.hpp), the plan turns into command lines
+// CLI fills (prep/build_options.hpp), the plan turns into command lines
 // (plan/build_graph.hpp) and the manifest records. The cache key is derived
 // from the commands they produce, so a new option needs no key code.
 #pragma once
@@ -19,7 +19,7 @@ struct CompileFlags {
     // The CUDA runtime a CUDA library links, nvcc's --cudart: "shared" (the
     // toolkit's libcudart.so.N, found through the library's RUNPATH or the
     // one the process has loaded: JAX's) or "static". The CLI's "" means
-    // "shared" where the toolkit allows it (driver/cudart_choice.hpp).
+    // "shared" where the toolkit allows it (prep/cudart_choice.hpp).
     std::string cudart;
 
     bool operator==(const CompileFlags&) const = default;

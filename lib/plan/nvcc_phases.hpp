@@ -106,7 +106,7 @@ struct SplitRequest {
 };
 
 // Where the host compile of a split compile writes its Make dependencies:
-// the headers it reads besides cudafe++'s output (driver/step_keys.hpp).
+// the headers it reads besides cudafe++'s output (graph/step_keys.hpp).
 fs::path host_compile_depfile(const Step& host_compile);
 
 // Replaces the compile step `request.step` of `graph` with the pipeline's

@@ -1,7 +1,7 @@
 // Where a built library can run, and whether it can run here: what a hit
 // checks in place of the toolchain's identity when no compiler is found, or
 // when a read-only cache holds a build by another toolchain
-// (driver/portable.hpp; docs/cache.md, "Hits without a compiler"). Pure.
+// (portable/portable.hpp; docs/cache.md, "Hits without a compiler"). Pure.
 #pragma once
 
 #include <string>

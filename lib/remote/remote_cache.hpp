@@ -18,7 +18,7 @@
 //   URL/direct/<direct key>.json   remote_record.hpp: full key + SHA-256 of
 //                                  every dependency, up to 8 records
 //   URL/portable/<portable key>.json  the same records for a portable key
-//                                  (driver/portable.hpp), for a machine
+//                                  (portable/portable.hpp), for a machine
 //                                  with no toolchain
 //   URL/entries/<key>.tar          entry_archive.hpp: the library, both
 //                                  manifests, dependencies.json and
@@ -139,7 +139,7 @@ class RemoteCache {
     std::optional<Entry> fetch(Cache& cache, const std::string& direct_key,
                                const BaseDir& base = {});
 
-    // With no toolchain here (driver/portable.hpp): the remote's portable
+    // With no toolchain here (portable/portable.hpp): the remote's portable
     // record for `portable_key`, checked as fetch checks a direct record; the
     // entry of the record that holds, downloaded into `cache`, when `fits`
     // takes it there (it runs on this machine), and the portable record kept

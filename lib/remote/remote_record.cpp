@@ -39,7 +39,7 @@ bool is_absolute_path(const std::string& s) {
 
 // "$BEKC_BASE_DIR/rel", normal: a path under the writer's base directory,
 // or beside it when the compilers reached it from there by a relative path
-// ("$BEKC_BASE_DIR/../common/val.h"; store/base_dir.hpp, driver/keys.cpp).
+// ("$BEKC_BASE_DIR/../common/val.h"; store/base_dir.hpp, graph/keys.cpp).
 // A record may name any absolute path anyway.
 bool is_base_path(const std::string& s) {
     const std::string prefix = std::string(BaseDir::kToken) + "/";

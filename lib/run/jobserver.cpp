@@ -133,10 +133,10 @@ JobSlots JobSlots::take(int wanted, const EnvLookup& env) {
     return s;
 }
 
-std::expected<JobSlots, Error> JobSlots::serve(int jobs) {
+std::expected<JobSlots, Error> JobSlots::serve(int jobs, const PrivateDirPlaces& places) {
     // A pipe holds at least 4 KiB: as many tokens as can be written at once.
     jobs = std::clamp(jobs, 1, 4096);
-    auto dir = private_temp_dir("jobserver");
+    auto dir = private_temp_dir(places, "jobserver");
     if (!dir) return std::unexpected(dir.error());
     JobSlots s(jobs, false);
     s.served_dir_ = *dir;

@@ -24,6 +24,7 @@
 
 #include "util/env.hpp"
 #include "util/error.hpp"
+#include "util/fs.hpp"
 
 namespace bekc {
 
@@ -45,10 +46,10 @@ class JobSlots {
     // implicit slot, with tokens taken one by one (try_take).
     static JobSlots take(int wanted, const EnvLookup& env);
     // A jobserver of our own for child processes: a FIFO in a new private
-    // directory (util/fs.hpp, private_temp_dir) holding `jobs` - 1 tokens,
-    // and the implicit slot. makeflags() is what the children's MAKEFLAGS
-    // must say. The directory goes when this object does.
-    static std::expected<JobSlots, Error> serve(int jobs);
+    // directory (util/fs.hpp, private_temp_dir, in `places`) holding
+    // `jobs` - 1 tokens, and the implicit slot. makeflags() is what the
+    // children's MAKEFLAGS must say. The directory goes when this object does.
+    static std::expected<JobSlots, Error> serve(int jobs, const PrivateDirPlaces& places);
 
     JobSlots(const JobSlots&) = delete;
     JobSlots& operator=(const JobSlots&) = delete;

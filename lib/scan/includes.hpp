@@ -2,7 +2,7 @@
 // as written: pure functions like the rest of scan/. bekc uses the first to
 // tell before compiling whether a source asks for headers only a particular
 // install provides (XLA's FFI headers), the second to know which header names
-// a compile asked about without reading them (driver/keys.cpp: a header that
+// a compile asked about without reading them (graph/keys.cpp: a header that
 // appears later must change the key).
 #pragma once
 

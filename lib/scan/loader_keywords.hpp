@@ -3,14 +3,14 @@
 // becomes: the one table of them. The Python package writes a load's command
 // from it (python/bekc/_interface.py, generated from `bekc config --json`;
 // python/bekc/_options.py holds one field per keyword), and the package
-// prebuild (driver/package_plan) reads from it which loads it reproduces.
+// prebuild (package/package_plan) reads from it which loads it reproduces.
 #pragma once
 
 #include <string_view>
 
 namespace bekc {
 
-// How a keyword's value is written, as driver/build_args' to_argv writes
+// How a keyword's value is written, as prep/build_args' to_argv writes
 // options (`--option=VALUE`, or `-XVALUE` for a short option): each element
 // of a list as one option, one value, the option alone when the value is
 // true or when it is false, or nothing (the keyword is the loader's own).

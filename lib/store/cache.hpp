@@ -156,7 +156,7 @@ class Cache {
     // marks the entry used. A corrupt entry is removed, unless someone is
     // rebuilding it right now, and reported as a Corrupt miss; with
     // `repair` false it is only reported (a look-up that leaves the miss to
-    // a build, which repairs it and says so: driver/warm_lookup.hpp).
+    // a build, which repairs it and says so: warm/warm_lookup.hpp).
     std::expected<Entry, Miss> lookup(std::string_view key, bool repair = true);
 
     // The entry for `key`, running `build` when there is none: at most one
@@ -207,7 +207,7 @@ class Cache {
     // default. The error is a bad value, naming where it came from.
     std::expected<SizeLimit, Error> size_limit(const EnvLookup& env) const;
     std::expected<void, Error> store_size_limit(uint64_t bytes) const;
-    // Writes a pack's description into the marker (driver/pack.hpp;
+    // Writes a pack's description into the marker (package/pack.hpp;
     // store/pack_marker.hpp reads it).
     std::expected<void, Error> store_pack_info(const nlohmann::json& info) const;
     // After publishing `entry`: keeps the cache under `limit`, amortised (a

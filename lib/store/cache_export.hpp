@@ -1,5 +1,5 @@
 // Entries copied from one cache into another with their portable records:
-// what `bekc pack` (driver/pack.hpp) puts in a pack. A pack is a cache
+// what `bekc pack` (package/pack.hpp) puts in a pack. A pack is a cache
 // directory like any other, with a "pack" object in its marker
 // (Cache::pack_info), used as a read-only layer (store/cache_layers.hpp).
 #pragma once
@@ -13,7 +13,7 @@
 
 namespace bekc {
 
-// One build a portable record names: the portable key (driver/keys.hpp) and
+// One build a portable record names: the portable key (graph/keys.hpp) and
 // the entry's key.
 struct PortableBuild {
     std::string portable_key, key;

@@ -120,7 +120,7 @@ std::vector<fs::path> shadowing_paths(const std::vector<fs::path>& search_dirs,
 // checked under the base in force.
 // `accept`, when given, is asked about each record whose files hold, newest
 // first: the first it accepts is the answer (a portable record's entry must
-// also fit the machine: driver/portable.hpp).
+// also fit the machine: portable/portable.hpp).
 using AcceptKey = std::function<bool(const std::string& key)>;
 DirectLookup check_direct_file(const CacheDir& cache, const fs::path& file,
                                std::chrono::nanoseconds racy_window, const BaseDir& base = {},

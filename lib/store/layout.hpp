@@ -22,7 +22,7 @@
 //                             (binary: store/direct_record.hpp)
 //     portable/ab/cdef….rec   the same records for one portable key: the
 //                             inputs and options, without the toolchain
-//                             (driver/keys.hpp, portable_key_builder), for a
+//                             (graph/keys.hpp, portable_key_builder), for a
 //                             hit where no compiler is found
 //     locks/ab/cdef….lock     flock(2) files, one per key being built
 //     steps/ab/cdef…/         the result of one build step (an nvcc phase:

@@ -12,7 +12,7 @@
 namespace bekc {
 
 // What the manifest says about the build, as plain values
-// (driver/build_inputs.hpp, manifest_inputs, fills them from a build).
+// (prep/build_inputs.hpp, manifest_inputs, fills them from a build).
 struct ManifestTool {
     std::string path, version;
 };

@@ -27,7 +27,7 @@ fs::path runtime_include_dir(const fs::path& cache_root);
 // Whether the headers are in the cache, whole (their seal holds).
 bool runtime_headers_ready(const fs::path& cache_root);
 
-// Which bekc_rt.o a build links, as plain values (driver/build_inputs.hpp,
+// Which bekc_rt.o a build links, as plain values (prep/build_inputs.hpp,
 // runtime_object_id, fills them from a build).
 struct RuntimeObjectId {
     fs::path cache_root;

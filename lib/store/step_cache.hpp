@@ -1,6 +1,6 @@
 // The results of single build steps, beside the entries: what one nvcc phase
 // (cicc or ptxas for one architecture, the host compile) wrote, kept under
-// the key of everything the step reads (driver/step_keys.hpp). A build for a
+// the key of everything the step reads (graph/step_keys.hpp). A build for a
 // new architecture finds the other architectures' device code and the host
 // object here and runs only what changed.
 //

@@ -1,6 +1,6 @@
 // target.json in a cache entry (store/layout.hpp): where its library runs
 // (plan/target.hpp), written when the entry is published and read by a hit
-// that checks the machine in place of the toolchain (driver/portable.hpp).
+// that checks the machine in place of the toolchain (portable/portable.hpp).
 // Sealed with the entry's other files (store/seal.hpp).
 #pragma once
 

@@ -1,5 +1,5 @@
 // The environment variables that the compilers and the linker read and that
-// change what they build: one table, read by driver/keys.cpp, which puts
+// change what they build: one table, read by graph/keys.cpp, which puts
 // their values into the direct key and their search directories into the
 // shadowing checks (docs/cache.md, "What is in the key").
 //

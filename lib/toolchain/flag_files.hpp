@@ -2,8 +2,8 @@
 // reports as a dependency: response files (`@FILE`, recursively, as GCC and
 // GNU ld expand them), nvcc's `--options-file`/`-optf`, and the files of
 // `-specs=`, `-fprofile-use=`, `-fplugin=` and their kin. Their bytes are read
-// before the build and keyed (driver/keys.cpp), and each step's key holds
-// those of the files its own command names (driver/step_keys.cpp); after the
+// before the build and keyed (graph/keys.cpp), and each step's key holds
+// those of the files its own command names (graph/step_keys.cpp); after the
 // build each is read again, and one that changed makes the build uncached
 // (driver/build.cpp).
 #pragma once
@@ -39,7 +39,7 @@ std::expected<std::vector<FlagFile>, Error> read_flag_files(const CompileFlags& 
 
 // The files one command line (`argv`, its program first) makes the program
 // read, found as read_flag_files finds them: what a step of the build reads
-// besides the files it names (driver/step_keys.hpp). A step's command
+// besides the files it names (graph/step_keys.hpp). A step's command
 // passes on what bekc's flags said (nvcc hands -Xcompiler's values to the
 // host compiler), so its files are among those read_flag_files keyed.
 std::expected<std::vector<FlagFile>, Error> read_command_flag_files(
@@ -48,7 +48,7 @@ std::expected<std::vector<FlagFile>, Error> read_command_flag_files(
 // The words of the response file a flag names as `name` (from `cwd`, as
 // read_flag_files reads it) among `files`; nullptr when none of them is
 // that response file. What the include directories in response files are
-// read from (driver/search_order.hpp).
+// read from (graph/search_order.hpp).
 const std::vector<std::string>* response_file_words_of(const std::vector<FlagFile>& files,
                                                        std::string_view name, const fs::path& cwd);
 

@@ -1,6 +1,6 @@
 // The linker's inputs as its flags name them: -L directories, -l names,
 // files, static linking. `bekc build` keys what the link read from them
-// (driver/keys.cpp) and decides from them whether nvcc's device link may be
+// (graph/keys.cpp) and decides from them whether nvcc's device link may be
 // skipped (link_reads_opaque_code).
 #pragma once
 

@@ -1,7 +1,7 @@
 // This machine as a library's target (plan/target.hpp): its processor, its C
 // library, its GPUs and the CUDA release its driver supports. Asked only by
 // a hit that checks the machine in place of the toolchain
-// (driver/portable.hpp), and by publish, for the builder's side.
+// (portable/portable.hpp), and by publish, for the builder's side.
 #pragma once
 
 #include "plan/target.hpp"

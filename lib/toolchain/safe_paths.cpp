@@ -11,10 +11,10 @@ namespace bekc {
 
 namespace {
 
-// /tmp/bekc-<uid>/paths/<hash> -> dir, created (atomically) when missing or
+// <private>/paths/<hash> -> dir, created (atomically) when missing or
 // pointing elsewhere.
-std::expected<fs::path, Error> plain_link(const fs::path& dir) {
-    auto mine = private_user_dir();
+std::expected<fs::path, Error> plain_link(const fs::path& dir, const PrivateDirPlaces& places) {
+    auto mine = private_user_dir(places);
     if (!mine) return std::unexpected(mine.error());
     fs::path base = *mine / "paths";
     fs::path link = base / sha256_hex(dir.string()).substr(0, 20);
@@ -41,26 +41,29 @@ bool fits_nvcc_compiler_option(const std::string& path) {
     return !needs_safe_path(path) && path.find(',') == std::string::npos;
 }
 
-std::expected<fs::path, Error> safe_ccbin(const fs::path& compiler) {
+std::expected<fs::path, Error> safe_ccbin(const fs::path& compiler,
+                                          const PrivateDirPlaces& places) {
     if (needs_safe_path(compiler.filename()))
         return fail(ErrorKind::Toolchain,
                     "the host compiler " + compiler.string() +
                         " has shell syntax in its file name, and nvcc runs it through a shell; "
                         "give a link to it with a plain name (--cxx)");
     if (!needs_safe_path(compiler.parent_path())) return compiler;
-    auto dir = safe_path_for_nvcc(compiler.parent_path());
+    auto dir = safe_path_for_nvcc(compiler.parent_path(), places);
     if (!dir) return dir;
     return *dir / compiler.filename();
 }
 
-std::expected<fs::path, Error> safe_path_for_nvcc(const fs::path& dir) {
+std::expected<fs::path, Error> safe_path_for_nvcc(const fs::path& dir,
+                                                  const PrivateDirPlaces& places) {
     if (!needs_safe_path(dir)) return dir;
-    return plain_link(dir);
+    return plain_link(dir, places);
 }
 
-std::expected<fs::path, Error> own_path_for_nvcc(const fs::path& dir) {
+std::expected<fs::path, Error> own_path_for_nvcc(const fs::path& dir,
+                                                 const PrivateDirPlaces& places) {
     if (!needs_safe_path(dir) && is_utf8(dir.native())) return dir;
-    return plain_link(dir);
+    return plain_link(dir, places);
 }
 
 }  // namespace bekc

@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <optional>
 #include <random>
 #include <vector>
@@ -219,20 +218,16 @@ bool shell_safe_path(const fs::path& path) {
 
 namespace {
 
-std::mutex g_private_mutex;
-PrivateDirPlaces g_private_places;
-
-// Each candidate for private_user_dir(), in order.
-std::vector<fs::path> private_candidates() {
+// Each candidate for private_user_dir(places), in order.
+std::vector<fs::path> private_candidates(const PrivateDirPlaces& places) {
     std::vector<fs::path> out{private_user_path()};
     auto absolute = [](const std::optional<std::string>& v) {
         return v && v->starts_with('/') ? std::optional<fs::path>(*v) : std::nullopt;
     };
-    std::lock_guard guard(g_private_mutex);
-    if (auto xdg = absolute(g_private_places.xdg_runtime_dir)) out.push_back(*xdg / "bekc");
-    if (auto tmp = absolute(g_private_places.tmpdir))
+    if (auto xdg = absolute(places.xdg_runtime_dir)) out.push_back(*xdg / "bekc");
+    if (auto tmp = absolute(places.tmpdir))
         out.push_back(*tmp / fmt::format("bekc-{}", ::getuid()));
-    if (!g_private_places.fallback.empty()) out.push_back(g_private_places.fallback);
+    if (!places.fallback.empty()) out.push_back(places.fallback);
     return out;
 }
 
@@ -260,14 +255,9 @@ fs::path private_user_path() {
     return fmt::format("/tmp/bekc-{}", ::getuid());
 }
 
-void set_private_dir_places(PrivateDirPlaces places) {
-    std::lock_guard guard(g_private_mutex);
-    g_private_places = std::move(places);
-}
-
-std::expected<fs::path, Error> private_user_dir() {
+std::expected<fs::path, Error> private_user_dir(const PrivateDirPlaces& places) {
     std::string tried;
-    for (const auto& dir : private_candidates()) {
+    for (const auto& dir : private_candidates(places)) {
         std::string why = make_private(dir);
         if (why.empty()) return dir;
         tried += fmt::format("{}{} ({})", tried.empty() ? "" : ", ", dir.string(), why);
@@ -298,8 +288,9 @@ void remove_stale_private_dirs(const fs::path& dir, const std::string& prefix,
     }
 }
 
-std::expected<fs::path, Error> private_temp_dir(const std::string& prefix) {
-    auto mine = private_user_dir();
+std::expected<fs::path, Error> private_temp_dir(const PrivateDirPlaces& places,
+                                                const std::string& prefix) {
+    auto mine = private_user_dir(places);
     if (!mine) return mine;
     // A bekc killed outright (SIGKILL, out of memory) cannot remove its own.
     remove_stale_private_dirs(*mine, prefix, kStalePrivateDirAge);

@@ -96,33 +96,35 @@ std::expected<void, Error> write_atomic(const fs::path& path, std::string_view c
 // `path` as it is: no quote, white space or other shell syntax.
 bool shell_safe_path(const fs::path& path);
 
-// A directory only this user can reach (a real directory, owned by this
-// user, mode 0700, made so when it is not), so nobody else can plant links or
-// files in it: the first of /tmp/bekc-<uid> and the places set below that is
-// one, or can be made one, in a parent nobody else can rename it out of.
-// Another user who created /tmp/bekc-<uid> first only moves this user to the
-// next. Paths that nvcc cannot take (shell_safe_path) are passed over.
-std::expected<fs::path, Error> private_user_dir();
-// The candidates after /tmp/bekc-<uid>, in order: $XDG_RUNTIME_DIR/bekc and
-// $TMPDIR/bekc-<uid> as the build's environment gives them (absolute paths
-// only), then a directory of the cache's (<cache>/tmp/builds.<uid>,
-// store/layout.hpp). A build sets them once it knows its environment and
-// cache; this layer reads no environment itself.
+// Where a build may put its private directories after /tmp/bekc-<uid>, in
+// order: $XDG_RUNTIME_DIR/bekc and $TMPDIR/bekc-<uid> as the build's
+// environment gives them (absolute paths only), then a directory of the
+// cache's (<cache>/tmp/builds.<uid>, store/layout.hpp). A build derives them
+// from its context and cache (prep/build_context.hpp) and passes them to
+// whatever makes a private directory; this layer reads no environment itself.
 struct PrivateDirPlaces {
     std::optional<std::string> xdg_runtime_dir, tmpdir;
     fs::path fallback;
+    bool operator==(const PrivateDirPlaces&) const = default;
 };
-void set_private_dir_places(PrivateDirPlaces places);
+// A directory only this user can reach (a real directory, owned by this
+// user, mode 0700, made so when it is not), so nobody else can plant links or
+// files in it: the first of /tmp/bekc-<uid> and `places` that is one, or can
+// be made one, in a parent nobody else can rename it out of. Another user who
+// created /tmp/bekc-<uid> first only moves this user to the next. Paths that
+// nvcc cannot take (shell_safe_path) are passed over.
+std::expected<fs::path, Error> private_user_dir(const PrivateDirPlaces& places);
 // The path private_user_dir() would choose first, without creating or
 // checking anything (for --dry-run).
 fs::path private_user_path();
-// A new, empty directory private_user_dir()/<prefix>.XXXXXX, unique to this
+// A new, empty directory private_user_dir(places)/<prefix>.XXXXXX, unique to this
 // build: no other process, not even a compiler left running by a killed bekc,
 // writes into it. The caller removes it.
 // First it removes the directories of that kind ("build.*" for "build.<hash>")
 // that a bekc killed outright left there, once a day old: no build lasts that
 // long, and nothing else writes there.
-std::expected<fs::path, Error> private_temp_dir(const std::string& prefix);
+std::expected<fs::path, Error> private_temp_dir(const PrivateDirPlaces& places,
+                                                const std::string& prefix);
 inline constexpr std::chrono::seconds kStalePrivateDirAge{24 * 3600};
 // The sweep itself, for the tests.
 void remove_stale_private_dirs(const fs::path& dir, const std::string& prefix,

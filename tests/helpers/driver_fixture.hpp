@@ -9,8 +9,8 @@
 #include <string>
 
 #include "driver/build.hpp"
-#include "driver/keys.hpp"
 #include "fake_runner.hpp"
+#include "graph/keys.hpp"
 #include "temp_dir.hpp"
 
 namespace bekc::test {
@@ -78,7 +78,7 @@ struct DriverFixture {
 
     std::string key() {
         BuildContext c = context();
-        return direct_key_builder(prepare_build(o, c)).digest();
+        return plan_build(prepare_build(o, c), o).direct_key;
     }
 };
 

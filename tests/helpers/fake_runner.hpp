@@ -27,6 +27,7 @@ class FakeRunner final : public Runner {
     std::vector<fs::path> written;  // write_file calls, in order
     int probes = 0;                 // --version and -print-multiarch
     int curl_runs = 0;              // the remote cache's requests, none answered
+    int dryruns = 0;                // nvcc --dryrun, asked for a compile's phases
     // A command whose description contains this fails with exit 1, printing
     // `fail_output` (by default "fake: error: <description> failed").
     std::string fail_when;
@@ -97,6 +98,7 @@ class FakeRunner final : public Runner {
             r.output = "x86_64-linux-gnu\n";
         } else if (c.argv.size() > 1 && c.argv[1] == "--dryrun") {
             r.output = "";  // nvcc's phases unknown: each CUDA compile stays one nvcc
+            ++dryruns;
         } else if (!c.argv.empty() && fs::path(c.argv[0]).filename() == "nvidia-smi") {
             r.output = "";  // no GPU, whatever machine the tests run on
         } else if (!c.argv.empty() && fs::path(c.argv[0]).filename() == "curl") {

@@ -171,7 +171,7 @@ def test_a_recipe_takes_the_tokens_others_give_back(bekc_path, tools, tmp_path):
 
 
 def make_package(tmp_path, files):
-    """A package directory of `files` CUDA kernel files (driver/package_plan)."""
+    """A package directory of `files` CUDA kernel files (package/package_plan)."""
     pkg = tmp_path / "pkg"
     (pkg / "include" / "brainevent").mkdir(parents=True)
     (pkg / "include" / "brainevent" / "common.h").write_text("#pragma once\n")

@@ -1,6 +1,6 @@
 """The package prebuild and bekc's Python loaders give one build the same
 cache key: `bekc build <package> --arch=...` writes each module's command
-through to_argv (driver/build_args), the loaders write theirs in Python
+through to_argv (prep/build_args), the loaders write theirs in Python
 (build_argv), and after the prebuild each load the package makes, with the
 architecture pinned in another spelling through brainevent's
 $BRAINEVENT_COMPUTE_CAPABILITIES, is a cache hit on the prebuilt manifest:

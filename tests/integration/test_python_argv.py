@@ -1,7 +1,7 @@
 """bekc's Python loaders and the C++ driver write one build's command alike.
 
 The package prebuild (`bekc build <package>`) writes each module's command
-with C++'s to_argv (driver/build_args); the loaders write theirs with
+with C++'s to_argv (prep/build_args); the loaders write theirs with
 Python's build_argv. For a handful of option sets, given once as the
 prebuild's options and once as the loaders' keyword arguments, the two
 commands parse, in a dry run, to the same cache key records

@@ -1,4 +1,4 @@
-// `bekc build`'s command line both ways (driver/build_args): the arguments
+// `bekc build`'s command line both ways (prep/build_args): the arguments
 // `to_argv` writes for a BuildOptions value parse, through the CLI's own
 // option definitions, back to that value, for every field and for values
 // that look like options, hold '=', ',' or spaces; and the package prebuild's
@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "../helpers/temp_dir.hpp"
-#include "driver/build_args.hpp"
-#include "driver/package_build.hpp"
+#include "package/package_build.hpp"
+#include "prep/build_args.hpp"
 
 using namespace bekc;
 

@@ -4,6 +4,8 @@
 // see only the stubs.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -11,11 +13,13 @@
 #include <string>
 #include <vector>
 
+#include "../helpers/driver_fixture.hpp"
 #include "../helpers/env.hpp"
 #include "../helpers/temp_dir.hpp"
 #include "driver/build.hpp"
-#include "driver/keys.hpp"
-#include "driver/package_build.hpp"
+#include "graph/keys.hpp"
+#include "package/package_build.hpp"
+#include "store/layout.hpp"
 #include "toolchain/compiler_env.hpp"
 #include "toolchain/gpu_detect.hpp"
 #include "util/error.hpp"
@@ -204,11 +208,35 @@ TEST_CASE("context: the compiler drivers' temporaries are judged by the context'
     const std::string temporary = (stub_tmp / "cc1.o").string(),
                       lib = (tmp / "libuser.so").string();
     ReportedDependencies deps{{source.string()}, {{temporary, temporary}, {lib, lib}}, true};
-    DependencySet d = classify_dependencies(deps, in, runtime, tmp / "build");
+    DependencySet d = classify_dependencies(deps, in, "", runtime, tmp / "build").value();
     std::vector<std::string> hashed;
     for (const auto& [path, sha] : d.hashed) hashed.push_back(path);
     CHECK(hashed == std::vector<std::string>{lib});
     // Elsewhere, a missing link input is an error.
     in.env.tmpdir.reset();
-    CHECK_THROWS_AS(classify_dependencies(deps, in, runtime, tmp / "build"), FatalError);
+    auto missing = classify_dependencies(deps, in, "", runtime, tmp / "build");
+    REQUIRE_FALSE(missing);
+    CHECK(missing.error().kind == ErrorKind::Source);
+}
+
+TEST_CASE(
+    "context: a build's private directories go where its own context says, whatever another "
+    "build in the same process was told",
+    "[context]") {
+    test::DriverFixture first, second;
+    first.tool_env = {{"TMPDIR", (first.tmp / "t1").string()}};
+    second.tool_env = {{"TMPDIR", (second.tmp / "t2").string()},
+                       {"XDG_RUNTIME_DIR", (second.tmp / "run").string()}};
+    BuildContext c1 = first.context(), c2 = second.context();
+    const BuildInputs in1 = prepare_build(first.o, c1);
+    const BuildInputs in2 = prepare_build(second.o, c2);
+    // The second build's places are its own, and the first keeps its own.
+    CHECK(in1.private_places.tmpdir == (first.tmp / "t1").string());
+    CHECK_FALSE(in1.private_places.xdg_runtime_dir);
+    CHECK(in1.private_places.fallback ==
+          first.tmp / "cache" / CacheLayout::private_builds(::getuid()));
+    CHECK(in2.private_places.tmpdir == (second.tmp / "t2").string());
+    CHECK(in2.private_places.xdg_runtime_dir == (second.tmp / "run").string());
+    CHECK(in2.private_places.fallback ==
+          second.tmp / "cache" / CacheLayout::private_builds(::getuid()));
 }

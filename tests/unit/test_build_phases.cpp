@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -11,11 +12,9 @@
 #include <thread>
 
 #include "../helpers/driver_fixture.hpp"
-#include "driver/deliver.hpp"
-#include "driver/execute_build.hpp"
-#include "driver/look_up.hpp"
-#include "driver/publish.hpp"
+#include "driver/phases.hpp"
 #include "store/file_ops.hpp"
+#include "store/runtime_headers.hpp"
 #include "util/error.hpp"
 
 using namespace bekc;
@@ -59,7 +58,8 @@ struct PhaseRun {
     DriverFixture& f;
     BuildContext ctx;
     Reporter report;
-    BuildInputs in;
+    // Read by every later phase, changed by none.
+    const BuildInputs in;
     PlannedBuild planned;
 
     explicit PhaseRun(DriverFixture& fixture)
@@ -67,14 +67,10 @@ struct PhaseRun {
           ctx(fixture.context()),
           report(fixture.o),
           in(prepare_build(fixture.o, ctx)),
-          planned(plan(in, fixture.o)) {}
+          planned(plan_build(in, fixture.o)) {}
 
     LookUp look_up(Cache& cache) { return bekc::look_up(in, f.o, planned, cache, ctx, report); }
-    Executed execute(const Cache& cache) {
-        Executed built = bekc::execute(in, f.o, planned.dir_name, cache, ctx);
-        in.multiarch = built.multiarch;
-        return built;
-    }
+    Executed execute(const Cache& cache) { return bekc::execute(in, f.o, planned, cache, ctx); }
     Published publish(const Executed& built, Cache& cache, std::optional<RemoteCache> remote = {}) {
         return bekc::publish(in, f.o, planned, built, cache, remote, ctx, report);
     }
@@ -105,23 +101,67 @@ class EditingRunner final : public Runner {
 
 }  // namespace
 
-TEST_CASE("plan: a target per exported function, and the direct key of the inputs", "[phases]") {
+TEST_CASE(
+    "plan: the graph with placeholder directories, a target per exported function, and the "
+    "direct key read from that graph; planning writes and runs nothing",
+    "[phases]") {
     DriverFixture f;
     f.o.target_prefix = "kern";
     f.o.compile_commands = (f.tmp / "compile_commands.json").string();
     BuildContext ctx = f.context();
-    BuildInputs in = prepare_build(f.o, ctx);
-    PlannedBuild p = plan(in, f.o);
+    const BuildInputs in = prepare_build(f.o, ctx);
+    const auto batches = f.runner.batches.size();
+    const int probes = f.runner.probes;
+    const auto written = f.runner.written.size();
+    PlannedBuild p = plan(in, f.o).value();
     CHECK(p.targets == std::vector<std::string>{"kern.scale", "kern.shift"});
-    CHECK(p.direct_key == direct_key_builder(in).digest());
-    CHECK(p.direct_key_record == direct_key_builder(in).explain());
-    CHECK(fs::exists(f.tmp / "compile_commands.json"));
-
-    // A dry run writes nothing, compile_commands.json included.
-    fs::remove(f.tmp / "compile_commands.json");
-    f.o.dry_run = true;
-    CHECK(plan(in, f.o).direct_key == p.direct_key);
+    // Every step of the build, its directories placeholders: a wrapper per
+    // input and the entry points, the runtime's two steps, three compiles,
+    // the link.
+    REQUIRE(p.graph.steps.size() == 9);
+    CHECK(p.graph.library == "/$BEKC_BUILD/libm.so");
+    const std::string cache = (f.tmp / "cache").string();
+    for (const Step& s : p.graph.steps) {
+        for (const auto& a : s.command.argv) CHECK(a.find(cache) == std::string::npos);
+        for (const auto& o : s.command.outputs)
+            CHECK((o.starts_with("/$BEKC_BUILD/") || o.starts_with("/$BEKC_RUNTIME/")));
+    }
+    CHECK(p.direct_key == direct_key_builder(in, p.graph).digest());
+    CHECK(p.direct_key_record == direct_key_builder(in, p.graph).explain());
+    // Nothing written (compile_commands.json, the runtime headers) and
+    // nothing run (not even nvcc --dryrun).
     CHECK_FALSE(fs::exists(f.tmp / "compile_commands.json"));
+    CHECK_FALSE(fs::exists(runtime_include_dir(in.cache_root)));
+    CHECK(f.runner.batches.size() == batches);
+    CHECK(f.runner.probes == probes);
+    CHECK(f.runner.written.size() == written);
+    // The build writes compile_commands.json in a step of its own, not in a
+    // dry run.
+    f.o.dry_run = true;
+    write_planned_compile_commands(in, f.o);
+    CHECK_FALSE(fs::exists(f.tmp / "compile_commands.json"));
+    f.o.dry_run = false;
+    write_planned_compile_commands(in, f.o);
+    CHECK(fs::exists(f.tmp / "compile_commands.json"));
+}
+
+TEST_CASE("execute: nvcc is asked for its phases once, even when the build runs again",
+          "[phases]") {
+    DriverFixture f;
+    PhaseRun run(f);
+    // A linker without --dependency-file: the build runs again without it,
+    // and fails again.
+    f.runner.fail_when = "link libm.so";
+    f.runner.fail_output = "ld: unrecognized option '--dependency-file=link.d'\n";
+    const int dryruns = f.runner.dryruns;
+    {
+        PhaseStderr quiet;
+        CHECK_THROWS_AS(run.execute(Cache(run.in.cache_root)), FatalError);
+    }
+    auto all = f.runner.all_descriptions();
+    CHECK(std::count(all.begin(), all.end(), "link libm.so") == 2);
+    // One CUDA input, one dry run of nvcc for both runs of the graph.
+    CHECK(f.runner.dryruns - dryruns == 1);
 }
 
 TEST_CASE("look_up: a first build misses, says why, and holds the key's lock", "[phases]") {
@@ -242,7 +282,7 @@ TEST_CASE("execute: an input saved during the compile is named and the build is 
     ctx.raw_env = run.ctx.raw_env;
     ctx.tools = run.ctx.tools;
     ctx.cwd = run.ctx.cwd;
-    Executed built = execute(run.in, f.o, run.planned.dir_name, Cache(run.in.cache_root), ctx);
+    Executed built = execute(run.in, f.o, run.planned, Cache(run.in.cache_root), ctx);
     REQUIRE(built.edited);
     CHECK(*built.edited == (f.tmp / "src/b.cpp").string());
 }

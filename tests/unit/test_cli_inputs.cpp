@@ -1,5 +1,5 @@
 // Inputs and option files bekc must refuse before reading or parsing them
-// (lib/driver/inputs, lib/driver/compile_commands): files that are not regular
+// (lib/prep/inputs, lib/graph/compile_commands): files that are not regular
 // files, JSON nested too deep for nlohmann's recursive copies and dumps,
 // module names too long for a file name, and compilation databases bekc
 // could not merge into without losing entries.
@@ -11,8 +11,8 @@
 
 #include "../helpers/fatal.hpp"
 #include "../helpers/temp_dir.hpp"
-#include "driver/compile_commands.hpp"
-#include "driver/inputs.hpp"
+#include "graph/compile_commands.hpp"
+#include "prep/inputs.hpp"
 #include "util/error.hpp"
 
 using namespace bekc;
@@ -44,7 +44,7 @@ TEST_CASE("inputs: a deeply nested --functions file is a usage error", "[inputs]
     TempDir dir;
     const fs::path p = dir / "deep.json";
     write_file(p, "{\"f\":\n" + std::string(100000, '[') + std::string(100000, ']') + "}");
-    CHECK(usage_error([&] { read_functions_json(p); }) ==
+    CHECK(usage_error([&] { return read_functions_json(p); }) ==
           p.string() + ":2: error: JSON nesting deeper than 64 levels");
 }
 
@@ -62,23 +62,23 @@ TEST_CASE("inputs: paths that are not regular files are refused", "[inputs]") {
     // In a directory, only regular files are sources.
     write_file(dir / "a.cpp", "\n");
     CHECK(expand_inputs({dir.path().string()}) == std::vector<fs::path>{dir / "a.cpp"});
-    CHECK(usage_error([&] { read_functions_json(fifo); }) ==
+    CHECK(usage_error([&] { return read_functions_json(fifo); }) ==
           "bekc: error: --functions: cannot read " + fifo.string() + ": it is a FIFO");
 }
 
 TEST_CASE("inputs: module names and target prefixes are limited in length", "[inputs]") {
     const std::string ok(kMaxModuleNameLength, 'm');
     const std::string too_long(kMaxModuleNameLength + 1, 'm');
-    CHECK(usage_error([&] { check_name_lengths(ok, "--name", ok); }) == "<no error>");
-    CHECK(usage_error([&] { check_name_lengths("", "--name", ""); }) == "<no error>");
-    CHECK(usage_error([&] { check_name_lengths(too_long, "--name", ""); }) ==
+    CHECK(usage_error([&] { return check_name_lengths(ok, "--name", ok); }) == "<no error>");
+    CHECK(usage_error([&] { return check_name_lengths("", "--name", ""); }) == "<no error>");
+    CHECK(usage_error([&] { return check_name_lengths(too_long, "--name", ""); }) ==
           "bekc: error: --name 'mmmmmmmmmmmmmmmmmmmmmmmm...' is 129 characters long; the limit "
           "is 128 (it names the library, libNAME.so)");
     CHECK(usage_error([&] {
-              check_name_lengths(too_long, "the first input's stem", "");
+              return check_name_lengths(too_long, "the first input's stem", "");
           }).find("module name (the first input's stem) 'mmm") != std::string::npos);
     CHECK(usage_error([&] {
-              check_name_lengths("m", "--name", too_long);
+              return check_name_lengths("m", "--name", too_long);
           }).find("bekc: error: --target-prefix 'mmm") == 0);
     // lib<name>.so and its temporaries stay within NAME_MAX.
     CHECK(std::string("lib" + ok + ".so.tmp.").size() + 64 + 1 + 7 + 1 + 16 <= 255);

@@ -1,5 +1,5 @@
 // The compilers' environment in the cache key (lib/toolchain/compiler_env,
-// lib/driver/keys): which variables are read, how their path lists resolve,
+// lib/graph/keys): which variables are read, how their path lists resolve,
 // and that each one changes the direct key.
 #include <catch2/catch.hpp>
 
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "driver/keys.hpp"
+#include "graph/plan.hpp"
 #include "toolchain/compiler_env.hpp"
 
 using namespace bekc;
@@ -38,7 +38,7 @@ std::string direct_key(const CompilerEnv& env) {
     in.target_prefix = "k";
     in.cxx = Tool{"/usr/bin/g++", "/usr/bin/g++", 1, 2};
     in.env = env;
-    return direct_key_builder(in).digest();
+    return plan(in, BuildOptions()).value().direct_key;
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Which CUDA runtime a build links (driver/cudart_choice): where the choice
+// Which CUDA runtime a build links (prep/cudart_choice): where the choice
 // comes from, and what is refused. The runtime each choice links is checked
 // by tests/unit/test_plan.cpp and tests/integration/test_cudart.py.
 #include <catch2/catch.hpp>
@@ -6,7 +6,7 @@
 #include <map>
 #include <string>
 
-#include "driver/cudart_choice.hpp"
+#include "prep/cudart_choice.hpp"
 
 using namespace bekc;
 
@@ -24,11 +24,10 @@ NvccEnvFlags cudart_env(std::map<std::string, std::string> vars) {
 
 // The usage error take_cudart_option ends with; fails the test when none.
 std::string cudart_refusal(CompileFlags f, bool cuda = true, NvccEnvFlags env = cudart_env({})) {
-    try {
-        take_cudart_option(f, cuda, env);
-    } catch (const FatalError& e) {
-        CHECK(e.error().kind == ErrorKind::Usage);
-        return e.error().message;
+    auto taken = take_cudart_option(f, cuda, env);
+    if (!taken) {
+        CHECK(taken.error().kind == ErrorKind::Usage);
+        return taken.error().message;
     }
     FAIL("no error");
     return {};
@@ -40,19 +39,19 @@ TEST_CASE("cudart: --cudart, or nvcc's option in the nvcc or link flags, which l
           "[cudart]") {
     CompileFlags f;
     f.cudart = "static";
-    take_cudart_option(f, true, cudart_env({}));
+    REQUIRE(take_cudart_option(f, true, cudart_env({})));
     CHECK(f.cudart == "static");
 
     CompileFlags g;
     g.cuda_flags = {"-lineinfo", "-cudart", "static", "--cudart=static"};
     g.ldflags = {"-cudart=static", "-lm"};
-    take_cudart_option(g, true, cudart_env({}));
+    REQUIRE(take_cudart_option(g, true, cudart_env({})));
     CHECK(g.cudart == "static");
     CHECK(g.cuda_flags == std::vector<std::string>{"-lineinfo"});
     CHECK(g.ldflags == std::vector<std::string>{"-lm"});
 
     CompileFlags none;
-    take_cudart_option(none, true, cudart_env({}));
+    REQUIRE(take_cudart_option(none, true, cudart_env({})));
     CHECK(none.cudart.empty());  // the default, decided by resolve_cudart
 }
 
@@ -61,8 +60,8 @@ TEST_CASE(
     "bekc's arguments, choose too",
     "[cudart]") {
     CompileFlags f;
-    take_cudart_option(f, true,
-                       cudart_env({{"NVCC_APPEND_FLAGS", " -lineinfo  -cudart\tstatic "}}));
+    REQUIRE(take_cudart_option(
+        f, true, cudart_env({{"NVCC_APPEND_FLAGS", " -lineinfo  -cudart\tstatic "}})));
     CHECK(f.cudart == "static");
     f.cudart = "shared";
     CHECK(cudart_refusal(f, true, cudart_env({{"NVCC_APPEND_FLAGS", "--cudart=static"}})) ==
@@ -72,7 +71,7 @@ TEST_CASE(
           "--cudart=shared and $NVCC_PREPEND_FLAGS' -cudart static choose different CUDA "
           "runtimes; give one");
     CompileFlags g;
-    take_cudart_option(g, true, cudart_env({{"NVCC_PREPEND_FLAGS", "-cudart=static"}}));
+    REQUIRE(take_cudart_option(g, true, cudart_env({{"NVCC_PREPEND_FLAGS", "-cudart=static"}})));
     CHECK(g.cudart == "static");
 }
 
@@ -107,7 +106,7 @@ TEST_CASE("cudart: a C++-only build checks --cudart and links no runtime", "[cud
     CompileFlags f;
     f.cudart = "shared";
     f.cxx_flags = {"-cudart=nonsense"};  // not nvcc's flags: not read
-    take_cudart_option(f, false, cudart_env({}));
+    REQUIRE(take_cudart_option(f, false, cudart_env({})));
     CHECK(f.cudart.empty());
     CompileFlags bad;
     bad.cudart = "dynamic";

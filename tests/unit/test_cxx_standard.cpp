@@ -7,8 +7,8 @@
 #include <map>
 
 #include "../helpers/fatal.hpp"
-#include "driver/cxx_standard_check.hpp"
 #include "plan/cxx_standard.hpp"
+#include "prep/cxx_standard_check.hpp"
 
 using namespace bekc;
 

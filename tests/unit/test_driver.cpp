@@ -6,7 +6,7 @@
 
 #include "../helpers/driver_fixture.hpp"
 #include "diag/compile_log.hpp"
-#include "driver/package_build.hpp"
+#include "package/package_build.hpp"
 #include "run/parallel.hpp"
 #include "store/cache.hpp"
 #include "store/compile_times.hpp"

@@ -1,4 +1,4 @@
-// The inputs stage (lib/driver/inputs): expanding files and directories,
+// The inputs stage (lib/prep/inputs): expanding files and directories,
 // scanning them with the rules that span files, and reading --functions.
 #include <catch2/catch.hpp>
 #include <string>
@@ -6,7 +6,7 @@
 
 #include "../helpers/fatal.hpp"
 #include "../helpers/temp_dir.hpp"
-#include "driver/inputs.hpp"
+#include "prep/inputs.hpp"
 #include "util/error.hpp"
 
 using namespace bekc;
@@ -63,7 +63,7 @@ TEST_CASE("inputs: f in one input and f_nograph in another clash at the second's
     write_file(dir / "a.cpp", f);
     write_file(dir / "b.cpp", g);
     const std::string a = (dir / "a.cpp").string(), b = (dir / "b.cpp").string();
-    ScannedInputs s = scan_inputs({a, b}, {});
+    ScannedInputs s = scan_inputs({a, b}, {}).value();
     CHECK(render_all(s.diagnostics) ==
           b +
               ":2: error: exported functions 'f' and 'f_nograph' would both define the handler "
@@ -75,11 +75,11 @@ TEST_CASE("inputs: f in one input and f_nograph in another clash at the second's
               "command-buffer trait 'bekc_ffi_f_nograph'; rename 'f_nograph'\n");
     CHECK(s.files[1].functions.empty());
     // In the other order the clash is the same, reported at f_nograph's annotation.
-    s = scan_inputs({b, a}, {});
+    s = scan_inputs({b, a}, {}).value();
     REQUIRE(s.diagnostics.size() == 1);
     CHECK(render_all(s.diagnostics).rfind(b + ":2: error:", 0) == 0);
     // `bekc inspect` reports each file on its own: no clash.
-    CHECK(scan_inputs({a, b}, {}, InputsAre::Independent).diagnostics.empty());
+    CHECK(scan_inputs({a, b}, {}, InputsAre::Independent).value().diagnostics.empty());
 }
 
 TEST_CASE("inputs: a function exported by two inputs", "[inputs]") {
@@ -87,7 +87,7 @@ TEST_CASE("inputs: a function exported by two inputs", "[inputs]") {
     write_file(dir / "a.cu", kF);
     write_file(dir / "b.cpp", std::string("\n") + kF);
     const std::string a = (dir / "a.cu").string(), b = (dir / "b.cpp").string();
-    ScannedInputs s = scan_inputs({a, b}, {});
+    ScannedInputs s = scan_inputs({a, b}, {}).value();
     CHECK(render_all(s.diagnostics) == b +
                                            ":2: error: function 'f' is exported by two inputs\n"
                                            "    // @BE f\n"
@@ -101,7 +101,7 @@ TEST_CASE("inputs: a function exported by two inputs", "[inputs]") {
     CHECK(s.files[0].functions.size() == 1);
     CHECK(s.files[1].functions.empty());
     // `bekc inspect` reports each file on its own.
-    s = scan_inputs({a, b}, {}, InputsAre::Independent);
+    s = scan_inputs({a, b}, {}, InputsAre::Independent).value();
     CHECK(s.diagnostics.empty());
     CHECK(s.files[1].functions.size() == 1);
 }
@@ -113,19 +113,19 @@ TEST_CASE("inputs: explicit specs across files", "[inputs]") {
     const std::vector<fs::path> both = {dir / "a.cu", dir / "b.cu"};
     std::string err;
     auto f = *parse_function_option("f", err), g = *parse_function_option("g=ret", err);
-    ScannedInputs s = scan_inputs(both, {f, g});
+    ScannedInputs s = scan_inputs(both, {f, g}).value();
     CHECK(s.diagnostics.empty());
     CHECK(s.files[0].functions.size() == 1);
     CHECK(s.files[1].functions.size() == 1);
     // A spec that no input defines.
     auto h = *parse_function_option("h=ret", err);
-    CHECK(render_all(scan_inputs(both, {f, h}).diagnostics) ==
+    CHECK(render_all(scan_inputs(both, {f, h}).value().diagnostics) ==
           "--function: error: function 'h' is not defined in any input\n"
           "note: bekc looks for 'void h(...)' in each input, written out or made by a macro "
           "#defined in the same file\n");
     // Two specs for one function: the first is used, the second reported.
     ExplicitSpec again{"f", {{"arg", 0}, {"ret", 0}}, "specs.json"};
-    s = scan_inputs(both, {f, again});
+    s = scan_inputs(both, {f, again}).value();
     CHECK(render_all(s.diagnostics) ==
           "specs.json: error: function 'f' is given two explicit specs\n"
           "note: the other one is from --function; keep one of them\n");
@@ -136,7 +136,7 @@ TEST_CASE("inputs: --functions JSON", "[inputs]") {
     TempDir dir;
     write_file(dir / "s.json",
                R"({"zeta": ["args", "rets"], "alpha": [], "mid": ["attr.k:int32"]})");
-    auto specs = read_functions_json(dir / "s.json");
+    auto specs = read_functions_json(dir / "s.json").value();
     REQUIRE(specs.size() == 3);
     // The file's order is kept.
     CHECK(specs[0].name == "zeta");
@@ -154,9 +154,9 @@ TEST_CASE("inputs: --functions JSON errors", "[inputs]") {
     const std::string shape = "; expected {\"name\": [\"arg\", \"ret\", ...], ...}";
     auto with = [&](const std::string& text) {
         write_file(p, text);
-        return fatal([&] { read_functions_json(p); });
+        return fatal([&] { return read_functions_json(p); });
     };
-    CHECK(fatal([&] { read_functions_json(dir / "missing.json"); }) ==
+    CHECK(fatal([&] { return read_functions_json(dir / "missing.json"); }) ==
           "bekc: error: --functions: cannot read " + (dir / "missing.json").string() +
               ": No such file or directory");
     CHECK(with("{\"f\": [\"arg\",]}")

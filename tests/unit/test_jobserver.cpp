@@ -236,10 +236,9 @@ TEST_CASE(
     "away with it",
     "[jobserver]") {
     test::TempDir tmp;
-    set_private_dir_places({std::nullopt, std::nullopt, tmp / "fallback"});
     fs::path fifo;
     {
-        auto served = JobSlots::serve(3);
+        auto served = JobSlots::serve(3, {std::nullopt, std::nullopt, tmp / "fallback"});
         REQUIRE(served);
         CHECK(served->count() == 1);
         const std::string flags = served->makeflags();
@@ -259,7 +258,6 @@ TEST_CASE(
         CHECK(served->try_take());  // the package starts another module in it
     }
     CHECK_FALSE(fs::exists(fifo.parent_path()));
-    set_private_dir_places({});
 }
 
 TEST_CASE(

@@ -1,7 +1,7 @@
 // The direct key follows the build: every option and environment setting
 // that changes a command of the build graph changes the key, and the options
 // that only change how bekc reports or where it copies the result do not.
-// The key is derived from the graph (driver/keys.cpp), so these hold for
+// The key is derived from the graph (graph/keys.cpp), so these hold for
 // options added later too, as long as they reach a command.
 #include <catch2/catch.hpp>
 
@@ -9,8 +9,8 @@
 #include <functional>
 
 #include "../helpers/driver_fixture.hpp"
-#include "driver/keys.hpp"
-#include "driver/plan_build.hpp"
+#include "graph/keys.hpp"
+#include "graph/recipe.hpp"
 #include "toolchain/compiler_env.hpp"
 
 using namespace bekc;
@@ -20,11 +20,12 @@ namespace {
 
 using Change = std::function<void(DriverFixture&)>;
 
-// Every command line and written file of the normalised graph.
+// Every command line and written file of the planned graph, whose
+// directories are placeholders.
 std::vector<std::string> graph_of(DriverFixture& f) {
     BuildContext c = f.context();
     std::vector<std::string> out;
-    for (const auto& s : key_graph(prepare_build(f.o, c)).steps) {
+    for (const auto& s : plan_build(prepare_build(f.o, c), f.o).graph.steps) {
         std::string line = describe_step(s);
         out.push_back(s.runs() ? line : line + "\n" + s.content);
     }
@@ -190,15 +191,14 @@ TEST_CASE("key: nvcc names a CUDA input by its own directory, never the build di
     DriverFixture f;
     auto graph = [&f] {
         BuildContext c = f.context();
-        return key_graph(prepare_build(f.o, c));
+        return plan_build(prepare_build(f.o, c), f.o).graph;
     };
     const std::string own = "--orig_src_path_name=" + (f.tmp / "src/0_a.bekc.cu").string();
     CHECK(nvcc_source_of(graph()) == own);
     BuildContext c = f.context();
     BuildInputs in = prepare_build(f.o, c);
-    GraphPaths elsewhere;
-    elsewhere.build_dir = f.tmp / "build.1234";
-    CHECK(nvcc_source_of(plan_graph(in, elsewhere)) == own);
+    GraphDirs elsewhere = build_dirs(in, f.tmp / "build.1234");
+    CHECK(nvcc_source_of(fill_in(graph_recipe(in), elsewhere).value()) == own);
     // Relative to the base, as checkouts share it.
     f.env["BEKC_BASE_DIR"] = f.tmp.path().string();
     CHECK(nvcc_source_of(graph()) == "--orig_src_path_name=./src/0_a.bekc.cu");
@@ -211,9 +211,66 @@ TEST_CASE("key: nvcc names a CUDA input by its own directory, never the build di
     CHECK(digest.ends_with("/0.cu"));
 }
 
+TEST_CASE(
+    "graph: a build fills the planned graph in with its own directories, the launcher and the "
+    "runtime steps the cache lacks, and changes nothing else",
+    "[key][property]") {
+    DriverFixture f;
+    f.o.inputs = {(f.tmp / "src/b.cpp").string()};
+    f.o.launcher = (f.tmp / "bin/g++").string();
+    BuildContext c = f.context();
+    const BuildInputs in = prepare_build(f.o, c);
+    const PlannedBuild p = plan_build(in, f.o);
+    const std::string build = (f.tmp / "build.x1").string(), rt = (f.tmp / "rt").string();
+    GraphDirs dirs = placeholder_dirs();
+    dirs.build_dir = build;
+    dirs.runtime_include = rt + "/include";
+    dirs.runtime_object = rt + "/obj/bekc_rt.o";
+    // The directories alone: the same steps, each with the build's paths.
+    auto planned_text = [&](std::string text) {
+        using Swap = std::pair<std::string, std::string>;
+        for (const auto& [real, placeholder] :
+             {Swap{build, "/$BEKC_BUILD"}, Swap{rt, "/$BEKC_RUNTIME"}})
+            for (size_t at; (at = text.find(real)) != std::string::npos;)
+                text.replace(at, real.size(), placeholder);
+        return text;
+    };
+    const BuildGraph filled = fill_in(p.recipe, dirs).value();
+    REQUIRE(filled.steps.size() == p.graph.steps.size());
+    auto planned_list = [&](std::vector<std::string> list) {
+        for (auto& item : list) item = planned_text(item);
+        return list;
+    };
+    for (size_t i = 0; i < filled.steps.size(); ++i) {
+        const Step &built = filled.steps[i], &planned = p.graph.steps[i];
+        CHECK(built.kind == planned.kind);
+        CHECK(planned_list(built.command.argv) == planned.command.argv);
+        CHECK(planned_list(built.command.inputs) == planned.command.inputs);
+        CHECK(planned_list(built.command.outputs) == planned.command.outputs);
+        CHECK(planned_text(built.depfile.string()) == planned.depfile.string());
+        CHECK(planned_text(built.content) == planned.content);
+        CHECK(built.after == planned.after);
+    }
+    // The launcher goes in front of the compiles; the runtime the cache
+    // holds is not made again; nothing else changes.
+    dirs.launcher = true;
+    dirs.runtime_headers_ready = dirs.runtime_object_ready = true;
+    const BuildGraph launched = fill_in(p.recipe, dirs).value();
+    REQUIRE(launched.steps.size() == p.graph.steps.size() - 2);
+    size_t compiles = 0;
+    for (const Step& s : launched.steps) {
+        CHECK(s.kind != StepKind::RuntimeHeaders);
+        CHECK(s.kind != StepKind::RuntimeObject);
+        if (s.kind != StepKind::Compile) continue;
+        ++compiles;
+        CHECK(s.command.argv.front() == *f.o.launcher);
+    }
+    CHECK(compiles == 2);
+}
+
 namespace {
 
-// The portable key (driver/keys.hpp) of the fixture's build.
+// The portable key (graph/keys.hpp) of the fixture's build.
 std::string portable_key_of(DriverFixture& f) {
     BuildContext c = f.context();
     BuildInputs in = prepare_build(f.o, c);

@@ -1,4 +1,4 @@
-// classify_dependencies (lib/driver/keys): what a build's full key and direct
+// classify_dependencies (lib/graph/dependencies): what a build's full key and direct
 // record hold besides the inputs. Real files in a temporary directory; no
 // compiler runs: the "reported" lists stand for the depfiles.
 #include <catch2/catch.hpp>
@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "../helpers/temp_dir.hpp"
-#include "driver/keys.hpp"
-#include "driver/search_order.hpp"
+#include "graph/keys.hpp"
+#include "graph/search_order.hpp"
 #include "util/error.hpp"
 
 using namespace bekc;
@@ -21,6 +21,7 @@ struct Fixture {
     test::TempDir tmp;
     BuildInputs in;
     fs::path runtime_include, build_dir;
+    std::string multiarch;  // the host compiler's triplet: none
 
     Fixture() {
         runtime_include = tmp / "cache/runtime/h/include";
@@ -50,10 +51,15 @@ struct Fixture {
         return t;
     }
 
+    std::expected<DependencySet, Error> classified(std::vector<std::string> compile,
+                                                   std::vector<LinkerDependency> link = {},
+                                                   bool link_reported = true) {
+        return classify_dependencies({std::move(compile), std::move(link), link_reported}, in,
+                                     multiarch, runtime_include, build_dir);
+    }
     DependencySet classify(std::vector<std::string> compile,
                            std::vector<LinkerDependency> link = {}, bool link_reported = true) {
-        return classify_dependencies({std::move(compile), std::move(link), link_reported}, in,
-                                     runtime_include, build_dir);
+        return classified(std::move(compile), std::move(link), link_reported).value();
     }
 };
 
@@ -227,7 +233,9 @@ TEST_CASE("keys: the driver's deleted temporaries are skipped, other missing fil
     f.source("int x;\n");
     auto d = f.classify({}, {link("/tmp/ccBEKCnone.o"), link(f.build_dir / "0_k.bekc.cpp.o")});
     CHECK(d.hashed.empty());
-    CHECK_THROWS_AS(f.classify({}, {link(f.tmp / "gone/libx.a")}), FatalError);
+    auto gone = f.classified({}, {link(f.tmp / "gone/libx.a")});
+    REQUIRE_FALSE(gone);
+    CHECK(gone.error().kind == ErrorKind::Source);
 }
 
 TEST_CASE("keys: the ld and lld spellings of a path with a space", "[keys][link]") {
@@ -338,7 +346,7 @@ TEST_CASE("search order: each compiler's chains as it searches them", "[keys][se
     using Dirs = std::vector<fs::path>;
     BuildInputs in;
     in.files = {SourceFile{"/w/k.cpp", false, "", {}}, SourceFile{"/w/k.cu", true, "", {}}};
-    in.multiarch = "x86_64-linux-gnu";
+    const std::string multiarch = "x86_64-linux-gnu";
     in.flags.include_dirs = {"/w/i"};
     in.flags.xla_include = "/w/xla";
     in.env.include_dirs = {"/w/cpath"};
@@ -355,7 +363,7 @@ TEST_CASE("search order: each compiler's chains as it searches them", "[keys][se
                               "/w/cq",    "-idirafter", "/w/cd", "-I/w/cb"};
         in.flags.cuda_flags = {"-I", "/w/na", "-isystem=/w/ns", "-Xcompiler",
                                "-I/w/xa,-isystem,/w/xs,-iquote,/w/xq,-idirafter,/w/xd"};
-        auto orders = search_orders(in, "/cache/rt", paths);
+        auto orders = search_orders(in, multiarch, "/cache/rt", paths);
         REQUIRE(orders.size() == 2);
         CHECK_FALSE(orders[0].cuda);
         CHECK(orders[0].dirs == with_system({"/w/cq", "/w/i", "/cache/rt", "/w/xla", "/w/ca",
@@ -371,7 +379,7 @@ TEST_CASE("search order: each compiler's chains as it searches them", "[keys][se
     SECTION("a directory named twice counts where it is searched last") {
         in.files.pop_back();
         in.flags.cxx_flags = {"-I/usr/include", "-iquote", "/w/i/", "-I", "/w/x/../i"};
-        auto orders = search_orders(in, "/cache/rt", paths);
+        auto orders = search_orders(in, multiarch, "/cache/rt", paths);
         REQUIRE(orders.size() == 1);
         CHECK(orders[0].dirs ==
               with_system({"/cache/rt", "/w/xla", "/w/i", "/w/cpath", "/w/cplus"}, {}));

@@ -8,8 +8,8 @@
 
 #include "../helpers/plan_unit.hpp"
 #include "../helpers/temp_dir.hpp"
-#include "driver/build_inputs.hpp"
 #include "plan/compile_plan.hpp"
+#include "prep/build_inputs.hpp"
 #include "toolchain/link_search.hpp"
 
 using namespace bekc;
@@ -133,7 +133,7 @@ TEST_CASE("a pip toolkit's lib/ is where nvcc finds its -l libraries", "[link][d
     in.nvcc = Tool{root / "bin/nvcc", root / "bin/nvcc", 1, 2};
     auto opaque = [&](std::vector<std::string> ldflags) {
         in.flags.ldflags = std::move(ldflags);
-        return link_reads_opaque_code(in.flags, in.env, in.nvcc, in.multiarch);
+        return link_reads_opaque_code(in.flags, in.env, in.nvcc, "");
     };
     CHECK_FALSE(opaque({"-lnvrtc"}));  // a shared library of the toolkit: no device link
     CHECK_FALSE(opaque({"-lcuda"}));   // the driver's stub
@@ -166,7 +166,7 @@ TEST_CASE("link inputs that may hold device code keep nvcc's device link", "[lin
         in.flags.ldflags = std::move(ldflags);
         in.flags.linker_args = std::move(linker_args);
         in.env.values = std::move(env);
-        return link_reads_opaque_code(in.flags, in.env, in.nvcc, in.multiarch);
+        return link_reads_opaque_code(in.flags, in.env, in.nvcc, "");
     };
     // Shared libraries, found where ld (or nvcc's own -L) finds them; a
     // directory taken apart from -Wl,-rpath,DIR is no input.

@@ -1,8 +1,8 @@
-// `bekc pack`'s pure parts (driver/pack.hpp): the default architectures and
+// `bekc pack`'s pure parts (package/pack.hpp): the default architectures and
 // the default name.
 #include <catch2/catch.hpp>
 
-#include "driver/pack.hpp"
+#include "package/pack.hpp"
 
 using namespace bekc;
 

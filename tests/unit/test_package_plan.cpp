@@ -1,4 +1,4 @@
-// What `bekc build <package dir>` builds (driver/package_plan): the module
+// What `bekc build <package dir>` builds (package/package_plan): the module
 // name of each kernel file and the flags of its load, from the package's own
 // Python source, why a file is only checked or not built, and what below the
 // package cannot be read.
@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "../helpers/temp_dir.hpp"
-#include "driver/package_build.hpp"
-#include "driver/package_plan.hpp"
+#include "package/package_build.hpp"
+#include "package/package_plan.hpp"
 
 using namespace bekc;
 

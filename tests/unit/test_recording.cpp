@@ -1,5 +1,5 @@
 // Recording the loads of a run and reading the recording back
-// (driver/recording, driver/replay): what a line holds, how a bad line is
+// (prep/recording, package/replay): what a line holds, how a bad line is
 // named, which requests count as the same, and what a replay runs.
 #include <catch2/catch.hpp>
 
@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "../helpers/temp_dir.hpp"
-#include "driver/build_args.hpp"
-#include "driver/recording.hpp"
-#include "driver/replay.hpp"
+#include "package/replay.hpp"
+#include "prep/build_args.hpp"
+#include "prep/recording.hpp"
 #include "util/json_text.hpp"
 
 using namespace bekc;

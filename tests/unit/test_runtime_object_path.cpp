@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "driver/build_inputs.hpp"
+#include "prep/build_inputs.hpp"
 #include "store/runtime_headers.hpp"
 
 using namespace bekc;
