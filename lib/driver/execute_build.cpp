@@ -263,7 +263,7 @@ Executed execute(const BuildInputs& in, const BuildOptions& o, const PlannedBuil
     // no build reads what another process (a compiler a killed bekc left
     // running) may still write there.
     auto private_dir = private_temp_dir(in.private_places, planned.dir_name);
-    if (!private_dir) fatal(Error::make(ErrorKind::Cache, private_dir.error().message));
+    if (!private_dir) fatal(std::move(private_dir.error().as(ErrorKind::Cache)));
     Executed x{BuildDir(*private_dir)};
     auto start = BuildClock::now();
     x.start_ns = now_ns();

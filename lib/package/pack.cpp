@@ -252,9 +252,7 @@ int run_pack(const PackOptions& o, BuildContext& ctx) {
     } discard{staging};
     Cache pack(staging);
     for (const auto& p : packed)
-        if (auto copied = copy_build(Cache(p.from, {}, CacheAccess::ReadOnly), pack, p.build);
-            !copied)
-            fatal(Error::make(ErrorKind::Cache, copied.error().message));
+        or_fatal(copy_build(Cache(p.from, {}, CacheAccess::ReadOnly), pack, p.build));
     // Only entries and records: the staging directories' parent goes.
     or_fatal(pack.dir().remove_tree(CacheLayout::tmp()));
     nlohmann::json info = pack_info(o, packed, pack);
