@@ -28,6 +28,12 @@ def kind_of(e: dict) -> str:
     return str(args.get("phase") or args.get("kind") or e.get("cat") or "?")
 
 
+def short_name(name: str) -> str:
+    """A step's name with each path shortened to its file name: "cicc
+    compute_90 /site/brainevent/_csr/csrmv.cu" is "cicc compute_90 csrmv.cu"."""
+    return " ".join(w.rsplit("/", 1)[-1] if "/" in w else w for w in str(name).split(" "))
+
+
 def run_tool(name: str, doc: str, act: Callable[[argparse.Namespace], None],
              add_arguments: Callable[[argparse.ArgumentParser], None] = lambda p: None,
              argv: Optional[Sequence[str]] = None) -> int:

@@ -6,15 +6,17 @@ process per module), its critical path: the chain of steps the build waited
 on, found backwards from the step that ended last, each time through the step
 that ended last before it started (steps run in waves, so that one is what the
 next waited for, dependency or not). Gaps in the chain are the time no step
-ran (bekc's own work: looking up, hashing, publishing). A package's chain of
-modules is expanded into each module's own chain.
+ran (bekc's own work: looking up, hashing, publishing). A package's chain is
+of modules; the longest of them (--expand N, default 3) are expanded into
+their own chains. Steps under --min-seconds (default 0.05) are counted, not
+listed.
 
 Then the totals per kind of step (cicc, ptxas, host-compile, link, ...:
 `args.phase`, else the step's kind), with the steps the step cache answered,
 and per phase of the build (prepare, plan, look-up, execute, publish,
 deliver).
 
-    python3 bench/trace_summary.py trace.json [--top N]
+    python3 bench/trace_summary.py trace.json [--expand N] [--min-seconds S]
 
 Pure Python, no dependencies; reads any Chrome trace event file whose
 complete events ("ph": "X") carry ts and dur in microseconds.
@@ -22,11 +24,13 @@ complete events ("ph": "X") carry ts and dur in microseconds.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections import defaultdict
+from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
-from trace_events import kind_of, load_events, run_tool
+from trace_events import kind_of, load_events, run_tool, short_name
 
 # Events of a process's own thread (tid 0): the build and its phases.
 BUILD_THREAD = 0
@@ -71,30 +75,49 @@ def seconds(us: float) -> str:
     return f"{us / 1e6:8.2f} s"
 
 
-def print_chain(by_pid: Dict[int, List[dict]], names: Dict[int, str], pid: int, indent: str,
-                out, seen: Optional[set] = None) -> None:
-    seen = set() if seen is None else seen
-    seen.add(pid)
-    lanes = [e for e in by_pid.get(pid, []) if e.get("tid") != BUILD_THREAD]
-    chain = critical_path(lanes)
+@dataclass
+class Chains:
+    """What print_chain reads: the events of each process, the processes'
+    names, and how much to print."""
+    by_pid: Dict[int, List[dict]]
+    names: Dict[int, str]
+    expand: int = 3          # the longest modules of a package's path, expanded
+    min_us: float = 50000    # shorter steps are counted, not listed
+    seen: set = field(default_factory=set)
+
+
+def print_chain(c: Chains, pid: int, indent: str, out) -> None:
+    c.seen.add(pid)
+    chain = critical_path([e for e in c.by_pid.get(pid, []) if e.get("tid") != BUILD_THREAD])
+    name = c.names.get(pid, f"process {pid}")
     if not chain:
+        print(f"{indent}{name}: no step ran", file=out)
         return
     wall = end(chain[-1]) - chain[0]["ts"]
-    busy = sum(e["dur"] for e in chain)
-    print(f"{indent}{names.get(pid, f'process {pid}')}: critical path {busy / 1e6:.2f} s of "
+    print(f"{indent}{name}: critical path {sum(e['dur'] for e in chain) / 1e6:.2f} s of "
           f"steps in {wall / 1e6:.2f} s", file=out)
-    pid_of = {name: p for p, name in names.items()}
+    pid_of = {n: p for p, n in c.names.items()}
+    # The modules of a package's path worth expanding: the longest.
+    longest = sorted((e for e in chain if pid_of.get(e.get("name")) not in (None, pid)),
+                     key=lambda e: -e["dur"])[:c.expand]
+    short = [e for e in chain if e["dur"] < c.min_us]
     previous_end = None
     for e in chain:
-        if previous_end is not None and e["ts"] - previous_end >= 10000:
+        if previous_end is not None and e["ts"] - previous_end >= c.min_us:
             print(f"{indent}  {seconds(e['ts'] - previous_end)}  (no step running)", file=out)
-        cache = (e.get("args") or {}).get("step_cache") or (e.get("args") or {}).get("cache")
-        note = f" [{kind_of(e)}{', ' + cache if cache else ''}]"
-        print(f"{indent}  {seconds(e['dur'])}  {e.get('name', '')}{note}", file=out)
-        child = pid_of.get(e.get("name"))
-        if child is not None and child not in seen:
-            print_chain(by_pid, names, child, indent + "    ", out, seen)
         previous_end = end(e)
+        if e["dur"] < c.min_us:
+            continue
+        args = e.get("args") or {}
+        cache = args.get("step_cache") or args.get("cache")
+        note = f" [{kind_of(e)}{', ' + cache if cache else ''}]"
+        print(f"{indent}  {seconds(e['dur'])}  {short_name(e.get('name', ''))}{note}", file=out)
+        child = pid_of.get(e.get("name"))
+        if any(e is m for m in longest) and child not in c.seen:
+            print_chain(c, child, indent + "    ", out)
+    if short:
+        print(f"{indent}  {seconds(sum(e['dur'] for e in short))}  ({len(short)} steps under "
+              f"{c.min_us / 1e6:g} s each)", file=out)
 
 
 def print_totals(events: Sequence[dict], out) -> None:
@@ -122,7 +145,7 @@ def print_totals(events: Sequence[dict], out) -> None:
             print(f"  {name:<22} {count:6d}   {seconds(total)}", file=out)
 
 
-def summarize(path: str, out=sys.stdout) -> None:
+def summarize(path: str, out=sys.stdout, expand: int = 3, min_seconds: float = 0.05) -> None:
     events = load_events(path)
     names = process_names(events)
     complete = complete_events(events)
@@ -132,12 +155,22 @@ def summarize(path: str, out=sys.stdout) -> None:
     # The top process first (the package's, whose modules are the others).
     pids = sorted(by_pid, key=lambda p: (p is None, p if isinstance(p, int) else 0))
     if pids:
-        print_chain(by_pid, names, pids[0], "", out)
+        print_chain(Chains(by_pid, names, expand, min_seconds * 1e6), pids[0], "", out)
     print_totals(complete, out)
 
 
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--expand", type=int, default=3,
+                        help="expand the N longest modules of a package's path (default 3)")
+    parser.add_argument("--min-seconds", type=float, default=0.05,
+                        help="list the steps of the path that take at least this long; count "
+                             "the others (default 0.05)")
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    return run_tool("trace_summary.py", __doc__, lambda args: summarize(args.trace), argv=argv)
+    return run_tool("trace_summary.py", __doc__,
+                    lambda args: summarize(args.trace, sys.stdout, args.expand, args.min_seconds),
+                    add_arguments, argv)
 
 
 if __name__ == "__main__":

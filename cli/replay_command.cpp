@@ -25,23 +25,17 @@ Action add_replay_command(CLI::App& app) {
                   "Build the good lines of a recording with bad ones (exit 2 still)");
     cmd->add_flag("-v,--verbose", o->verbose, "Print every command and full compiler output");
     cmd->add_flag("-q,--quiet", o->quiet, "Print no progress and no summary");
-    cmd->add_option("--trace", o->trace,
-                    "Write where the time went to FILE, as a Chrome trace (ui.perfetto.dev, "
-                    "chrome://tracing): each load's build in a lane, and a process per load "
-                    "with its steps");
-    auto trace = std::make_shared<TraceFile>();
-    return Action(
-        [o, trace] {
-            Settings settings = load_settings_or_exit(o->cache_dir, o->quiet);
-            trace->start(o->trace, "replay");
-            ProcessRunner runner;
-            BuildContext context = context_with(runner, settings.lookup());
-            context.trace = trace->trace();
-            const int code = run_replay(*o, context);
-            trace->finish({{"exit_code", code}});
-            return code;
-        },
-        [trace](Error& error) { trace->fail(error, {}); });
+    return traced_command(*cmd, o->trace,
+                          "each load's build in a lane, and a process per load with its steps",
+                          [o](TraceFile& trace) {
+                              Settings settings = load_settings_or_exit(o->cache_dir, o->quiet);
+                              return trace.run(o->trace, "replay", [&](Trace* t) {
+                                  ProcessRunner runner;
+                                  BuildContext context = context_with(runner, settings.lookup());
+                                  context.trace = t;
+                                  return run_replay(*o, context);
+                              });
+                          });
 }
 
 }  // namespace bekc::cli

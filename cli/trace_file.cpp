@@ -28,4 +28,23 @@ void TraceFile::fail(Error& error, Trace::Args args) {
     if (auto written = write(std::move(args)); !written) error.note(written.error().render());
 }
 
+int TraceFile::run(const std::optional<std::string>& path, std::string name,
+                   const std::function<int(Trace*)>& command) {
+    start(path, std::move(name));
+    const int code = command(trace());
+    finish({{"exit_code", code}});
+    return code;
+}
+
+Action traced_command(CLI::App& cmd, std::optional<std::string>& path, const std::string& lanes,
+                      std::function<int(TraceFile&)> run) {
+    cmd.add_option("--trace", path,
+                   "Write where the time went to FILE, as a Chrome trace (ui.perfetto.dev, "
+                   "chrome://tracing): " +
+                       lanes);
+    auto trace = std::make_shared<TraceFile>();
+    return Action([trace, run = std::move(run)] { return run(*trace); },
+                  [trace](Error& error) { trace->fail(error, {}); });
+}
+
 }  // namespace bekc::cli

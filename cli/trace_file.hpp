@@ -3,9 +3,12 @@
 // ends, a failed one too (a failed build's trace shows where it failed).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+
+#include "commands.hpp"
 
 #include "run/trace.hpp"
 #include "util/error.hpp"
@@ -28,11 +31,22 @@ class TraceFile {
     // cannot be written is a note of `error`.
     void fail(Error& error, Trace::Args args);
 
+    // start(path, name), then `command` given the trace, then finish() with
+    // its exit code: a command whose children write traces of their own.
+    int run(const std::optional<std::string>& path, std::string name,
+            const std::function<int(Trace*)>& command);
+
   private:
     std::expected<void, Error> write(Trace::Args args);
 
     std::unique_ptr<Trace> trace_;
     fs::path path_;
 };
+
+// `--trace FILE` of a command that runs child builds (`bekc replay`, `bekc
+// pack`), whose help says what its lanes hold, and the command's action:
+// `run` with the trace, the file written when it ends or fails.
+Action traced_command(CLI::App& cmd, std::optional<std::string>& path, const std::string& lanes,
+                      std::function<int(TraceFile&)> run);
 
 }  // namespace bekc::cli

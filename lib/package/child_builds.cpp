@@ -76,13 +76,13 @@ namespace {
 
 // --trace: a child's event in the lane it ran in, with the module it built
 // and whether its build was a cache hit.
-void trace_child(Trace& trace, const ProgressEvent& e, const std::string& module, int lane,
-                 TraceClock::time_point start) {
-    Trace::Args args = {{"module", module}, {"command", display_command(e.command)}};
-    const nlohmann::json j = child_json(*e.result);
-    args["cache"] = !e.result->ok() ? "failed" : j.value("cache_hit", false) ? "hit" : "miss";
-    args["status"] = e.result->ok() ? "ok" : e.result->describe();
-    trace.step(e.command.description, "module", lane, start, TraceClock::now(), std::move(args));
+void trace_child(Trace& trace, const Command& c, const ProcessResult& r, const std::string& module,
+                 int lane, TraceClock::time_point start) {
+    Trace::Args args = {{"module", module}, {"command", display_command(c)}};
+    const nlohmann::json j = child_json(r);
+    args["cache"] = !r.ok() ? "failed" : j.value("cache_hit", false) ? "hit" : "miss";
+    args["status"] = r.ok() ? "ok" : r.describe();
+    trace.step(c.description, "module", lane, start, TraceClock::now(), std::move(args));
 }
 
 }  // namespace
@@ -106,8 +106,8 @@ std::vector<ProcessResult> run_children(Runner& runner, const std::vector<Comman
                 starts[e.index] = TraceClock::now();
             } else if (trace) {
                 const size_t i = order[e.index];
-                trace_child(*trace, e, i < modules.size() ? modules[i] : "", lanes[e.index],
-                            starts[e.index]);
+                trace_child(*trace, e.command, *e.result, i < modules.size() ? modules[i] : "",
+                            lanes[e.index], starts[e.index]);
                 trace->give_lane(lanes[e.index]);
             }
             // A child stopped by Ctrl-C did not fail to build.
@@ -122,6 +122,18 @@ std::vector<ProcessResult> run_children(Runner& runner, const std::vector<Comman
     std::vector<ProcessResult> results(order.size());  // in the caller's order
     for (size_t k = 0; k < order.size(); ++k) results[order[k]] = std::move(started[k]);
     return results;
+}
+
+ProcessResult run_child(Runner& runner, const Command& command, const ChildTraces& traces,
+                        const std::string& module) {
+    Trace* trace = traces.trace();
+    if (!trace) return runner.run_one(command);
+    const int lane = trace->take_lane();
+    const auto start = TraceClock::now();
+    ProcessResult r = runner.run_one(command);
+    trace_child(*trace, command, r, module, lane, start);
+    trace->give_lane(lane);
+    return r;
 }
 
 std::string child_messages(const ProcessResult& r) {

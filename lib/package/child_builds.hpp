@@ -79,6 +79,11 @@ std::vector<ProcessResult> run_children(Runner& runner, const std::vector<Comman
                                         bool quiet, const ChildTraces* traces = nullptr,
                                         const std::vector<std::string>& modules = {});
 
+// One child run alone (`bekc pack` builds its sources one after the
+// other), with its event in a lane of `traces`' trace, as run_children's.
+ProcessResult run_child(Runner& runner, const Command& command, const ChildTraces& traces,
+                        const std::string& module);
+
 // The --json object a child `bekc build --json` printed as its last line, or
 // null when there is none.
 nlohmann::json child_json(const ProcessResult& r);

@@ -261,15 +261,15 @@ def run_script(name: str, *args) -> subprocess.CompletedProcess:
 
 
 def test_the_summary_and_the_timeline_read_a_builds_trace(bekc, kernels, tmp_path):
-    """trace_summary.py prints the critical path (ending in the link) and the
-    totals per kind of step; trace_svg.py draws every step as a box with its
+    """trace_summary.py prints the critical path (ending in the link; every
+    step of it with --min-seconds 0) and the totals per kind of step; trace_svg.py draws every step as a box with its
     name as a tooltip, in an SVG that XML parsers read, whatever bytes the
     names hold."""
     kernels.cpp(bekc.workdir / "a b\u00e9.cpp", fn="add_a")
     kernels.cpp(bekc.workdir / "c.cpp", fn="add_c")
     trace_file = tmp_path / "t.json"
     bekc.build("a b\u00e9.cpp", "c.cpp", "--name", "k<&>", FAST, "--trace", trace_file)
-    summary = run_script("trace_summary.py", trace_file)
+    summary = run_script("trace_summary.py", trace_file, "--min-seconds", "0")
     assert summary.returncode == 0, summary.stderr
     lines = summary.stdout.splitlines()
     assert lines[0].startswith("k<&>: critical path "), summary.stdout
@@ -286,3 +286,24 @@ def test_the_summary_and_the_timeline_read_a_builds_trace(bekc, kernels, tmp_pat
     for e in steps(load(trace_file)):
         assert any(t.startswith(e["name"] + ": ") for t in titles), (e["name"], titles)
     assert run_script("trace_svg.py", tmp_path / "missing.json", "-o", svg_file).returncode == 2
+
+
+def test_pack_traces_its_package_build_and_the_modules_in_it(bekc, tmp_path):
+    """`bekc pack` runs one child per source: its lane holds the package's
+    build, whose trace follows (the package's own process, named as that
+    lane's event) with its modules' after it."""
+    if jaxlib_package() is None:
+        pytest.skip("jaxlib is not installed")
+    site = make_site(tmp_path, fake_package())
+    trace_file = tmp_path / "pack.json"
+    made = bekc.run("pack", site / "brainevent", "-o", tmp_path / "out", "--arch", "sm_90",
+                    "--cache-dir", bekc.cache_dir, "-j", "2", "--trace", trace_file)
+    assert made.returncode == 0, made.stderr
+    trace = load(trace_file)
+    names = process_names(trace)
+    (source,) = steps(trace, 1)
+    assert names[1] == "pack out" and source["name"] == f"build {site / 'brainevent'}", names
+    package = {n: p for p, n in names.items()}[source["name"]]
+    modules = sorted(e["args"]["module"] for e in steps(trace, package))
+    assert modules == ["mod0", "mod1", "mod2"] and len(names) == 5, names
+    assert_lanes_disjoint(trace)
