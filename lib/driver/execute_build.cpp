@@ -189,6 +189,7 @@ std::expected<ReportedDependencies, Error> compile(const BuildInputs& in, const 
     eo.jobs = slots.count();
     eo.tokens = slots.jobserver();
     eo.echo = o.verbose ? stderr : nullptr;
+    eo.trace = ctx.trace;
     eo.expected_seconds = [&](const Step& s) -> std::optional<double> {
         auto name = timing_name(in, s);
         return name ? times.seconds(*name) : std::nullopt;

@@ -13,8 +13,16 @@
 #include "plan/build_graph.hpp"
 #include "run/jobserver.hpp"
 #include "run/runner.hpp"
+#include "run/trace.hpp"
 
 namespace bekc {
+
+// What the step cache did for a process step (ExecuteOptions::reuse).
+enum class StepCacheOutcome {
+    NotKept,  // the step keeps nothing there: it runs
+    Hit,      // its outputs were written from the cache: it does not run
+    Miss,     // the cache lacks them: it runs, and keeps them
+};
 
 struct ExecuteOptions {
     int jobs = 1;
@@ -30,12 +38,15 @@ struct ExecuteOptions {
     // longest first (unknown ones before all), so the build does not end
     // waiting on one straggler. Unset: graph order.
     std::function<std::optional<double>(const Step&)> expected_seconds;
-    // Called with each process step of a wave before it would start: true
+    // Called with each process step of a wave before it would start: Hit
     // when its outputs are already in place (a step cache hit), and it is
     // done without running. Unset: every step runs.
-    std::function<bool(const Step&)> reuse;
+    std::function<StepCacheOutcome(const Step&)> reuse;
     // Called with each process step that succeeded, as its wave ends.
     std::function<void(const Step&, const ProcessResult&)> finished;
+    // --trace: each step as it ran, in the lane it took (run/trace.hpp), and
+    // the step cache's look-ups of each wave. Null: no clock is read.
+    Trace* trace = nullptr;
 };
 
 // The steps whose results live in the cache: called to write the runtime
