@@ -120,18 +120,6 @@ BuildGraph fill_in_run(const BuildInputs& in, const GraphRecipe& recipe, const f
     return or_fatal(fill_in(recipe, dirs));
 }
 
-// The module id cudafe++ wrote for each input, kept for the next build's
-// prediction (SplitRequest::module_id).
-void record_module_ids(const BuildInputs& in, const BuildGraph& graph, CompileTimes& times) {
-    for (const auto& s : graph.steps) {
-        if (s.phase != "cudafe++" || !s.unit || *s.unit >= in.files.size() ||
-            s.command.outputs.size() < 2)
-            continue;
-        if (auto id = read_file(s.command.outputs[1]))
-            times.record_module_id(input_name(in.files[*s.unit].path), *id);
-    }
-}
-
 // A linker without --dependency-file (GNU ld before binutils 2.35) fails
 // the step that links.
 bool linker_lacks_depfile(const BuildGraph& graph, const StepFailure& f) {
@@ -184,7 +172,7 @@ std::expected<ReportedDependencies, Error> compile(const BuildInputs& in, const 
     BuildGraph graph = fill_in_run(in, recipe, dir, slots.count(), true);
     // nvcc's phases, asked once: a run again splits its new graph the same.
     const NvccPhasePlan phases = ask_nvcc_phases(graph, in, ctx.runner, ctx.tools);
-    split_nvcc_compiles(graph, phases, in, &times);
+    split_nvcc_compiles(graph, phases, in);
     ExecuteOptions eo;
     eo.jobs = slots.count();
     eo.tokens = slots.jobserver();
@@ -219,20 +207,15 @@ std::expected<ReportedDependencies, Error> compile(const BuildInputs& in, const 
         steps.emplace(cache, in, dir, ctx.cwd, ctx.runner, o.force);
         return execute_graph(graph, ctx.runner, eo, cache_step);
     };
-    // The graph filled in again (the runtime the first run left in the
-    // cache included) and run again, with no module id predicted.
-    auto again = [&](bool link_depfile) {
-        graph = fill_in_run(in, recipe, dir, slots.count(), link_depfile);
-        split_nvcc_compiles(graph, phases, in, nullptr);
-        return execute();
-    };
     auto done = execute();
-    // A module id other than predicted: the build runs again without one.
-    if (!done && graph.steps[done.error().step].kind == StepKind::Check) done = again(true);
-    // Such a linker: the build runs again without the option.
-    if (!done && linker_lacks_depfile(graph, done.error())) done = again(false);
+    // Such a linker: the build runs again without the option, its graph
+    // filled in again (the runtime the first run left in the cache included).
+    if (!done && linker_lacks_depfile(graph, done.error())) {
+        graph = fill_in_run(in, recipe, dir, slots.count(), false);
+        split_nvcc_compiles(graph, phases, in);
+        done = execute();
+    }
     if (!done) return std::unexpected(step_error(in, graph, done.error(), o.verbose));
-    record_module_ids(in, graph, times);
     times.save();
     return reported_dependencies(graph);
 }

@@ -84,29 +84,12 @@ class GraphExecution {
                 for (const auto& out : s.command.outputs)
                     if (auto w = runner_.write_file(out, content); !w)
                         return std::unexpected(StepFailure{i, {}, w.error().message});
-            } else if (s.kind == StepKind::Check) {
-                if (auto differ = check_same(s); !differ.empty() && runner_.executes())
-                    return std::unexpected(StepFailure{i, {}, differ});
             } else if (cache_step_) {
                 cache_step_(s);
             }
             mark_done(i);
         }
         return wave;
-    }
-
-    // A Check step: empty when its files hold the same bytes, else why not.
-    static std::string check_same(const Step& s) {
-        std::optional<std::string> first;
-        for (const auto& f : s.command.inputs) {
-            auto text = read_file(f);
-            if (!text) return text.error().message;
-            if (!first)
-                first = std::move(*text);
-            else if (*first != *text)
-                return f + " differs from " + s.command.inputs.front();
-        }
-        return {};
     }
 
     // The wave's steps less those whose results the cache had
