@@ -14,7 +14,6 @@ import json
 import os
 import re
 import shutil
-import struct
 import subprocess
 from pathlib import Path
 
@@ -22,7 +21,8 @@ import pytest
 
 pytestmark = pytest.mark.skipif(shutil.which("objcopy") is None, reason="binutils' objcopy is missing")
 
-from support.device_names import anonymous_names_hidden
+from support.device_names import device_names, registered_names, sass
+from support.device_names import library_fatbin as fatbin
 from support.kernels import SCALE_ANONYMOUS_CU as KERNEL
 from support.kernels import SCALE_PLAIN_CU as PLAIN
 from support.kernels import RDC_CALLEE, RDC_CALLER
@@ -40,14 +40,6 @@ def env(**extra):
     e = {k: v for k, v in os.environ.items() if k not in ("BEKC_CACHE_DIR", "BEKC_SPLIT_NVCC")}
     e.update(extra)
     return e
-
-
-def fatbin(library: Path, tmp_path: Path) -> bytes:
-    """The .nv_fatbin section: every architecture's SASS and the PTX."""
-    out = tmp_path / f"{library.parent.name}.fatbin"
-    subprocess.run(["objcopy", "-O", "binary", "--only-section=.nv_fatbin", str(library), str(out)],
-                   check=True)
-    return out.read_bytes()
 
 
 def reused(stderr: str) -> list:
@@ -221,41 +213,6 @@ def test_a_first_build_starts_cicc_beside_cudafe_and_embeds_nvccs_fat_binary(bek
     assert fatbin(library, tmp_path) == fatbin(whole.library, tmp_path)
 
 
-def elf_images(fatbin_bytes: bytes) -> list:
-    """The device ELF images (cubins) of a fat binary, each as its sections:
-    name -> bytes. PTX is compressed there; the cubins are not."""
-    images, at = [], 0
-    while (at := fatbin_bytes.find(b"\x7fELF", at)) >= 0:
-        e = fatbin_bytes[at:]
-        (shoff,) = struct.unpack_from("<Q", e, 0x28)
-        shentsize, shnum, shstrndx = struct.unpack_from("<HHH", e, 0x3A)
-        assert shentsize == 64, "a 64-bit ELF"
-        headers = [struct.unpack_from("<IIQQQQ", e, shoff + i * 64) for i in range(shnum)]
-        strings = e[headers[shstrndx][4]:headers[shstrndx][4] + headers[shstrndx][5]]
-
-        def name(offset):
-            return strings[offset:strings.index(b"\0", offset)].decode()
-
-        images.append({name(h[0]): e[h[4]:h[4] + h[5]] for h in headers if h[1] != 8})
-        at += shoff + shnum * 64
-    return images
-
-
-def sass(library: Path, tmp_path: Path) -> list:
-    """Each cubin's code (its .text sections), by kernel name, module ids hidden."""
-    return [{anonymous_names_hidden(k): v for k, v in image.items() if k.startswith(".text.")}
-            for image in elf_images(fatbin(library, tmp_path))]
-
-
-def device_names(library: Path, tmp_path: Path) -> set:
-    """The names of the anonymous namespace's device code in the library's cubins."""
-    names = set()
-    for image in elf_images(fatbin(library, tmp_path)):
-        names.update(k[len(".text."):] for k in image
-                     if k.startswith(".text.") and "_GLOBAL__N_" in k)
-    return names
-
-
 def test_an_anonymous_namespaces_device_code_is_nvccs_under_the_module_id_bekc_gives(
         bekc, source, nvcc, tmp_path):
     """A first build of a source whose kernel and variable are in an
@@ -272,12 +229,8 @@ def test_an_anonymous_namespaces_device_code_is_nvccs_under_the_module_id_bekc_g
     names = device_names(split.library, tmp_path)
     assert names and names != device_names(whole.library, tmp_path)
     # What the host code hands the CUDA runtime: the device names, outside the fat binary.
-    subprocess.run(["objcopy", "-O", "binary", "--only-section=.rodata", str(split.library),
-                    str(tmp_path / "rodata")], check=True)
-    registered = {n.decode() for n in re.findall(rb"_ZN\d+_GLOBAL__N_\w+",
-                                                 (tmp_path / "rodata").read_bytes())}
-    kernels = {n for n in registered if "scale_kernel" in n}
-    assert kernels and kernels <= names, (registered, names)
+    kernels = {n for n in registered_names(split.library, tmp_path) if "scale_kernel" in n}
+    assert kernels and kernels <= names, (kernels, names)
     again = bekc.build(source, "--arch", "80,90", "--force", env=env(), cache_dir=tmp_path / "c")
     assert fatbin(again.library, tmp_path) == fatbin(split.library, tmp_path)
     assert again.library.read_bytes() == split.library.read_bytes()
