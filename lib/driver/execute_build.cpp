@@ -50,6 +50,24 @@ std::optional<Error> undefined_symbols_error(const BuildInputs& in, const BuildG
     return std::move(report->error);
 }
 
+// bekc's own code (bekc_rt.o, the entry points) failed to compile: the
+// error names it and what it depends on. A full disk is the machine's
+// problem, not the compiler's. A compiler that ran and failed is a compile
+// error like any other (exit 1): exit 3 says a compiler is missing or cannot
+// run.
+Error own_code_error(const BuildInputs& in, const ProcessResult& r, const std::string& what) {
+    bool full = r.output.find(std::strerror(ENOSPC)) != std::string::npos;
+    Error e = Error::make(
+        full ? ErrorKind::Cache : ErrorKind::Source,
+        "compiling " + what + " with " + in.cxx.path.string() + " failed (" + r.describe() + ")");
+    if (!full)
+        e.note(
+            "bekc compiles it with the host compiler, --std and the compiler's environment "
+            "($CPATH, $CPLUS_INCLUDE_PATH, $GCC_EXEC_PREFIX, ...): the errors above come "
+            "from one of these");
+    return e;
+}
+
 // Prints why a step failed, with the compiler's output, and returns the error.
 Error step_error(const BuildInputs& in, const BuildGraph& graph, const StepFailure& f,
                  bool verbose) {
@@ -67,21 +85,10 @@ Error step_error(const BuildInputs& in, const BuildGraph& graph, const StepFailu
     std::fputs(log.c_str(), stderr);
     if (r.status == ProcessStatus::SpawnFailed)
         return Error::make(ErrorKind::Toolchain, "cannot run the compiler: " + r.error);
-    if (step.kind == StepKind::RuntimeObject) {
-        // A full disk is the machine's problem, not the compiler's. A
-        // compiler that ran and failed is a compile error like any other
-        // (exit 1): exit 3 says a compiler is missing or cannot run.
-        bool full = r.output.find(std::strerror(ENOSPC)) != std::string::npos;
-        Error e = Error::make(full ? ErrorKind::Cache : ErrorKind::Source,
-                              "compiling bekc's handler support code with " + in.cxx.path.string() +
-                                  " failed (" + r.describe() + ")");
-        if (!full)
-            e.note(
-                "bekc compiles it with the host compiler, --std and the compiler's environment "
-                "($CPATH, $CPLUS_INCLUDE_PATH, $GCC_EXEC_PREFIX, ...): the errors above come "
-                "from one of these");
-        return e;
-    }
+    if (step.kind == StepKind::RuntimeObject)
+        return own_code_error(in, r, "bekc's handler support code");
+    if (step.kind == StepKind::Compile && !step.unit)
+        return own_code_error(in, r, "bekc's handler entry points (bekc_handlers.cpp)");
     // A header of the user's includes XLA's, which bekc adds only for
     // sources that include it themselves.
     if (in.flags.xla_include.empty() && r.output.find("xla/ffi/api/ffi.h") != std::string::npos)

@@ -12,13 +12,13 @@ namespace bekc {
 double first_build_seconds(const Step& s) {
     switch (s.kind) {
         case StepKind::Compile:
+        case StepKind::RuntimeObject:  // a compile too: it starts with the others
             return 2.0;
         case StepKind::NvccPhase:
             if (s.phase == "cicc") return 1.0;
             if (s.phase == "cudafe++" || s.phase == "ptxas") return 0.5;
             if (s.phase == "host-preprocess" || s.phase == "device-preprocess") return 0.15;
             return 0.05;  // fatbinary, the fat binary's assembler
-        case StepKind::RuntimeObject:
         case StepKind::Link:
             return 0.3;
         default:
@@ -206,7 +206,7 @@ class GraphExecution {
             if (e.kind == ProgressEvent::Kind::Started)
                 started(i, order);
             else
-                finished(i, *e.result);
+                finished(i, e.index, *e.result);
         };
         auto results = runner_.run(commands, options_.jobs, on_event, po);
         // A step left unstarted with nothing failed: the runner stopped
@@ -230,9 +230,14 @@ class GraphExecution {
     // (serialized): a failure stops the build; a success settles the steps
     // after it. An exception (a cache step's) stops it too, and is thrown
     // again from run().
-    void finished(size_t i, const ProcessResult& r) {
+    void finished(size_t i, size_t position, const ProcessResult& r) {
         if (done_[i]) return;
         if (!r.ok()) {
+            // Of the steps that failed, the one that started first (as the
+            // steps that ran beside it finish), whichever ended first.
+            if (failure_ && failed_at_ <= position) return;
+            failed_at_ = position;
+            failure_.reset();
             fail({i, r, {}});
             return;
         }
@@ -258,6 +263,7 @@ class GraphExecution {
     int announced_ = 0;
     bool halted_ = false;  // nothing more starts
     std::optional<StepFailure> failure_;
+    size_t failed_at_ = 0;  // its place in the start order (a process step's)
     std::exception_ptr error_;
     std::mutex mutex_;  // the runner's threads ask and tell
 };

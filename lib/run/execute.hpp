@@ -56,12 +56,14 @@ struct StepFailure {
 
 // A first build's guess at a step's seconds, in the proportions nvcc's
 // phases take on brainevent's kernels (docs/benchmarks.md, "First builds"):
-// a compile 2, cicc 1, cudafe++ and ptxas 0.5, a preprocessing 0.15, the
-// link 0.3. Only their order matters (which step starts first).
+// a compile (bekc_rt.o's too) 2, cicc 1, cudafe++ and ptxas 0.5, a
+// preprocessing 0.15, the link 0.3. Only their order matters (which step
+// starts first; equal chains start in graph order).
 double first_build_seconds(const Step& step);
 
 // Runs every step in order of `after`. Stops at the first failure (the
-// commands already running finish) and returns it.
+// commands already running finish) and returns, of the steps that failed,
+// the one that started first.
 std::expected<void, StepFailure> execute_graph(const BuildGraph& graph, Runner& runner,
                                                const ExecuteOptions& options,
                                                const CacheStep& cache_step = {});

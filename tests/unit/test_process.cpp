@@ -363,6 +363,15 @@ TEST_CASE("execute_graph: a failed step stops the build, and what comes after it
     CHECK(done.error().step == 1);
     CHECK(done.error().result.exit_code == 1);
     CHECK(std::find(run.finished.begin(), run.finished.end(), "step 2") == run.finished.end());
+    // Two that fail side by side: the one that started first is reported,
+    // though the other ended first.
+    // (Step 1 starts first: step 2 comes after it.)
+    g.steps[0].command.argv = {"/bin/false"};
+    g.steps[1].command.argv = {"/bin/sh", "-c", "sleep 0.3; exit 3"};
+    done = run.execute(g);
+    REQUIRE_FALSE(done);
+    CHECK(done.error().step == 1);
+    CHECK(done.error().result.exit_code == 3);
 }
 
 TEST_CASE("run_parallel runs a command wider than -j alone, not never", "[process]") {
