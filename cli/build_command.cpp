@@ -16,6 +16,7 @@
 #include "prep/reporter.hpp"
 #include "store/cache_layers.hpp"
 #include "store/layout.hpp"
+#include "trace_file.hpp"
 #include "util/error.hpp"
 
 namespace bekc::cli {
@@ -52,9 +53,13 @@ std::optional<std::string> cache_way_out(const Error& e, const BuildOptions& o,
 struct BuildAttempt {
     std::optional<EnvLookup> env;  // set while run_build runs
     Clock::time_point start;
+    TraceFile trace;  // --trace
 };
 
-void build_failed(const BuildOptions& o, const BuildAttempt& attempt, Error& error) {
+void build_failed(const BuildOptions& o, BuildAttempt& attempt, Error& error) {
+    // A build that failed before it began to trace has nothing to write.
+    if (Trace* trace = attempt.trace.trace())
+        attempt.trace.fail(error, {{"module", trace->name()}, {"cache", "failed"}});
     if (!attempt.env) return;
     const EnvLookup& env = *attempt.env;
     if (!o.dry_run) {
@@ -67,6 +72,23 @@ void build_failed(const BuildOptions& o, const BuildAttempt& attempt, Error& err
     if (auto note = cache_way_out(error, o, env)) error.note(*note);
 }
 
+// What a build's trace says of its outcome.
+Trace::Args build_trace_args(const TraceFile& trace, const BuildOptions& o, const BuildResult& r) {
+    if (!trace.trace()) return {};
+    Trace::Args args = {{"module", trace.trace()->name()}};
+    if (o.dry_run) {
+        args["cache"] = "dry run";
+        return args;
+    }
+    args["cache"] = r.cache_hit ? "hit" : "miss";
+    if (r.remote_hit) args["remote_hit"] = true;
+    if (!r.cache_hit) args["miss_reason"] = r.miss_reason;
+    if (!r.layer.empty()) args["layer"] = r.layer.string();
+    args["key"] = r.key;
+    args["exit_code"] = 0;
+    return args;
+}
+
 int build(const BuildOptions& o, BuildAttempt& attempt) {
     Settings settings = load_settings_or_exit(o.cache_dir, o.quiet);
     EnvLookup env = settings.lookup();
@@ -75,16 +97,23 @@ int build(const BuildOptions& o, BuildAttempt& attempt) {
         // it gets the cache directory the settings chose.
         BuildOptions package = o;
         package.cache_dir = or_fatal(resolve_cache_root(o.cache_dir, env)).string();
+        attempt.trace.start(o.trace, "package " + resolved_path(o.inputs.front()).string());
         ProcessRunner runner;
         BuildContext context{runner};
-        return run_package_build(package, context);
+        context.trace = attempt.trace.trace();
+        const int code = run_package_build(package, context);
+        attempt.trace.finish({{"exit_code", code}});
+        return code;
     }
+    attempt.trace.start(o.trace, o.name.empty() ? "build" : o.name);
     ProcessRunner runner;
     BuildContext context = context_with(runner, env);
+    context.trace = attempt.trace.trace();
     attempt.env = env;
     attempt.start = Clock::now();
     BuildResult r = run_build(o, context);
     attempt.env.reset();
+    attempt.trace.finish(build_trace_args(attempt.trace, o, r));
     if (o.dry_run) return kExitOk;
     nlohmann::ordered_json j = report_build(o, r, env, Reporter(o));
     if (o.json)

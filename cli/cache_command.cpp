@@ -40,11 +40,16 @@ std::string format_time(std::chrono::system_clock::time_point t) {
     return buf;
 }
 
-// Maintenance failures (not a cache, permission denied, read-only) exit 4
-// with the cause; nothing is reported as removed that was not.
+// Maintenance failures (not a cache, permission denied, read-only, a held
+// lock) exit 4 with the cause, its file and its notes; nothing is reported
+// as removed that was not.
+[[noreturn]] void maintenance_failed(Error error) {
+    fatal(std::move(error.as(ErrorKind::Cache)));
+}
+
 template <typename T>
 T or_fail(std::expected<T, Error> result) {
-    if (!result) fatal(Error::make(ErrorKind::Cache, result.error().message));
+    if (!result) maintenance_failed(std::move(result.error()));
     return std::move(*result);
 }
 
@@ -151,7 +156,7 @@ int stats(Cache& cache, const Settings& settings, bool zero, bool json) {
     if (zero) {
         if (or_fail(cache.is_cache()))
             if (auto zeroed = zero_counters(cache.dir()); !zeroed)
-                fatal(Error::make(ErrorKind::Cache, zeroed.error().message));
+                maintenance_failed(std::move(zeroed.error()));
         if (json)
             print_json({{"cache", cache.path().string()}, {"zeroed", true}});
         else
@@ -231,8 +236,7 @@ int max_size(Cache& cache, const std::string& value, const Settings& settings) {
         auto parsed = parse_size(value);
         if (!parsed) fatal(Error::make(ErrorKind::Usage, "max-size " + parsed.error().message));
         or_fail(cache.is_cache());
-        if (auto w = cache.store_size_limit(*parsed); !w)
-            fatal(Error::make(ErrorKind::Cache, w.error().message));
+        if (auto w = cache.store_size_limit(*parsed); !w) maintenance_failed(std::move(w.error()));
     }
     auto limit = or_fail(cache.size_limit(settings.lookup()));
     std::printf("%s (%s)\n", limit.bytes ? format_size(limit.bytes).c_str() : "no limit",

@@ -6,6 +6,7 @@
 #include "commands.hpp"
 #include "package/pack.hpp"
 #include "run/runner.hpp"
+#include "trace_file.hpp"
 
 namespace bekc::cli {
 
@@ -33,14 +34,19 @@ Action add_pack_command(CLI::App& app) {
     cmd->add_flag("--json", o->json, "Print the pack's path and description as JSON");
     cmd->add_flag("-q,--quiet", o->quiet, "Only errors");
     cmd->add_flag("-v,--verbose", o->verbose, "Show the builds' output");
-    return [o] {
-        Settings settings = load_settings_or_exit(o->cache_dir, o->quiet);
-        PackOptions options = *o;
-        if (options.name.empty()) options.name = default_pack_name(options.output);
-        ProcessRunner runner;
-        BuildContext context = context_with(runner, settings.lookup());
-        return run_pack(options, context);
-    };
+    return traced_command(*cmd, o->trace, "each source's build in a lane, and its modules' own",
+                          [o](TraceFile& trace) {
+                              Settings settings = load_settings_or_exit(o->cache_dir, o->quiet);
+                              PackOptions options = *o;
+                              if (options.name.empty())
+                                  options.name = default_pack_name(options.output);
+                              return trace.run(o->trace, "pack " + options.name, [&](Trace* t) {
+                                  ProcessRunner runner;
+                                  BuildContext context = context_with(runner, settings.lookup());
+                                  context.trace = t;
+                                  return run_pack(options, context);
+                              });
+                          });
 }
 
 }  // namespace bekc::cli

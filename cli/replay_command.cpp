@@ -3,6 +3,7 @@
 #include "commands.hpp"
 #include "driver/build.hpp"
 #include "package/replay.hpp"
+#include "trace_file.hpp"
 
 namespace bekc::cli {
 
@@ -24,12 +25,17 @@ Action add_replay_command(CLI::App& app) {
                   "Build the good lines of a recording with bad ones (exit 2 still)");
     cmd->add_flag("-v,--verbose", o->verbose, "Print every command and full compiler output");
     cmd->add_flag("-q,--quiet", o->quiet, "Print no progress and no summary");
-    return [o] {
-        Settings settings = load_settings_or_exit(o->cache_dir, o->quiet);
-        ProcessRunner runner;
-        BuildContext context = context_with(runner, settings.lookup());
-        return run_replay(*o, context);
-    };
+    return traced_command(*cmd, o->trace,
+                          "each load's build in a lane, and a process per load with its steps",
+                          [o](TraceFile& trace) {
+                              Settings settings = load_settings_or_exit(o->cache_dir, o->quiet);
+                              return trace.run(o->trace, "replay", [&](Trace* t) {
+                                  ProcessRunner runner;
+                                  BuildContext context = context_with(runner, settings.lookup());
+                                  context.trace = t;
+                                  return run_replay(*o, context);
+                              });
+                          });
 }
 
 }  // namespace bekc::cli

@@ -136,14 +136,22 @@ BuildResult delivered_hit(const BuildInputs& in, const BuildOptions& o, const Pl
 Attempt build_attempt(const BuildOptions& o, BuildContext& ctx) {
     auto start = BuildClock::now();
     Reporter report(o);
-    const BuildInputs in = or_fatal(prepare(o, ctx, report));
-    PlannedBuild planned = plan_build(in, o);
-    explain_plan(in, o, planned);
-    write_planned_compile_commands(in, o);
+    Trace* trace = ctx.trace;
+    const BuildInputs in =
+        traced(trace, "prepare", [&] { return or_fatal(prepare(o, ctx, report)); });
+    if (trace) trace->set_name(in.name);
+    PlannedBuild planned = traced(trace, "plan", [&] {
+        PlannedBuild p = plan_build(in, o);
+        explain_plan(in, o, p);
+        write_planned_compile_commands(in, o);
+        return p;
+    });
     if (in.toolchain_missing) {
         if (o.dry_run || o.force) fatal(*in.toolchain_missing);
         PortableLookup found;
-        auto hit = hit_without_toolchain(in, o, planned, ctx, report, start, found);
+        auto hit = traced(trace, "look-up", [&] {
+            return hit_without_toolchain(in, o, planned, ctx, report, start, found);
+        });
         if (!hit) fatal(toolchain_missing_error(in, found));
         return {std::move(*hit), std::nullopt};
     }
@@ -153,7 +161,8 @@ Attempt build_attempt(const BuildOptions& o, BuildContext& ctx) {
         return {result, std::nullopt};
     }
     Cache cache(in.cache_root);
-    LookUp found = look_up(in, o, planned, cache, ctx, report);
+    LookUp found =
+        traced(trace, "look-up", [&] { return look_up(in, o, planned, cache, ctx, report); });
     result.miss_reason = found.miss_reason;
     result.remote_hit = found.remote_hit;
     result.cache_hit = found.entry.has_value();
@@ -164,16 +173,20 @@ Attempt build_attempt(const BuildOptions& o, BuildContext& ctx) {
     if (!found.entry) {
         // Said when it compiles for the default architecture, not on a hit.
         if (!in.arch_fallback.empty()) report.warn(in.arch_fallback);
-        Executed built = execute(in, o, planned, cache, ctx);
+        Executed built =
+            traced(trace, "execute", [&] { return execute(in, o, planned, cache, ctx); });
         if (built.edited) return {result, built.edited};
         result.seconds_compile = built.seconds;
-        published = publish(in, o, planned, built, cache, found.remote, ctx, report);
+        published = traced(trace, "publish", [&] {
+            return publish(in, o, planned, built, cache, found.remote, ctx, report);
+        });
     }
     const Entry& entry = found.entry ? *found.entry : published->entry;
     result.key = entry.key;
-    take_delivered(result,
-                   deliver(in, o, serving(cache, found.layer), entry, result.cache_hit, report),
-                   start);
+    const Delivered delivered = traced(trace, "deliver", [&] {
+        return deliver(in, o, serving(cache, found.layer), entry, result.cache_hit, report);
+    });
+    take_delivered(result, delivered, start);
     return {result, std::nullopt};
 }
 

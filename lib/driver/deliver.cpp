@@ -38,9 +38,9 @@ Delivered place_outputs(const fs::path& dir, const Delivered& from, bool link) {
     // leaving the temporary link behind: remove it (a no-op otherwise).
     fs::remove(tmp, ec);
     auto manifest = read_file(from.manifest);
-    if (!manifest) fatal(Error::make(ErrorKind::Cache, manifest.error().message));
+    if (!manifest) fatal(std::move(manifest.error().as(ErrorKind::Cache)));
     if (auto w = write_atomic(dir / "manifest.json", *manifest); !w)
-        fatal(Error::make(ErrorKind::Cache, "-o: " + w.error().message));
+        fatal(std::move(w.error().as(ErrorKind::Cache).within("-o")));
     return {dir / "manifest.json", lib};
 }
 
@@ -78,9 +78,9 @@ void write_depfile(const fs::path& file, const Cache& cache, const Entry& entry,
     }
     // Replacing the path by rename would replace a device or a FIFO itself.
     if (auto regular = check_writable_regular(file); !regular)
-        fatal(Error::make(ErrorKind::Usage, "--depfile: " + regular.error().message));
+        fatal(std::move(regular.error().as(ErrorKind::Usage).within("--depfile")));
     if (auto w = write_atomic(file, out); !w)
-        fatal(Error::make(ErrorKind::Cache, "--depfile: " + w.error().message));
+        fatal(std::move(w.error().as(ErrorKind::Cache).within("--depfile")));
 }
 
 // With -v or --explain-key: which cache served the hit.

@@ -184,6 +184,7 @@ std::expected<ReportedDependencies, Error> compile(const BuildInputs& in, const 
     eo.jobs = slots.count();
     eo.tokens = slots.jobserver();
     eo.echo = o.verbose ? stderr : nullptr;
+    eo.trace = ctx.trace;
     eo.expected_seconds = [&](const Step& s) -> std::optional<double> {
         auto name = timing_name(in, s);
         return name ? times.seconds(*name) : std::nullopt;
@@ -253,7 +254,7 @@ Executed execute(const BuildInputs& in, const BuildOptions& o, const PlannedBuil
     // no build reads what another process (a compiler a killed bekc left
     // running) may still write there.
     auto private_dir = private_temp_dir(in.private_places, planned.dir_name);
-    if (!private_dir) fatal(Error::make(ErrorKind::Cache, private_dir.error().message));
+    if (!private_dir) fatal(std::move(private_dir.error().as(ErrorKind::Cache)));
     Executed x{BuildDir(*private_dir)};
     auto start = BuildClock::now();
     x.start_ns = now_ns();

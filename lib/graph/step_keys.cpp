@@ -298,17 +298,18 @@ bool StepReuse::host_compile_fits(const Step& s, const std::string& meta_text) {
     return a && b && *a == *b;
 }
 
-bool StepReuse::reuse(const Step& s) {
+StepCacheOutcome StepReuse::reuse(const Step& s) {
     const auto& key = this->key(s);
-    if (!key) return false;
+    if (!key) return StepCacheOutcome::NotKept;
     StepCache steps(cache_);
     const size_t n = s.command.outputs.size();
     std::optional<StepResult> found = steps.find(key->digest, n);
     if (found && s.phase == "host-compile" && !host_compile_fits(s, found->meta)) found.reset();
-    if (!found) return false;
+    if (!found) return StepCacheOutcome::Miss;
     for (size_t i = 0; i < n; ++i)
-        if (!runner_.write_file(s.command.outputs[i], found->files[i])) return false;
-    return true;
+        if (!runner_.write_file(s.command.outputs[i], found->files[i]))
+            return StepCacheOutcome::Miss;
+    return StepCacheOutcome::Hit;
 }
 
 void StepReuse::keep(const Step& s) {

@@ -28,6 +28,7 @@
 
 #include "plan/build_graph.hpp"
 #include "prep/build_inputs.hpp"
+#include "run/execute.hpp"
 #include "run/runner.hpp"
 #include "store/step_cache.hpp"
 
@@ -47,9 +48,9 @@ class StepReuse {
           runner_(runner),
           replace_(replace) {}
 
-    // Before `step` runs: whether its outputs were written from the cache,
-    // so that it need not run.
-    bool reuse(const Step& step);
+    // Before `step` runs: Hit when its outputs were written from the cache,
+    // so that it need not run; NotKept for a step the cache keeps nothing of.
+    StepCacheOutcome reuse(const Step& step);
 
     // After `step` ran: keeps its outputs (best effort: a cache that cannot
     // take them costs the next build a compile, nothing else).

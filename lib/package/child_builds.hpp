@@ -16,6 +16,7 @@
 #include "prep/build_context.hpp"
 #include "run/jobserver.hpp"
 #include "run/process.hpp"
+#include "run/trace.hpp"
 #include "util/fs.hpp"
 
 namespace bekc {
@@ -40,13 +41,48 @@ struct ChildSlots {
 ChildSlots child_slots(int jobs, bool verbose, bool dry_run, const fs::path& cache_root,
                        const BuildContext& ctx);
 
+// --trace of a command that runs child builds (run/trace.hpp): each child
+// writes its own trace (its --trace) into a directory made for this run,
+// which only this user can reach, and the parent merges them into its trace,
+// each child a process named as the child's lane names it. The directory is
+// removed with this value.
+class ChildTraces {
+  public:
+    // Nothing to do when `trace` is null; fatal when the directory cannot be
+    // made.
+    ChildTraces(Trace* trace, const PrivateDirPlaces& places);
+    ~ChildTraces();
+    ChildTraces(const ChildTraces&) = delete;
+    ChildTraces& operator=(const ChildTraces&) = delete;
+
+    Trace* trace() const { return trace_; }
+    // The --trace of child `i` (in the caller's order); nullopt untraced.
+    std::optional<std::string> file(size_t i) const;
+    // Merges each child's trace, child `i`'s as a process named commands[i]'s
+    // description. A child that wrote none (it did not start, or was killed)
+    // is left out; one that is not a trace is a warning.
+    void merge(const std::vector<Command>& commands) const;
+
+  private:
+    Trace* trace_;
+    fs::path dir_;
+};
+
 // Runs `commands`, in the order they start, each in a slot of `slots`, with
 // a line "[k/N] DESCRIPTION: done" on stderr as each finishes (unless
 // `quiet`). `order[k]`: the index of commands[k] in the caller's own order;
-// the results come back in that order. Throws on Ctrl-C.
+// the results come back in that order. Throws on Ctrl-C. With `traces`, each
+// child is an event in a lane of the parent's trace, `modules[i]` (in the
+// caller's order) the module it builds, with its cache outcome.
 std::vector<ProcessResult> run_children(Runner& runner, const std::vector<Command>& commands,
                                         const std::vector<size_t>& order, ChildSlots& slots,
-                                        bool quiet);
+                                        bool quiet, const ChildTraces* traces = nullptr,
+                                        const std::vector<std::string>& modules = {});
+
+// One child run alone (`bekc pack` builds its sources one after the
+// other), with its event in a lane of `traces`' trace, as run_children's.
+ProcessResult run_child(Runner& runner, const Command& command, const ChildTraces& traces,
+                        const std::string& module);
 
 // The --json object a child `bekc build --json` printed as its last line, or
 // null when there is none.

@@ -75,15 +75,19 @@ std::vector<Packed> reported_builds(const nlohmann::json& j, const fs::path& cac
 // own cache with a child bekc, and returns what it built.
 std::vector<Packed> build_source(const PackOptions& o, const fs::path& source, bool package,
                                  const std::string& archs, const fs::path& cache_root,
-                                 BuildContext& ctx) {
+                                 BuildContext& ctx, const ChildTraces& traces,
+                                 std::vector<Command>& children) {
     const fs::path self = own_executable();
     Command c;
     c.argv = {self.string(),   package ? "build" : "replay",
               source.string(), "--arch=" + archs,
               "--json",        "--cache-dir=" + cache_root.string()};
     if (o.jobs > 0) c.argv.push_back("-j" + std::to_string(o.jobs));
+    if (auto file = traces.file(children.size())) c.argv.push_back("--trace=" + *file);
+    c.description = std::string(package ? "build " : "replay ") + source.string();
+    children.push_back(c);
     if (!o.quiet) std::fprintf(stderr, "bekc: building %s for %s\n", source.c_str(), archs.c_str());
-    ProcessResult r = ctx.runner.run_one(c);
+    ProcessResult r = run_child(ctx.runner, c, traces, source.filename().string());
     nlohmann::json j = child_json(r);
     if (!r.ok() || !j.is_object()) {
         std::fputs(child_messages(r).c_str(), stderr);
@@ -99,6 +103,9 @@ std::vector<Packed> build_source(const PackOptions& o, const fs::path& source, b
 std::vector<Packed> collect(const PackOptions& o, const fs::path& cache_root, BuildContext& ctx) {
     std::string archs = o.arch;
     std::vector<Packed> all;
+    // --trace: each source's child writes its own, merged into the pack's.
+    ChildTraces traces(ctx.trace, private_dir_places(cache_root, ctx));
+    std::vector<Command> children;
     for (const auto& s : o.sources) {
         fs::path source = fs::absolute(s).lexically_normal();
         std::error_code ec;
@@ -120,9 +127,10 @@ std::vector<Packed> collect(const PackOptions& o, const fs::path& cache_root, Bu
                                   nvcc.tool.path.string() +
                                       " --list-gpu-code named no architecture; pass --arch"));
         }
-        for (auto& p : build_source(o, source, package, archs, cache_root, ctx))
+        for (auto& p : build_source(o, source, package, archs, cache_root, ctx, traces, children))
             all.push_back(std::move(p));
     }
+    traces.merge(children);
     std::set<std::string> seen;
     std::vector<Packed> unique;
     for (auto& p : all)
@@ -252,9 +260,7 @@ int run_pack(const PackOptions& o, BuildContext& ctx) {
     } discard{staging};
     Cache pack(staging);
     for (const auto& p : packed)
-        if (auto copied = copy_build(Cache(p.from, {}, CacheAccess::ReadOnly), pack, p.build);
-            !copied)
-            fatal(Error::make(ErrorKind::Cache, copied.error().message));
+        or_fatal(copy_build(Cache(p.from, {}, CacheAccess::ReadOnly), pack, p.build));
     // Only entries and records: the staging directories' parent goes.
     or_fatal(pack.dir().remove_tree(CacheLayout::tmp()));
     nlohmann::json info = pack_info(o, packed, pack);

@@ -27,6 +27,7 @@ struct PackOptions {
     std::optional<std::string> cache_dir;
     int jobs = 0;
     bool json = false, quiet = false, verbose = false;
+    std::optional<std::string> trace;  // --trace FILE (cli/trace_file.hpp writes it)
 };
 
 // The architectures a pack is built for when --arch is not given: every real

@@ -72,7 +72,7 @@ std::vector<Command> package_commands(const BuildOptions& o,
                                       const std::vector<PackageModule>& modules,
                                       const fs::path& self, int jobs,
                                       const std::optional<std::string>& makeflags,
-                                      const EnvLookup& env) {
+                                      const EnvLookup& env, const ChildTraces* traces) {
     const fs::path package = fs::absolute(o.inputs.front()).lexically_normal();
     fs::path include = resolved_path(package / "include");
     // Named explicitly, so each child keys on it whether or not its source
@@ -110,6 +110,7 @@ std::vector<Command> package_commands(const BuildOptions& o,
         BuildOptions child = common;
         child.inputs = {m.source.string()};
         child.name = m.name;
+        if (traces) child.trace = traces->file(out.size());
         add_load_flags(child.flags, m);
         Command c;
         c.argv = {self.string(), "build"};
@@ -290,7 +291,8 @@ void print_package_outcome(const BuildOptions& o, const PackagePlan& plan,
 }  // namespace
 
 int run_package_build(const BuildOptions& o, BuildContext& ctx) {
-    const PackagePlan plan = plan_package(o.inputs.front());
+    const PackagePlan plan =
+        traced(ctx.trace, "plan", [&] { return plan_package(o.inputs.front()); });
     const std::vector<PackageModule>& modules = plan.modules;
     if (plan.files == 0)
         fatal(Error::at(ErrorKind::Usage, o.inputs.front(), 0, "the package holds no kernel file"));
@@ -311,15 +313,22 @@ int run_package_build(const BuildOptions& o, BuildContext& ctx) {
     // The modules share -j N (package/child_builds.hpp).
     const int jobs = jobs_wanted(o);
     ChildSlots slots = child_slots(jobs, o.verbose, o.dry_run, cache_root, ctx);
+    // --trace: each module's child writes its own, merged into the package's.
+    ChildTraces traces(o.dry_run ? nullptr : ctx.trace, private_dir_places(cache_root, ctx));
     std::vector<Command> planned =
-        package_commands(o, modules, own_executable(), jobs, slots.makeflags(), ctx.env);
+        package_commands(o, modules, own_executable(), jobs, slots.makeflags(), ctx.env, &traces);
     std::vector<Command> commands;  // in the order they start
     for (size_t i : order) commands.push_back(planned[i]);
     if (o.dry_run) {
         for (const auto& c : commands) std::printf("%s\n", display_command(c).c_str());
         return kExitOk;
     }
-    std::vector<ProcessResult> results = run_children(ctx.runner, commands, order, slots, o.quiet);
+    std::vector<std::string> names;
+    for (const auto& m : modules) names.push_back(m.name);
+    std::vector<ProcessResult> results = traced(ctx.trace, "modules", [&] {
+        return run_children(ctx.runner, commands, order, slots, o.quiet, &traces, names);
+    });
+    traces.merge(planned);
     for (size_t i = 0; i < results.size(); ++i)
         if (results[i].ok())
             times.record(timing_name(modules[i]),

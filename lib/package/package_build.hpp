@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "package/child_builds.hpp"
 #include "package/package_plan.hpp"
 #include "plan/command.hpp"
 #include "prep/build_context.hpp"
@@ -30,12 +31,13 @@ bool is_kernel_package(const BuildOptions& options);
 // The child `bekc build` commands for those modules, each one slot of the
 // package's -j `jobs`: the children take further slots from the jobserver
 // they share (run/jobserver.hpp), whose MAKEFLAGS `makeflags` gives them
-// when the package serves it; nullopt leaves theirs as it is (make's).
+// when the package serves it; nullopt leaves theirs as it is (make's). With
+// `traces`, each child writes its trace where `traces` says.
 std::vector<Command> package_commands(const BuildOptions& options,
                                       const std::vector<PackageModule>& modules,
                                       const fs::path& self, int jobs,
                                       const std::optional<std::string>& makeflags,
-                                      const EnvLookup& env);
+                                      const EnvLookup& env, const ChildTraces* traces = nullptr);
 
 // Why a module's build failed when the package itself is at fault: its
 // source includes a quoted header that the compiler's output names and that

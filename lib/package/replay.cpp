@@ -197,8 +197,10 @@ std::vector<RecordedLoad> distinct_loads(std::vector<RecordedLoad> loads) {
     return out;
 }
 
-std::vector<std::string> replay_args(const RecordedLoad& load, const ReplayOptions& o, int jobs) {
+std::vector<std::string> replay_args(const RecordedLoad& load, const ReplayOptions& o, int jobs,
+                                     const std::optional<std::string>& trace) {
     BuildOptions b = load.options;
+    b.trace = trace;
     if (o.arch) b.arch = *o.arch;
     if (o.cache_dir) b.cache_dir = *o.cache_dir;
     b.json = true;
@@ -213,7 +215,8 @@ int run_replay(const ReplayOptions& options, BuildContext& ctx) {
     // The children run in other directories.
     if (o.cache_dir) o.cache_dir = (ctx.cwd / *o.cache_dir).lexically_normal().string();
     std::vector<std::string> errors;
-    std::vector<RecordedLoad> loads = distinct_loads(read_recordings(o, errors));
+    std::vector<RecordedLoad> loads =
+        traced(ctx.trace, "read", [&] { return distinct_loads(read_recordings(o, errors)); });
     report_bad_lines(o, errors);
     BuildOptions sizing;
     sizing.jobs = o.jobs;
@@ -221,11 +224,16 @@ int run_replay(const ReplayOptions& options, BuildContext& ctx) {
     const fs::path cache_root = or_fatal(resolve_cache_root(o.cache_dir, ctx.env));
     ChildSlots slots = child_slots(jobs, o.verbose, false, cache_root, ctx);
     const fs::path self = own_executable();
+    // --trace: each load's child writes its own, merged into the replay's.
+    ChildTraces traces(ctx.trace, private_dir_places(cache_root, ctx));
     std::vector<Command> commands;
+    std::vector<std::string> modules;
     for (const auto& load : loads) {
         Command c;
         c.argv = {self.string(), "build"};
-        for (auto& arg : replay_args(load, o, jobs)) c.argv.push_back(std::move(arg));
+        for (auto& arg : replay_args(load, o, jobs, traces.file(commands.size())))
+            c.argv.push_back(std::move(arg));
+        modules.push_back(module_of(load));
         c.cwd = load.cwd.string();
         if (auto makeflags = slots.makeflags()) c.env_overrides = {{"MAKEFLAGS", *makeflags}};
         c.description = module_of(load) + " (" + load.where + ")";
@@ -234,7 +242,10 @@ int run_replay(const ReplayOptions& options, BuildContext& ctx) {
     }
     std::vector<size_t> order(loads.size());
     std::iota(order.begin(), order.end(), size_t{0});
-    std::vector<ProcessResult> results = run_children(ctx.runner, commands, order, slots, o.quiet);
+    std::vector<ProcessResult> results = traced(ctx.trace, "loads", [&] {
+        return run_children(ctx.runner, commands, order, slots, o.quiet, &traces, modules);
+    });
+    traces.merge(commands);
     std::vector<LoadOutcome> outcomes;
     for (size_t i = 0; i < loads.size(); ++i) outcomes.push_back(outcome_of(loads[i], results[i]));
     const bool all_built = print_replay(o, loads, outcomes, errors.size());

@@ -24,6 +24,7 @@ struct ReplayOptions {
     std::optional<std::string> cache_dir;  // added to each load
     int jobs = 0;                          // 0: one per core
     bool json = false, keep_going = false, verbose = false, quiet = false;
+    std::optional<std::string> trace;  // --trace FILE (cli/trace_file.hpp writes it)
 };
 
 // One recorded request.
@@ -45,8 +46,10 @@ std::vector<RecordedLoad> parse_recording(std::string_view text, const std::stri
 std::vector<RecordedLoad> distinct_loads(std::vector<RecordedLoad> loads);
 
 // The arguments after `bekc build` that replay `load`: --arch replaced and
-// --cache-dir added when `o` names them, and the child's --json, -q and -j.
-std::vector<std::string> replay_args(const RecordedLoad& load, const ReplayOptions& o, int jobs);
+// --cache-dir added when `o` names them, and the child's --json, -q and -j,
+// and --trace `trace` when given.
+std::vector<std::string> replay_args(const RecordedLoad& load, const ReplayOptions& o, int jobs,
+                                     const std::optional<std::string>& trace = std::nullopt);
 
 // Runs the whole replay; returns the exit code: 0, 1 when a load failed to
 // build, 2 (nothing built without --keep-going) when a line is bad.

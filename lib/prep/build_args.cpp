@@ -78,6 +78,10 @@ void add_build_options(CLI::App& cmd, BuildOptions& o) {
     cmd.add_option("--compile-commands", o.compile_commands,
                    "Write (merge) compile_commands.json entries for the sources, with the "
                    "include paths bekc adds, for clangd");
+    cmd.add_option("--trace", o.trace,
+                   "Write where the build's time went to FILE, as a Chrome trace (open it in "
+                   "ui.perfetto.dev or chrome://tracing): each step with its start, end, lane "
+                   "and cache outcome; for a package, a process per module");
     add_setting_options(&cmd, o.cache_dir, o.read_only_caches, o.remote_cache, o.remote_read_only,
                         o.launcher);
     cmd.add_option("--nvcc", o.nvcc,
@@ -187,6 +191,7 @@ std::vector<std::string> to_argv(const BuildOptions& o) {
     w.value("--output-dir", o.output_dir);
     w.value("--depfile", o.depfile);
     w.value("--compile-commands", o.compile_commands);
+    w.value("--trace", o.trace);
     w.value("--cache-dir", o.cache_dir);
     w.value("--read-only-caches", o.read_only_caches);
     w.value("--remote-cache", o.remote_cache);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "run/runner.hpp"
+#include "run/trace.hpp"
 #include "store/layout.hpp"
 #include "toolchain/compiler_env.hpp"
 #include "toolchain/tools.hpp"
@@ -20,6 +21,9 @@ struct BuildContext {
     RawEnvLookup raw_env = process_environment();  // what the tools see
     ToolLookup tools = ToolLookup::system();
     fs::path cwd = fs::current_path();
+    // --trace: the phases and steps of the build are recorded here
+    // (run/trace.hpp); null records nothing and reads no clock.
+    Trace* trace = nullptr;
 };
 
 // A context whose settings and tool lookup both read `env` (config/settings.hpp).

@@ -28,6 +28,8 @@ struct BuildOptions {
     // No warning for .cu exports without a stream parameter.
     bool allow_default_stream = false;
     std::optional<std::string> cache_dir, output_dir, depfile, compile_commands, nvcc, cxx;
+    // --trace FILE: where the build's trace goes (run/trace.hpp).
+    std::optional<std::string> trace;
     // Which nvcc (toolchain/nvcc_search.hpp): --nvcc-prefer, --brainevent-nvcc,
     // --python-site; --nvcc is `nvcc` above.
     std::optional<std::string> nvcc_prefer, brainevent_nvcc;

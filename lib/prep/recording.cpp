@@ -36,7 +36,7 @@ BuildOptions recorded_options(const BuildOptions& o, const fs::path& cwd) {
     BuildOptions r = o;
     const BuildOptions defaults;
     r.cache_dir = r.read_only_caches = r.remote_cache = std::nullopt;
-    r.output_dir = r.depfile = r.compile_commands = std::nullopt;
+    r.output_dir = r.depfile = r.compile_commands = r.trace = std::nullopt;
     r.remote_read_only = r.json = r.verbose = r.quiet = r.force = false;
     r.dry_run = r.explain_key = false;
     r.jobs = defaults.jobs;

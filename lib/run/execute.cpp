@@ -5,6 +5,7 @@
 #include <mutex>
 #include <vector>
 
+#include "plan/command.hpp"
 #include "run/parallel.hpp"
 
 namespace bekc {
@@ -44,6 +45,7 @@ class GraphExecution {
           cache_step_(cache_step),
           done_(steps_.size(), false),
           may_start_(steps_.size(), false),
+          cache_outcome_(steps_.size(), StepCacheOutcome::NotKept),
           next_(steps_.size()),
           level_(steps_.size(), 0),
           left_(steps_.size()) {
@@ -59,7 +61,9 @@ class GraphExecution {
     }
 
     std::expected<void, StepFailure> run() {
+        if (options_.trace) looking_ = TraceClock::now();
         for (size_t i = 0; i < steps_.size() && !halted_; ++i) settle(i);
+        trace_look_ups();
         if (!failure_) run_processes();
         if (error_) std::rethrow_exception(error_);
         if (failure_) return std::unexpected(*failure_);
@@ -88,17 +92,28 @@ class GraphExecution {
     void settle(size_t i) {
         if (done_[i] || may_start_[i] || halted_ || !ready(i)) return;
         const Step& s = steps_[i];
+        const auto start = options_.trace ? TraceClock::now() : TraceClock::time_point{};
         if (s.runs()) {
-            if (!options_.reuse || !options_.reuse(s)) {
+            if (options_.reuse) cache_outcome_[i] = options_.reuse(s);
+            hits_ += cache_outcome_[i] == StepCacheOutcome::Hit ? 1 : 0;
+            misses_ += cache_outcome_[i] == StepCacheOutcome::Miss ? 1 : 0;
+            if (cache_outcome_[i] != StepCacheOutcome::Hit) {
                 may_start_[i] = true;
                 return;
             }
+            if (options_.trace) trace_in_a_lane(i, start, nullptr, "");
             if (options_.echo)
                 std::fprintf(options_.echo, "# reused: %s\n", s.command.description.c_str());
             --processes_;
-        } else if (auto written = finish_in_process(i); !written) {
-            fail(written.error());
-            return;
+        } else {
+            echo(s);
+            auto written = finish_in_process(i);
+            if (options_.trace)
+                trace_in_a_lane(i, start, nullptr, written ? "" : written.error().error);
+            if (!written) {
+                fail(written.error());
+                return;
+            }
         }
         mark_done(i);
     }
@@ -117,7 +132,6 @@ class GraphExecution {
     // A step that runs no process: the wrappers' writes, the cache's steps.
     std::expected<void, StepFailure> finish_in_process(size_t i) {
         const Step& s = steps_[i];
-        echo(s);
         if (s.kind == StepKind::WriteWrapper) {
             std::string content = s.content;
             if (!s.copy_from.empty() && runner_.executes()) {
@@ -195,6 +209,10 @@ class GraphExecution {
         for (size_t i : order) commands.push_back(steps_[i].command);
         ParallelOptions po;
         po.tokens = options_.tokens;
+        if (options_.trace) {
+            lanes_.assign(order.size(), 0);
+            starts_.assign(order.size(), {});
+        }
         po.ready = [&](size_t k) {
             std::lock_guard lock(mutex_);
             if (done_[order[k]]) return Readiness::Skip;
@@ -203,10 +221,14 @@ class GraphExecution {
         auto on_event = [&](const ProgressEvent& e) {
             std::lock_guard lock(mutex_);
             const size_t i = order[e.index];
-            if (e.kind == ProgressEvent::Kind::Started)
+            if (options_.trace) trace_event(i, e, lanes_[e.index], starts_[e.index]);
+            if (e.kind == ProgressEvent::Kind::Started) {
                 started(i, order);
-            else
-                finished(i, e.index, *e.result);
+                return;
+            }
+            if (options_.trace) looking_ = TraceClock::now();
+            finished(i, e.index, *e.result);
+            trace_look_ups();
         };
         auto results = runner_.run(commands, options_.jobs, on_event, po);
         // A step left unstarted with nothing failed: the runner stopped
@@ -252,11 +274,83 @@ class GraphExecution {
         }
     }
 
+    // --trace: what the trace says of step `i` (a process step's `result`,
+    // or the error of one that runs none).
+    Trace::Args step_args(size_t i, const ProcessResult* result, const std::string& error) const {
+        const Step& s = steps_[i];
+        Trace::Args args = {{"kind", step_kind_name(s.kind)}};
+        if (!s.phase.empty()) args["phase"] = s.phase;
+        if (s.runs())
+            args["command"] = display_command(s.command);
+        else
+            args["outputs"] = s.command.outputs;
+        if (cache_outcome_[i] != StepCacheOutcome::NotKept)
+            args["step_cache"] = cache_outcome_[i] == StepCacheOutcome::Hit ? "hit" : "miss";
+        args["status"] = !error.empty()            ? error
+                         : result && !result->ok() ? result->describe()
+                                                   : "ok";
+        // The graph, for tools that follow its edges: the step's index and
+        // those it comes after.
+        args["step"] = i;
+        args["after"] = s.after;
+        return args;
+    }
+
+    // A step's event, named as progress names it.
+    void trace_step(size_t i, int lane, TraceClock::time_point start, Trace::Args args) const {
+        const Step& s = steps_[i];
+        std::string name = s.command.description;
+        if (name.empty())
+            name = std::string(step_kind_name(s.kind)) +
+                   (s.command.outputs.empty() ? "" : " " + s.command.outputs.front());
+        options_.trace->step(name, step_kind_name(s.kind), lane, start, TraceClock::now(),
+                             std::move(args));
+    }
+
+    // A step done without a process (a write, a step cache hit), from
+    // `start` to now, in a lane no process holds: before the processes
+    // start, or as one ends, whose lane is free again.
+    void trace_in_a_lane(size_t i, TraceClock::time_point start, const ProcessResult* result,
+                         const std::string& error) const {
+        const int lane = options_.trace->take_lane();
+        trace_step(i, lane, start, step_args(i, result, error));
+        options_.trace->give_lane(lane);
+    }
+
+    // The step cache's look-ups since looking_: those the start, or one
+    // step's end, let happen together.
+    void trace_look_ups() {
+        if (options_.trace && hits_ + misses_ > 0)
+            options_.trace->span("step cache", "step-cache", looking_, TraceClock::now(),
+                                 {{"hits", hits_}, {"misses", misses_}});
+        hits_ = misses_ = 0;
+    }
+
+    // A process step's start (it takes a lane) or end (its event, and the
+    // lane is free again). Events come one at a time (run/parallel.hpp).
+    void trace_event(size_t i, const ProgressEvent& e, int& lane,
+                     TraceClock::time_point& start) const {
+        if (e.kind == ProgressEvent::Kind::Started) {
+            lane = options_.trace->take_lane();
+            start = TraceClock::now();
+            return;
+        }
+        trace_step(i, lane, start, step_args(i, e.result, ""));
+        options_.trace->give_lane(lane);
+    }
+
     const std::vector<Step>& steps_;
     Runner& runner_;
     const ExecuteOptions& options_;
     const CacheStep& cache_step_;
     std::vector<bool> done_, may_start_;
+    std::vector<StepCacheOutcome> cache_outcome_;  // each step's, as reuse said
+    // --trace: the lane each process step took, and when it started; the
+    // step cache's look-ups since the last span of them.
+    std::vector<int> lanes_;
+    std::vector<TraceClock::time_point> starts_;
+    TraceClock::time_point looking_{};
+    int hits_ = 0, misses_ = 0;
     std::vector<std::vector<size_t>> next_;  // the steps that come after each
     std::vector<int> level_;                 // process steps up to and including it
     size_t left_, processes_ = 0, started_ = 0;

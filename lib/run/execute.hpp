@@ -14,8 +14,16 @@
 #include "plan/build_graph.hpp"
 #include "run/jobserver.hpp"
 #include "run/runner.hpp"
+#include "run/trace.hpp"
 
 namespace bekc {
+
+// What the step cache did for a process step (ExecuteOptions::reuse).
+enum class StepCacheOutcome {
+    NotKept,  // the step keeps nothing there: it runs
+    Hit,      // its outputs were written from the cache: it does not run
+    Miss,     // the cache lacks them: it runs, and keeps them
+};
 
 struct ExecuteOptions {
     int jobs = 1;
@@ -35,12 +43,16 @@ struct ExecuteOptions {
     // the longest.
     std::function<std::optional<double>(const Step&)> expected_seconds;
     // Called with each process step once the steps it comes after are done:
-    // true when its outputs are already in place (a step cache hit), and it
+    // Hit when its outputs are already in place (a step cache hit), and it
     // is done without running. Unset: every step runs.
-    std::function<bool(const Step&)> reuse;
+    std::function<StepCacheOutcome(const Step&)> reuse;
     // Called with each process step that succeeded, as it ends. Like reuse,
     // from the thread that waited for the step, one call at a time.
     std::function<void(const Step&, const ProcessResult&)> finished;
+    // --trace: each step as it ran, in the lane it took (run/trace.hpp), and
+    // the step cache's look-ups that a step's end (or the start) let happen
+    // together. Null: no clock is read.
+    Trace* trace = nullptr;
 };
 
 // The steps whose results live in the cache: called to write the runtime

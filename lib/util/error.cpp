@@ -25,6 +25,11 @@ Error& Error::within(std::string_view context) {
     return *this;
 }
 
+Error& Error::as(ErrorKind seen_as) {
+    kind = seen_as;
+    return *this;
+}
+
 Error& Error::note(std::string text) {
     notes.push_back(std::move(text));
     return *this;

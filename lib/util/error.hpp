@@ -60,6 +60,9 @@ struct Error {
 
     // `context` in front of the message: "--depfile: cannot write ...".
     Error& within(std::string_view context);
+    // The same failure as the layer above sees it (a file bekc could not
+    // write is a cache failure to the build), its file, line and notes kept.
+    Error& as(ErrorKind seen_as);
     Error& note(std::string text);
     // "bekc: error: message", or "file:line: error: message" when the
     // error has a file ("bekc: message" when interrupted); then a line per

@@ -221,6 +221,21 @@ def test_maintenance_of_a_missing_cache_is_a_no_op(bekc, tmp_path, command):
     assert not (tmp_path / "absent").exists(), f"`cache {command}` created {root}"
 
 
+def test_a_maintenance_failure_keeps_the_causes_advice(bekc, kernels):
+    """A maintenance command that fails says what the failure below it said,
+    its notes included: a held statistics lock names the holder and says
+    what to do, and `cache stats --zero` exits 4 with that advice."""
+    module(bekc, kernels, "k")
+    lock_path = bekc.cache_dir / "locks" / "stats.lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a+") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+        proc = bekc.cache("stats", "--zero")
+    assert proc.returncode == CACHE_ERROR, describe(proc)
+    assert "waiting for the cache lock" in proc.stderr, describe(proc)
+    assert "note: another bekc process" in proc.stderr, describe(proc)
+
+
 def a_project_directory(root: Path) -> Path:
     """Someone's directory, named as the cache by mistake: files with the
     names of bekc's memos among their own."""

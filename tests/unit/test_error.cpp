@@ -56,6 +56,15 @@ TEST_CASE("error: rendered as bekc prints it, with its file, line and notes", "[
           "bekc: interrupted by SIGTERM");
 }
 
+TEST_CASE("error: seen as another kind, a failure keeps its file, line and notes", "[error]") {
+    Error e = Error::at(ErrorKind::Usage, "/c/locks/stats.lock", 3, "held by pid 7");
+    e.note("let it finish");
+    e.as(ErrorKind::Cache).within("cache stats");
+    CHECK(e.exit_code() == kExitCache);
+    CHECK(e.render() ==
+          "/c/locks/stats.lock:3: error: cache stats: held by pid 7\nnote: let it finish");
+}
+
 TEST_CASE("error: the driver's FatalError prints the Error and exits with its code", "[error]") {
     std::expected<int, Error> failed = fail(ErrorKind::Toolchain, "no host C++ compiler found");
     try {
