@@ -2,13 +2,22 @@
 """Multi-architecture builds: bekc against bare nvcc, in one run.
 
 (a) One brainevent kernel file for three architectures plus PTX (--arch,
-    default sm_80,sm_90,sm_100): `bekc build --force` (a miss in a cache that
-    has seen the toolchain, -j = every core) next to
+    default sm_80,sm_90,sm_100), or a file of one's own (--source, with
+    bekc's runtime headers), built by bekc (-j = every core) in the three
+    ways a build compiles everything:
+    - first build: in an empty cache (a new --cache-dir each time: the
+      runtime headers and bekc_rt.o are made too, timings.json is empty),
+      and of a new copy of the file in a cache that has seen the toolchain;
+    - edit: the file edited (a __device__ function appended: every phase
+      compiles again), rebuilt in that cache;
+    - --force: the file that cache has just built, built again;
+    next to
     - bare nvcc with serial gencodes (nvcc's default), and
     - bare nvcc `--threads 0` (every architecture at once),
     both with bekc's flags for the user's file (-std, -O3, -ccbin,
     -Xcompiler -fPIC,-fvisibility=hidden, -shared, the same -I).
-    Goal: bekc <= 0.9x `nvcc --threads 0` with 4 or more cores, <= 1.0x on fewer.
+    Goals (first build, edit, --force alike): bekc <= 0.9x `nvcc --threads 0`
+    with 4 or more cores, <= 1.0x on fewer.
     With --baseline-bekc, an earlier bekc is timed beside it, and the host
     compiler's share (nvcc --time, "c++ (compiling)") of bekc's command and
     of the bare one is printed: where bekc's extra cost was.
@@ -25,6 +34,8 @@ Usage:
     .venv/bin/python bench/build/bench_multiarch.py [--bekc build/bekc]
         [--arch sm_80,sm_90,sm_100] [--reps 2] [--package-files 12]
         [--baseline-bekc OLD] [--json FILE]
+    .venv/bin/python bench/build/bench_multiarch.py --no-package --files '' \
+        --source bench/build/two_kernels.cu --arch sm_90 --reps 5
 """
 
 from __future__ import annotations
@@ -56,9 +67,15 @@ def run(argv, env=None):
     return proc
 
 
+def children_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def timed(argv, env=None):
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), children_cpu()
     proc = run(argv, env)
+    timed.cpu = children_cpu() - c0
     return time.perf_counter() - t0, proc
 
 
@@ -101,7 +118,10 @@ def main():
     ap.add_argument("--package-files", type=int, default=12,
                     help="the N largest kernel files (0: all)")
     ap.add_argument("--files", default=",".join(FILES),
-                    help="the kernel files of (a), relative to the package")
+                    help="the kernel files of (a), relative to the package ('' for none)")
+    ap.add_argument("--source", action="append", default=[],
+                    help="a kernel file of (a) outside the package, compiled with bekc's "
+                         "runtime headers (repeatable)")
     ap.add_argument("--no-package", action="store_true", help="leave out (b)")
     ap.add_argument("--critical", type=int, default=3,
                     help="time the N largest files alone for the critical path")
@@ -110,8 +130,9 @@ def main():
 
     bekc = Path(args.bekc).resolve()
     old = Path(args.baseline_bekc).resolve() if args.baseline_bekc else None
-    pkg = package_dir(args.package)
-    include = pkg / "include"
+    files = [f for f in args.files.split(",") if f]
+    pkg = package_dir(args.package) if files or not args.no_package else None
+    include = pkg / "include" if pkg else None
     archs = args.arch.split(",")
     cores = len(os.sched_getaffinity(0))
     work = Path(tempfile.mkdtemp(prefix="bekc-bench-multiarch-"))
@@ -119,49 +140,92 @@ def main():
     env.pop("BEKC_CACHE_DIR", None)
     env.pop("MAKEFLAGS", None)
 
-    def bekc_build(binary, cache, *more):
-        return timed([binary, "build", *more, "--arch", args.arch, "-I", include,
+    def bekc_build(binary, cache, *more, include_dir=None):
+        extra = ["-I", include_dir] if include_dir else []
+        return timed([binary, "build", *more, "--arch", args.arch, *extra,
                       "--cache-dir", cache, "-q", "--json"], env)
 
-    # The toolchain bekc picks, for the bare commands.
+    # (a)'s files, copied into the work directory so that they can be edited:
+    # (label, the copy, the -I bare nvcc gets, the -I bekc gets).
+    sources = []
+    for n, rel in enumerate(files + args.source):
+        original = pkg / rel if n < len(files) else Path(rel).resolve()
+        copy = work / f"a{n}" / original.name
+        copy.parent.mkdir()
+        shutil.copyfile(original, copy)
+        if n < len(files):
+            sources.append((rel, copy, include, include))
+        else:
+            sources.append((original.name, copy, REPO / "runtime" / "include", None))
+    if not sources:
+        sys.exit("no kernel file for (a): --files or --source")
+
+    # The toolchain bekc picks, for the bare commands; the cache that has seen it.
     warm = work / "cache"
-    files = args.files.split(",")
-    _, first = bekc_build(bekc, warm, pkg / files[0])
+    _, first = bekc_build(bekc, warm, sources[0][1], include_dir=sources[0][3])
     manifest = json.loads(Path(json.loads(first.stdout)["manifest"]).read_text())
     nvcc, cxx = manifest["toolchain"]["nvcc"]["path"], manifest["toolchain"]["cxx"]["path"]
     if old:
-        bekc_build(old, work / "old-cache", pkg / files[0])
+        bekc_build(old, work / "old-cache", sources[0][1], include_dir=sources[0][3])
+    caches = iter(range(10**6))
 
     rows, figures = [], {}
-    for rel in files:
-        src = pkg / rel
+    goal = 0.9 if len(os.sched_getaffinity(0)) >= 4 else 1.0
+    for label, src, bare_include, bekc_include in sources:
         bare = [nvcc, "-std=c++17", "-O3", "-ccbin", cxx, "-Xcompiler",
-                "-fPIC,-fvisibility=hidden", *gencodes(archs), f"-I{include}", "-shared", src,
-                "-o", work / "bare.so"]
-        t = {"serial": [], "threads0": [], "bekc": [], "old": []}
-        for _ in range(args.reps):
-            t["serial"].append(timed(bare)[0])
-            t["threads0"].append(timed(bare + ["--threads", "0"])[0])
-            t["bekc"].append(bekc_build(bekc, warm, src, "--force")[0])
-            if old:
-                t["old"].append(bekc_build(old, work / "old-cache", src, "--force")[0])
-        m = {k: statistics.median(v) for k, v in t.items() if v}
-        figures[rel] = m
-        goal = 0.9 if len(os.sched_getaffinity(0)) >= 4 else 1.0
-        rows.append((f"(a) {rel}", m["bekc"], "nvcc --threads 0", m["threads0"],
-                     m["bekc"] / m["threads0"], f"<= {goal:.2f}x",
-                     m["bekc"] <= goal * m["threads0"]))
-        rows.append((f"(a) {rel}", m["bekc"], "nvcc serial", m["serial"],
-                     m["bekc"] / m["serial"], "", None))
+                "-fPIC,-fvisibility=hidden", *gencodes(archs), f"-I{bare_include}", "-shared",
+                src, "-o", work / "bare.so"]
+        kinds = ("first, empty cache", "first, new file", "edit", "--force")
+        t = {"serial": [], "threads0": [], "old first": [], "old --force": [],
+             **{k: [] for k in kinds}}
+        cpu = {k: [] for k in t}
+
+        def add(kind, seconds):
+            t[kind].append(seconds)
+            cpu[kind].append(timed.cpu)
+
+        bekc_build(bekc, warm, src, include_dir=bekc_include)  # the file this cache has seen
         if old:
-            rows.append((f"(a) {rel}", m["bekc"], "--baseline-bekc", m["old"],
-                         m["bekc"] / m["old"], "", None))
+            bekc_build(old, work / "old-cache", src, include_dir=bekc_include)
+        for rep in range(args.reps):
+            add("serial", timed(bare)[0])
+            add("threads0", timed(bare + ["--threads", "0"])[0])
+            empty = work / f"empty{next(caches)}"
+            add("first, empty cache", bekc_build(bekc, empty, src, include_dir=bekc_include)[0])
+            shutil.rmtree(empty, ignore_errors=True)
+            new = src.with_name(f"{src.stem}_new{rep}{src.suffix}")
+            shutil.copyfile(src, new)
+            add("first, new file", bekc_build(bekc, warm, new, include_dir=bekc_include)[0])
+            with open(src, "a") as f:  # new code: every phase compiles again
+                f.write(f"\n__device__ int bekc_bench_edit_{rep}() {{ return {rep}; }}\n")
+            add("edit", bekc_build(bekc, warm, src, include_dir=bekc_include)[0])
+            add("--force", bekc_build(bekc, warm, src, "--force", include_dir=bekc_include)[0])
+            if old:
+                empty = work / f"empty{next(caches)}"
+                add("old first", bekc_build(old, empty, src, include_dir=bekc_include)[0])
+                shutil.rmtree(empty, ignore_errors=True)
+                add("old --force", bekc_build(old, work / "old-cache", src, "--force",
+                                              include_dir=bekc_include)[0])
+        m = {k: statistics.median(v) for k, v in t.items() if v}
+        figures[label] = m
+        figures[label]["cpu"] = {k: statistics.median(v) for k, v in cpu.items() if v}
+        for kind in kinds:
+            rows.append((f"(a) {label}: {kind}", m[kind], "nvcc --threads 0", m["threads0"],
+                         m[kind] / m["threads0"], f"<= {goal:.2f}x",
+                         m[kind] <= goal * m["threads0"]))
+            rows.append((f"(a) {label}: {kind}", m[kind], "nvcc serial", m["serial"],
+                         m[kind] / m["serial"], "", None))
+        if old:
+            for kind, theirs in (("first, empty cache", "old first"), ("--force", "old --force")):
+                rows.append((f"(a) {label}: {kind}", m[kind], "--baseline-bekc", m[theirs],
+                             m[kind] / m[theirs], "", None))
             # Where the earlier bekc's extra cost was: the host compiler's share.
             run(bare + ["--time", work / "bare.csv"])
-            bekc_build(bekc, warm, src, "--force", f"--cuda-flag=--time={work / 'new.csv'}")
+            bekc_build(bekc, warm, src, "--force", f"--cuda-flag=--time={work / 'new.csv'}",
+                       include_dir=bekc_include)
             bekc_build(old, work / "old-cache", src, "--force",
-                       f"--cuda-flag=--time={work / 'old.csv'}")
-            figures[rel]["host_compile"] = {
+                       f"--cuda-flag=--time={work / 'old.csv'}", include_dir=bekc_include)
+            figures[label]["host_compile"] = {
                 k: host_compile_seconds(work / f"{k}.csv") for k in ("bare", "new", "old")}
 
     if not args.no_package:
@@ -213,13 +277,16 @@ def main():
         print(f"package: {p['cpu_seconds']:.1f} CPU seconds of compiles over {cores} cores = "
               f"{p['work_bound']:.2f} s at best; longest single compile {p['critical_path']:.2f} s")
     print()
-    header = f"{'case':<32} {'bekc':>8}   {'baseline':<18} {'':>8} {'ratio':>7}  {'goal':<9} met"
+    header = f"{'case':<48} {'bekc':>8}   {'baseline':<18} {'':>8} {'ratio':>7}  {'goal':<9} met"
     print(header)
     print("-" * len(header))
     for case, b, name, base, ratio, goal, met in rows:
         shown = "" if met is None else ("yes" if met else "NO")
-        print(f"{case:<32} {b:7.2f}s   {name:<18} {base:7.2f}s {ratio:6.2f}x  {goal:<9} {shown}")
-    for rel in files:
+        print(f"{case:<48} {b:7.2f}s   {name:<18} {base:7.2f}s {ratio:6.2f}x  {goal:<9} {shown}")
+    print("\nCPU seconds (user + system, the processes each run started; medians):")
+    for rel in (s[0] for s in sources):
+        print(f"  {rel}: " + ", ".join(f"{k} {v:.2f}" for k, v in figures[rel]["cpu"].items()))
+    for rel in (s[0] for s in sources):
         hc = figures[rel].get("host_compile")
         if hc:
             shown = {k: "n/a" if v is None else f"{v:.2f} s" for k, v in hc.items()}

@@ -12,7 +12,6 @@
 #include "prep/recording.hpp"
 #include "prep/reporter.hpp"
 #include "run/execute.hpp"
-#include "store/compile_times.hpp"
 #include "store/runtime_headers.hpp"
 #include "util/error.hpp"
 
@@ -67,8 +66,7 @@ void dry_run(const BuildInputs& in, const BuildOptions& o, const PlannedBuild& p
     GraphDirs dirs = build_dirs(in, private_user_path() / (p.dir_name + ".XXXXXX"));
     dirs.device_threads = device_threads_for(in, eo.jobs, !dirs.runtime_object_ready);
     BuildGraph graph = or_fatal(fill_in(p.recipe, dirs));
-    CompileTimes times(in.cache_root);
-    split_nvcc_compiles(graph, ask_nvcc_phases(graph, in, ctx.runner, ctx.tools), in, &times);
+    split_nvcc_compiles(graph, ask_nvcc_phases(graph, in, ctx.runner, ctx.tools), in);
     (void)execute_graph(graph, dry, eo);
 }
 

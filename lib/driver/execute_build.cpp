@@ -50,6 +50,24 @@ std::optional<Error> undefined_symbols_error(const BuildInputs& in, const BuildG
     return std::move(report->error);
 }
 
+// bekc's own code (bekc_rt.o, the entry points) failed to compile: the
+// error names it and what it depends on. A full disk is the machine's
+// problem, not the compiler's. A compiler that ran and failed is a compile
+// error like any other (exit 1): exit 3 says a compiler is missing or cannot
+// run.
+Error own_code_error(const BuildInputs& in, const ProcessResult& r, const std::string& what) {
+    bool full = r.output.find(std::strerror(ENOSPC)) != std::string::npos;
+    Error e = Error::make(
+        full ? ErrorKind::Cache : ErrorKind::Source,
+        "compiling " + what + " with " + in.cxx.path.string() + " failed (" + r.describe() + ")");
+    if (!full)
+        e.note(
+            "bekc compiles it with the host compiler, --std and the compiler's environment "
+            "($CPATH, $CPLUS_INCLUDE_PATH, $GCC_EXEC_PREFIX, ...): the errors above come "
+            "from one of these");
+    return e;
+}
+
 // Prints why a step failed, with the compiler's output, and returns the error.
 Error step_error(const BuildInputs& in, const BuildGraph& graph, const StepFailure& f,
                  bool verbose) {
@@ -67,21 +85,10 @@ Error step_error(const BuildInputs& in, const BuildGraph& graph, const StepFailu
     std::fputs(log.c_str(), stderr);
     if (r.status == ProcessStatus::SpawnFailed)
         return Error::make(ErrorKind::Toolchain, "cannot run the compiler: " + r.error);
-    if (step.kind == StepKind::RuntimeObject) {
-        // A full disk is the machine's problem, not the compiler's. A
-        // compiler that ran and failed is a compile error like any other
-        // (exit 1): exit 3 says a compiler is missing or cannot run.
-        bool full = r.output.find(std::strerror(ENOSPC)) != std::string::npos;
-        Error e = Error::make(full ? ErrorKind::Cache : ErrorKind::Source,
-                              "compiling bekc's handler support code with " + in.cxx.path.string() +
-                                  " failed (" + r.describe() + ")");
-        if (!full)
-            e.note(
-                "bekc compiles it with the host compiler, --std and the compiler's environment "
-                "($CPATH, $CPLUS_INCLUDE_PATH, $GCC_EXEC_PREFIX, ...): the errors above come "
-                "from one of these");
-        return e;
-    }
+    if (step.kind == StepKind::RuntimeObject)
+        return own_code_error(in, r, "bekc's handler support code");
+    if (step.kind == StepKind::Compile && !step.unit)
+        return own_code_error(in, r, "bekc's handler entry points (bekc_handlers.cpp)");
     // A header of the user's includes XLA's, which bekc adds only for
     // sources that include it themselves.
     if (in.flags.xla_include.empty() && r.output.find("xla/ffi/api/ffi.h") != std::string::npos)
@@ -118,18 +125,6 @@ BuildGraph fill_in_run(const BuildInputs& in, const GraphRecipe& recipe, const f
     if (recipe.any_cuda)
         dirs.nvcc_links = or_fatal(make_nvcc_links(recipe, dirs, in.private_places));
     return or_fatal(fill_in(recipe, dirs));
-}
-
-// The module id cudafe++ wrote for each input, kept for the next build's
-// prediction (SplitRequest::module_id).
-void record_module_ids(const BuildInputs& in, const BuildGraph& graph, CompileTimes& times) {
-    for (const auto& s : graph.steps) {
-        if (s.phase != "cudafe++" || !s.unit || *s.unit >= in.files.size() ||
-            s.command.outputs.size() < 2)
-            continue;
-        if (auto id = read_file(s.command.outputs[1]))
-            times.record_module_id(input_name(in.files[*s.unit].path), *id);
-    }
 }
 
 // A linker without --dependency-file (GNU ld before binutils 2.35) fails
@@ -184,7 +179,7 @@ std::expected<ReportedDependencies, Error> compile(const BuildInputs& in, const 
     BuildGraph graph = fill_in_run(in, recipe, dir, slots.count(), true);
     // nvcc's phases, asked once: a run again splits its new graph the same.
     const NvccPhasePlan phases = ask_nvcc_phases(graph, in, ctx.runner, ctx.tools);
-    split_nvcc_compiles(graph, phases, in, &times);
+    split_nvcc_compiles(graph, phases, in);
     ExecuteOptions eo;
     eo.jobs = slots.count();
     eo.tokens = slots.jobserver();
@@ -220,20 +215,15 @@ std::expected<ReportedDependencies, Error> compile(const BuildInputs& in, const 
         steps.emplace(cache, in, dir, ctx.cwd, ctx.runner, o.force);
         return execute_graph(graph, ctx.runner, eo, cache_step);
     };
-    // The graph filled in again (the runtime the first run left in the
-    // cache included) and run again, with no module id predicted.
-    auto again = [&](bool link_depfile) {
-        graph = fill_in_run(in, recipe, dir, slots.count(), link_depfile);
-        split_nvcc_compiles(graph, phases, in, nullptr);
-        return execute();
-    };
     auto done = execute();
-    // A module id other than predicted: the build runs again without one.
-    if (!done && graph.steps[done.error().step].kind == StepKind::Check) done = again(true);
-    // Such a linker: the build runs again without the option.
-    if (!done && linker_lacks_depfile(graph, done.error())) done = again(false);
+    // Such a linker: the build runs again without the option, its graph
+    // filled in again (the runtime the first run left in the cache included).
+    if (!done && linker_lacks_depfile(graph, done.error())) {
+        graph = fill_in_run(in, recipe, dir, slots.count(), false);
+        split_nvcc_compiles(graph, phases, in);
+        done = execute();
+    }
     if (!done) return std::unexpected(step_error(in, graph, done.error(), o.verbose));
-    record_module_ids(in, graph, times);
     times.save();
     return reported_dependencies(graph);
 }

@@ -1,6 +1,7 @@
 #include "graph/nvcc_split.hpp"
 
 #include "graph/recipe.hpp"
+#include "store/hash.hpp"
 #include "toolchain/compiler_env.hpp"
 #include "util/text.hpp"
 
@@ -62,18 +63,25 @@ NvccPhasePlan ask_nvcc_phases(const BuildGraph& graph, const BuildInputs& in, Ru
     return plan;
 }
 
-void split_nvcc_compiles(BuildGraph& graph, const NvccPhasePlan& phases, const BuildInputs& in,
-                         const CompileTimes* module_ids) {
+std::string nvcc_module_id(const std::string& module, const std::string& orig_src_path,
+                           const fs::path& input) {
+    std::string name = input.filename().string().substr(0, 64);
+    for (char& c : name)
+        if (!is_c_identifier_char(c)) c = '_';
+    const std::string digest = sha256_hex("bekc module id 1\n" + module + "\n" + orig_src_path);
+    return "_" + digest.substr(0, 16) + "_" + name;
+}
+
+void split_nvcc_compiles(BuildGraph& graph, const NvccPhasePlan& phases, const BuildInputs& in) {
     // From the last step back: a split moves only the steps after it.
     for (size_t i = graph.steps.size(); i-- > 0;) {
         const Step& s = graph.steps[i];
         if (!compiles_cuda_input(s, in)) continue;
         auto pipeline = phases.by_unit.find(*s.unit);
         if (pipeline == phases.by_unit.end()) continue;
-        const std::string input = input_name(in.files[*s.unit].path);
         std::string orig = nvcc_source_path(in, *s.unit, s.command.inputs.front());
-        std::optional<std::string> id = module_ids ? module_ids->module_id(input) : std::nullopt;
-        (void)split_nvcc_compile(graph, pipeline->second, {i, in.cxx.path, orig, id.value_or("")});
+        std::string id = nvcc_module_id(in.name, orig, in.files[*s.unit].path);
+        (void)split_nvcc_compile(graph, pipeline->second, {i, in.cxx.path, orig, id});
     }
 }
 

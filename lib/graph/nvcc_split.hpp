@@ -2,8 +2,8 @@
 // as `nvcc --dryrun` lists them. Asking nvcc is part of filling in a graph: its
 // dry run names the build's own directories, which the planned graph holds as
 // placeholders, and a hit never asks. It is asked once for each filled-in
-// graph; a build that runs again (a module id other than predicted, a linker
-// without --dependency-file) splits its new graph with the same answers.
+// graph; a build that runs again (a linker without --dependency-file) splits
+// its new graph with the same answers.
 #pragma once
 
 #include <map>
@@ -12,7 +12,6 @@
 #include "plan/nvcc_phases.hpp"
 #include "prep/build_inputs.hpp"
 #include "run/runner.hpp"
-#include "store/compile_times.hpp"
 #include "toolchain/tools.hpp"
 
 namespace bekc {
@@ -34,10 +33,21 @@ struct NvccPhasePlan {
 NvccPhasePlan ask_nvcc_phases(const BuildGraph& graph, const BuildInputs& in, Runner& runner,
                               const ToolLookup& tools);
 
-// `graph`'s CUDA compiles replaced by the phases `phases` holds for them.
-// With `module_ids`, the module id each input's last compile had
-// (store/compile_times.hpp) is predicted (SplitRequest::module_id).
-void split_nvcc_compiles(BuildGraph& graph, const NvccPhasePlan& phases, const BuildInputs& in,
-                         const CompileTimes* module_ids = nullptr);
+// The module id bekc gives a CUDA input whose compile is split
+// (SplitRequest::module_id): "_<16 hex digits>_<file name>", the digits from
+// the SHA-256 of the module's name and of the name cudafe++ and cicc get for
+// the input (`orig_src_path`: nvcc_source_path, its directory and the
+// wrapper's name, which holds its place among the inputs). Both are in the
+// build's key, so a key always means one id. An input gets the same id in
+// every build and every cache, edited or not (its internal device names,
+// and so the step results an edit leaves as they were, stay the same), and
+// another input, or the same one in another module, gets another (the
+// anonymous namespaces of two modules never share a name).
+std::string nvcc_module_id(const std::string& module, const std::string& orig_src_path,
+                           const fs::path& input);
+
+// `graph`'s CUDA compiles replaced by the phases `phases` holds for them,
+// each with its module id (nvcc_module_id).
+void split_nvcc_compiles(BuildGraph& graph, const NvccPhasePlan& phases, const BuildInputs& in);
 
 }  // namespace bekc

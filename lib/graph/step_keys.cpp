@@ -103,8 +103,9 @@ std::optional<StepReuse::Keyed> StepReuse::compute_key(const Step& s) const {
     k.add("nvcc", in_.nvcc->identity()).add("nvcc_version", in_.nvcc_version);
     if (!in_.nvcc_wheels.empty()) k.add_list("nvcc.wheels", in_.nvcc_wheels);
     if (host) k.add("cxx_version", in_.cxx_version);
-    // cicc reads the module id from cudafe++'s file or from a prediction's
-    // (plan/nvcc_phases.hpp): its bytes count, not its name.
+    // cudafe++ and cicc read the module id from the file bekc writes (or
+    // cicc from cudafe++'s, when bekc gives none: plan/nvcc_phases.hpp,
+    // SplitRequest::module_id): its bytes count, not its name.
     std::string module_id_file;
     std::vector<std::string> argv;
     bool names_macros = false;

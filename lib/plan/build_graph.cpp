@@ -14,8 +14,6 @@ std::string_view step_kind_name(StepKind kind) {
             return "compile";
         case StepKind::NvccPhase:
             return "nvcc-phase";
-        case StepKind::Check:
-            return "check";
         case StepKind::Link:
             return "link";
     }
@@ -117,8 +115,7 @@ std::string describe_step(const Step& step) {
     std::string out = "# ";
     out += step_kind_name(step.kind);
     out += ':';
-    for (const auto& o :
-         step.kind == StepKind::Check ? step.command.inputs : step.command.outputs) {
+    for (const auto& o : step.command.outputs) {
         out += ' ';
         out += shell_quote(o);
     }

@@ -24,13 +24,11 @@ enum class StepKind {
     RuntimeObject,   // bekc_rt.o, compiled once per host compiler, then kept in the cache
     Compile,         // a compiler run: a source's wrapper, or the entry points
     NvccPhase,       // one phase of a CUDA source's compile (plan/nvcc_phases.hpp)
-    Check,           // the files in command.inputs hold the same bytes, or the build
-                     // fails at this step (a predicted module id, nvcc_phases.hpp)
     Link,            // the objects into the library
 };
 
 // "write-wrapper", "runtime-headers", "runtime-object", "compile",
-// "nvcc-phase", "check", "link".
+// "nvcc-phase", "link".
 std::string_view step_kind_name(StepKind kind);
 
 struct Step {

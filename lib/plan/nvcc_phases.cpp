@@ -45,6 +45,11 @@ std::string replace_cudafe_arch(std::string text, std::string_view with) {
     return text;
 }
 
+bool is_module_id(std::string_view id) {
+    return !id.empty() && id.size() <= kMaxModuleId &&
+           std::all_of(id.begin(), id.end(), is_c_identifier_char);
+}
+
 std::string fatbin_symbol(size_t unit) {
     return "bekc_fatbin_" + std::to_string(unit);
 }
@@ -404,17 +409,15 @@ class PhaseSteps {
                 break;
             case NvccPhaseKind::Cudafe:
                 cudafe_output_names(s);
+                if (auto ok = own_module_id(s); !ok) return ok;
                 [[fallthrough]];
             case NvccPhaseKind::Cicc:
-                if (ph.kind == NvccPhaseKind::Cicc) {
+                if (ph.kind == NvccPhaseKind::Cicc)
                     fatbin_c_name_ = value_of(ph.argv, "--include_file_name");
-                    predicted_module_id(s);
-                }
                 if (auto ok = set_orig_src_path(s); !ok) return ok;
                 break;
             case NvccPhaseKind::Fatbinary:
                 fatbin_ = ph.outputs.front();
-                if (!predicted_.empty()) s.after.push_back(check_module_id());
                 std::erase_if(s.command.argv, [](const std::string& a) {
                     return a.starts_with("--embedded-fatbin=");
                 });
@@ -447,30 +450,25 @@ class PhaseSteps {
         std::replace(s.command.outputs.begin(), s.command.outputs.end(), nvcc_cudafe_c_, cudafe_c_);
     }
 
-    // With a predicted module id, cicc reads it from a file bekc writes.
-    void predicted_module_id(Step& s) {
-        if (r_.module_id.empty()) return;
+    // With a module id of bekc's (SplitRequest::module_id), cudafe++ reads
+    // it from the file nvcc names instead of writing one there, and a step
+    // writes that file before cudafe++ and every cicc, which reads it too:
+    // cicc then starts beside cudafe++, and both compile with the same id.
+    std::expected<void, std::string> own_module_id(Step& s) {
+        if (r_.module_id.empty()) return {};
+        if (!is_module_id(r_.module_id))
+            return std::unexpected("a module id that is not an identifier: " + r_.module_id);
         auto& a = s.command.argv;
-        auto at = std::find(a.begin(), a.end(), std::string("--module_id_file_name"));
-        if (at == a.end() || at + 1 == a.end()) return;
-        if (predicted_.empty()) {
-            module_id_ = *(at + 1);
-            predicted_ = module_id_ + ".predicted";
-            Step w =
-                base("write " + fs::path(predicted_).filename().string(), StepKind::WriteWrapper);
-            w.command.outputs = {predicted_};
-            w.content = r_.module_id;
-            add(std::move(w));
-        }
-        std::replace(s.command.inputs.begin(), s.command.inputs.end(), *(at + 1), predicted_);
-        *(at + 1) = predicted_;
-    }
-
-    // cudafe++'s module id against the prediction cicc compiled with.
-    size_t check_module_id() {
-        Step c = base("check the predicted module id", StepKind::Check);
-        c.command.inputs = {module_id_, predicted_};
-        return add(std::move(c));
+        const std::string file = value_of(a, "--module_id_file_name");
+        if (file.empty() || std::erase(a, std::string("--gen_module_id_file")) != 1)
+            return std::unexpected("cudafe++ without --gen_module_id_file --module_id_file_name");
+        std::erase(s.command.outputs, file);
+        s.command.inputs.push_back(file);
+        Step w = base("write " + fs::path(file).filename().string(), StepKind::WriteWrapper);
+        w.command.outputs = {file};
+        w.content = r_.module_id;
+        add(std::move(w));
+        return {};
     }
 
     std::expected<void, std::string> set_orig_src_path(Step& s) const {
@@ -539,7 +537,6 @@ class PhaseSteps {
     const SplitRequest& r_;
     std::string unit_name_, stub_, fatbin_c_name_, fatbin_, cudafe_c_;
     std::string nvcc_stub_, nvcc_cudafe_c_;  // nvcc's names of the two
-    std::string module_id_, predicted_;      // cudafe++'s module id file, the prediction's
     std::map<std::string, size_t> writer_;   // file -> the new step that writes it
     size_t depfiles_ = 0;
     NewSteps out_;

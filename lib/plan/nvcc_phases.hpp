@@ -7,15 +7,18 @@
 // architecture's device code is a step of its own (its result kept in the
 // step cache, store/step_cache.hpp).
 //
-// The commands are nvcc's own, byte for byte, with two changes: nothing is
-// redirected (bekc reads the output), and the device code reaches the host
-// object through a symbol instead of an #include. fatbinary writes the fat
+// The commands are nvcc's own, byte for byte, with three changes: nothing
+// is redirected (bekc reads the output); the device code reaches the host
+// object through a symbol instead of an #include (fatbinary writes the fat
 // binary alone, an assembler step embeds it in an object of its own, and the
-// host compile includes a fatbin.c that points at that object's symbol.
-// The host compile then waits only for cudafe++ and the cicc that writes its
-// stub, not for every architecture's ptxas, and does not change when the
-// device code does. The fat binary's bytes, and so the SASS and PTX, are
-// nvcc's.
+// host compile includes a fatbin.c that points at that object's symbol); and
+// the module id is bekc's, written into nvcc's module id file before
+// cudafe++ and cicc read it (SplitRequest::module_id), so that cicc need not
+// wait for cudafe++ to make one. The host compile then waits only for
+// cudafe++ and the cicc that writes its stub, not for every architecture's
+// ptxas, and does not change when the device code does. The SASS and PTX
+// are nvcc's; the names of a source's internal device symbols (an anonymous
+// namespace's, which carry the module id) are bekc's.
 //
 // Pure: the driver runs the dry run and hands its output here.
 #pragma once
@@ -83,6 +86,12 @@ std::expected<NvccPipeline, std::string> parse_nvcc_dryrun(std::string_view text
 // hide the architecture in what a reused stub says of its own name.
 std::string replace_cudafe_arch(std::string text, std::string_view with);
 
+// What cudafe++ and cicc take as a module id: letters, digits and '_' (it
+// becomes part of the names of the source's internal device symbols, the
+// anonymous namespace's "_GLOBAL__N_<id>"), at most kMaxModuleId of them.
+inline constexpr size_t kMaxModuleId = 256;
+bool is_module_id(std::string_view id);
+
 // The name of the symbol that holds unit `unit`'s fat binary in its library
 // (hidden): bekc_fatbin_<unit>.
 std::string fatbin_symbol(size_t unit);
@@ -97,11 +106,13 @@ struct SplitRequest {
     // same too, so one architecture's device code fits the host code of a
     // build for other architectures.
     std::string orig_src_path;
-    // The module id cudafe++ gave this input last time (letters, digits,
-    // '_'), or empty. With one, cicc starts beside cudafe++ instead of after
-    // it, reading this id from a file of its own; a Check step after
-    // cudafe++ fails the build when cudafe++'s id differs (the driver then
-    // builds again without a prediction), and fatbinary waits for it.
+    // The module id bekc gives this input (is_module_id), or empty. With
+    // one, a step writes it into the file nvcc names for the module id
+    // before cudafe++ and cicc run, cudafe++ reads it from there instead of
+    // making one (no --gen_module_id_file), and every cicc reads the same
+    // file: cicc starts beside cudafe++, not after it, and the host code and
+    // the device code name the source's internal symbols alike. Empty:
+    // cudafe++ makes the id, as in nvcc, and cicc waits for it.
     std::string module_id;
 };
 

@@ -1,5 +1,8 @@
 #include "run/execute.hpp"
 
+#include <algorithm>
+#include <exception>
+#include <mutex>
 #include <vector>
 
 #include "plan/command.hpp"
@@ -7,10 +10,31 @@
 
 namespace bekc {
 
+double first_build_seconds(const Step& s) {
+    switch (s.kind) {
+        case StepKind::Compile:
+        case StepKind::RuntimeObject:  // a compile too: it starts with the others
+            return 2.0;
+        case StepKind::NvccPhase:
+            if (s.phase == "cicc") return 1.0;
+            if (s.phase == "cudafe++" || s.phase == "ptxas") return 0.5;
+            if (s.phase == "host-preprocess" || s.phase == "device-preprocess") return 0.15;
+            return 0.05;  // fatbinary, the fat binary's assembler
+        case StepKind::Link:
+            return 0.3;
+        default:
+            return 0.0;  // no process
+    }
+}
+
 namespace {
 
 // One execution of a graph: which steps are done, and the counts its
-// progress lines show.
+// progress lines show. A step that runs no process (a write, the cache's
+// steps) is done as soon as the steps it comes after are, and so is a
+// process step whose results the cache had (ExecuteOptions::reuse); the
+// other process steps are handed to the runner at once, each let start
+// (ParallelOptions::ready) as soon as the steps it comes after are done.
 class GraphExecution {
   public:
     GraphExecution(const BuildGraph& graph, Runner& runner, const ExecuteOptions& options,
@@ -20,24 +44,33 @@ class GraphExecution {
           options_(options),
           cache_step_(cache_step),
           done_(steps_.size(), false),
+          may_start_(steps_.size(), false),
           cache_outcome_(steps_.size(), StepCacheOutcome::NotKept),
+          next_(steps_.size()),
+          level_(steps_.size(), 0),
           left_(steps_.size()) {
-        for (const auto& s : steps_) processes_ += s.runs() ? 1 : 0;
+        for (size_t i = 0; i < steps_.size(); ++i) {
+            processes_ += steps_[i].runs() ? 1 : 0;
+            for (size_t a : steps_[i].after) {
+                if (a >= i) continue;  // a cycle: never ready, reported below
+                next_[a].push_back(i);
+                level_[i] = std::max(level_[i], level_[a]);
+            }
+            level_[i] += steps_[i].runs() ? 1 : 0;
+        }
     }
 
     std::expected<void, StepFailure> run() {
-        while (left_ > 0) {
-            std::vector<size_t> ready = ready_steps();
-            if (ready.empty()) {
-                StepFailure f;
-                f.error = "internal error: the build graph has a cycle";
-                return std::unexpected(f);
-            }
-            auto wave = finish_in_process(ready);
-            if (!wave) return std::unexpected(wave.error());
-            *wave = without_reused(std::move(*wave));
-            if (wave->empty()) continue;
-            if (auto ran = run_wave(longest_first(*wave)); !ran) return ran;
+        if (options_.trace) looking_ = TraceClock::now();
+        for (size_t i = 0; i < steps_.size() && !halted_; ++i) settle(i);
+        trace_look_ups();
+        if (!failure_) run_processes();
+        if (error_) std::rethrow_exception(error_);
+        if (failure_) return std::unexpected(*failure_);
+        if (left_ > 0) {
+            StepFailure f;
+            f.error = "internal error: the build graph has a cycle";
+            return std::unexpected(f);
         }
         return {};
     }
@@ -47,45 +80,57 @@ class GraphExecution {
         if (options_.echo) std::fprintf(options_.echo, "%s\n", describe_step(s).c_str());
     }
 
+    bool ready(size_t i) const {
+        for (size_t a : steps_[i].after)
+            if (a >= i || !done_[a]) return false;
+        return true;
+    }
+
+    // Step `i` once the steps it comes after are done: a write or a cache
+    // step is done now, a process step the cache had too; any other process
+    // step may start. Whatever is done settles the steps after it.
+    void settle(size_t i) {
+        if (done_[i] || may_start_[i] || halted_ || !ready(i)) return;
+        const Step& s = steps_[i];
+        const auto start = options_.trace ? TraceClock::now() : TraceClock::time_point{};
+        if (s.runs()) {
+            if (options_.reuse) cache_outcome_[i] = options_.reuse(s);
+            hits_ += cache_outcome_[i] == StepCacheOutcome::Hit ? 1 : 0;
+            misses_ += cache_outcome_[i] == StepCacheOutcome::Miss ? 1 : 0;
+            if (cache_outcome_[i] != StepCacheOutcome::Hit) {
+                may_start_[i] = true;
+                return;
+            }
+            if (options_.trace) trace_in_a_lane(i, start, nullptr, "");
+            if (options_.echo)
+                std::fprintf(options_.echo, "# reused: %s\n", s.command.description.c_str());
+            --processes_;
+        } else {
+            echo(s);
+            auto written = finish_in_process(i);
+            if (options_.trace)
+                trace_in_a_lane(i, start, nullptr, written ? "" : written.error().error);
+            if (!written) {
+                fail(written.error());
+                return;
+            }
+        }
+        mark_done(i);
+    }
+
     void mark_done(size_t i) {
         done_[i] = true;
         --left_;
+        for (size_t n : next_[i]) settle(n);
     }
 
-    // A wave: every step whose predecessors have all finished.
-    std::vector<size_t> ready_steps() const {
-        std::vector<size_t> ready;
-        for (size_t i = 0; i < steps_.size(); ++i) {
-            if (done_[i]) continue;
-            bool ok = true;
-            for (size_t a : steps_[i].after) ok = ok && a < i && done_[a];
-            if (ok) ready.push_back(i);
-        }
-        return ready;
+    void fail(StepFailure f) {
+        if (!failure_) failure_ = std::move(f);
+        halted_ = true;
     }
 
-    // Does the steps of `ready` that run no process (the wrappers' writes,
-    // the cache's steps); returns the others.
-    std::expected<std::vector<size_t>, StepFailure> finish_in_process(
-        const std::vector<size_t>& ready) {
-        std::vector<size_t> wave;
-        for (size_t i : ready) {
-            if (steps_[i].runs()) {
-                wave.push_back(i);
-                continue;
-            }
-            echo(steps_[i]);
-            const auto start = options_.trace ? TraceClock::now() : TraceClock::time_point{};
-            auto done = run_in_process(i);
-            if (options_.trace) trace_in_a_lane(i, start, nullptr, done ? "" : done.error().error);
-            if (!done) return std::unexpected(done.error());
-            mark_done(i);
-        }
-        return wave;
-    }
-
-    // A step that runs no process: a write, a check, a step of the cache's.
-    std::expected<void, StepFailure> run_in_process(size_t i) {
+    // A step that runs no process: the wrappers' writes, the cache's steps.
+    std::expected<void, StepFailure> finish_in_process(size_t i) {
         const Step& s = steps_[i];
         if (s.kind == StepKind::WriteWrapper) {
             std::string content = s.content;
@@ -97,13 +142,136 @@ class GraphExecution {
             for (const auto& out : s.command.outputs)
                 if (auto w = runner_.write_file(out, content); !w)
                     return std::unexpected(StepFailure{i, {}, w.error().message});
-        } else if (s.kind == StepKind::Check) {
-            if (auto differ = check_same(s); !differ.empty() && runner_.executes())
-                return std::unexpected(StepFailure{i, {}, differ});
         } else if (cache_step_) {
             cache_step_(s);
         }
         return {};
+    }
+
+    // The order the process steps may start in. A dry run prints them wave
+    // by wave (level_), the longest first within a wave; a build starts
+    // first the step with the longest chain of steps after it
+    // (ExecuteOptions::expected_seconds), so that the steps the build's end
+    // waits on are never left behind shorter ones.
+    std::vector<size_t> start_order() const {
+        std::vector<size_t> order;
+        for (size_t i = 0; i < steps_.size(); ++i)
+            if (steps_[i].runs() && !done_[i]) order.push_back(i);
+        std::vector<std::optional<double>> known(steps_.size());
+        std::vector<double> chain(steps_.size(), 0.0);
+        for (size_t i = steps_.size(); i-- > 0;) {
+            if (options_.expected_seconds) known[i] = options_.expected_seconds(steps_[i]);
+            double after = 0.0;
+            for (size_t n : next_[i]) after = std::max(after, chain[n]);
+            chain[i] = known[i].value_or(first_build_seconds(steps_[i])) + after;
+        }
+        if (!runner_.executes())  // a wave's steps never timed first (they may be the longest)
+            std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+                if (level_[a] != level_[b]) return level_[a] < level_[b];
+                if (!known[a] || !known[b]) return !known[a] && known[b];
+                return *known[a] > *known[b];
+            });
+        else
+            std::stable_sort(order.begin(), order.end(),
+                             [&](size_t a, size_t b) { return chain[a] > chain[b]; });
+        return order;
+    }
+
+    // "# wave 2: 3 commands side by side, 3 slots within -j 4", before the
+    // first command of wave `level` starts: the steps as deep in the graph
+    // (the commands after one wave's may start before the wave's last does).
+    void announce(int level, const std::vector<size_t>& order) {
+        if (!options_.echo || level <= announced_) return;
+        announced_ = level;
+        size_t count = 0;
+        int slots = 0;
+        for (size_t i : order)
+            if (level_[i] == level) {
+                ++count;
+                slots += steps_[i].command.slots;
+            }
+        // More slots than -j: the commands start in this order, each
+        // once its slots are free (run/parallel.hpp), not all at once.
+        const bool queued = slots > options_.jobs && !options_.tokens;
+        std::fprintf(options_.echo, "# wave %d: %zu %s, %d %s%s -j %d%s\n", level, count,
+                     count == 1 ? "command"
+                     : queued   ? "commands"
+                                : "commands side by side",
+                     slots, slots == 1 ? "slot" : "slots", queued ? ", queued within" : " within",
+                     options_.jobs, options_.tokens ? " and the jobserver's tokens" : "");
+    }
+
+    // Runs the process steps, each once the steps it comes after are done.
+    void run_processes() {
+        const std::vector<size_t> order = start_order();
+        if (order.empty()) return;
+        std::vector<Command> commands;
+        for (size_t i : order) commands.push_back(steps_[i].command);
+        ParallelOptions po;
+        po.tokens = options_.tokens;
+        if (options_.trace) {
+            lanes_.assign(order.size(), 0);
+            starts_.assign(order.size(), {});
+        }
+        po.ready = [&](size_t k) {
+            std::lock_guard lock(mutex_);
+            if (done_[order[k]]) return Readiness::Skip;
+            return !halted_ && may_start_[order[k]] ? Readiness::Start : Readiness::Wait;
+        };
+        auto on_event = [&](const ProgressEvent& e) {
+            std::lock_guard lock(mutex_);
+            const size_t i = order[e.index];
+            if (options_.trace) trace_event(i, e, lanes_[e.index], starts_[e.index]);
+            if (e.kind == ProgressEvent::Kind::Started) {
+                started(i, order);
+                return;
+            }
+            if (options_.trace) looking_ = TraceClock::now();
+            finished(i, e.index, *e.result);
+            trace_look_ups();
+        };
+        auto results = runner_.run(commands, options_.jobs, on_event, po);
+        // A step left unstarted with nothing failed: the runner stopped
+        // (an interrupt), and the step is what did not run.
+        for (size_t k = 0; k < order.size() && !failure_; ++k)
+            if (!done_[order[k]])
+                fail({order[k], k < results.size() ? results[k] : ProcessResult{}, {}});
+    }
+
+    void started(size_t i, const std::vector<size_t>& order) {
+        ++started_;
+        announce(level_[i], order);
+        if (options_.echo)
+            echo(steps_[i]);
+        else if (options_.progress)
+            std::fprintf(stderr, "[%zu/%zu] %s\n", started_, processes_,
+                         steps_[i].command.description.c_str());
+    }
+
+    // Called once a process step ended, from the thread that waited for it
+    // (serialized): a failure stops the build; a success settles the steps
+    // after it. An exception (a cache step's) stops it too, and is thrown
+    // again from run().
+    void finished(size_t i, size_t position, const ProcessResult& r) {
+        if (done_[i]) return;
+        if (!r.ok()) {
+            // Of the steps that failed, the one that started first (as the
+            // steps that ran beside it finish), whichever ended first.
+            if (failure_ && failed_at_ <= position) return;
+            failed_at_ = position;
+            failure_.reset();
+            fail({i, r, {}});
+            return;
+        }
+        try {
+            const Step& s = steps_[i];
+            if (s.kind == StepKind::RuntimeObject && cache_step_) cache_step_(s);
+            mark_done(i);
+            if (options_.finished) options_.finished(s, r);
+        } catch (...) {
+            if (!error_) error_ = std::current_exception();
+            halted_ = true;
+        }
     }
 
     // --trace: what the trace says of step `i` (a process step's `result`,
@@ -139,8 +307,9 @@ class GraphExecution {
                              std::move(args));
     }
 
-    // A step done in this thread (between waves, so every lane is free),
-    // from `start` to now.
+    // A step done without a process (a write, a step cache hit), from
+    // `start` to now, in a lane no process holds: before the processes
+    // start, or as one ends, whose lane is free again.
     void trace_in_a_lane(size_t i, TraceClock::time_point start, const ProcessResult* result,
                          const std::string& error) const {
         const int lane = options_.trace->take_lane();
@@ -148,65 +317,13 @@ class GraphExecution {
         options_.trace->give_lane(lane);
     }
 
-    // A Check step: empty when its files hold the same bytes, else why not.
-    static std::string check_same(const Step& s) {
-        std::optional<std::string> first;
-        for (const auto& f : s.command.inputs) {
-            auto text = read_file(f);
-            if (!text) return text.error().message;
-            if (!first)
-                first = std::move(*text);
-            else if (*first != *text)
-                return f + " differs from " + s.command.inputs.front();
-        }
-        return {};
-    }
-
-    // The wave's steps less those whose results the cache had
-    // (ExecuteOptions::reuse), which are done.
-    std::vector<size_t> without_reused(std::vector<size_t> wave) {
-        if (!options_.reuse || wave.empty()) return wave;
-        const auto looking = options_.trace ? TraceClock::now() : TraceClock::time_point{};
-        std::vector<size_t> left;
-        for (size_t i : wave) {
-            const auto start = options_.trace ? TraceClock::now() : TraceClock::time_point{};
-            cache_outcome_[i] = options_.reuse(steps_[i]);
-            if (cache_outcome_[i] != StepCacheOutcome::Hit) {
-                left.push_back(i);
-                continue;
-            }
-            if (options_.trace) trace_in_a_lane(i, start, nullptr, "");
-            if (options_.echo)
-                std::fprintf(options_.echo, "# reused: %s\n",
-                             steps_[i].command.description.c_str());
-            --processes_;
-            mark_done(i);
-        }
-        if (options_.trace) trace_look_ups(wave, looking);
-        return left;
-    }
-
-    // --trace: the step cache's look-ups of a wave, on the build's own
-    // thread, when it keeps any of the wave's steps.
-    void trace_look_ups(const std::vector<size_t>& wave, TraceClock::time_point start) const {
-        int hits = 0, misses = 0;
-        for (size_t i : wave) {
-            hits += cache_outcome_[i] == StepCacheOutcome::Hit ? 1 : 0;
-            misses += cache_outcome_[i] == StepCacheOutcome::Miss ? 1 : 0;
-        }
-        if (hits + misses > 0)
-            options_.trace->span("step cache", "step-cache", start, TraceClock::now(),
-                                 {{"hits", hits}, {"misses", misses}});
-    }
-
-    // The wave's steps, those expected to take longest first.
-    std::vector<size_t> longest_first(std::vector<size_t> wave) const {
-        if (!options_.expected_seconds) return wave;
-        std::vector<size_t> order = bekc::longest_first(
-            wave.size(), [&](size_t k) { return options_.expected_seconds(steps_[wave[k]]); });
-        std::vector<size_t> sorted;
-        for (size_t k : order) sorted.push_back(wave[k]);
-        return sorted;
+    // The step cache's look-ups since looking_: those the start, or one
+    // step's end, let happen together.
+    void trace_look_ups() {
+        if (options_.trace && hits_ + misses_ > 0)
+            options_.trace->span("step cache", "step-cache", looking_, TraceClock::now(),
+                                 {{"hits", hits_}, {"misses", misses_}});
+        hits_ = misses_ = 0;
     }
 
     // A process step's start (it takes a lane) or end (its event, and the
@@ -222,69 +339,27 @@ class GraphExecution {
         options_.trace->give_lane(lane);
     }
 
-    // "# wave 2: 3 commands side by side, 3 slots within -j 4".
-    void announce(const std::vector<size_t>& wave) {
-        if (!options_.echo) return;
-        int slots = 0;
-        for (size_t i : wave) slots += steps_[i].command.slots;
-        // More slots than -j: the commands start in this order, each
-        // once its slots are free (run/parallel.hpp), not all at once.
-        const bool queued = slots > options_.jobs && !options_.tokens;
-        std::fprintf(options_.echo, "# wave %d: %zu %s, %d %s%s -j %d%s\n", ++waves_, wave.size(),
-                     wave.size() == 1 ? "command"
-                     : queued         ? "commands"
-                                      : "commands side by side",
-                     slots, slots == 1 ? "slot" : "slots", queued ? ", queued within" : " within",
-                     options_.jobs, options_.tokens ? " and the jobserver's tokens" : "");
-    }
-
-    // Runs the wave's processes; the first that failed (one that ran before
-    // one the failure left unstarted), or none.
-    std::expected<void, StepFailure> run_wave(const std::vector<size_t>& wave) {
-        announce(wave);
-        std::vector<Command> commands;
-        for (size_t i : wave) commands.push_back(steps_[i].command);
-        // --trace: the lane each command took, and when it started.
-        std::vector<int> lanes(options_.trace ? wave.size() : 0);
-        std::vector<TraceClock::time_point> starts(lanes.size());
-        auto on_event = [&](const ProgressEvent& e) {
-            if (options_.trace) trace_event(wave[e.index], e, lanes[e.index], starts[e.index]);
-            if (e.kind != ProgressEvent::Kind::Started) return;
-            ++started_;
-            if (options_.echo)
-                echo(steps_[wave[e.index]]);
-            else if (options_.progress)
-                std::fprintf(stderr, "[%zu/%zu] %s\n", started_, processes_,
-                             e.command.description.c_str());
-        };
-        ParallelOptions po;
-        po.tokens = options_.tokens;
-        auto results = runner_.run(commands, options_.jobs, on_event, po);
-        for (size_t k = 0; k < wave.size(); ++k) {
-            const ProcessResult& r = k < results.size() ? results[k] : ProcessResult{};
-            if (!r.ok() && r.status != ProcessStatus::NotRun)
-                return std::unexpected(StepFailure{wave[k], r, {}});
-        }
-        for (size_t k = 0; k < wave.size(); ++k) {
-            if (k >= results.size() || !results[k].ok())
-                return std::unexpected(
-                    StepFailure{wave[k], k < results.size() ? results[k] : ProcessResult{}, {}});
-            const Step& s = steps_[wave[k]];
-            if (options_.finished) options_.finished(s, results[k]);
-            if (s.kind == StepKind::RuntimeObject && cache_step_) cache_step_(s);
-            mark_done(wave[k]);
-        }
-        return {};
-    }
-
     const std::vector<Step>& steps_;
     Runner& runner_;
     const ExecuteOptions& options_;
     const CacheStep& cache_step_;
-    std::vector<bool> done_;
+    std::vector<bool> done_, may_start_;
     std::vector<StepCacheOutcome> cache_outcome_;  // each step's, as reuse said
+    // --trace: the lane each process step took, and when it started; the
+    // step cache's look-ups since the last span of them.
+    std::vector<int> lanes_;
+    std::vector<TraceClock::time_point> starts_;
+    TraceClock::time_point looking_{};
+    int hits_ = 0, misses_ = 0;
+    std::vector<std::vector<size_t>> next_;  // the steps that come after each
+    std::vector<int> level_;                 // process steps up to and including it
     size_t left_, processes_ = 0, started_ = 0;
-    int waves_ = 0;
+    int announced_ = 0;
+    bool halted_ = false;  // nothing more starts
+    std::optional<StepFailure> failure_;
+    size_t failed_at_ = 0;  // its place in the start order (a process step's)
+    std::exception_ptr error_;
+    std::mutex mutex_;  // the runner's threads ask and tell
 };
 
 }  // namespace

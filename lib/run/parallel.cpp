@@ -14,9 +14,10 @@ namespace bekc {
 namespace {
 
 // Shared state of one run_parallel call. Commands start in input order,
-// each once its slots are free: the slots of the commands running never
-// add up to more than `jobs` and the jobserver tokens held. Each worker
-// thread blocks in one run_process at a time.
+// among those that may (ParallelOptions::ready), each once its slots are
+// free: the slots of the commands running never add up to more than `jobs`
+// and the jobserver tokens held. Each worker thread blocks in one
+// run_process at a time.
 class Scheduler {
   public:
     Scheduler(const std::vector<Command>& commands, int jobs, const ProgressCallback& on_event,
@@ -25,6 +26,8 @@ class Scheduler {
           on_event_(on_event),
           options_(options),
           results_(commands.size()),
+          started_(commands.size(), false),
+          left_(commands.size()),
           free_(jobs) {}
 
     void work() {
@@ -32,22 +35,19 @@ class Scheduler {
             size_t index;
             int slots;
             {
-                // Strictly in order: the next command waits for its slots and
-                // the ones after it wait behind it, so a wide command (nvcc
-                // with --threads, started first as the longest) is never
-                // overtaken by narrow ones.
                 std::unique_lock lock(slots_mutex_);
                 // After SIGINT or SIGTERM nothing more starts: the running
                 // commands are being stopped (run/interrupt.hpp), and each
                 // that ends wakes the others here.
-                auto ready = [&] {
-                    return stopped_ || interrupted_by() != 0 || next_ >= commands_.size() ||
-                           fits(slots_of(next_));
+                auto decided = [&] {
+                    if (stopped_ || interrupted_by() != 0) return true;
+                    next_ = pick();
+                    return next_ != kWait;
                 };
                 // A token another process gives back wakes nobody here: one
                 // waiting thread looks again now and then while a command of
                 // ours runs; the others wait to be woken.
-                while (!ready()) {
+                while (!decided()) {
                     if (options_.tokens && !polling_) {
                         polling_ = true;
                         slots_free_.wait_for(lock, kTokenPoll);
@@ -58,11 +58,14 @@ class Scheduler {
                         slots_free_.wait(lock);
                     }
                 }
-                if (stopped_ || interrupted_by() != 0 || next_ >= commands_.size()) {
+                if (stopped_ || interrupted_by() != 0 || next_ == kNone) {
                     give_back_spare();
                     return;
                 }
-                index = next_++;
+                index = next_;
+                started_[index] = true;
+                --left_;
+                ++running_;
                 slots = slots_of(index);
                 free_ -= slots;
                 // Under the lock, so that listeners see starts in order.
@@ -71,13 +74,15 @@ class Scheduler {
             slots_free_.notify_all();  // the command after it may fit too
             results_[index] = run_process(commands_[index], options_.run);
             // Reported before its slots are free, so that a listener counting
-            // Started and Finished never sees more than the slots at once.
+            // Started and Finished never sees more than the slots at once,
+            // and what it changes decides what starts next.
             notify({ProgressEvent::Kind::Finished, index, commands_[index], &results_[index]});
             {
                 std::lock_guard lock(slots_mutex_);
                 free_ += slots;
+                --running_;
                 if (!results_[index].ok() && !options_.keep_going) stopped_ = true;
-                if (stopped_ || next_ >= commands_.size()) give_back_spare();
+                if (stopped_ || left_ == 0) give_back_spare();
             }
             slots_free_.notify_all();
         }
@@ -93,6 +98,31 @@ class Scheduler {
     }
 
     int slots_of(size_t index) const { return std::clamp(commands_[index].slots, 1, total_); }
+
+    static constexpr size_t kWait = static_cast<size_t>(-1);  // none may start yet
+    static constexpr size_t kNone = kWait - 1;                // none ever will
+
+    // The command to start now: the first, in input order, that may start
+    // (those never to start are marked as started), if its slots are free
+    // (the ones after it wait behind it, so that a wide command, nvcc with
+    // --threads started first as the longest, is never overtaken by narrow
+    // ones). kNone when nothing is left, or nothing runs and every command
+    // left waits. Under the lock.
+    size_t pick() {
+        for (size_t i = 0; i < commands_.size(); ++i) {
+            if (started_[i]) continue;
+            Readiness r = options_.ready ? options_.ready(i) : Readiness::Start;
+            if (r == Readiness::Skip) {
+                started_[i] = true;
+                --left_;
+                continue;
+            }
+            if (r == Readiness::Start) return fits(slots_of(i)) ? i : kWait;
+        }
+        if (left_ == 0 || running_ == 0) return kNone;
+        give_back_spare();  // nothing may start until a command finishes
+        return kWait;
+    }
 
     // Whether `slots` are free, taking jobserver tokens for what is missing.
     // Under the lock.
@@ -116,7 +146,10 @@ class Scheduler {
     std::vector<ProcessResult> results_;  // each written by one worker only
     std::mutex slots_mutex_;
     std::condition_variable slots_free_;
-    size_t next_ = 0;
+    std::vector<bool> started_;  // or never to start
+    size_t left_;                // not started
+    size_t running_ = 0;
+    size_t next_ = kWait;
     bool stopped_ = false;
     bool polling_ = false;  // a thread waits with a timeout, for tokens
     int free_;

@@ -20,9 +20,13 @@ std::vector<ProcessResult> ProcessRunner::run(const std::vector<Command>& comman
 
 std::vector<ProcessResult> DryRunRunner::run(const std::vector<Command>& commands, int,
                                              const ProgressCallback& on_event,
-                                             const ParallelOptions&) {
+                                             const ParallelOptions& options) {
     std::vector<ProcessResult> results(commands.size());
     for (size_t i = 0; i < commands.size(); ++i) {
+        // One after the other: a command that may not start when its turn
+        // comes never will (ParallelOptions::ready; the commands come in an
+        // order that respects what they wait for).
+        if (options.ready && options.ready(i) != Readiness::Start) continue;
         results[i].status = ProcessStatus::Exited;
         results[i].exit_code = 0;
         if (on_event) {

@@ -4,7 +4,6 @@
 
 #include "store/json_memo.hpp"
 #include "store/layout.hpp"
-#include "util/text.hpp"
 
 namespace bekc {
 
@@ -16,28 +15,8 @@ CompileTimes::CompileTimes(const fs::path& cache_root) : cache_root_(cache_root)
     });
     for (const auto& [what, v] : read.items()) {
         memo_[what] = {{"s", v["s"].get<double>()}, {"n", v["n"].get<int64_t>()}};
-        if (auto m = v.find("m"); m != v.end() && m->is_string() && is_module_id(*m))
-            memo_[what]["m"] = *m;
         next_ = std::max(next_, v["n"].get<int64_t>() + 1);
     }
-}
-
-bool CompileTimes::is_module_id(const std::string& id) {
-    return !id.empty() && id.size() <= 512 &&
-           std::all_of(id.begin(), id.end(), is_c_identifier_char);
-}
-
-std::optional<std::string> CompileTimes::module_id(const std::string& what) const {
-    auto it = memo_.find(what);
-    if (it == memo_.end() || !it->contains("m")) return std::nullopt;
-    return (*it)["m"].get<std::string>();
-}
-
-void CompileTimes::record_module_id(const std::string& what, const std::string& id) {
-    if (!is_module_id(id) || !memo_.contains(what)) return;
-    if (memo_[what].value("m", "") == id) return;
-    memo_[what]["m"] = id;
-    changed_ = true;
 }
 
 std::optional<double> CompileTimes::seconds(const std::string& what) const {
@@ -47,9 +26,7 @@ std::optional<double> CompileTimes::seconds(const std::string& what) const {
 }
 
 void CompileTimes::record(const std::string& what, double seconds) {
-    nlohmann::json entry = {{"s", seconds}, {"n", next_++}};
-    if (auto id = module_id(what)) entry["m"] = *id;
-    memo_[what] = std::move(entry);
+    memo_[what] = {{"s", seconds}, {"n", next_++}};
     changed_ = true;
 }
 

@@ -22,23 +22,16 @@ class CompileTimes {
     // Seconds `what` (an input's absolute path, a package module) took last.
     std::optional<double> seconds(const std::string& what) const;
     void record(const std::string& what, double seconds);
-    // The module id cudafe++ gave a CUDA input's last compile
-    // (plan/nvcc_phases.hpp: cicc starts with it beside cudafe++, which
-    // checks it); kept with its seconds.
-    std::optional<std::string> module_id(const std::string& what) const;
-    void record_module_id(const std::string& what, const std::string& id);
     // Writes the memo back when something was recorded, keeping the most
     // recent kMaxEntries; a read-only cache only loses the ordering hint.
     void save() const;
 
     static constexpr size_t kMaxEntries = 4096;
-    // What a module id looks like (letters, digits and '_'), so that the
-    // memo never hands cicc anything else.
-    static bool is_module_id(const std::string& id);
 
   private:
     fs::path cache_root_;
-    // what -> {"s": seconds, "n": order, "m": module id (CUDA inputs)}
+    // what -> {"s": seconds, "n": order}; what else an entry holds (an
+    // earlier bekc's "m", a module id) is dropped
     nlohmann::json memo_ = nlohmann::json::object();
     int64_t next_ = 0;
     bool changed_ = false;

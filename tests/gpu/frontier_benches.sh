@@ -4,7 +4,8 @@
 #   bash tests/gpu/frontier_benches.sh [OLD_BEKC]
 # bench/build/bench_build.py (one architecture: a cold build against bare
 # nvcc), bench/build/bench_multiarch.py (sm_80,sm_90,sm_100 and PTX against
-# `nvcc --threads 0`) and bench/build/bench_new_arch.py (one more
+# `nvcc --threads 0`, then two_kernels.cu for sm_90: first build, edit and
+# --force against bare nvcc) and bench/build/bench_new_arch.py (one more
 # architecture against a full rebuild). Expects bekc at $BEKC (default
 # build/bekc); brainevent comes from .whl/ when it is not installed. JSON goes
 # to $OUT when set. CORES="all 2" (the default) picks the runs.
@@ -34,6 +35,11 @@ for cores in ${CORES:-all 2}; do
   "${pin[@]}" $PY bench/build/bench_multiarch.py --bekc "$BEKC" --reps "${REPS:-3}" \
       --package-files "${PACKAGE_FILES:-4}" --critical 1 ${OLD:+--baseline-bekc "$OLD"} \
       "${few[@]}" ${OUT:+--json "$OUT/multiarch_$tag.json"} || status=1
+  echo "=== $tag: bench/build/bench_multiarch.py, two_kernels.cu for sm_90"
+  # The three cold builds (first, edit, --force) of one architecture.
+  "${pin[@]}" $PY bench/build/bench_multiarch.py --bekc "$BEKC" --reps "${COLD_REPS:-6}" \
+      --files '' --source bench/build/two_kernels.cu --arch sm_90 --no-package \
+      ${OLD:+--baseline-bekc "$OLD"} ${OUT:+--json "$OUT/first_$tag.json"} || status=1
   echo "=== $tag: bench/build/bench_new_arch.py"
   "${pin[@]}" $PY bench/build/bench_new_arch.py --bekc "$BEKC" --reps "${REPS:-3}" \
       ${OUT:+--json "$OUT/new_arch_$tag.json"} || status=1

@@ -51,6 +51,9 @@ class FakeRunner final : public Runner {
             const Command& c = commands[i];
             ProcessResult& r = results[i];
             if (failed && !options.keep_going) continue;  // NotRun, as run_parallel leaves them
+            // One after the other, as the dry run: a command that may not
+            // start when its turn comes never will.
+            if (options.ready && options.ready(i) != Readiness::Start) continue;
             r.status = ProcessStatus::Exited;
             r.exit_code = 0;
             if (probe(c, r)) continue;

@@ -249,7 +249,8 @@ def test_a_standard_from_pythons_extra_cflags_names_them(bekc, kernels):
 def test_a_compile_error_in_bekcs_own_code_is_exit_1_not_3(bekc, kernels, tmp_path):
     """A header that the compiler's environment puts ahead of the system's
     breaks bekc's own handler code: the compiler ran and failed, which is a
-    compile error (exit 1), not a missing toolchain (exit 3)."""
+    compile error (exit 1), not a missing toolchain (exit 3). Of the compiles
+    that fail, the one that started first is reported, whichever ends first."""
     shadow = tmp_path / "shadow"
     shadow.mkdir()
     # Only bekc/handler.h includes <cstdarg>: the kernel itself compiles.

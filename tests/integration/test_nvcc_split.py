@@ -21,6 +21,8 @@ import pytest
 
 pytestmark = pytest.mark.skipif(shutil.which("objcopy") is None, reason="binutils' objcopy is missing")
 
+from support.device_names import device_names, registered_names, sass
+from support.device_names import library_fatbin as fatbin
 from support.kernels import SCALE_ANONYMOUS_CU as KERNEL
 from support.kernels import SCALE_PLAIN_CU as PLAIN
 from support.kernels import RDC_CALLEE, RDC_CALLER
@@ -38,14 +40,6 @@ def env(**extra):
     e = {k: v for k, v in os.environ.items() if k not in ("BEKC_CACHE_DIR", "BEKC_SPLIT_NVCC")}
     e.update(extra)
     return e
-
-
-def fatbin(library: Path, tmp_path: Path) -> bytes:
-    """The .nv_fatbin section: every architecture's SASS and the PTX."""
-    out = tmp_path / f"{library.parent.name}.fatbin"
-    subprocess.run(["objcopy", "-O", "binary", "--only-section=.nv_fatbin", str(library), str(out)],
-                   check=True)
-    return out.read_bytes()
 
 
 def reused(stderr: str) -> list:
@@ -179,26 +173,123 @@ def test_a_device_compile_error_names_the_file_and_line(bekc, source, nvcc):
                      failed.stderr), failed.stderr
 
 
-def test_a_wrong_module_id_prediction_is_caught_and_the_build_runs_again(bekc, source, nvcc,
-                                                                       tmp_path):
-    """cicc starts beside cudafe++ with the module id the input had last
-    time; when cudafe++ gives another, nothing compiled with the wrong one
-    reaches the library."""
-    source.write_text(KERNEL)
+def waves(text: str) -> dict:
+    """The wave each command of `--dry-run` or `-v` output is in: "cicc" and
+    "cudafe++" (the first word naming each) -> wave number."""
+    at, where = 0, {}
+    for line in text.splitlines():
+        wave = re.match(r"# wave (\d+):", line)
+        if wave:
+            at = int(wave.group(1))
+        for tool in ("/cicc ", "/cudafe++ "):
+            if tool in line:
+                where.setdefault(tool.strip(" /"), at)
+    return where
+
+
+def test_a_first_build_starts_cicc_beside_cudafe_and_embeds_nvccs_fat_binary(bekc, source, nvcc,
+                                                                            tmp_path):
+    """In a fresh cache, on a file never compiled before, cicc does not wait
+    for cudafe++: both read the module id bekc writes for the input before
+    either runs, and nothing is checked after them. The library embeds the
+    fat binary one nvcc process makes."""
+    source.write_text(PLAIN)
+    planned = bekc.run("build", "--dry-run", "--cache-dir", tmp_path / "fresh", source,
+                       "--arch", "80,90", env=env())
+    assert planned.returncode == 0, planned.stderr
+    where = waves(planned.stdout)
+    assert where["cicc"] <= where["cudafe++"], planned.stdout
+    assert "--gen_module_id_file" not in planned.stdout, planned.stdout
+    assert "# check" not in planned.stdout and ".module_id.predicted" not in planned.stdout
+    assert re.search(r"# write-wrapper: \S+\.module_id\n", planned.stdout), planned.stdout
+    first = bekc.run("build", "-v", "--json", "--cache-dir", tmp_path / "first", source,
+                     "--arch", "80,90", env=env())
+    assert first.returncode == 0, first.stderr
+    where = waves(first.stderr)
+    assert where["cicc"] <= where["cudafe++"], first.stderr
+    library = Path(json.loads(first.stdout.splitlines()[-1])["library"])
+    whole = bekc.build(source, "--arch", "80,90", env=env(BEKC_SPLIT_NVCC="0"),
+                       cache_dir=tmp_path / "whole")
+    assert fatbin(library, tmp_path) == fatbin(whole.library, tmp_path)
+
+
+def test_an_anonymous_namespaces_device_code_is_nvccs_under_the_module_id_bekc_gives(
+        bekc, source, nvcc, tmp_path):
+    """A first build of a source whose kernel and variable are in an
+    anonymous namespace: its device code is one nvcc's, instruction for
+    instruction, the names apart (bekc's module id is not cudafe++'s), and
+    the host code registers the kernel under the name the device code has.
+    The same in every build, in any cache."""
+    split = bekc.build(source, "--arch", "80,90", env=env(), cache_dir=tmp_path / "a")
+    whole = bekc.build(source, "--arch", "80,90", env=env(BEKC_SPLIT_NVCC="0"),
+                       cache_dir=tmp_path / "b")
+    code = sass(split.library, tmp_path)
+    assert len(code) == 2 and any("_ZNNS" in k for k in code[0]), code
+    assert code == sass(whole.library, tmp_path)
+    names = device_names(split.library, tmp_path)
+    assert names and names != device_names(whole.library, tmp_path)
+    # What the host code hands the CUDA runtime: the device names, outside the fat binary.
+    kernels = {n for n in registered_names(split.library, tmp_path) if "scale_kernel" in n}
+    assert kernels and kernels <= names, (kernels, names)
+    again = bekc.build(source, "--arch", "80,90", "--force", env=env(), cache_dir=tmp_path / "c")
+    assert fatbin(again.library, tmp_path) == fatbin(split.library, tmp_path)
+    assert again.library.read_bytes() == split.library.read_bytes()
+
+
+def test_modules_with_the_same_anonymous_kernel_get_distinct_device_names(bekc, nvcc, tmp_path):
+    """Modules built from files of the same name and bytes in two
+    directories, and from one file under two module names, each with an
+    anonymous namespace's kernel of the same name, loaded in one process:
+    their device names differ."""
+    libraries = []
+    for d, module in (("x", "scale_x"), ("y", "scale_y"), ("x", "scale_z")):
+        (bekc.workdir / d).mkdir(exist_ok=True)
+        (bekc.workdir / d / "scale.h").write_text("#define SCALE 2.0f\n")
+        (bekc.workdir / d / "scale.cu").write_text(KERNEL)
+        libraries.append(bekc.build(bekc.workdir / d / "scale.cu", "--name", module,
+                                    "--arch", "80", env=env()).library)
+    names = [device_names(lib, tmp_path) for lib in libraries]
+    assert all(names), names
+    assert not (names[0] & names[1] or names[0] & names[2] or names[1] & names[2]), names
+    for lib in libraries:
+        ctypes.CDLL(str(lib), mode=os.RTLD_LOCAL)
+
+
+def test_an_edited_comment_reuses_the_device_code(bekc, source, nvcc, tmp_path):
+    """The module id follows the input's module and place, not its bytes: an
+    edit that leaves what cicc compiles as it was (a comment, no line added)
+    reuses every architecture's cicc and ptxas, and the library is the one a
+    build from nothing makes."""
+    bekc.build(source, "--arch", "80,90", env=env())
+    assert "}  // namespace\n" in KERNEL
+    source.write_text(KERNEL.replace("}  // namespace\n", "}  // namespace, edited\n"))
+    edited = bekc.run("build", "-v", "--json", "--cache-dir", bekc.cache_dir, source,
+                      "--arch", "80,90", env=env())
+    assert edited.returncode == 0, edited.stderr
+    steps = reused(edited.stderr)
+    assert {"cicc compute_80", "cicc compute_90", "ptxas sm_80", "ptxas sm_90"} <= set(steps), \
+        edited.stderr
+    library = Path(json.loads(edited.stdout.splitlines()[-1])["library"])
+    scratch = bekc.build(source, "--arch", "80,90", env=env(), cache_dir=tmp_path / "scratch")
+    assert fatbin(library, tmp_path) == fatbin(scratch.library, tmp_path)
+
+
+def test_a_module_id_an_earlier_bekc_remembered_changes_nothing(bekc, source, nvcc, tmp_path):
+    """bekc gives each CUDA input its module id itself; timings.json keeps
+    none, and one an earlier bekc wrote there is not used."""
     first = bekc.build(source, "--arch", "80,90", env=env())
     memo_file = Path(bekc.cache_dir) / "timings.json"
-    memo = __import__("json").loads(memo_file.read_text())
+    memo = json.loads(memo_file.read_text())
     name = str(source.resolve())
-    real = memo[name]["m"]
-    assert real.startswith("_") and "scale" in real, memo
+    assert "m" not in memo[name], memo
+    memo[name]["m"] = "_00000000_6_wrong_00000000"
+    memo_file.write_text(json.dumps(memo))
     planned = bekc.run("build", "--dry-run", "--force", "--cache-dir", bekc.cache_dir, source,
                        "--arch", "80,90", env=env())
-    assert "# check: " in planned.stdout and ".module_id.predicted" in planned.stdout, planned.stdout
-    memo[name]["m"] = "_00000000_6_wrong_00000000"
-    memo_file.write_text(__import__("json").dumps(memo))
+    assert "wrong" not in planned.stdout and "# check" not in planned.stdout, planned.stdout
     forced = bekc.build(source, "--arch", "80,90", "--force", env=env())
-    assert fatbin(forced.library, tmp_path) == fatbin(first.library, tmp_path)
-    assert __import__("json").loads(memo_file.read_text())[name]["m"] == real
+    assert forced.library.read_bytes() == first.library.read_bytes()
+    assert "differs" not in forced.stderr, forced.stderr
 
 
 def test_a_step_compiled_with_another_compiler_environment_is_not_reused(bekc, source, nvcc):

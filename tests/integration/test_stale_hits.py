@@ -26,6 +26,9 @@ Controls assert a hit when nothing changed. The kinds:
   and one disappearing;
 * the toolchain: another host compiler, an edited compiler wrapper;
 * options: -D, -O, --std, --arch;
+* a CUDA input's step results under another module id (another module name,
+  another directory): never taken, so host and device code name its
+  internal symbols alike;
 * files flags make the tools read: response files (nested ones too, and the
   linker's), refused when they name a directory.
 
@@ -54,6 +57,9 @@ import time
 from pathlib import Path
 
 import pytest
+
+from support.device_names import device_names, registered_names
+from support.kernels import SCALE_ANONYMOUS_CU
 
 FAST = "-O0"
 
@@ -1017,6 +1023,29 @@ def test_an_edit_at_any_point_never_gives_a_stale_hit(bekc, tmp_path, kind, poin
     back = bekc.build(*args, "-D", "UNRELATED=1", env=k.env)
     assert probe(back) == 1, f"stale hit after an edit {point}: back at version 1 served version 2"
     assert probe(bekc.build(*args, env=k.env)) == 1
+
+
+def test_cuda_step_results_never_mix_module_ids(bekc, nvcc, tmp_path):
+    """A split CUDA compile's cudafe++ (whose output names the host code's
+    symbols) and cicc (the device code's) read the module id bekc writes for
+    the input, and their step results are keyed by its bytes: the same
+    source under another module name, or in another directory, takes no
+    result compiled under the other id. Each library's host code registers
+    its anonymous namespace's kernel under the name its device code has, and
+    the names differ from library to library."""
+    e = env(BEKC_SPLIT_NVCC="1")
+    names = []
+    for d, module in (("a", "scale_one"), ("a", "scale_two"), ("b", "scale_one")):
+        (bekc.workdir / d).mkdir(exist_ok=True)
+        (bekc.workdir / d / "scale.h").write_text("#define SCALE 2.0f\n")
+        (bekc.workdir / d / "scale.cu").write_text(SCALE_ANONYMOUS_CU)
+        built = bekc.build(bekc.workdir / d / "scale.cu", "--name", module, "--arch", "80", FAST,
+                           env=e)
+        device = device_names(built.library, tmp_path)
+        registered = {n for n in registered_names(built.library, tmp_path) if "scale_kernel" in n}
+        assert registered and registered <= device, (module, registered, device)
+        names.append(device)
+    assert not (names[0] & names[1] or names[0] & names[2] or names[1] & names[2]), names
 
 
 # --------------------------------------------------------------------------- files flags make the tools read

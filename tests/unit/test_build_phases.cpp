@@ -221,7 +221,7 @@ TEST_CASE("look_up: a build that waits for the lock finds the entry its holder p
     CHECK(found.entry->manifest() == first.manifest);
     CHECK(found.miss_reason == "no direct-mode record");
     CHECK(found.lock);
-    CHECK(f.runner.batches.size() == 2);  // the first build's waves only
+    CHECK(f.runner.batches.size() == 1);  // the first build's steps only
 }
 
 TEST_CASE(

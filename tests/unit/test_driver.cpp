@@ -58,19 +58,19 @@ TEST_CASE("driver: a miss runs every step, the next build is a hit that runs non
     CHECK(f.runner.probes == 0);  // tool versions are remembered
 }
 
-TEST_CASE("driver: independent steps share a wave, the link waits for them", "[driver]") {
+TEST_CASE("driver: the runner gets every step at once, the link after the compiles", "[driver]") {
     DriverFixture f;
     f.o.jobs = 3;
     f.build();
-    REQUIRE(f.runner.batches.size() == 2);
-    const auto& wave = f.runner.batches[0];
-    CHECK(wave.jobs == 3);
-    CHECK(wave.descriptions.size() == 4);  // bekc_rt.o, both inputs, the entry points
-    CHECK(first_containing(wave.descriptions, "handler_rt.cpp") < 4);
-    CHECK(first_containing(wave.descriptions, "a.cu") < 4);
-    CHECK(first_containing(wave.descriptions, "b.cpp") < 4);
-    CHECK(first_containing(wave.descriptions, "bekc_handlers.cpp") < 4);
-    CHECK(f.runner.batches[1].descriptions == std::vector<std::string>{"link libm.so"});
+    REQUIRE(f.runner.batches.size() == 1);
+    const auto& all = f.runner.batches[0];
+    CHECK(all.jobs == 3);
+    REQUIRE(all.descriptions.size() == 5);  // bekc_rt.o, both inputs, the entry points, the link
+    CHECK(first_containing(all.descriptions, "handler_rt.cpp") < 4);
+    CHECK(first_containing(all.descriptions, "a.cu") < 4);
+    CHECK(first_containing(all.descriptions, "b.cpp") < 4);
+    CHECK(first_containing(all.descriptions, "bekc_handlers.cpp") < 4);
+    CHECK(all.descriptions.back() == "link libm.so");
 }
 
 TEST_CASE("driver: -j reaches the runner", "[driver]") {
@@ -216,12 +216,14 @@ TEST_CASE("driver: one input compiles beside its entry points and bekc_rt.o, the
     DriverFixture f;
     f.o.inputs = {(f.tmp / "src/b.cpp").string()};
     f.build();
-    REQUIRE(f.runner.batches.size() == 2);
-    auto wave = f.runner.batches[0].descriptions;
-    std::sort(wave.begin(), wave.end());
-    CHECK(wave == std::vector<std::string>{"c++ " + (f.tmp / "src/b.cpp").string(),
-                                           "c++ bekc/handler_rt.cpp", "c++ bekc_handlers.cpp"});
-    CHECK(f.runner.batches[1].descriptions == std::vector<std::string>{"link libm.so"});
+    REQUIRE(f.runner.batches.size() == 1);
+    auto all = f.runner.batches[0].descriptions;
+    REQUIRE(all.size() == 4);
+    CHECK(all.back() == "link libm.so");
+    all.pop_back();
+    std::sort(all.begin(), all.end());
+    CHECK(all == std::vector<std::string>{"c++ " + (f.tmp / "src/b.cpp").string(),
+                                          "c++ bekc/handler_rt.cpp", "c++ bekc_handlers.cpp"});
 }
 
 TEST_CASE("driver: a dry run hands the runner nothing and writes nothing", "[driver]") {
@@ -291,7 +293,7 @@ TEST_CASE("driver: nvcc gets the slots the wave leaves it", "[driver]") {
     f.runner = test::FakeRunner();
     f.o.force = true;
     f.build();
-    REQUIRE(f.runner.batches.size() == 2);  // the compiles, then the link
+    REQUIRE(f.runner.batches.size() == 1);  // the compiles and the link after them
     CHECK(f.runner.batches[0].jobs == 16);
     // The key does not change with the threads (test_key_property.cpp: -j).
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../helpers/plan_unit.hpp"
+#include "graph/nvcc_split.hpp"
 #include "plan/nvcc_phases.hpp"
 
 using namespace bekc;
@@ -220,7 +221,7 @@ TEST_CASE("nvcc phases: a split compile runs each phase once the files it reads 
     for (size_t i = 0; i < g.steps.size(); ++i)
         for (size_t a : g.steps[i].after) CHECK(a < i);
     CHECK(comes_after(g, "cudafe++ 0_k.bekc.cu", "host-preprocess 0_k.bekc.cu"));
-    // cicc reads the module id cudafe++ writes, and its own preprocessing.
+    // Without a module id of bekc's, cicc reads the one cudafe++ writes.
     CHECK(comes_after(g, "cicc compute_80 0_k.bekc.cu", "cudafe++ 0_k.bekc.cu"));
     CHECK(
         comes_after(g, "cicc compute_80 0_k.bekc.cu", "device-preprocess compute_80 0_k.bekc.cu"));
@@ -266,6 +267,44 @@ TEST_CASE("nvcc phases: a split compile runs each phase once the files it reads 
     CHECK(link.command.argv[object + 1] == O + ".fatbin.o");
     CHECK(comes_after(g, link.command.description, "assemble 0_k.bekc.cu.o.fatbin"));
     CHECK(comes_after(g, link.command.description, "nvcc 0_k.bekc.cu"));
+}
+
+TEST_CASE("nvcc phases: cudafe++ and cicc read bekc's module id, and cicc starts beside cudafe++",
+          "[nvcc_phases]") {
+    BuildGraph g = graph();
+    const std::string id = "_0123456789abcdef_k_cu";
+    REQUIRE(split_nvcc_compile(g, parsed(),
+                               {compile_of_unit(g), "/usr/bin/g++", "/src/0_k.bekc.cu", id}));
+    // A step writes the id into the file nvcc names, before either reads it.
+    const Step& write = step_named(g, "write 0_k.bekc.cu.o.module_id");
+    CHECK(write.kind == StepKind::WriteWrapper);
+    CHECK(write.content == id);
+    CHECK(write.command.outputs == std::vector<std::string>{O + ".module_id"});
+    const Step& cudafe = step_named(g, "cudafe++ 0_k.bekc.cu");
+    CHECK(test::index_of(cudafe.command.argv, "--gen_module_id_file") < 0);
+    long named = test::index_of(cudafe.command.argv, "--module_id_file_name");
+    REQUIRE(named > 0);
+    CHECK(cudafe.command.argv[named + 1] == O + ".module_id");
+    CHECK(test::index_of(cudafe.command.inputs, O + ".module_id") >= 0);
+    CHECK(test::index_of(cudafe.command.outputs, O + ".module_id") < 0);
+    CHECK(comes_after(g, "cudafe++ 0_k.bekc.cu", "write 0_k.bekc.cu.o.module_id"));
+    for (const std::string arch : {"compute_80", "compute_90"}) {
+        const std::string cicc = "cicc " + arch + " 0_k.bekc.cu";
+        CHECK(comes_after(g, cicc, "write 0_k.bekc.cu.o.module_id"));
+        CHECK_FALSE(comes_after(g, cicc, "cudafe++ 0_k.bekc.cu"));
+        const Step& c = step_named(g, cicc);
+        CHECK(c.command.argv[test::index_of(c.command.argv, "--module_id_file_name") + 1] ==
+              O + ".module_id");
+    }
+    // Both read the same id: nothing is checked after the fact.
+    for (const auto& s : g.steps) CHECK(s.command.description.find("check") == std::string::npos);
+    CHECK_FALSE(comes_after(g, "fatbinary 0_k.bekc.cu", "cudafe++ 0_k.bekc.cu"));
+    // The host compile still reads cudafe++'s output.
+    CHECK(comes_after(g, "nvcc 0_k.bekc.cu", "cudafe++ 0_k.bekc.cu"));
+    // An id that is not an identifier is refused; the compile stays whole.
+    BuildGraph h = graph();
+    CHECK_FALSE(split_nvcc_compile(h, parsed(), {compile_of_unit(h), "/usr/bin/g++", "", "a b"}));
+    CHECK(h.steps.size() == graph().steps.size());
 }
 
 TEST_CASE(
@@ -330,4 +369,26 @@ TEST_CASE("nvcc phases: the last architecture leaves nvcc's names for cudafe++'s
           "# 1 \"/b/x.o.$LAST.cudafe1.stub.c\"\n# 2 \"/b/y.$LAST.cudafe1.c\"");
     // Another word before .cudafe1. is not an architecture.
     CHECK(replace_cudafe_arch("a.stub.cudafe1.c", "") == "a.stub.cudafe1.c");
+}
+
+TEST_CASE("nvcc phases: an input's module id follows its module and place, not its bytes",
+          "[nvcc_phases]") {
+    const fs::path input = "/home/u/k/binary-fcn.mm.cu";
+    const std::string orig = "./k/0_binary-fcn.mm.bekc.cu";
+    const std::string id = nvcc_module_id("fcn", orig, input);
+    CHECK(is_module_id(id));
+    CHECK(id.starts_with("_"));
+    CHECK(id.ends_with("_binary_fcn_mm_cu"));
+    CHECK(nvcc_module_id("fcn", orig, input) == id);  // every build, edited or not, alike
+    // Another directory, another place among the inputs, another module: another id.
+    CHECK(nvcc_module_id("fcn", "./j/0_binary-fcn.mm.bekc.cu", input) != id);
+    CHECK(nvcc_module_id("fcn", "./k/1_binary-fcn.mm.bekc.cu", input) != id);
+    CHECK(nvcc_module_id("fcn2", orig, input) != id);
+    // The file name is cut short; the id stays an identifier.
+    const std::string other = nvcc_module_id("m", "./x/0_a.bekc.cu", "/x/" + std::string(300, 'a'));
+    CHECK(is_module_id(other));
+    CHECK(other.size() < 100);
+    CHECK_FALSE(is_module_id(""));
+    CHECK_FALSE(is_module_id("a b"));
+    CHECK_FALSE(is_module_id(std::string(kMaxModuleId + 1, 'a')));
 }

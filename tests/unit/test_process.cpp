@@ -10,9 +10,11 @@
 #include <sstream>
 
 #include "../helpers/temp_dir.hpp"
+#include "run/execute.hpp"
 #include "run/interrupt.hpp"
 #include "run/parallel.hpp"
 #include "run/process.hpp"
+#include "run/runner.hpp"
 #include "util/fs.hpp"
 
 using namespace bekc;
@@ -24,6 +26,22 @@ namespace {
 Command cmd(std::vector<std::string> argv) {
     return Command{std::move(argv), "", {}, {}, "", {}};
 }
+
+// A graph executed by real processes within -j 2, and the steps that
+// succeeded, in the order they finished.
+struct GraphRun {
+    std::vector<std::string> finished;
+
+    std::expected<void, StepFailure> execute(const BuildGraph& g) {
+        ProcessRunner runner;
+        ExecuteOptions eo;
+        eo.jobs = 2;
+        eo.finished = [&](const Step& s, const ProcessResult&) {
+            finished.push_back(s.command.description);
+        };
+        return execute_graph(g, runner, eo);
+    }
+};
 
 const std::vector<std::string> kNastyArgs = {
     "plain",     "with space",  "it's",         "\"double\"", "$HOME",         "*",
@@ -266,6 +284,94 @@ TEST_CASE("run_parallel counts a command's slots against jobs", "[process]") {
     CHECK(most >= 2);
     CHECK(started == std::vector<size_t>{0, 1, 2, 3});  // in order: none jumps the queue
     for (const auto& r : results) CHECK(r.ok());
+}
+
+TEST_CASE("run_parallel starts a command only when it may, and skips one that never will",
+          "[process]") {
+    // 1 waits for 0 to finish; 2 is skipped; 3 waits for something that never comes.
+    std::vector<Command> cmds = {cmd({"/bin/sleep", "0.2"}), cmd({"/bin/echo", "b"}),
+                                 cmd({"/bin/echo", "c"}), cmd({"/bin/echo", "d"})};
+    std::mutex m;
+    bool first_done = false;
+    std::vector<size_t> started;
+    ParallelOptions po;
+    po.ready = [&](size_t i) {
+        std::lock_guard lock(m);
+        if (i == 1) return first_done ? Readiness::Start : Readiness::Wait;
+        if (i == 2) return Readiness::Skip;
+        if (i == 3) return Readiness::Wait;
+        return Readiness::Start;
+    };
+    auto results = run_parallel(
+        cmds, 4,
+        [&](const ProgressEvent& e) {
+            std::lock_guard lock(m);
+            if (e.kind == ProgressEvent::Kind::Started) started.push_back(e.index);
+            if (e.kind == ProgressEvent::Kind::Finished && e.index == 0) first_done = true;
+        },
+        po);
+    CHECK(started == std::vector<size_t>{0, 1});
+    CHECK(results[0].ok());
+    CHECK(results[1].output == "b\n");
+    CHECK(results[2].status == ProcessStatus::NotRun);
+    CHECK(results[3].status == ProcessStatus::NotRun);
+}
+
+TEST_CASE("execute_graph: a step starts as soon as the steps it comes after are done",
+          "[process]") {
+    // A slow step beside a chain of two quick ones, within -j 2: the chain's
+    // second step does not wait for the slow one (as it would for a whole
+    // wave to finish), and the link after all three waits for each.
+    test::TempDir tmp;
+    const fs::path order = tmp.path() / "order";
+    BuildGraph g;
+    auto step = [&](const std::string& name, std::vector<std::string> argv,
+                    std::vector<size_t> after) {
+        Step s;
+        s.kind = after.size() == 3 ? StepKind::Link : StepKind::Compile;
+        s.command.argv = std::move(argv);
+        s.command.description = name;
+        s.after = std::move(after);
+        g.steps.push_back(std::move(s));
+    };
+    const std::string log = "echo $0 >> " + order.string();
+    step("slow", {"/bin/sh", "-c", "sleep 1; " + log, "slow"}, {});
+    step("quick", {"/bin/sh", "-c", log, "quick"}, {});
+    step("after quick", {"/bin/sh", "-c", log, "after-quick"}, {1});
+    step("link", {"/bin/sh", "-c", log, "link"}, {0, 1, 2});
+    GraphRun run;
+    REQUIRE(run.execute(g));
+    auto text = read_file(order);
+    REQUIRE(text);
+    CHECK(*text == "quick\nafter-quick\nslow\nlink\n");
+    CHECK(run.finished == std::vector<std::string>{"quick", "after quick", "slow", "link"});
+}
+
+TEST_CASE("execute_graph: a failed step stops the build, and what comes after it never starts",
+          "[process]") {
+    BuildGraph g;
+    for (int i = 0; i < 3; ++i) {
+        Step s;
+        s.command.argv = {i == 1 ? "/bin/false" : "/bin/true"};
+        s.command.description = "step " + std::to_string(i);
+        if (i == 2) s.after = {1};
+        g.steps.push_back(std::move(s));
+    }
+    GraphRun run;
+    auto done = run.execute(g);
+    REQUIRE_FALSE(done);
+    CHECK(done.error().step == 1);
+    CHECK(done.error().result.exit_code == 1);
+    CHECK(std::find(run.finished.begin(), run.finished.end(), "step 2") == run.finished.end());
+    // Two that fail side by side: the one that started first is reported,
+    // though the other ended first.
+    // (Step 1 starts first: step 2 comes after it.)
+    g.steps[0].command.argv = {"/bin/false"};
+    g.steps[1].command.argv = {"/bin/sh", "-c", "sleep 0.3; exit 3"};
+    done = run.execute(g);
+    REQUIRE_FALSE(done);
+    CHECK(done.error().step == 1);
+    CHECK(done.error().result.exit_code == 3);
 }
 
 TEST_CASE("run_parallel runs a command wider than -j alone, not never", "[process]") {
