@@ -182,9 +182,12 @@ bool has(const std::vector<std::string>& argv, std::string_view word) {
 std::expected<NvccPhase, std::string> classify(std::vector<std::string> argv) {
     NvccPhase p;
     std::string tool = fs::path(argv[0]).filename().string();
-    auto input_before_o = [&]() -> std::string {
-        for (size_t i = 1; i < argv.size(); ++i)
-            if (argv[i] == "-o") return argv[i - 1];
+    // The file a tool reads: the last argument before -o with the suffix of
+    // what it reads (nvcc 13.5 puts --simt-only between cicc's input and -o).
+    auto input_before_o = [&](std::string_view suffix) -> std::string {
+        auto o = std::find(argv.begin(), argv.end(), std::string("-o"));
+        for (auto it = o; it != argv.begin();)
+            if ((--it)->ends_with(suffix) && !it->starts_with("-")) return *it;
         return {};
     };
     if (tool == "cudafe++") {
@@ -196,7 +199,7 @@ std::expected<NvccPhase, std::string> classify(std::vector<std::string> argv) {
     } else if (tool == "cicc") {
         p.kind = NvccPhaseKind::Cicc;
         p.arch = value_of(argv, "-arch");
-        p.inputs = {input_before_o()};
+        p.inputs = {input_before_o(".ii")};
         if (has(argv, "--gen_module_id_file")) return std::unexpected("cicc writes the module id");
         p.inputs.push_back(value_of(argv, "--module_id_file_name"));
         for (auto opt : {"-o", "--gen_c_file_name", "--stub_file_name", "--gen_device_file_name"})
@@ -205,7 +208,7 @@ std::expected<NvccPhase, std::string> classify(std::vector<std::string> argv) {
         p.kind = NvccPhaseKind::Ptxas;
         for (const auto& a : argv)
             if (a.starts_with("-arch=")) p.arch = a.substr(6);
-        p.inputs = {input_before_o()};
+        p.inputs = {input_before_o(".ptx")};
         p.outputs = {value_of(argv, "-o")};
     } else if (tool == "fatbinary") {
         p.kind = NvccPhaseKind::Fatbinary;
@@ -226,7 +229,7 @@ std::expected<NvccPhase, std::string> classify(std::vector<std::string> argv) {
         p.outputs = {value_of(argv, "-o")};
     } else if (has(argv, "-c") && !has(argv, "-E")) {
         p.kind = NvccPhaseKind::HostCompile;
-        p.inputs = {input_before_o()};
+        p.inputs = {input_before_o(".cpp")};
         p.outputs = {value_of(argv, "-o")};
     } else {
         return std::unexpected("the command " + tool);

@@ -11,15 +11,18 @@ from pathlib import Path
 
 
 def anonymous_names_hidden(text: str) -> str:
-    """`text` with each anonymous namespace's name ("36_GLOBAL__N__<module id>"
-    in a mangled name, "_GLOBAL__N_<module id>" elsewhere) as "NS": the name
-    holds the module id of the source it is compiled from, which bekc gives
-    a split compile itself (graph/nvcc_split: nvcc_module_id) and cudafe++
-    derives otherwise."""
+    """`text` with each name made of a module id as "NS": an anonymous
+    namespace's ("36_GLOBAL__N__<module id>" in a mangled name,
+    "_GLOBAL__N_<module id>" elsewhere) and the one cicc gives a variable of
+    internal linkage in PTX ("39_INTERNAL_<module id>..." mangled). Such a
+    name holds the module id of the source it is compiled from, which bekc
+    gives a split compile itself (graph/nvcc_split: nvcc_module_id) and
+    cudafe++ derives otherwise."""
+    # Searched again from the end of each name: its last digits may start
+    # the next one's length ("..._7ee460d0" then "52_GLOBAL__N_...").
+    name = re.compile(r"(\d+)(_GLOBAL__N_|_INTERNAL_)")
     out, at = [], 0
-    for m in re.finditer(r"(\d+)_GLOBAL__N_", text):
-        if m.start() < at:
-            continue
+    while m := name.search(text, at):
         out.append(text[at:m.start()] + "NS")
         at = m.start() + len(m.group(1)) + int(m.group(1))
     out.append(text[at:])

@@ -89,8 +89,8 @@ std::string dryrun() {
            O + ".fatbin\n";
 }
 
-NvccPipeline parsed() {
-    auto p = parse_nvcc_dryrun(dryrun());
+NvccPipeline parsed(const std::string& text = dryrun()) {
+    auto p = parse_nvcc_dryrun(text);
     REQUIRE(p);
     for (auto& ph : p->phases)
         if (ph.argv[0].find('/') == std::string::npos) ph.argv[0] = "/cuda/bin/" + ph.argv[0];
@@ -267,6 +267,28 @@ TEST_CASE("nvcc phases: a split compile runs each phase once the files it reads 
     CHECK(link.command.argv[object + 1] == O + ".fatbin.o");
     CHECK(comes_after(g, link.command.description, "assemble 0_k.bekc.cu.o.fatbin"));
     CHECK(comes_after(g, link.command.description, "nvcc 0_k.bekc.cu"));
+}
+
+// nvcc 13.5 (the pip toolkit's) puts --simt-only after the input of
+// cudafe++ and of cicc, so the input is not the argument before -o.
+TEST_CASE("nvcc phases: cicc waits for its preprocessed input whatever flag comes before -o",
+          "[nvcc_phases]") {
+    std::string text = dryrun();
+    for (const std::string arch : {"compute_80", "compute_90"}) {
+        const std::string from = "." + arch + ".cpp1.ii\" -o";
+        REQUIRE(text.find(from) != std::string::npos);
+        text.replace(text.find(from), from.size(), "." + arch + ".cpp1.ii\" --simt-only -o");
+    }
+    BuildGraph g = graph();
+    REQUIRE(split_nvcc_compile(
+        g, parsed(text),
+        {compile_of_unit(g), "/usr/bin/g++", "/src/0_k.bekc.cu", "_0123456789abcdef_k_cu"}));
+    for (const std::string arch : {"compute_80", "compute_90"}) {
+        CHECK(comes_after(g, "cicc " + arch + " 0_k.bekc.cu",
+                          "device-preprocess " + arch + " 0_k.bekc.cu"));
+        CHECK(test::index_of(step_named(g, "cicc " + arch + " 0_k.bekc.cu").command.inputs,
+                             O + "." + arch + ".cpp1.ii") >= 0);
+    }
 }
 
 TEST_CASE("nvcc phases: cudafe++ and cicc read bekc's module id, and cicc starts beside cudafe++",
