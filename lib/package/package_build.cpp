@@ -302,14 +302,21 @@ int run_package_build(const BuildOptions& o, BuildContext& ctx) {
         for (const auto& note : plan.notes()) std::fprintf(stderr, "%s\n", note.c_str());
     }
     // The modules that took longest last time start first, so the build does
-    // not end waiting on one straggler (store/compile_times.hpp).
+    // not end waiting on one straggler (store/compile_times.hpp). A module
+    // never timed (a first build) is guessed by its source's size: the
+    // biggest start first.
     const fs::path cache_root = or_fatal(resolve_cache_root(o.cache_dir, ctx.env));
     CompileTimes times(cache_root);
     auto timing_name = [](const PackageModule& m) {
         return "package:" + m.source.string() + ":" + m.name;
     };
     auto seconds = [&](size_t i) { return times.seconds(timing_name(modules[i])); };
-    const std::vector<size_t> order = longest_first(modules.size(), seconds);
+    auto size = [&](size_t i) {
+        std::error_code ec;
+        const auto bytes = fs::file_size(modules[i].source, ec);
+        return ec ? 0.0 : static_cast<double>(bytes);
+    };
+    const std::vector<size_t> order = longest_first(modules.size(), seconds, size);
     // The modules share -j N (package/child_builds.hpp).
     const int jobs = jobs_wanted(o);
     ChildSlots slots = child_slots(jobs, o.verbose, o.dry_run, cache_root, ctx);

@@ -176,13 +176,19 @@ std::vector<ProcessResult> run_parallel(const std::vector<Command>& commands, in
 }
 
 std::vector<size_t> longest_first(size_t count,
-                                  const std::function<std::optional<double>(size_t)>& seconds) {
+                                  const std::function<std::optional<double>(size_t)>& seconds,
+                                  const std::function<double(size_t)>& guess) {
     std::vector<size_t> order(count);
     std::iota(order.begin(), order.end(), 0);
     std::vector<std::optional<double>> s(count);
-    for (size_t i = 0; i < count; ++i) s[i] = seconds(i);
+    std::vector<double> g(count, 0.0);
+    for (size_t i = 0; i < count; ++i) {
+        s[i] = seconds(i);
+        if (!s[i] && guess) g[i] = guess(i);
+    }
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-        if (!s[a] || !s[b]) return !s[a] && s[b];
+        if (!s[a] && !s[b]) return g[a] > g[b];
+        if (!s[a] || !s[b]) return !s[a];
         return *s[a] > *s[b];
     });
     return order;

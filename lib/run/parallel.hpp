@@ -61,8 +61,10 @@ std::vector<ProcessResult> run_parallel(const std::vector<Command>& commands, in
                                         const ParallelOptions& options = {});
 
 // The order to start `count` items in: those never timed first (they may be
-// the longest), then by decreasing time; ties keep their order.
+// the longest), the biggest `guess` (a size, in any unit) of them first, then
+// the timed ones by decreasing time; ties keep their order.
 std::vector<size_t> longest_first(size_t count,
-                                  const std::function<std::optional<double>(size_t)>& seconds);
+                                  const std::function<std::optional<double>(size_t)>& seconds,
+                                  const std::function<double(size_t)>& guess = {});
 
 }  // namespace bekc

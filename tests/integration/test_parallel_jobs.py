@@ -216,6 +216,25 @@ def test_a_packages_modules_share_its_slots(bekc_path, tools, tmp_path):
     assert most_at_once(log) == 4
 
 
+def test_a_packages_first_build_starts_its_biggest_files_first(bekc_path, tools, tmp_path):
+    """With no times from an earlier build, the modules start biggest source
+    first: the longest compile is then less likely to start last and hold
+    the whole package up (brainevent 0.3.0: docs/benchmarks.md)."""
+    pkg = make_package(tmp_path, 3)
+    sizes = {"k0": 100, "k1": 5000, "k2": 900}
+    for name, padding in sizes.items():
+        f = pkg / "ops" / f"{name}.cu"
+        f.write_text(f.read_text() + "//" + "x" * padding + "\n")
+    proc = subprocess.run(
+        [str(bekc_path), "build", str(pkg), "-j", "1", "--dry-run", "--cxx",
+         str(tools / "g++"), "--nvcc", str(tools / "nvcc"), "--cache-dir",
+         str(tmp_path / "cache")],
+        capture_output=True, text=True, env=dict(os.environ, FAKE_LOG=str(tmp_path / "log")))
+    assert proc.returncode == 0, proc.stderr
+    started = [next(n for n in sizes if f"{n}.cu" in line) for line in proc.stdout.splitlines()]
+    assert started == ["k1", "k2", "k0"]
+
+
 def test_stdin_and_stdout_named_as_a_jobserver_are_left_alone(bekc_path, tools, tmp_path):
     """MAKEFLAGS that name descriptors 0 and 1, two different pipes here, name
     no jobserver: bekc reads nothing from its standard input, writes nothing

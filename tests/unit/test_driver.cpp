@@ -305,6 +305,17 @@ TEST_CASE("longest_first: unknown first, then by decreasing time, ties in order"
     CHECK(order == std::vector<size_t>{1, 4, 2, 0, 3});
 }
 
+TEST_CASE("longest_first: those never timed by their guessed size, the biggest first",
+          "[driver][times]") {
+    // A package's first build has no times: its modules start biggest first,
+    // so that the longest is less likely to start last.
+    std::vector<std::optional<double>> s = {std::nullopt, 3.0, std::nullopt, std::nullopt};
+    std::vector<double> size = {10, 0, 300, 20};
+    auto order = longest_first(
+        s.size(), [&](size_t i) { return s[i]; }, [&](size_t i) { return size[i]; });
+    CHECK(order == std::vector<size_t>{2, 3, 0, 1});
+}
+
 TEST_CASE("compile times are kept per input, bounded, and survive a damaged memo",
           "[driver][times]") {
     test::TempDir tmp;
