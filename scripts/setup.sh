@@ -36,6 +36,30 @@ if [[ ! -x .venv/bin/python || "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
   echo "$want" > "$stamp"
 fi
 
+# bekc is built while the other environments below download and install: the
+# build needs only .venv's jaxlib (for its XLA FFI headers), and on a fresh
+# machine pip spends most of its time waiting on the network.
+XLA_INCLUDE=$(.venv/bin/python -c 'import jax.ffi; print(jax.ffi.include_dir())')
+BUILD_DIR=${BUILD_DIR:-build}
+build_bekc() {
+  log "building bekc in $BUILD_DIR"
+  # Release: debug information costs about 40% of the compile time of lib/,
+  # and CI builds twice (the ASan pass is a Debug build). Unity build: sources
+  # are compiled eight to a translation unit, which halves the build on two
+  # cores (docs/ARCHITECTURE.md, "Unity builds"). BEKC_UNIT_TESTS=OFF leaves
+  # the unit tests out (scripts/test.sh runs them in its ASan build only).
+  cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-Release} -DCMAKE_UNITY_BUILD=ON \
+        -DBEKC_BUILD_TESTS=ON -DBEKC_UNIT_TESTS="${BEKC_UNIT_TESTS:-ON}" \
+        -DBEKC_XLA_INCLUDE_DIR="$XLA_INCLUDE" ${CMAKE_EXTRA:-} >/dev/null
+  # BUILD_TARGETS narrows the build (the ASan pass builds only what it runs).
+  local targets=()
+  for t in ${BUILD_TARGETS:-}; do targets+=(--target "$t"); done
+  cmake --build "$BUILD_DIR" -j"$(nproc)" "${targets[@]}" >/dev/null
+}
+build_bekc &
+build_pid=$!
+trap 'pkill -P "$build_pid" 2>/dev/null; kill "$build_pid" 2>/dev/null' EXIT
+
 # brainevent 0.3.0, the newest release (it needs Python 3.12, and installs on
 # 3.11 as pure Python): a second compatibility reference beside the pinned
 # 0.2.1, in its own directory so that both can be read in one run. pip's own
@@ -91,17 +115,6 @@ elif [[ -z "$py312" ]]; then
   log "no Python 3.12 or newer: the newest-jax suite (jax $JAX_NEWEST) will be skipped"
 fi
 
-XLA_INCLUDE=$(.venv/bin/python -c 'import jax.ffi; print(jax.ffi.include_dir())')
-BUILD_DIR=${BUILD_DIR:-build}
-log "building bekc in $BUILD_DIR"
-# Release: debug information costs about 40% of the compile time of lib/,
-# and CI builds twice (the ASan pass is a Debug build). Unity build: sources
-# are compiled eight to a translation unit, which halves the build on two
-# cores (docs/ARCHITECTURE.md, "Unity builds").
-cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-Release} -DCMAKE_UNITY_BUILD=ON \
-      -DBEKC_BUILD_TESTS=ON -DBEKC_XLA_INCLUDE_DIR="$XLA_INCLUDE" ${CMAKE_EXTRA:-} >/dev/null
-# BUILD_TARGETS narrows the build (the ASan pass builds only what it runs).
-targets=()
-for t in ${BUILD_TARGETS:-}; do targets+=(--target "$t"); done
-cmake --build "$BUILD_DIR" -j"$(nproc)" "${targets[@]}" >/dev/null
+wait "$build_pid"  # its failure fails the setup (set -e)
+trap - EXIT
 log "bekc is at $BUILD_DIR/bekc"
