@@ -126,6 +126,9 @@ def main():
     ap.add_argument("--critical", type=int, default=3,
                     help="time the N largest files alone for the critical path")
     ap.add_argument("--json", dest="json_out", default=None)
+    ap.add_argument("--trace-dir", default=None,
+                    help="each bekc build of (a) also writes --trace FILE here, named "
+                         "<file>-<case>-<rep>.json (bench/trace_summary.py reads them)")
     args = ap.parse_args()
 
     bekc = Path(args.bekc).resolve()
@@ -184,6 +187,13 @@ def main():
             t[kind].append(seconds)
             cpu[kind].append(timed.cpu)
 
+        def traced(kind, rep):
+            """--trace FILE for this case's build, with --trace-dir."""
+            if not args.trace_dir:
+                return []
+            name = f"{src.stem}-{kind.replace(',', '').replace(' ', '-')}-{rep}.json"
+            return ["--trace", str(Path(args.trace_dir).resolve() / name)]
+
         bekc_build(bekc, warm, src, include_dir=bekc_include)  # the file this cache has seen
         if old:
             bekc_build(old, work / "old-cache", src, include_dir=bekc_include)
@@ -191,15 +201,19 @@ def main():
             add("serial", timed(bare)[0])
             add("threads0", timed(bare + ["--threads", "0"])[0])
             empty = work / f"empty{next(caches)}"
-            add("first, empty cache", bekc_build(bekc, empty, src, include_dir=bekc_include)[0])
+            add("first, empty cache", bekc_build(bekc, empty, src, *traced("first, empty cache", rep),
+                                                 include_dir=bekc_include)[0])
             shutil.rmtree(empty, ignore_errors=True)
             new = src.with_name(f"{src.stem}_new{rep}{src.suffix}")
             shutil.copyfile(src, new)
-            add("first, new file", bekc_build(bekc, warm, new, include_dir=bekc_include)[0])
+            add("first, new file", bekc_build(bekc, warm, new, *traced("first, new file", rep),
+                                              include_dir=bekc_include)[0])
             with open(src, "a") as f:  # new code: every phase compiles again
                 f.write(f"\n__device__ int bekc_bench_edit_{rep}() {{ return {rep}; }}\n")
-            add("edit", bekc_build(bekc, warm, src, include_dir=bekc_include)[0])
-            add("--force", bekc_build(bekc, warm, src, "--force", include_dir=bekc_include)[0])
+            add("edit", bekc_build(bekc, warm, src, *traced("edit", rep),
+                                   include_dir=bekc_include)[0])
+            add("--force", bekc_build(bekc, warm, src, "--force", *traced("force", rep),
+                                      include_dir=bekc_include)[0])
             if old:
                 empty = work / f"empty{next(caches)}"
                 add("old first", bekc_build(old, empty, src, include_dir=bekc_include)[0])
