@@ -30,7 +30,9 @@ ChildSlots child_slots(int jobs, bool verbose, bool dry_run, const fs::path& cac
     if (verbose && !out.from_make.refusal().empty())
         std::fprintf(stderr, "bekc: note: %s\n", out.from_make.refusal().c_str());
     if (!out.from_make.named_by_make() && !dry_run) {
-        out.served.emplace(or_fatal(JobSlots::serve(jobs, private_dir_places(cache_root, ctx))));
+        out.children = std::max(1, jobs - jobs / 4);
+        out.served.emplace(or_fatal(
+            JobSlots::serve(jobs, jobs - out.children, private_dir_places(cache_root, ctx))));
     }
     return out;
 }
@@ -97,9 +99,9 @@ std::vector<ProcessResult> run_children(Runner& runner, const std::vector<Comman
     std::vector<TraceClock::time_point> starts(lanes.size());
     ParallelOptions po;
     po.keep_going = true;
-    po.tokens = slots.slots().jobserver();
+    po.tokens = slots.tokens();
     auto started = runner.run(
-        commands, slots.slots().count(),
+        commands, slots.at_once(),
         [&](const ProgressEvent& e) {
             if (trace && e.kind == ProgressEvent::Kind::Started) {
                 lanes[e.index] = trace->take_lane();

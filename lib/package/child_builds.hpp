@@ -3,7 +3,11 @@
 // (package/replay.hpp) share. The children share the slots as make's recipes
 // do: through make's jobserver under `make -jN`, else through one served
 // here (run/jobserver.hpp); each runs its first command in the slot it was
-// started in and every further one in a token of that jobserver.
+// started in and every further one in a token of that jobserver. Served
+// here, a quarter of -j's slots are tokens from the start, not slots
+// children start in: a module with compiles ready side by side (four
+// architectures' cicc) takes them while the other modules each compile in
+// their own slot.
 #pragma once
 
 #include <optional>
@@ -28,8 +32,12 @@ fs::path own_executable();
 struct ChildSlots {
     JobSlots from_make;
     std::optional<JobSlots> served;
+    int children = 1;  // served here: how many children run at once, a slot each
 
-    JobSlots& slots() { return served ? *served : from_make; }
+    // How many children run at once, and the jobserver whose tokens start
+    // more of them (make's; none when the slots are served here).
+    int at_once() const { return served ? children : from_make.count(); }
+    JobSlots* tokens() { return served ? nullptr : from_make.jobserver(); }
     // What the children's MAKEFLAGS must say when the slots are served here;
     // nullopt leaves theirs as it is (make's).
     std::optional<std::string> makeflags() const;

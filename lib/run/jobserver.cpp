@@ -133,9 +133,11 @@ JobSlots JobSlots::take(int wanted, const EnvLookup& env) {
     return s;
 }
 
-std::expected<JobSlots, Error> JobSlots::serve(int jobs, const PrivateDirPlaces& places) {
+std::expected<JobSlots, Error> JobSlots::serve(int jobs, int tokens,
+                                               const PrivateDirPlaces& places) {
     // A pipe holds at least 4 KiB: as many tokens as can be written at once.
     jobs = std::clamp(jobs, 1, 4096);
+    tokens = std::clamp(tokens, 0, jobs);
     auto dir = private_temp_dir(places, "jobserver");
     if (!dir) return std::unexpected(dir.error());
     JobSlots s(jobs, false);
@@ -151,9 +153,9 @@ std::expected<JobSlots, Error> JobSlots::serve(int jobs, const PrivateDirPlaces&
     if (s.read_fd_ >= 0) s.write_fd_ = open_fifo(fifo.string(), O_WRONLY, why);
     if (s.read_fd_ < 0 || s.write_fd_ < 0)
         return fail(ErrorKind::Cache, "cannot use the jobserver FIFO it made: " + why);
-    const std::string tokens(static_cast<size_t>(jobs - 1), '+');
-    if (!tokens.empty() &&
-        ::write(s.write_fd_, tokens.data(), tokens.size()) != static_cast<ssize_t>(tokens.size()))
+    const std::string held(static_cast<size_t>(tokens), '+');
+    if (!held.empty() &&
+        ::write(s.write_fd_, held.data(), held.size()) != static_cast<ssize_t>(held.size()))
         return fail(ErrorKind::Cache, "cannot fill the jobserver FIFO " + fifo.string());
     s.makeflags_ = fmt::format("-j{} --jobserver-auth=fifo:{}", jobs, fifo.string());
     return s;

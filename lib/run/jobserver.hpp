@@ -46,10 +46,12 @@ class JobSlots {
     // implicit slot, with tokens taken one by one (try_take).
     static JobSlots take(int wanted, const EnvLookup& env);
     // A jobserver of our own for child processes: a FIFO in a new private
-    // directory (util/fs.hpp, private_temp_dir, in `places`) holding
-    // `jobs` - 1 tokens, and the implicit slot. makeflags() is what the
-    // children's MAKEFLAGS must say. The directory goes when this object does.
-    static std::expected<JobSlots, Error> serve(int jobs, const PrivateDirPlaces& places);
+    // directory (util/fs.hpp, private_temp_dir, in `places`) for a build of
+    // -j `jobs`, holding `tokens` (the slots its children do not start in).
+    // makeflags() is what the children's MAKEFLAGS must say. The directory
+    // goes when this object does.
+    static std::expected<JobSlots, Error> serve(int jobs, int tokens,
+                                                const PrivateDirPlaces& places);
 
     JobSlots(const JobSlots&) = delete;
     JobSlots& operator=(const JobSlots&) = delete;

@@ -216,6 +216,38 @@ def test_a_packages_modules_share_its_slots(bekc_path, tools, tmp_path):
     assert most_at_once(log) == 4
 
 
+def test_a_quarter_of_a_packages_slots_is_left_to_its_modules_own_parallel_compiles(
+        bekc_path, tools, tmp_path):
+    """`bekc build <package> -j 4` of four modules: three modules run at
+    once, each in a slot of its own, and the fourth slot is a token that
+    whichever module has a second compile ready (here each has two: nvcc and
+    the entry points) takes; the compilers together never pass -j."""
+    pkg = make_package(tmp_path, 4)
+    trace = tmp_path / "trace.json"
+    build(bekc_path, tools, tmp_path, sources(tmp_path, 1, ".cu"), log_name="warm")  # bekc_rt.o
+    log = tmp_path / "log"
+    env = dict(os.environ, FAKE_LOG=str(log), FAKE_SECONDS="1.0")
+    for var in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL"):
+        env.pop(var, None)
+    proc = subprocess.run(
+        [str(bekc_path), "build", str(pkg), "-j", "4", "--force", "--cxx", str(tools / "g++"),
+         "--nvcc", str(tools / "nvcc"), "--cache-dir", str(tmp_path / "cache"),
+         "--trace", str(trace)],
+        capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert most_at_once(log) == 4
+    modules = [e for e in json.loads(trace.read_text())["traceEvents"]
+               if e.get("ph") == "X" and e.get("cat") == "module"]
+    assert len(modules) == 4
+    events = sorted([(e["ts"], 1) for e in modules] + [(e["ts"] + e["dur"], -1) for e in modules],
+                    key=lambda e: (e[0], e[1]))
+    running = most = 0
+    for _, delta in events:
+        running += delta
+        most = max(most, running)
+    assert most == 3
+
+
 def test_a_packages_first_build_starts_its_biggest_files_first(bekc_path, tools, tmp_path):
     """With no times from an earlier build, the modules start biggest source
     first: the longest compile is then less likely to start last and hold

@@ -238,7 +238,9 @@ TEST_CASE(
     test::TempDir tmp;
     fs::path fifo;
     {
-        auto served = JobSlots::serve(3, {std::nullopt, std::nullopt, tmp / "fallback"});
+        // -j 3, of which two slots are tokens (the package starts its first
+        // child in the third).
+        auto served = JobSlots::serve(3, 2, {std::nullopt, std::nullopt, tmp / "fallback"});
         REQUIRE(served);
         CHECK(served->count() == 1);
         const std::string flags = served->makeflags();
