@@ -1,5 +1,6 @@
 #include "package/child_builds.hpp"
 
+#include <chrono>
 #include <cstdio>
 
 #include "driver/fatal.hpp"
@@ -72,6 +73,31 @@ void ChildTraces::merge(const std::vector<Command>& commands) const {
             std::fprintf(stderr, "bekc: warning: the trace of %s is left out: %s\n",
                          commands[i].description.c_str(), why.c_str());
     }
+}
+
+std::vector<size_t> start_order(const CompileTimes& times,
+                                const std::vector<std::string>& timing_names,
+                                const std::vector<Command>& commands) {
+    auto seconds = [&](size_t i) { return times.seconds(timing_names[i]); };
+    auto size = [&](size_t i) {
+        double bytes = 0;
+        for (const auto& input : commands[i].inputs) {
+            std::error_code ec;
+            const auto n = fs::file_size(fs::path(commands[i].cwd) / input, ec);
+            if (!ec) bytes += static_cast<double>(n);
+        }
+        return bytes;
+    };
+    return longest_first(commands.size(), seconds, size);
+}
+
+void remember_times(CompileTimes& times, const std::vector<std::string>& timing_names,
+                    const std::vector<ProcessResult>& results) {
+    for (size_t i = 0; i < results.size(); ++i)
+        if (results[i].ok())
+            times.record(timing_names[i],
+                         std::chrono::duration<double>(results[i].wall_time).count());
+    times.save();
 }
 
 namespace {

@@ -21,6 +21,7 @@
 #include "run/jobserver.hpp"
 #include "run/process.hpp"
 #include "run/trace.hpp"
+#include "store/compile_times.hpp"
 #include "util/fs.hpp"
 
 namespace bekc {
@@ -75,6 +76,18 @@ class ChildTraces {
     Trace* trace_;
     fs::path dir_;
 };
+
+// The order to start `commands` (child builds) in, and how long each took
+// (store/compile_times.hpp): those that took longest last time first, under
+// their `timing_names`; those never timed before them, the biggest inputs
+// first (Command::inputs, from Command::cwd), a first build's guess at its
+// longest (run/parallel.hpp, longest_first).
+std::vector<size_t> start_order(const CompileTimes& times,
+                                const std::vector<std::string>& timing_names,
+                                const std::vector<Command>& commands);
+// Remembers how long each child that succeeded took, and saves the memo.
+void remember_times(CompileTimes& times, const std::vector<std::string>& timing_names,
+                    const std::vector<ProcessResult>& results);
 
 // Runs `commands`, in the order they start, each in a slot of `slots`, with
 // a line "[k/N] DESCRIPTION: done" on stderr as each finishes (unless

@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -16,7 +15,6 @@
 #include "prep/build_args.hpp"
 #include "run/interrupt.hpp"
 #include "run/jobserver.hpp"
-#include "run/parallel.hpp"
 #include "scan/includes.hpp"
 #include "scan/scanner.hpp"
 #include "store/compile_times.hpp"
@@ -301,22 +299,7 @@ int run_package_build(const BuildOptions& o, BuildContext& ctx) {
         std::fprintf(stderr, "%s\n", plan.summary().c_str());
         for (const auto& note : plan.notes()) std::fprintf(stderr, "%s\n", note.c_str());
     }
-    // The modules that took longest last time start first, so the build does
-    // not end waiting on one straggler (store/compile_times.hpp). A module
-    // never timed (a first build) is guessed by its source's size: the
-    // biggest start first.
     const fs::path cache_root = or_fatal(resolve_cache_root(o.cache_dir, ctx.env));
-    CompileTimes times(cache_root);
-    auto timing_name = [](const PackageModule& m) {
-        return "package:" + m.source.string() + ":" + m.name;
-    };
-    auto seconds = [&](size_t i) { return times.seconds(timing_name(modules[i])); };
-    auto size = [&](size_t i) {
-        std::error_code ec;
-        const auto bytes = fs::file_size(modules[i].source, ec);
-        return ec ? 0.0 : static_cast<double>(bytes);
-    };
-    const std::vector<size_t> order = longest_first(modules.size(), seconds, size);
     // The modules share -j N (package/child_builds.hpp).
     const int jobs = jobs_wanted(o);
     ChildSlots slots = child_slots(jobs, o.verbose, o.dry_run, cache_root, ctx);
@@ -324,6 +307,14 @@ int run_package_build(const BuildOptions& o, BuildContext& ctx) {
     ChildTraces traces(o.dry_run ? nullptr : ctx.trace, private_dir_places(cache_root, ctx));
     std::vector<Command> planned =
         package_commands(o, modules, own_executable(), jobs, slots.makeflags(), ctx.env, &traces);
+    // The modules that took longest last time start first, so the build does
+    // not end waiting on one straggler; on a first build, the biggest sources
+    // (package/child_builds.hpp, start_order).
+    CompileTimes times(cache_root);
+    std::vector<std::string> timing_names;
+    for (const auto& m : modules)
+        timing_names.push_back("package:" + m.source.string() + ":" + m.name);
+    const std::vector<size_t> order = start_order(times, timing_names, planned);
     std::vector<Command> commands;  // in the order they start
     for (size_t i : order) commands.push_back(planned[i]);
     if (o.dry_run) {
@@ -336,11 +327,7 @@ int run_package_build(const BuildOptions& o, BuildContext& ctx) {
         return run_children(ctx.runner, commands, order, slots, o.quiet, &traces, names);
     });
     traces.merge(planned);
-    for (size_t i = 0; i < results.size(); ++i)
-        if (results[i].ok())
-            times.record(timing_name(modules[i]),
-                         std::chrono::duration<double>(results[i].wall_time).count());
-    times.save();
+    remember_times(times, timing_names, results);
     PackageOutcome outcome = collect_modules(o, plan, results);
     print_package_outcome(o, plan, outcome);
     return outcome.failures.modules.empty() ? kExitOk : kExitSourceError;

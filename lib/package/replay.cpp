@@ -1,7 +1,6 @@
 #include "package/replay.hpp"
 
 #include <cstdio>
-#include <numeric>
 #include <set>
 #include <utility>
 
@@ -240,12 +239,23 @@ int run_replay(const ReplayOptions& options, BuildContext& ctx) {
         c.inputs = load.options.inputs;
         commands.push_back(std::move(c));
     }
-    std::vector<size_t> order(loads.size());
-    std::iota(order.begin(), order.end(), size_t{0});
+    // As a package's modules: the longest last time first, the biggest
+    // inputs first on a first build (package/child_builds.hpp, start_order).
+    CompileTimes times(cache_root);
+    std::vector<std::string> timing_names;
+    for (size_t i = 0; i < commands.size(); ++i) {
+        std::string name = "load:" + commands[i].cwd + ":" + modules[i];
+        for (const auto& input : commands[i].inputs) name += ":" + input;
+        timing_names.push_back(std::move(name));
+    }
+    const std::vector<size_t> order = start_order(times, timing_names, commands);
+    std::vector<Command> started;  // in the order they start
+    for (size_t i : order) started.push_back(commands[i]);
     std::vector<ProcessResult> results = traced(ctx.trace, "loads", [&] {
-        return run_children(ctx.runner, commands, order, slots, o.quiet, &traces, modules);
+        return run_children(ctx.runner, started, order, slots, o.quiet, &traces, modules);
     });
     traces.merge(commands);
+    remember_times(times, timing_names, results);
     std::vector<LoadOutcome> outcomes;
     for (size_t i = 0; i < loads.size(); ++i) outcomes.push_back(outcome_of(loads[i], results[i]));
     const bool all_built = print_replay(o, loads, outcomes, errors.size());

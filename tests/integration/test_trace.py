@@ -255,6 +255,29 @@ def test_replay_traces_each_load_as_a_process(bekc, kernels, tmp_path):
     assert "--trace" not in record.read_text()
 
 
+def test_a_replay_into_a_new_cache_builds_its_biggest_load_first(bekc, kernels, tmp_path):
+    """A replay into a cache that never built its loads starts the one with
+    the biggest input first (a first build's guess at the longest), whatever
+    order they were recorded in."""
+    kernels.cpp(bekc.workdir / "small.cpp", fn="add_small")
+    big = kernels.cpp(bekc.workdir / "big.cpp", fn="add_big")
+    big.write_text(big.read_text() + "// " + "x" * 20000 + "\n")
+    record = tmp_path / "loads.jsonl"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BEKC")}
+    for src in ("small.cpp", "big.cpp"):
+        assert bekc.build(src, FAST, env={**env, "BEKC_RECORD": str(record)}).rc == 0
+
+    def started(cache, name):
+        trace_file = tmp_path / name
+        replayed = bekc.run("replay", record, "--cache-dir", cache, "-j", "1", "--trace",
+                            trace_file, env=env)
+        assert replayed.returncode == 0, replayed.stderr
+        return [e["args"]["module"] for e in sorted(steps(load(trace_file), 1),
+                                                    key=lambda e: e["ts"])]
+
+    assert started(tmp_path / "fresh", "first.json") == ["big", "small"]
+
+
 def run_script(name: str, *args) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(REPO / "bench" / name), *map(str, args)],
                           capture_output=True, text=True, timeout=120)
