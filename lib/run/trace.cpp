@@ -61,6 +61,12 @@ Error trace_error(const fs::path& path, std::string why) {
     return Error::make(ErrorKind::Usage, "--trace " + path.string() + ": " + std::move(why));
 }
 
+// A failure of the layer below, as --trace's: its file, line and notes kept.
+Error trace_error(const fs::path& path, Error cause) {
+    cause.as(ErrorKind::Usage).within("--trace " + path.string());
+    return cause;
+}
+
 }  // namespace
 
 Trace::Trace(std::string name, TraceClock::time_point origin)
@@ -187,7 +193,7 @@ std::string Trace::text() const {
 
 std::expected<void, Error> Trace::write(const fs::path& path) const {
     if (auto written = write_atomic(path, text()); !written)
-        return std::unexpected(trace_error(path, written.error().message));
+        return std::unexpected(trace_error(path, written.error()));
     return {};
 }
 
@@ -197,7 +203,7 @@ std::expected<void, Error> check_trace_path(const fs::path& path) {
     if (fs::is_directory(path, ec))
         return std::unexpected(trace_error(path, "it is a directory; name a file in it"));
     if (auto regular = check_writable_regular(path); !regular)
-        return std::unexpected(trace_error(path, regular.error().message));
+        return std::unexpected(trace_error(path, regular.error()));
     const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
     if (!fs::is_directory(dir, ec))
         return std::unexpected(

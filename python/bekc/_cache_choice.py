@@ -39,20 +39,31 @@ def _values(variables: Tuple[str, ...]) -> Tuple:
     return tuple(os.environ.get(v) for v in variables)
 
 
+def _checked(cache: object, whose: str, printed: object) -> dict:
+    """`cache` when it names the directories a choice holds, else the
+    BekcError that says whose answer it was."""
+    if (isinstance(cache, dict) and isinstance(cache.get("dir"), str)
+            and isinstance(cache.get("own"), str)):
+        return cache
+    raise BekcError(f"{whose} names no cache directory (it answered {printed!r}): is that "
+                    f"bekc older than this Python package? Install the bekc binary, and "
+                    f"libbekc_lookup.so, that ship with it.")
+
+
 def _ask(binary: str, cache_dir_flag: Optional[str], spawn: bool) -> Optional[dict]:
     text = _lookup.cache_choice(binary, cache_dir_flag)
     if text is not None:
-        return json.loads(text)
+        whose = f"the lookup library's cache choice for {binary}"
+        try:
+            return _checked(json.loads(text), whose, text)
+        except ValueError:
+            return _checked(None, whose, text)
     if not spawn:
         return None
     flag = [f"--cache-dir={cache_dir_flag}"] if cache_dir_flag is not None else []
     answer = run_bekc([binary, "config", "--json"] + flag)
     cache = answer.get("cache") if isinstance(answer, dict) else None
-    if not isinstance(cache, dict):
-        raise BekcError(f"{binary} config --json names no cache directory (it printed "
-                        f"{answer!r}): is that bekc older than this Python package? Install "
-                        f"the bekc binary that ships with it.")
-    return cache
+    return _checked(cache, f"{binary} config --json", answer)
 
 
 def _key(binary: str, cache_dir_flag: Optional[str]) -> tuple:

@@ -144,3 +144,17 @@ def test_the_cache_dir_is_the_one_the_binary_uses(bekc_bin, monkeypatch, tmp_pat
     printed = subprocess.run([bekc_bin, "cache", "path"] + flag, capture_output=True, text=True)
     assert printed.returncode == 0, printed.stderr
     assert bekc.get_cache_dir() == printed.stdout.strip()
+
+
+@pytest.mark.parametrize("answer", ['{"own": "/c"}', '{"dir": 3, "own": "/c"}', "[1]",
+                                    "not json"])
+def test_a_malformed_cache_answer_from_the_lookup_library_is_a_bekc_error(
+        bekc_bin, monkeypatch, answer):
+    """The cache choice comes from the lookup library in this process when it
+    is loaded; an answer without the directories it must name is a BekcError
+    that says whose answer it was, as the binary's own is, not a KeyError."""
+    from bekc import _cache_choice, _lookup
+    monkeypatch.setattr(_lookup, "cache_choice", lambda binary, flag: answer)
+    monkeypatch.setattr(_cache_choice, "_MEMO", {})
+    with pytest.raises(_errors.BekcError, match="cache"):
+        _cache_choice.cache_choice(bekc_bin, "/some/cache")
