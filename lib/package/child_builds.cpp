@@ -31,9 +31,8 @@ ChildSlots child_slots(int jobs, bool verbose, bool dry_run, const fs::path& cac
     if (verbose && !out.from_make.refusal().empty())
         std::fprintf(stderr, "bekc: note: %s\n", out.from_make.refusal().c_str());
     if (!out.from_make.named_by_make() && !dry_run) {
-        out.children = std::max(1, jobs - jobs / 4);
-        out.served.emplace(or_fatal(
-            JobSlots::serve(jobs, jobs - out.children, private_dir_places(cache_root, ctx))));
+        out.served.emplace(or_fatal(JobSlots::serve(jobs, jobs - ChildSlots::children_for(jobs),
+                                                    private_dir_places(cache_root, ctx))));
     }
     return out;
 }

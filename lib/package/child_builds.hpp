@@ -10,6 +10,7 @@
 // their own slot.
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,11 +34,13 @@ fs::path own_executable();
 struct ChildSlots {
     JobSlots from_make;
     std::optional<JobSlots> served;
-    int children = 1;  // served here: how many children run at once, a slot each
+    // Served here for -j `jobs`: how many children run at once, a slot each;
+    // the rest of the slots are the jobserver's tokens.
+    static int children_for(int jobs) { return std::max(1, jobs - jobs / 4); }
 
     // How many children run at once, and the jobserver whose tokens start
     // more of them (make's; none when the slots are served here).
-    int at_once() const { return served ? children : from_make.count(); }
+    int at_once() const { return served ? children_for(served->limit()) : from_make.count(); }
     JobSlots* tokens() { return served ? nullptr : from_make.jobserver(); }
     // What the children's MAKEFLAGS must say when the slots are served here;
     // nullopt leaves theirs as it is (make's).
